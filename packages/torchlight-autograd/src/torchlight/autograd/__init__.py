@@ -1,0 +1,30 @@
+"""torchlight.autograd: the reverse-mode engine, generic over a small variable protocol.
+
+A variable needs ``requires_grad``, ``_history`` (``None`` for leaves), ``accumulate_grad(g)``, and
+gradients that support ``+``. ``torchlight.Tensor`` and the micrograd-style :class:`Scalar`
+both implement it; the engine never imports numpy.
+"""
+
+from .engine import backward, topological_order
+from .errors import AutogradError, TorchlightError
+from .function import Context, Function, History
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .gradcheck import GradcheckError, gradcheck
+from .scalar import Scalar
+
+__all__ = [
+    "AutogradError",
+    "Context",
+    "Function",
+    "GradcheckError",
+    "History",
+    "Scalar",
+    "TorchlightError",
+    "backward",
+    "enable_grad",
+    "gradcheck",
+    "is_grad_enabled",
+    "no_grad",
+    "set_grad_enabled",
+    "topological_order",
+]

@@ -1,0 +1,148 @@
+"""``Function``, ``Context`` and ``History``: how one differentiable operation is recorded.
+
+A differentiable operation is a pair of static methods::
+
+    class Mul(Function):
+        @staticmethod
+        def forward(ctx, a, b):           # compute the value, save what backward needs
+            ctx.save_for_backward(a, b)
+            return a.data * b.data
+        @staticmethod
+        def backward(ctx, grad):          # dL/da = dL/dy * b,  dL/db = dL/dy * a
+            a, b = ctx.saved_tensors
+            return grad * b, grad * a
+
+``Function.apply`` runs ``forward`` with recording switched off, then, if any input requires a
+gradient, attaches a :class:`History` to the output: the function, its context and its inputs.
+Those links are the edges of the dynamic graph that :mod:`torchlight.autograd.engine` walks
+backwards. The engine is generic: a *variable* only needs the attributes ``requires_grad`` and
+``_history``, a method ``accumulate_grad(g)`` for leaves, and gradients that support ``+``.
+"""
+
+from .errors import AutogradError
+from .grad_mode import GradMode
+
+__all__ = ["Context", "History", "Function"]
+
+
+class Context:
+    """Scratch space that ``forward`` fills and ``backward`` reads.
+
+    ``save_for_backward`` stores inputs/outputs and remembers their version counters (when the
+    variable has a ``_version`` cell): if an in-place op changes a saved tensor before backward,
+    ``saved_tensors`` raises instead of silently producing a wrong gradient. Any other value can be
+    stored as a plain attribute (``ctx.dim = dim``).
+    """
+
+    def __init__(self, needs_input_grad=()):
+        self.needs_input_grad = needs_input_grad
+        self._saved = ()
+        self._versions = None
+        self._freed = False
+
+    def save_for_backward(self, *values):
+        self._saved = values
+        self._versions = tuple(
+            (v._version, v._version[0]) if hasattr(v, "_version") else None for v in values
+        )
+
+    @property
+    def saved_tensors(self):
+        if self._freed:
+            raise AutogradError(
+                "Trying to backward through the graph a second time, but its saved values were "
+                "already freed. Call .backward(retain_graph=True) the first time if you need to "
+                "backpropagate through the same graph twice."
+            )
+        for i, rec in enumerate(self._versions or ()):
+            if rec is not None and rec[0][0] != rec[1]:
+                raise AutogradError(
+                    f"A value saved for backward (saved value #{i}, of shape "
+                    f"{getattr(self._saved[i], 'shape', '?')}) was modified by an in-place operation "
+                    f"after it was used (version {rec[1]} -> {rec[0][0]}). Use an out-of-place op "
+                    "(e.g. x = x * 2 instead of x.mul_(2)) or .clone() the tensor first."
+                )
+        return self._saved
+
+    saved_values = saved_tensors
+
+    def release(self):
+        """Drop saved values so their memory can be reused (what ``retain_graph=False`` does)."""
+        extras = [k for k in self.__dict__ if k not in Context._own]
+        if self._saved or extras:
+            self._freed = True
+        self._saved = ()
+        for key in extras:
+            del self.__dict__[key]
+
+    def __getattr__(self, name):
+        # Only reached for attributes that are missing: after release() that means "freed".
+        if self.__dict__.get("_freed"):
+            self.saved_tensors  # noqa: B018 -- raises the explanatory error
+        raise AttributeError(name)
+
+    _own = frozenset(("needs_input_grad", "_saved", "_versions", "_freed"))
+
+
+class History:
+    """The edge record of a computed variable: which function made it, with which inputs."""
+
+    __slots__ = ("fn", "ctx", "inputs")
+
+    def __init__(self, fn, ctx, inputs):
+        self.fn = fn
+        self.ctx = ctx
+        self.inputs = inputs
+
+    @property
+    def parents(self):
+        """The inputs that take part in backpropagation."""
+        return [v for v in self.inputs if getattr(v, "requires_grad", False)]
+
+    def backprop(self, grad):
+        """Apply the chain rule one step: pairs (input, dL/dinput) for inputs that need a grad."""
+        grads = self.fn.backward(self.ctx, grad)
+        if not isinstance(grads, tuple):
+            grads = (grads,)
+        return [
+            (v, g)
+            for v, g in zip(self.inputs, grads)
+            if g is not None and getattr(v, "requires_grad", False)
+        ]
+
+
+class Function:
+    """Base class of every differentiable operation (subclass and define forward/backward)."""
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """Run ``forward`` and, when recording and some input requires grad, link the output."""
+        record = False
+        if GradMode.enabled:
+            for a in args:
+                if getattr(a, "requires_grad", False):
+                    record = True
+                    break
+        if not record:
+            GradMode.enabled, prev = False, GradMode.enabled
+            try:
+                return cls.forward(Context(), *args, **kwargs)
+            finally:
+                GradMode.enabled = prev
+        ctx = Context(tuple(getattr(a, "requires_grad", False) for a in args))
+        GradMode.enabled = False
+        try:
+            out = cls.forward(ctx, *args, **kwargs)
+        finally:
+            GradMode.enabled = True
+        out._history = History(cls, ctx, args)
+        out.requires_grad = True
+        return out

@@ -1,0 +1,84 @@
+"""Global gradient-recording switch: ``no_grad``, ``enable_grad``, ``set_grad_enabled``.
+
+One module-level flag rather than a thread-local: torchlight runs one training loop per process
+(data-parallel scale-out uses processes, see torchlight-distributed), and a plain attribute read
+is the cheapest check ``Function.apply`` can make on every op.
+"""
+
+import functools
+
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "GradMode"]
+
+
+class GradMode:
+    """Holder of the flag; ``GradMode.enabled`` is read on every op."""
+
+    enabled = True
+
+
+def is_grad_enabled() -> bool:
+    """True when new operations are recorded for backpropagation."""
+    return GradMode.enabled
+
+
+class set_grad_enabled:
+    """Set gradient recording on or off; usable as a function, context manager or decorator."""
+
+    def __init__(self, mode: bool):
+        self.prev = GradMode.enabled
+        self.mode = bool(mode)
+        GradMode.enabled = self.mode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        GradMode.enabled = self.prev
+        return False
+
+    def __call__(self, fn):
+        """As a decorator: undo the switch ``__init__`` made at decoration time, and apply the
+        mode only while ``fn`` runs (otherwise ``@set_grad_enabled(False)`` would leave recording
+        off for the whole process)."""
+        GradMode.enabled = self.prev
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class _GradSwitch:
+    mode = True
+
+    def __enter__(self):
+        self.prev = GradMode.enabled
+        GradMode.enabled = self.mode
+        return self
+
+    def __exit__(self, *exc):
+        GradMode.enabled = self.prev
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__():
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+class no_grad(_GradSwitch):
+    """Context manager / decorator: operations inside record no graph (inference, optimizer steps)."""
+
+    mode = False
+
+
+class enable_grad(_GradSwitch):
+    """Context manager / decorator: re-enable recording inside a ``no_grad`` block."""
+
+    mode = True

@@ -1,0 +1,193 @@
+"""``Function.apply``, ``Context`` and ``History``: what gets recorded, saved, checked and freed."""
+
+import pytest
+
+from torchlight.autograd import (
+    AutogradError,
+    Context,
+    Function,
+    History,
+    Scalar,
+    TorchlightError,
+    is_grad_enabled,
+    no_grad,
+)
+
+
+class Versioned(Scalar):
+    """A Scalar with a version cell, as Tensor has: in-place ops bump ``_version[0]``."""
+
+    __slots__ = ("_version",)
+
+    def __init__(self, data, requires_grad=False):
+        super().__init__(data, requires_grad)
+        self._version = [0]
+
+    def mul_(self, k):
+        self.data *= k
+        self._version[0] += 1
+        return self
+
+
+class SaveInputs(Function):
+    """y = a * b, saving the variables themselves (not their floats) so versions are tracked."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        ctx.note = "kept"
+        return Scalar(a.data * b.data)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b.data, g * a.data
+
+
+class Spy(Function):
+    """Records what forward saw, to check the recording switch and the context it gets."""
+
+    seen = {}
+
+    @staticmethod
+    def forward(ctx, a, k=1.0):
+        Spy.seen = {"grad_enabled": is_grad_enabled(), "needs": ctx.needs_input_grad, "k": k}
+        return Scalar(a.data * k)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * 2.0  # one gradient, returned bare (not a 1-tuple)
+
+
+def test_apply_records_history_when_an_input_requires_grad():
+    a, b = Scalar(2.0, requires_grad=True), Scalar(3.0)
+    y = SaveInputs.apply(a, b)
+    assert y.requires_grad
+    assert isinstance(y._history, History)
+    assert y._history.fn is SaveInputs
+    assert y._history.inputs == (a, b)
+    assert y._history.parents == [a]
+    assert y._history.ctx.needs_input_grad == (True, False)
+
+
+def test_apply_records_nothing_without_grad_inputs():
+    y = SaveInputs.apply(Scalar(2.0), Scalar(3.0))
+    assert y._history is None and not y.requires_grad
+
+
+def test_apply_records_nothing_under_no_grad():
+    a = Scalar(2.0, requires_grad=True)
+    with no_grad():
+        y = SaveInputs.apply(a, a)
+    assert y._history is None and not y.requires_grad
+
+
+def test_forward_runs_with_recording_off_and_sees_kwargs():
+    a = Scalar(2.0, requires_grad=True)
+    y = Spy.apply(a, k=3.0)
+    assert Spy.seen == {"grad_enabled": False, "needs": (True,), "k": 3.0}
+    assert is_grad_enabled()  # restored after forward
+    assert y.data == 6.0
+    y.backward()
+    assert a.grad == 2.0  # a bare (non-tuple) gradient is accepted
+
+
+def test_grad_mode_is_restored_when_forward_raises():
+    class Boom(Function):
+        @staticmethod
+        def forward(ctx, a):
+            raise ValueError("boom")
+
+    for requires_grad in (True, False):
+        with pytest.raises(ValueError, match="boom"):
+            Boom.apply(Scalar(1.0, requires_grad=requires_grad))
+        assert is_grad_enabled()
+
+
+def test_base_function_must_be_subclassed():
+    with pytest.raises(NotImplementedError):
+        Function.apply(Scalar(1.0, requires_grad=True))
+    with pytest.raises(NotImplementedError):
+        Function.backward(Context(), 1.0)
+
+
+def test_history_backprop_drops_none_and_non_grad_inputs():
+    class TwoOut(Function):
+        @staticmethod
+        def forward(ctx, a, b, c):
+            return Scalar(a.data + b.data + c.data)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g, None  # no gradient for c
+
+    a, b, c = (Scalar(1.0, requires_grad=True), Scalar(2.0), Scalar(3.0, requires_grad=True))
+    y = TwoOut.apply(a, b, c)
+    pairs = y._history.backprop(1.0)
+    assert [(v is a, g) for v, g in pairs] == [(True, 1.0)]
+
+
+def test_context_saves_and_returns_values():
+    ctx = Context()
+    ctx.save_for_backward(1.0, "x", None)
+    assert ctx.saved_tensors == (1.0, "x", None)
+    assert ctx.saved_values == (1.0, "x", None)
+
+
+def test_release_frees_saved_values_and_attributes():
+    ctx = Context()
+    ctx.save_for_backward(Scalar(1.0))
+    ctx.dim = 3
+    ctx.release()
+    with pytest.raises(AutogradError, match="retain_graph=True"):
+        ctx.saved_tensors
+    with pytest.raises(AutogradError, match="second time"):
+        ctx.dim  # extra attributes are freed too, with the same explanation
+
+
+def test_release_of_an_empty_context_is_harmless():
+    # a Function that saved nothing (e.g. Add) can be backpropagated again, as in PyTorch
+    ctx = Context()
+    ctx.release()
+    assert ctx.saved_tensors == ()
+    with pytest.raises(AttributeError):
+        ctx.missing
+
+
+def test_missing_attribute_is_a_plain_attribute_error():
+    with pytest.raises(AttributeError) as info:
+        Context().nothing_here
+    assert not isinstance(info.value, AutogradError)
+
+
+def test_in_place_change_of_a_saved_value_raises():
+    a = Versioned(2.0, requires_grad=True)
+    b = Versioned(3.0, requires_grad=True)
+    y = SaveInputs.apply(a, b)
+    b.mul_(10.0)  # backward would now use 30 instead of 3
+    with pytest.raises(AutogradError) as info:
+        y.backward()
+    msg = str(info.value)
+    assert "saved value #1" in msg
+    assert "in-place" in msg and "version 0 -> 1" in msg
+    assert a.grad is None  # no wrong gradient was written
+
+
+def test_unmodified_versioned_values_backprop_normally():
+    a, b = Versioned(2.0, requires_grad=True), Versioned(3.0, requires_grad=True)
+    y = SaveInputs.apply(a, b)
+    y.backward()
+    assert (a.grad, b.grad) == (3.0, 2.0)
+
+
+def test_in_place_change_before_use_is_fine():
+    a, b = Versioned(2.0, requires_grad=True), Versioned(3.0, requires_grad=True)
+    b.mul_(2.0)  # modified before it was saved: backward sees a consistent value
+    y = SaveInputs.apply(a, b)
+    y.backward()
+    assert (a.grad, b.grad) == (6.0, 2.0)
+
+
+def test_autograd_error_family():
+    assert issubclass(AutogradError, TorchlightError)
+    assert issubclass(AutogradError, RuntimeError)

@@ -1,0 +1,28 @@
+"""The real corpora of the demo projects and the machinery that finds, downloads and verifies them.
+
+* :func:`tiny_shakespeare` — a 1,115,394-character string (character/BPE language modelling);
+* :func:`sentiment_sentences` — 3,000 labelled sentences, 1,500 positive (classification);
+* :func:`tatoeba_eng_fra` — 167,130 English-French pairs (translation).
+
+Data is never bundled: see :mod:`torchlight.data.datasets.fetch` for where files are looked for
+(``root=``, ``$TORCHLIGHT_DATA``, ``~/.cache/torchlight``) and how they are downloaded and checked.
+"""
+
+from .corpora import RESOURCES, SENTIMENT_SOURCES, Sentence, sentiment_sentences, tatoeba_eng_fra, tiny_shakespeare
+from .fetch import Resource, cache_dir, fetch, sha256_file
+from .splits import split_text, train_val_split
+
+__all__ = [
+    "tiny_shakespeare",
+    "sentiment_sentences",
+    "tatoeba_eng_fra",
+    "Sentence",
+    "RESOURCES",
+    "SENTIMENT_SOURCES",
+    "Resource",
+    "fetch",
+    "cache_dir",
+    "sha256_file",
+    "train_val_split",
+    "split_text",
+]

@@ -1,0 +1,162 @@
+"""torchlight: a readable deep-learning framework written from scratch.
+
+``import torchlight as tl`` gives the tensor API (this distribution, torchlight-tensor). The
+other distributions are portions of the same namespace package and appear as attributes when
+installed: ``tl.nn``, ``tl.optim`` (torchlight-nn), ``tl.data`` (torchlight-data),
+``tl.distributed`` (torchlight-distributed). They are imported lazily, on first use.
+"""
+
+import importlib
+import pkgutil
+
+# Let other distributions contribute subpackages (torchlight.nn, torchlight.backends.numba, ...)
+# whether they are installed as wheels or as editable .pth path entries.
+__path__ = pkgutil.extend_path(__path__, __name__)
+
+from torchlight.autograd import (  # noqa: E402
+    AutogradError,
+    TorchlightError,
+    enable_grad,
+    gradcheck,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+
+from .tensor import dtypes as _dtypes  # noqa: E402
+from .tensor.backend import (  # noqa: E402
+    available_backends,
+    get_backend,
+    get_default_device,
+    register_backend,
+    set_default_device,
+)
+from .tensor.errors import (  # noqa: E402
+    BackendError,
+    DeviceUnavailableError,
+    DTypeError,
+    ShapeError,
+    TensorIndexError,
+)
+from .tensor.factories import (  # noqa: E402
+    arange,
+    as_tensor,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from .tensor.functional import (  # noqa: E402
+    abs,
+    amax,
+    amin,
+    argmax,
+    argmin,
+    cat,
+    chunk,
+    clamp,
+    cos,
+    embedding,
+    exp,
+    gather,
+    gelu,
+    index_select,
+    layer_norm,
+    log,
+    log_softmax,
+    logsumexp,
+    masked_fill,
+    matmul,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
+    pad,
+    prod,
+    relu,
+    rsqrt,
+    scatter_add,
+    sigmoid,
+    silu,
+    sin,
+    softmax,
+    softplus,
+    split,
+    sqrt,
+    stack,
+    std,
+    sum,
+    tanh,
+    tril,
+    triu,
+    var,
+    where,
+)
+from .tensor.random import Generator, initial_seed, manual_seed, seed  # noqa: E402
+from .tensor.tensor import Tensor  # noqa: E402
+
+float32 = _dtypes.float32
+float64 = _dtypes.float64
+int64 = _dtypes.int64
+bool = _dtypes.bool_  # noqa: A001 - PyTorch's name
+float = _dtypes.float32  # noqa: A001
+double = _dtypes.float64
+long = _dtypes.int64
+dtype = _dtypes.DType
+
+__version__ = "0.1.0"
+
+# Lazily imported portions: attribute -> (module, distribution that provides it)
+_LAZY = {
+    "nn": ("torchlight.nn", "torchlight-nn"),
+    "optim": ("torchlight.optim", "torchlight-nn"),
+    "data": ("torchlight.data", "torchlight-data"),
+    "jit": ("torchlight.jit", "torchlight-tensor"),
+    "distributed": ("torchlight.distributed", "torchlight-distributed"),
+    "testing": ("torchlight.testing", "torchlight-testing"),
+    "autograd": ("torchlight.autograd", "torchlight-autograd"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        module, dist = _LAZY[name]
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and not module.startswith(exc.name):
+                raise
+            raise ImportError(
+                f"torchlight.{name} is provided by the distribution {dist!r}, which is not "
+                f"installed: pip install {dist} (or the meta-package `torchlight`)"
+            ) from None
+        globals()[name] = mod
+        return mod
+    raise AttributeError(f"module 'torchlight' has no attribute {name!r}")
+
+
+def save(obj, path):
+    """Save tensors/state dicts to ``.npz`` (provided by torchlight-nn's checkpoint module)."""
+    return __getattr__("nn").checkpoint.save(obj, path)
+
+
+def load(path):
+    """Load what :func:`save` wrote, without pickle."""
+    return __getattr__("nn").checkpoint.load(path)
+
+
+__all__ = [n for n in dir() if not n.startswith("_") and n not in ("importlib", "pkgutil")]

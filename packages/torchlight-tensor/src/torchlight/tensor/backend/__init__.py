@@ -1,0 +1,26 @@
+"""Backend contract, discovery and selection."""
+
+from .protocol import API_VERSION, MAP_OPS, REDUCE_OPS, ZIP_OPS, Backend, BackendSpec
+from .registry import (
+    available_backends,
+    backend_status,
+    get_backend,
+    get_default_device,
+    register_backend,
+    set_default_device,
+)
+
+__all__ = [
+    "API_VERSION",
+    "MAP_OPS",
+    "REDUCE_OPS",
+    "ZIP_OPS",
+    "Backend",
+    "BackendSpec",
+    "available_backends",
+    "backend_status",
+    "get_backend",
+    "get_default_device",
+    "register_backend",
+    "set_default_device",
+]

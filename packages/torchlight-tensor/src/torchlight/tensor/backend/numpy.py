@@ -1,0 +1,262 @@
+"""The ``cpu`` backend: every primitive is one or a few numpy calls on strided views.
+
+A ``TensorData`` becomes an ``ndarray`` *view* of the flat storage (``np.ndarray(shape, dtype,
+buffer=storage, offset, strides)``), never a copy, so writing to ``out`` writes the tensor's
+storage and matmul reaches BLAS through ``np.matmul``. There is no Python loop over elements.
+"""
+
+import math
+
+import numpy as np
+
+from .protocol import API_VERSION, BackendSpec
+
+__all__ = ["NumpyBackend", "SPEC", "as_array"]
+
+
+def as_array(v) -> np.ndarray:
+    """The ndarray view of a TensorData (cached on the view: building one costs ~1 µs)."""
+    a = v.cache
+    if a is None:
+        st = v.storage
+        if v.size == 0:
+            a = np.empty(v.shape, st.dtype)
+        else:
+            item = st.itemsize
+            a = np.ndarray(v.shape, st.dtype, st, v.offset * item, [s * item for s in v.strides])
+        v.cache = a
+    return a
+
+
+try:  # optional accelerator; math.erf below is exact to libm precision, just slower
+    from scipy.special import erf as _erf
+except ImportError:  # pragma: no cover - depends on the environment
+    _erf_py = np.frompyfunc(math.erf, 1, 1)
+
+    def _erf(x, out=None):
+        r = _erf_py(x).astype(x.dtype, copy=False)
+        if out is None:
+            return r
+        out[...] = r
+        return out
+
+
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_TANH_C = math.sqrt(2.0 / math.pi)
+
+
+def _sigmoid(x, out):
+    e = np.exp(-np.abs(x))  # never overflows
+    np.divide(np.where(x >= 0, 1.0, e), 1.0 + e, out=out)
+
+
+def _rsqrt(x, out):
+    np.sqrt(x, out=out)
+    np.reciprocal(out, out=out)
+
+
+def _gelu(x, out):
+    np.multiply(x, 0.5 * (1.0 + _erf(x * _SQRT1_2)), out=out)
+
+
+def _gelu_tanh_inner(x):
+    return np.tanh(_TANH_C * (x + 0.044715 * x * x * x))
+
+
+def _gelu_tanh(x, out):
+    np.multiply(0.5 * x, 1.0 + _gelu_tanh_inner(x), out=out)
+
+
+def _silu(x, out):
+    s = np.empty_like(out)
+    _sigmoid(x, s)
+    np.multiply(x, s, out=out)
+
+
+def _softplus(x, out):
+    np.add(np.log1p(np.exp(-np.abs(x))), np.maximum(x, 0), out=out)
+
+
+_MAP = {
+    "copy": lambda x, out: np.copyto(out, x, casting="unsafe"),
+    "neg": lambda x, out: np.negative(x, out=out),
+    "abs": lambda x, out: np.abs(x, out=out),
+    "sign": lambda x, out: np.sign(x, out=out),
+    "exp": lambda x, out: np.exp(x, out=out),
+    "log": lambda x, out: np.log(x, out=out),
+    "sqrt": lambda x, out: np.sqrt(x, out=out),
+    "rsqrt": _rsqrt,
+    "reciprocal": lambda x, out: np.reciprocal(x, out=out),
+    "square": lambda x, out: np.square(x, out=out),
+    "sin": lambda x, out: np.sin(x, out=out),
+    "cos": lambda x, out: np.cos(x, out=out),
+    "tanh": lambda x, out: np.tanh(x, out=out),
+    "sigmoid": _sigmoid,
+    "relu": lambda x, out: np.maximum(x, 0, out=out),
+    "gelu": _gelu,
+    "gelu_tanh": _gelu_tanh,
+    "silu": _silu,
+    "softplus": _softplus,
+    "erf": lambda x, out: _erf(x, out=out),
+    "logical_not": lambda x, out: np.logical_not(x, out=out),
+}
+
+
+def _gelu_back(x, g, out):
+    cdf = 0.5 * (1.0 + _erf(x * _SQRT1_2))
+    np.multiply(g, cdf + x * _INV_SQRT_2PI * np.exp(-0.5 * x * x), out=out)
+
+
+def _gelu_tanh_back(x, g, out):
+    t = _gelu_tanh_inner(x)
+    d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _TANH_C * (1.0 + 3 * 0.044715 * x * x)
+    np.multiply(g, d, out=out)
+
+
+def _silu_back(x, g, out):
+    s = np.empty_like(out)
+    _sigmoid(x, s)
+    np.multiply(g, s * (1.0 + x * (1.0 - s)), out=out)
+
+
+def _softplus_back(x, g, out):
+    _sigmoid(x, out)
+    np.multiply(out, g, out=out)
+
+
+_ZIP = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.true_divide,
+    "pow": np.power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "relu_back": lambda x, g, out: np.multiply(g, x > 0, out=out),
+    "sigmoid_back": lambda y, g, out: np.multiply(g, y * (1.0 - y), out=out),
+    "tanh_back": lambda y, g, out: np.multiply(g, 1.0 - y * y, out=out),
+    "gelu_back": _gelu_back,
+    "gelu_tanh_back": _gelu_tanh_back,
+    "silu_back": _silu_back,
+    "softplus_back": _softplus_back,
+}
+
+_REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
+
+
+class NumpyBackend:
+    """numpy implementation of the backend contract (see ``protocol.py``)."""
+
+    name = "numpy"
+    device = "cpu"
+    API_VERSION = API_VERSION
+    capabilities = frozenset({"softmax", "layernorm"})
+
+    # --- storage -----------------------------------------------------------------------------
+    def empty(self, n, dtype):
+        return np.empty(n, dtype=dtype.np)
+
+    def from_numpy(self, array):
+        return np.ascontiguousarray(array).reshape(-1)
+
+    def to_numpy(self, view):
+        return as_array(view)
+
+    # --- primitives --------------------------------------------------------------------------
+    def map(self, op, a, out):
+        _MAP[op](as_array(a), as_array(out))
+
+    def zip(self, op, a, b, out):
+        _ZIP[op](as_array(a), as_array(b), out=as_array(out))
+
+    def reduce(self, op, a, dims, out):
+        x, o = as_array(a), as_array(out)
+        if op == "argmax" or op == "argmin":
+            (d,) = dims
+            (np.argmax if op == "argmax" else np.argmin)(x, axis=d, out=o, keepdims=True)
+        else:
+            _REDUCE[op].reduce(x, axis=tuple(dims), out=o, keepdims=True)
+
+    def where(self, cond, a, b, out):
+        np.copyto(as_array(out), np.where(as_array(cond), as_array(a), as_array(b)))
+
+    def matmul(self, a, b, out):
+        np.matmul(as_array(a), as_array(b), out=as_array(out))
+
+    def take(self, a, dim, index, out):
+        as_array(out)[...] = np.take(as_array(a), as_array(index), axis=dim)
+
+    def put_add(self, out, dim, index, src):
+        o = as_array(out)
+        np.add.at(o, (slice(None),) * dim + (as_array(index),), as_array(src))
+
+    def gather(self, a, dim, index, out):
+        as_array(out)[...] = np.take_along_axis(as_array(a), as_array(index), axis=dim)
+
+    def scatter_add(self, out, dim, index, src):
+        idx = as_array(index)
+        grid = list(np.indices(idx.shape, sparse=True))
+        grid[dim] = idx
+        s = as_array(src)[tuple(slice(0, n) for n in idx.shape)]
+        np.add.at(as_array(out), tuple(grid), s)
+
+    # --- fused capabilities ------------------------------------------------------------------
+    def softmax(self, a, dim, out, log=False):
+        x = as_array(a)
+        shifted = x - x.max(axis=dim, keepdims=True)
+        e = np.exp(shifted)
+        s = e.sum(axis=dim, keepdims=True)
+        if log:
+            np.subtract(shifted, np.log(s), out=as_array(out))
+        else:
+            np.divide(e, s, out=as_array(out))
+
+    def softmax_backward(self, y, g, dim, out, log=False):
+        yv, gv = as_array(y), as_array(g)
+        if log:  # dx = g - softmax(x) * sum(g)
+            np.subtract(gv, np.exp(yv) * gv.sum(axis=dim, keepdims=True), out=as_array(out))
+        else:  # dx = y * (g - sum(g * y))
+            np.multiply(yv, gv - (gv * yv).sum(axis=dim, keepdims=True), out=as_array(out))
+
+    def layernorm(self, x, w, b, eps, out, mean, rstd):
+        xv = as_array(x)
+        mu = xv.mean(axis=-1, keepdims=True)
+        xc = xv - mu
+        r = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
+        y = xc * r
+        if w is not None:
+            y *= as_array(w)
+        if b is not None:
+            y += as_array(b)
+        as_array(out)[...] = y
+        as_array(mean)[...] = mu
+        as_array(rstd)[...] = r
+
+    def layernorm_backward(self, g, x, w, mean, rstd, dx, dw, db):
+        gv, r = as_array(g), as_array(rstd)
+        xhat = (as_array(x) - as_array(mean)) * r
+        dxhat = gv * as_array(w) if w is not None else gv
+        lead = tuple(range(gv.ndim - 1))
+        as_array(dx)[...] = r * (
+            dxhat - dxhat.mean(axis=-1, keepdims=True) - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
+        )
+        if dw is not None:
+            as_array(dw)[...] = (gv * xhat).sum(axis=lead)
+        if db is not None:
+            as_array(db)[...] = gv.sum(axis=lead)
+
+
+def _load():
+    return NumpyBackend()
+
+
+SPEC = BackendSpec("numpy", _load)

@@ -1,0 +1,107 @@
+"""The backend contract: the few primitives every backend implements over strided views.
+
+A kernel sees views ``(storage, shape, strides, offset)`` (``TensorData``), with storage owned by
+the backend. The core — not the backend — checks shapes, computes the broadcast output shape,
+expands inputs to it (stride 0), casts them to a common dtype, allocates ``out`` and chooses the
+op; a backend only fills ``out``. Ops are named strings (tables below) so numpy maps them to
+ufuncs and numba/CUDA to kernel tables.
+
+Required primitives::
+
+    empty(n, dtype) -> storage            from_numpy(ndarray) -> storage
+    to_numpy(view) -> ndarray             (may share memory; the core copies when it must)
+    map(op, a, out)                       unary, op in MAP_OPS; a.shape == out.shape
+    zip(op, a, b, out)                    binary, op in ZIP_OPS; a.shape == b.shape == out.shape
+    reduce(op, a, dims, out)              op in REDUCE_OPS; out.shape[d] == 1 for d in dims
+                                          (argmax/argmin: exactly one dim)
+    where(cond, a, b, out)                out = cond ? a : b (cond: bool view; all same shape)
+    matmul(a, b, out)                     (..., n, k) @ (..., k, m); batch dims already equal
+    take(a, dim, index, out)              out = a.index_select(dim, index) (index: int64 view)
+    put_add(out, dim, index, src)         out.index_add_(dim, index, src): repeated indices add up
+    gather(a, dim, index, out) / scatter_add(out, dim, index, src)   PyTorch semantics
+
+Optional capabilities (listed in ``capabilities``; the core has composite fallbacks)::
+
+    "softmax":   softmax(a, dim, out, log=False); softmax_backward(y, g, dim, out, log=False)
+    "layernorm": layernorm(x, w, b, eps, out, mean, rstd); layernorm_backward(g, x, w, mean, rstd, dx, dw, db)
+    "cross_entropy", "compile"            (declared by backends that provide them)
+
+Adding an op: a name here + a conformance-kit entry + a fallback, or an ``API_VERSION`` bump.
+"""
+
+from typing import Protocol, runtime_checkable
+
+__all__ = ["API_VERSION", "MAP_OPS", "ZIP_OPS", "REDUCE_OPS", "Backend", "BackendSpec"]
+
+API_VERSION = 1
+
+MAP_OPS = (
+    "copy", "neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square",
+    "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu", "softplus", "erf",
+    "logical_not",
+)
+"""Unary ops. Besides the obvious ones: ``gelu`` is x·Φ(x), ``gelu_tanh`` its tanh approximation,
+``softplus`` log(1 + eˣ) computed stably, ``copy`` copies (and casts to ``out``'s dtype)."""
+
+ZIP_OPS = (
+    "add", "sub", "mul", "div", "pow", "maximum", "minimum",
+    "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or",
+    "relu_back", "sigmoid_back", "tanh_back", "gelu_back", "gelu_tanh_back", "silu_back",
+    "softplus_back",
+)
+"""Binary ops. ``<f>_back(x, g)`` = g · f'(x), the local chain-rule step for unary ``f`` (for
+``sigmoid_back``/``tanh_back`` the first argument is the forward *output* y)."""
+
+REDUCE_OPS = ("sum", "prod", "max", "min", "argmax", "argmin")
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What the core calls. See the module docstring for shapes and semantics."""
+
+    name: str
+    API_VERSION: int
+    capabilities: frozenset
+
+    def empty(self, n, dtype): ...
+    def from_numpy(self, array): ...
+    def to_numpy(self, view): ...
+    def map(self, op, a, out): ...
+    def zip(self, op, a, b, out): ...
+    def reduce(self, op, a, dims, out): ...
+    def where(self, cond, a, b, out): ...
+    def matmul(self, a, b, out): ...
+    def take(self, a, dim, index, out): ...
+    def put_add(self, out, dim, index, src): ...
+    def gather(self, a, dim, index, out): ...
+    def scatter_add(self, out, dim, index, src): ...
+
+
+class BackendSpec:
+    """What an entry point in group ``torchlight.backends`` names: cheap to import.
+
+    ``is_available()`` never raises (it answers False with a reason in ``why_unavailable()``);
+    ``load()`` does the heavy imports and returns the backend object.
+    """
+
+    def __init__(self, name, loader, available=None, api_version=API_VERSION):
+        self.name = name
+        self.api_version = api_version
+        self._loader = loader
+        self._available = available
+        self._why = None
+
+    def is_available(self) -> bool:
+        if self._available is None:
+            return True
+        try:
+            ok, self._why = self._available()
+        except Exception as exc:  # is_available must never raise
+            ok, self._why = False, f"{type(exc).__name__}: {exc}"
+        return bool(ok)
+
+    def why_unavailable(self):
+        return None if self.is_available() else self._why
+
+    def load(self):
+        return self._loader()

@@ -1,0 +1,157 @@
+"""Backend discovery (entry points) and device selection.
+
+Backends are found through the entry-point group ``torchlight.backends``; each entry names a
+cheap :class:`BackendSpec`. Nothing heavy is imported until a backend is asked for, and a plugin
+that fails to import is recorded and reported only when asked for (and by ``python -m torchlight``),
+so one broken plugin never breaks ``import torchlight``.
+
+Selection order for a new tensor: explicit ``device=`` → :func:`set_default_device` →
+``$TORCHLIGHT_DEVICE`` → ``cpu``. A backend whose hardware is missing raises; there is never a
+silent fallback to another device.
+"""
+
+import os
+from importlib.metadata import entry_points
+
+from ..errors import BackendError, DeviceUnavailableError
+from .protocol import API_VERSION, BackendSpec
+
+__all__ = [
+    "register_backend",
+    "get_backend",
+    "available_backends",
+    "backend_status",
+    "set_default_device",
+    "get_default_device",
+]
+
+GROUP = "torchlight.backends"
+ALIASES = {"cpu": "numpy"}
+
+_specs: dict = {}  # name -> BackendSpec
+_broken: dict = {}  # name -> "why the entry point could not be read"
+_loaded: dict = {}  # name -> backend instance
+_discovered = False
+_default = None  # set_default_device's choice
+_default_backend = None  # cache of the resolved default backend
+
+
+def _discover():
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True
+    for ep in entry_points(group=GROUP):
+        if ep.name in _specs:
+            continue
+        try:
+            spec = ep.load()
+        except Exception as exc:  # a broken plugin is reported when asked for, never at import
+            _broken[ep.name] = f"entry point {ep.value!r} failed to import: {type(exc).__name__}: {exc}"
+            continue
+        _specs[ep.name] = spec
+    if "numpy" not in _specs:  # running from a source tree without installed metadata
+        from .numpy import SPEC
+
+        _specs["numpy"] = SPEC
+
+
+def register_backend(name: str, spec) -> None:
+    """Register a backend programmatically (a :class:`BackendSpec` or a backend object)."""
+    global _default_backend
+    if not isinstance(spec, BackendSpec):
+        backend = spec
+        spec = BackendSpec(name, lambda: backend)
+    _specs[name] = spec
+    _loaded.pop(name, None)
+    _broken.pop(name, None)
+    _default_backend = None
+
+
+def _describe() -> str:
+    _discover()
+    parts = []
+    for name in sorted(set(_specs) | set(_broken)):
+        if name in _broken:
+            parts.append(f"{name} (broken)")
+        elif _specs[name].is_available():
+            parts.append(f"{name} (available)")
+        else:
+            parts.append(f"{name} (unavailable: {_specs[name].why_unavailable()})")
+    return ", ".join(parts)
+
+
+def get_backend(name=None):
+    """The backend object for a device name (``None``: the default device)."""
+    global _default_backend
+    if name is None:
+        if _default_backend is None:
+            _default_backend = get_backend(get_default_device())
+        return _default_backend
+    if not isinstance(name, str):  # already a backend object
+        return name
+    key = ALIASES.get(name, name)
+    if key in _loaded:
+        return _loaded[key]
+    _discover()
+    if key in _broken:
+        raise BackendError(f"backend {name!r} is installed but broken: {_broken[key]}")
+    spec = _specs.get(key)
+    if spec is None:
+        raise BackendError(
+            f"unknown device/backend {name!r}. Installed: {_describe()}. "
+            "Install a backend distribution (e.g. torchlight-backend-numba) or check "
+            "`python -m torchlight`."
+        )
+    if not spec.is_available():
+        raise DeviceUnavailableError(
+            f"backend {name!r} is installed but not usable here: {spec.why_unavailable()}. "
+            f"Run `python -m torchlight` to see every backend's status. Installed: {_describe()}."
+        )
+    if spec.api_version != API_VERSION:
+        raise BackendError(
+            f"backend {name!r} implements backend API version {spec.api_version}, this "
+            f"torchlight-tensor expects {API_VERSION}; upgrade one of them"
+        )
+    try:
+        backend = spec.load()
+    except Exception as exc:
+        _broken[key] = f"load() failed: {type(exc).__name__}: {exc}"
+        raise BackendError(f"backend {name!r} failed to load: {type(exc).__name__}: {exc}") from exc
+    _loaded[key] = backend
+    return backend
+
+
+def available_backends() -> list:
+    """Names of installed backends whose hardware/runtime is present."""
+    _discover()
+    return sorted(n for n, s in _specs.items() if s.is_available())
+
+
+def backend_status() -> list:
+    """(name, status, reason) for every installed backend, for ``python -m torchlight``."""
+    _discover()
+    rows = []
+    for name in sorted(set(_specs) | set(_broken)):
+        if name in _broken:
+            rows.append((name, "broken", _broken[name]))
+        elif _specs[name].is_available():
+            rows.append((name, "available", ""))
+        else:
+            rows.append((name, "unavailable", _specs[name].why_unavailable()))
+    return rows
+
+
+def set_default_device(name) -> None:
+    """Make ``name`` the device of new tensors (validated now, so mistakes surface here)."""
+    global _default, _default_backend
+    if name is not None:
+        get_backend(name)
+    _default = name
+    _default_backend = None
+
+
+def get_default_device() -> str:
+    if _default is not None:
+        return _default
+    return os.environ.get("TORCHLIGHT_DEVICE") or "cpu"

@@ -1,0 +1,219 @@
+"""From tensors to backend calls: allocation, broadcasting, casting, and the raw (non-recorded) ops.
+
+This is the only module that calls a backend's primitives. Each helper takes tensors and returns
+a new tensor *without* autograd history; the differentiable ``Function`` classes are built from
+these. The core's half of the backend contract lives here: check shapes, compute the broadcast
+shape, expand inputs with stride 0, cast to a common dtype, allocate ``out``, then call the backend.
+"""
+
+from . import dtypes
+from .errors import BackendError, DTypeError, ShapeError
+from .indexing import shape_broadcast
+from .storage import TensorData
+
+__all__ = [
+    "wrap",
+    "alloc",
+    "view_of",
+    "map_op",
+    "zip_op",
+    "where_op",
+    "reduce_op",
+    "cast",
+    "contiguous",
+    "sum_to",
+    "same_backend",
+    "scalar_like",
+    "normalize_dim",
+    "normalize_dims",
+]
+
+Tensor = None  # bound by tensor.py once the class exists (avoids an import cycle)
+
+
+def wrap(td, backend, dtype):
+    """A fresh leaf tensor around ``td`` (no history, its own version counter)."""
+    t = Tensor.__new__(Tensor)
+    t._td = td
+    t.backend = backend
+    t.dtype = dtype
+    t.requires_grad = False
+    t.grad = None
+    t._history = None
+    t._retains_grad = False
+    t._version = [0]
+    t._base = None
+    return t
+
+
+def alloc(shape, dtype, backend):
+    """Uninitialised contiguous tensor."""
+    td = TensorData.__new__(TensorData)
+    n = 1
+    for s in shape:
+        n *= s
+    td.storage = backend.empty(n, dtype)
+    td.shape = shape
+    td.strides = _cstrides(shape)
+    td.offset = 0
+    td.size = n
+    td.cache = None
+    return wrap(td, backend, dtype)
+
+
+_STRIDES_CACHE = {}
+
+
+def _cstrides(shape):
+    s = _STRIDES_CACHE.get(shape)
+    if s is None:
+        acc = 1
+        out = []
+        for d in reversed(shape):
+            out.append(acc)
+            acc *= max(d, 1)
+        s = _STRIDES_CACHE[shape] = tuple(reversed(out))
+    return s
+
+
+def view_of(src, td):
+    """A tensor sharing ``src``'s storage and version counter (a view: writes are visible)."""
+    t = wrap(td, src.backend, src.dtype)
+    t._version = src._version
+    t._base = src if src._base is None else src._base
+    return t
+
+
+def same_backend(a, b):
+    if a.backend is not b.backend:
+        raise BackendError(
+            f"tensors are on different devices ({a.device!r} and {b.device!r}); move one with "
+            f".to({a.device!r}) before combining them"
+        )
+
+
+def map_op(op, a, dtype=None):
+    out = alloc(a._td.shape, dtype or a.dtype, a.backend)
+    a.backend.map(op, a._td, out._td)
+    return out
+
+
+def _expanded(t, shape):
+    return t._td if t._td.shape == shape else t._td.expand(shape)
+
+
+def broadcast_shape(a_shape, b_shape, what="broadcast"):
+    shape = shape_broadcast(a_shape, b_shape)
+    if shape is None:
+        raise ShapeError(
+            f"{what}: shapes {tuple(a_shape)} and {tuple(b_shape)} are not broadcastable "
+            "(sizes must match or be 1, aligned from the right)"
+        )
+    return shape
+
+
+def zip_op(op, a, b, dtype=None):
+    """Elementwise ``op(a, b)`` with broadcasting; inputs must already share a dtype."""
+    if a.backend is not b.backend:
+        same_backend(a, b)
+    if a._td.shape == b._td.shape:
+        shape, ta, tb = a._td.shape, a._td, b._td
+    else:
+        shape = broadcast_shape(a._td.shape, b._td.shape, op)
+        ta, tb = _expanded(a, shape), _expanded(b, shape)
+    out = alloc(shape, dtype or a.dtype, a.backend)
+    a.backend.zip(op, ta, tb, out._td)
+    return out
+
+
+def where_op(cond, a, b):
+    """``cond ? a : b`` elementwise with three-way broadcasting (a and b share a dtype)."""
+    same_backend(a, b)
+    same_backend(a, cond)
+    shape = broadcast_shape(broadcast_shape(a._td.shape, b._td.shape, "where"), cond._td.shape, "where")
+    out = alloc(shape, a.dtype, a.backend)
+    a.backend.where(_expanded(cond, shape), _expanded(a, shape), _expanded(b, shape), out._td)
+    return out
+
+
+def reduce_op(op, a, dims, keepdim=False, dtype=None):
+    """Reduce ``a`` over ``dims`` (a tuple of normalised dims)."""
+    shape = a._td.shape
+    kept = tuple(1 if d in dims else s for d, s in enumerate(shape))
+    if op not in ("sum", "prod") and any(shape[d] == 0 for d in dims):
+        raise ShapeError(f"{op}: cannot reduce an empty dimension (shape {shape}, dims {dims})")
+    out = alloc(kept, dtype or a.dtype, a.backend)
+    a.backend.reduce(op, a._td, dims, out._td)
+    if not keepdim:
+        squeezed = tuple(s for d, s in enumerate(kept) if d not in dims)
+        out._td = TensorData(out._td.storage, squeezed)
+    return out
+
+
+def cast(a, dtype):
+    """``a`` converted to ``dtype`` (the same tensor when it already has it)."""
+    if a.dtype is dtype:
+        return a
+    out = alloc(a._td.shape, dtype, a.backend)
+    a.backend.map("copy", a._td, out._td)
+    return out
+
+
+def contiguous(a):
+    """``a`` itself if its layout is C-contiguous, else a packed copy."""
+    if a._td.is_contiguous():
+        return a
+    return map_op("copy", a)
+
+
+def sum_to(g, shape):
+    """Undo broadcasting in backward: sum ``g`` over the dims that were broadcast to reach it.
+
+    If ``y = f(x)`` broadcast ``x`` from ``shape`` then each element of ``x`` fed several
+    elements of ``y``; by the multivariate chain rule its gradient is the sum of theirs.
+    """
+    gshape = g._td.shape
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    dims = tuple(range(lead)) + tuple(
+        lead + k for k, s in enumerate(shape) if s == 1 and gshape[lead + k] != 1
+    )
+    out = reduce_op("sum", g, dims, keepdim=True)
+    return wrap(TensorData(out._td.storage, shape), out.backend, out.dtype)
+
+
+def scalar_like(value, ref, dtype=None):
+    """A 0-d tensor holding ``value`` on ``ref``'s backend (broadcast by zip via stride 0)."""
+    import numpy as np
+
+    dtype = dtype or ref.dtype
+    td = TensorData(ref.backend.from_numpy(np.array([value], dtype=dtype.np)), ())
+    return wrap(td, ref.backend, dtype)
+
+
+def normalize_dim(dim, ndim, allow_end=False):
+    n = ndim + 1 if allow_end else ndim
+    if not isinstance(dim, int):
+        raise DTypeError(f"dimension must be an int, got {type(dim).__name__}")
+    if not -max(n, 1) <= dim < max(n, 1):
+        raise ShapeError(
+            f"dimension {dim} is out of range for a tensor with {ndim} dims "
+            f"(expected a value in [{-max(n, 1)}, {max(n, 1) - 1}])"
+        )
+    return dim % n if n else 0
+
+
+def normalize_dims(dim, ndim):
+    """``None`` → all dims; int or sequence → sorted tuple of non-negative dims."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        return (normalize_dim(dim, ndim),)
+    dims = tuple(sorted({normalize_dim(d, ndim) for d in dim}))
+    return dims
+
+
+def result_dtype(a, b):
+    """Promotion for tensor-tensor ops."""
+    return dtypes.promote(a.dtype, b.dtype)

@@ -1,0 +1,203 @@
+"""Creating tensors: from data, filled, ranges, random; plus ``cat``/``stack``/``where``.
+
+Every factory takes ``dtype=``, ``device=`` (a backend name such as ``"cpu"`` or ``"numba"``) and
+``requires_grad=``. Data is built on the host with numpy and handed to the backend once.
+"""
+
+import math
+
+import numpy as np
+
+from . import dtypes
+from .backend.registry import get_backend
+from .dispatch import alloc, wrap
+from .errors import DTypeError, ShapeError
+from .random import rng_of
+from .storage import TensorData
+
+__all__ = [
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
+    "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "arange", "linspace", "eye",
+    "rand", "randn", "randint", "from_numpy_on",
+]
+
+
+def _shape(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    shape = tuple(int(s) for s in size)
+    if any(s < 0 for s in shape):
+        raise ShapeError(f"negative dimension in size {shape}")
+    return shape
+
+
+def from_numpy_on(array, backend, dtype=None, requires_grad=False):
+    """A tensor with a *copy-or-share* of ``array`` on ``backend`` (internal helper)."""
+    dt = dtypes.as_dtype(array.dtype) if dtype is None else dtypes.as_dtype(dtype)
+    if array.dtype != dt.np:
+        array = array.astype(dt.np)
+    t = wrap(TensorData(backend.from_numpy(array), array.shape), backend, dt)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new tensor holding a copy of ``data`` (nested lists, numbers, numpy arrays, tensors).
+
+    Python floats become float32 (the default dtype), ints int64, bools bool; numpy arrays keep
+    their dtype (float16 → float32, other ints → int64).
+    """
+    from .tensor import Tensor
+
+    if isinstance(data, Tensor):
+        data = data.detach().numpy()
+    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
+        arr = np.array(data, copy=True)
+        if arr.dtype.kind == "f" and dtype is None:
+            dtype = dtypes.as_dtype(arr.dtype)
+    else:
+        try:
+            arr = np.array(_unwrap(data))
+        except ValueError as exc:
+            raise ShapeError(f"tensor(): data has an irregular (ragged) shape: {exc}") from None
+    if arr.dtype == object or arr.dtype.kind in "USV":
+        raise DTypeError(f"tensor(): cannot build a tensor from {type(data).__name__} data of dtype {arr.dtype}")
+    if dtype is None:
+        dtype = dtypes.float32 if arr.dtype.kind in "fc" else dtypes.as_dtype(arr.dtype)
+    return from_numpy_on(np.ascontiguousarray(arr), get_backend(device), dtype, requires_grad)
+
+
+def _unwrap(data):
+    from .tensor import Tensor
+
+    if isinstance(data, Tensor):
+        return data.detach().numpy()
+    if isinstance(data, (list, tuple)):
+        return [_unwrap(d) for d in data]
+    return data
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Like ``tensor`` but returns ``data`` itself when it already is a matching tensor."""
+    from .tensor import Tensor
+
+    if isinstance(data, Tensor):
+        out = data
+        if dtype is not None:
+            out = out.to(dtypes.as_dtype(dtype))
+        return out if device is None else out.to(device)
+    if isinstance(data, np.ndarray) and dtype is None and device is None:
+        return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(array):
+    """A cpu tensor sharing memory with a C-contiguous ``array`` (copied when not contiguous)."""
+    if not isinstance(array, np.ndarray):
+        raise DTypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
+    dt = dtypes.as_dtype(array.dtype)
+    if array.dtype != dt.np or not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array, dtype=dt.np)
+    return wrap(TensorData(array.reshape(-1), array.shape), get_backend("cpu"), dt)
+
+
+def _filled(shape, value, dtype, device, requires_grad):
+    dt = dtypes.as_dtype(dtype)
+    arr = np.full(shape, value, dtype=dt.np)
+    return from_numpy_on(arr, get_backend(device), dt, requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return _filled(_shape(size), 0, dtype or dtypes.float32, device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return _filled(_shape(size), 1, dtype or dtypes.float32, device, requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    if dtype is None:
+        dtype = dtypes.scalar_dtype(fill_value)
+    return _filled(_shape((size,)), fill_value, dtype, device, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    t = alloc(_shape(size), dtypes.as_dtype(dtype or dtypes.float32), get_backend(device))
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def _like(fn, x, dtype, device, requires_grad, *args):
+    return fn(x.shape, *args, dtype=dtype or x.dtype, device=device or x.backend, requires_grad=requires_grad)
+
+
+def zeros_like(x, dtype=None, device=None, requires_grad=False):
+    return _like(zeros, x, dtype, device, requires_grad)
+
+
+def ones_like(x, dtype=None, device=None, requires_grad=False):
+    return _like(ones, x, dtype, device, requires_grad)
+
+
+def empty_like(x, dtype=None, device=None, requires_grad=False):
+    return _like(empty, x, dtype, device, requires_grad)
+
+
+def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
+    return full(x.shape, fill_value, dtype=dtype or x.dtype, device=device or x.backend, requires_grad=requires_grad)
+
+
+def rand_like(x, dtype=None, device=None, generator=None):
+    return rand(x.shape, dtype=dtype or x.dtype, device=device or x.backend, generator=generator)
+
+
+def randn_like(x, dtype=None, device=None, generator=None):
+    return randn(x.shape, dtype=dtype or x.dtype, device=device or x.backend, generator=generator)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise ShapeError("arange: step must be non-zero")
+    if dtype is None:
+        dtype = dtypes.int64 if all(isinstance(v, int) for v in (start, end, step)) else dtypes.float32
+    dt = dtypes.as_dtype(dtype)
+    n = max(0, math.ceil((end - start) / step))
+    arr = (start + np.arange(n, dtype=np.float64 if dt.is_floating_point else np.int64) * step).astype(dt.np)
+    return from_numpy_on(arr, get_backend(device), dt, requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    dt = dtypes.as_dtype(dtype or dtypes.float32)
+    return from_numpy_on(np.linspace(start, end, int(steps)), get_backend(device), dt, requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    dt = dtypes.as_dtype(dtype or dtypes.float32)
+    return from_numpy_on(np.eye(n, m), get_backend(device), dt, requires_grad)
+
+
+def _random(shape, draw, dtype, device, requires_grad):
+    dt = dtypes.as_dtype(dtype or dtypes.float32)
+    if not dt.is_floating_point:
+        raise DTypeError(f"random floats cannot have dtype {dt}; use randint for integers")
+    return from_numpy_on(np.asarray(draw(shape), dtype=dt.np), get_backend(device), dt, requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
+    """Uniform on [0, 1)."""
+    return _random(_shape(size), rng_of(generator).random, dtype, device, requires_grad)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
+    """Standard normal."""
+    return _random(_shape(size), rng_of(generator).standard_normal, dtype, device, requires_grad)
+
+
+def randint(low, high=None, size=(), dtype=None, device=None, generator=None):
+    """Integers uniform on [low, high) (``randint(high, size)`` also works, like PyTorch)."""
+    if high is None:
+        low, high = 0, low
+    arr = rng_of(generator).integers(low, high, size=_shape((size,)), dtype=np.int64)
+    return from_numpy_on(arr, get_backend(device), dtypes.as_dtype(dtype or dtypes.int64))

@@ -1,0 +1,118 @@
+"""Softmax, log-softmax and layer norm: fused backend kernels when offered, composites otherwise.
+
+Softmax along ``dim``: ``y_i = exp(x_i - m) / sum_j exp(x_j - m)`` with ``m = max_j x_j``; shifting
+by the max changes nothing mathematically and keeps ``exp`` from overflowing, so rows of 1e4 and
+-1e4 give exact answers. Its backward is ``dx = y ⊙ (g - sum(g ⊙ y))``; for log-softmax
+``dx = g - softmax(x) · sum(g)``.
+
+Layer norm over the last dim with ``μ = mean(x)``, ``r = 1/sqrt(var(x) + eps)``, ``x̂ = (x-μ) r``,
+``y = x̂ w + b``. Backward (D = row length, ĝ = g w):
+``dx = r (ĝ - mean(ĝ) - x̂ mean(ĝ x̂))``, ``dw = Σ_rows g x̂``, ``db = Σ_rows g``.
+"""
+
+from torchlight.autograd import Function
+
+from ..dispatch import alloc, normalize_dim
+from ..errors import ShapeError
+from .pointwise import float_operand
+
+__all__ = ["Softmax", "LayerNorm", "softmax", "log_softmax", "layer_norm"]
+
+
+class Softmax(Function):
+    @staticmethod
+    def forward(ctx, x, dim, log):
+        out = alloc(x.shape, x.dtype, x.backend)
+        x.backend.softmax(x._td, dim, out._td, log)
+        ctx.save_for_backward(out)
+        ctx.dim, ctx.log = dim, log
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        out = alloc(y.shape, y.dtype, y.backend)
+        y.backend.softmax_backward(y._td, g._td, ctx.dim, out._td, ctx.log)
+        return out, None, None
+
+
+def _softmax(x, dim, log):
+    x = float_operand(x)
+    if x.ndim == 0:
+        x1 = x.reshape(1)
+        return _softmax(x1, 0, log).reshape(())
+    dim = normalize_dim(dim, x.ndim)
+    if "softmax" in x.backend.capabilities:
+        return Softmax.apply(x, dim, log)
+    shifted = x - x.detach().amax(dim, keepdim=True)  # composite fallback
+    if log:
+        return shifted - shifted.exp().sum(dim, keepdim=True).log()
+    e = shifted.exp()
+    return e / e.sum(dim, keepdim=True)
+
+
+def softmax(x, dim=-1):
+    return _softmax(x, dim, False)
+
+
+def log_softmax(x, dim=-1):
+    return _softmax(x, dim, True)
+
+
+class LayerNorm(Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias, eps):
+        stat_shape = x.shape[:-1] + (1,)
+        out = alloc(x.shape, x.dtype, x.backend)
+        mean = alloc(stat_shape, x.dtype, x.backend)
+        rstd = alloc(stat_shape, x.dtype, x.backend)
+        w = None if weight is None else weight._td
+        b = None if bias is None else bias._td
+        x.backend.layernorm(x._td, w, b, eps, out._td, mean._td, rstd._td)
+        ctx.save_for_backward(x, weight, mean, rstd)
+        ctx.has_bias = bias is not None
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, weight, mean, rstd = ctx.saved_tensors
+        dx = alloc(x.shape, x.dtype, x.backend)
+        dw = None if weight is None else alloc(weight.shape, x.dtype, x.backend)
+        db = alloc(weight.shape if weight is not None else (x.shape[-1],), x.dtype, x.backend) if ctx.has_bias else None
+        g = g.contiguous()
+        x.backend.layernorm_backward(
+            g._td, x._td, None if weight is None else weight._td, mean._td, rstd._td,
+            dx._td, None if dw is None else dw._td, None if db is None else db._td,
+        )
+        return dx, dw, db, None
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    k = len(normalized_shape)
+    if x.shape[x.ndim - k :] != normalized_shape:
+        raise ShapeError(f"layer_norm: input shape {x.shape} does not end with normalized_shape {normalized_shape}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and p.shape != normalized_shape:
+            raise ShapeError(f"layer_norm: {name} has shape {p.shape}, expected {normalized_shape}")
+    x = float_operand(x)
+    d = 1
+    for s in normalized_shape:
+        d *= s
+    lead = x.shape[: x.ndim - k]
+    x2 = x.reshape(lead + (d,))
+    w2 = None if weight is None else weight.reshape(d)
+    b2 = None if bias is None else bias.reshape(d)
+    if "layernorm" in x.backend.capabilities:
+        y = LayerNorm.apply(x2, w2, b2, eps)
+    else:  # composite fallback
+        mu = x2.mean(-1, keepdim=True)
+        xc = x2 - mu
+        y = xc * ((xc * xc).mean(-1, keepdim=True) + eps).rsqrt()
+        if w2 is not None:
+            y = y * w2
+        if b2 is not None:
+            y = y + b2
+    return y.reshape(x.shape)

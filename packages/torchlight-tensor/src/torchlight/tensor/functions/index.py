@@ -1,0 +1,316 @@
+"""Indexing: basic indexing is a view; advanced indexing (integer tensors, boolean masks) gathers.
+
+Basic indices (ints, slices, ``None``, ``...``) only change ``(shape, strides, offset)``, and the
+gradient is written back into a zero tensor through the same view. Advanced indices select
+arbitrary elements, so the gradient *scatter-adds* into the input: an element picked twice
+receives both gradients (this is also why an embedding's repeated tokens accumulate).
+"""
+
+import numpy as np
+
+from torchlight.autograd import Function
+
+from .. import dtypes
+from ..dispatch import alloc, normalize_dim, scalar_like, view_of, where_op
+from ..errors import DTypeError, ShapeError, TensorIndexError
+
+__all__ = [
+    "getitem", "basic_view", "IndexSelect", "Gather", "ScatterAdd", "index_select", "gather",
+    "scatter_add", "masked_fill", "embedding", "check_index", "expand_index",
+]
+
+
+def _tensor_type():
+    from ..tensor import Tensor
+
+    return Tensor
+
+
+def check_index(index, size, what="index"):
+    """Integer index tensor: right dtype, values within [-size, size). Returns non-negative ints."""
+    if index.dtype is not dtypes.int64:
+        raise DTypeError(
+            f"{what}: indices must be an int64 tensor, got {index.dtype} "
+            "(use .long() to convert; boolean masks index with x[mask])"
+        )
+    if index.numel():
+        arr = index.backend.to_numpy(index._td)
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < -size or hi >= size:
+            bad = hi if hi >= size else lo
+            raise TensorIndexError(f"{what}: index {bad} is out of range for a dimension of size {size}")
+        if lo < 0:
+            from ..factories import from_numpy_on
+
+            return from_numpy_on(np.where(arr < 0, arr + size, arr), index.backend)
+    return index
+
+
+def expand_index(x, index):
+    """Normalise ``index`` to a tuple with Ellipsis expanded; report whether it is basic only."""
+    Tensor = _tensor_type()
+    if not isinstance(index, tuple):
+        index = (index,)
+    advanced = False
+    used = 0
+    for item in index:
+        if isinstance(item, (Tensor, list, np.ndarray)):
+            advanced = True
+            is_bool = (item.dtype is dtypes.bool_) if isinstance(item, Tensor) else np.asarray(item).dtype == bool
+            used += np.ndim(item.numpy() if isinstance(item, Tensor) else item) if is_bool else 1
+        elif item is None or item is Ellipsis:
+            continue
+        elif isinstance(item, (int, np.integer, slice)):
+            used += 1
+        else:
+            raise DTypeError(f"unsupported index type {type(item).__name__}: use ints, slices, None, ..., int64 or bool tensors")
+    if sum(1 for i in index if i is Ellipsis) > 1:
+        raise TensorIndexError("an index can only have a single ellipsis ('...')")
+    if used > x.ndim:
+        raise TensorIndexError(f"too many indices for tensor of dimension {x.ndim} (got {used})")
+    if Ellipsis in [i for i in index if not isinstance(i, (Tensor, list, np.ndarray))]:
+        k = next(k for k, i in enumerate(index) if i is Ellipsis)
+        index = index[:k] + (slice(None),) * (x.ndim - used) + index[k + 1 :]
+    return index, advanced
+
+
+def basic_view(td, index):
+    """Apply a basic index (ints, slices, None) to a TensorData; returns the new view."""
+    dim = 0
+    for item in index:
+        if item is None:
+            td = td.unsqueeze(dim)
+            dim += 1
+        elif isinstance(item, slice):
+            td = td.slice(dim, item.start, item.stop, item.step)
+            dim += 1
+        else:
+            size = td.shape[dim]
+            if not -size <= int(item) < size:
+                raise TensorIndexError(f"index {int(item)} is out of range for dimension {dim} with size {size}")
+            td = td.select(dim, int(item))
+    return td
+
+
+class BasicIndex(Function):
+    @staticmethod
+    def forward(ctx, x, index):
+        ctx.shape, ctx.index = x.shape, index
+        return view_of(x, basic_view(x._td, index))
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..factories import zeros
+
+        out = zeros(ctx.shape, dtype=g.dtype, device=g.backend)
+        g.backend.map("copy", g._td, basic_view(out._td, ctx.index))
+        return out, None
+
+
+class AdvancedIndex(Function):
+    """Gather by flat positions (numpy computes which elements any advanced index selects)."""
+
+    @staticmethod
+    def forward(ctx, x, positions):
+        ctx.shape = x.shape
+        ctx.save_for_backward(positions)
+        flat = x.reshape(-1)
+        out = alloc(positions.shape, x.dtype, x.backend)
+        x.backend.take(flat._td, 0, positions._td, out._td)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..factories import zeros
+
+        (positions,) = ctx.saved_tensors
+        n = 1
+        for s in ctx.shape:
+            n *= s
+        out = zeros((n,), dtype=g.dtype, device=g.backend)
+        g.backend.put_add(out._td, 0, positions.reshape(-1)._td, g.contiguous().reshape(-1)._td)
+        return out.reshape(ctx.shape), None
+
+
+def _host_index(item, x_shape_dim=None):
+    Tensor = _tensor_type()
+    if isinstance(item, Tensor):
+        if not (item.dtype is dtypes.int64 or item.dtype is dtypes.bool_):
+            raise DTypeError(f"tensors used as indices must be int64 or bool, got {item.dtype}")
+        return item.backend.to_numpy(item._td)
+    arr = np.asarray(item)
+    if arr.dtype != bool and arr.dtype.kind not in "iu":
+        raise DTypeError(f"index arrays must be integer or bool, got {arr.dtype}")
+    return arr
+
+
+def getitem(x, index):
+    index, advanced = expand_index(x, index)
+    if not advanced:
+        return BasicIndex.apply(x, index)
+    from ..factories import from_numpy_on
+
+    host = []
+    dim = 0
+    for item in index:
+        if item is None:
+            host.append(None)
+            continue
+        if isinstance(item, (int, np.integer, slice)):
+            host.append(item)
+            dim += 1
+            continue
+        arr = _host_index(item)
+        if arr.dtype == bool:
+            want = x.shape[dim : dim + arr.ndim]
+            if arr.shape != want:
+                raise TensorIndexError(f"boolean mask of shape {arr.shape} does not match the indexed dims {want} of shape {x.shape}")
+            dim += arr.ndim
+        else:
+            size = x.shape[dim]
+            if arr.size and (arr.max() >= size or arr.min() < -size):
+                bad = arr.max() if arr.max() >= size else arr.min()
+                raise TensorIndexError(f"index {int(bad)} is out of range for dimension {dim} with size {size}")
+            dim += 1
+        host.append(arr)
+    positions = np.arange(x.numel(), dtype=np.int64).reshape(x.shape)[tuple(host)]
+    return AdvancedIndex.apply(x, from_numpy_on(np.ascontiguousarray(positions), x.backend))
+
+
+class IndexSelect(Function):
+    @staticmethod
+    def forward(ctx, x, dim, index):
+        ctx.shape, ctx.dim = x.shape, dim
+        ctx.save_for_backward(index)
+        shape = x.shape[:dim] + (index.shape[0],) + x.shape[dim + 1 :]
+        out = alloc(shape, x.dtype, x.backend)
+        x.backend.take(x._td, dim, index._td, out._td)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..factories import zeros
+
+        (index,) = ctx.saved_tensors
+        out = zeros(ctx.shape, dtype=g.dtype, device=g.backend)
+        g.backend.put_add(out._td, ctx.dim, index._td, g._td)
+        return out, None, None
+
+
+def index_select(x, dim, index):
+    dim = normalize_dim(dim, x.ndim)
+    if index.ndim != 1:
+        raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
+    index = check_index(index, x.shape[dim], "index_select")
+    return IndexSelect.apply(x, dim, index)
+
+
+class Gather(Function):
+    @staticmethod
+    def forward(ctx, x, dim, index):
+        ctx.shape, ctx.dim = x.shape, dim
+        ctx.save_for_backward(index)
+        out = alloc(index.shape, x.dtype, x.backend)
+        x.backend.gather(x._td, dim, index._td, out._td)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..factories import zeros
+
+        (index,) = ctx.saved_tensors
+        out = zeros(ctx.shape, dtype=g.dtype, device=g.backend)
+        g.backend.scatter_add(out._td, ctx.dim, index._td, g._td)
+        return out, None, None
+
+
+def _check_gather_shapes(name, x, dim, index):
+    if index.ndim != x.ndim:
+        raise ShapeError(f"{name}: index must have as many dims as the input ({x.ndim}), got shape {index.shape}")
+    for d in range(x.ndim):
+        if d != dim and index.shape[d] > x.shape[d]:
+            raise ShapeError(f"{name}: index shape {index.shape} exceeds input shape {x.shape} at dim {d}")
+
+
+def gather(x, dim, index):
+    """``out[i][j] = x[i][index[i][j]]`` (for dim=1): PyTorch's gather."""
+    dim = normalize_dim(dim, x.ndim)
+    _check_gather_shapes("gather", x, dim, index)
+    index = check_index(index, x.shape[dim], "gather")
+    return Gather.apply(x, dim, index)
+
+
+class ScatterAdd(Function):
+    @staticmethod
+    def forward(ctx, x, dim, index, src):
+        ctx.dim = dim
+        ctx.save_for_backward(index)
+        ctx.src_shape = src.shape
+        out = x.clone()
+        x.backend.scatter_add(out._td, dim, index._td, src._td)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        gsrc = None
+        if ctx.needs_input_grad[3]:
+            gsrc = g.gather(ctx.dim, index)
+            if gsrc.shape != ctx.src_shape:
+                from ..factories import zeros
+
+                full = zeros(ctx.src_shape, dtype=g.dtype, device=g.backend)
+                full[tuple(slice(0, n) for n in index.shape)] = gsrc
+                gsrc = full
+        return g, None, None, gsrc
+
+
+def scatter_add(x, dim, index, src):
+    dim = normalize_dim(dim, x.ndim)
+    _check_gather_shapes("scatter_add", x, dim, index)
+    index = check_index(index, x.shape[dim], "scatter_add")
+    if src.dtype is not x.dtype:
+        src = src.to(x.dtype)
+    return ScatterAdd.apply(x, dim, index, src)
+
+
+class MaskedFill(Function):
+    @staticmethod
+    def forward(ctx, x, mask, value):
+        ctx.save_for_backward(mask)
+        ctx.shape = x.shape
+        out = where_op(mask, scalar_like(value, x), x)
+        if out.shape != x.shape:
+            raise ShapeError(f"masked_fill: mask of shape {mask.shape} would broadcast the input {x.shape} to {out.shape}")
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (mask,) = ctx.saved_tensors
+        return where_op(mask, scalar_like(0, g), g), None, None
+
+
+def masked_fill(x, mask, value):
+    if mask.dtype is not dtypes.bool_:
+        raise DTypeError(f"masked_fill: mask must be a bool tensor, got {mask.dtype}")
+    if hasattr(value, "item"):
+        value = value.item()
+    return MaskedFill.apply(x, mask, value)
+
+
+def embedding(indices, weight, padding_idx=None):
+    """Rows of ``weight`` picked by ``indices``; repeated indices accumulate in the gradient.
+
+    With ``padding_idx`` the gradient of that row is zero (the row stays as initialised).
+    """
+    Tensor = _tensor_type()
+    if not isinstance(indices, Tensor):
+        raise DTypeError(f"embedding: indices must be an int64 tensor, got {type(indices).__name__}")
+    flat = indices.reshape(-1)
+    if padding_idx is not None and weight.requires_grad:
+        keep = flat != padding_idx
+        rows = index_select(weight, 0, flat)
+        rows = rows * keep.unsqueeze(1).to(weight.dtype) + rows.detach() * (~keep).unsqueeze(1).to(weight.dtype)
+    else:
+        rows = index_select(weight, 0, flat)
+    return rows.reshape(indices.shape + (weight.shape[1],))

@@ -1,0 +1,57 @@
+"""Matrix multiplication with PyTorch's rules for 1-D operands and broadcast batch dims.
+
+For ``C = A B`` with ``A: (n, k)``, ``B: (k, m)``: ``dL/dA = dL/dC Bᵀ`` and ``dL/dB = Aᵀ dL/dC``.
+The batch dims are broadcast *before* the product by a differentiable ``expand``, so the product
+itself sees equal batch dims and the expand's backward sums gradients over broadcast batches.
+"""
+
+from torchlight.autograd import Function
+
+from ..dispatch import alloc, broadcast_shape
+from ..errors import ShapeError
+from .pointwise import operands
+
+__all__ = ["MatMul", "matmul"]
+
+
+class MatMul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        out = alloc(a.shape[:-1] + (b.shape[-1],), a.dtype, a.backend)
+        a.backend.matmul(a._td, b._td, out._td)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        ga = g @ b.transpose(-1, -2) if ctx.needs_input_grad[0] else None
+        gb = a.transpose(-1, -2) @ g if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+def matmul(a, b):
+    from ..tensor import Tensor
+
+    if not isinstance(b, Tensor):
+        raise ShapeError(f"matmul: expected a tensor on the right, got {type(b).__name__}")
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes {a.shape} and {b.shape}")
+    a, b = operands(a, b)
+    a_vec, b_vec = a.ndim == 1, b.ndim == 1
+    if a_vec:
+        a = a.unsqueeze(0)
+    if b_vec:
+        b = b.unsqueeze(-1)
+    if a.shape[-1] != b.shape[-2]:
+        raise ShapeError(
+            f"matmul: shapes {a.shape} and {b.shape} cannot be multiplied "
+            f"({a.shape[-1]} columns vs {b.shape[-2]} rows)"
+        )
+    batch = broadcast_shape(a.shape[:-2], b.shape[:-2], "matmul batch dims")
+    out = MatMul.apply(a.expand(batch + a.shape[-2:]), b.expand(batch + b.shape[-2:]))
+    if b_vec:
+        out = out.squeeze(-1)
+    if a_vec:
+        out = out.squeeze(-1 if b_vec else -2)
+    return out

@@ -1,0 +1,271 @@
+"""Elementwise functions and their derivatives.
+
+For ``y = f(x)`` applied elementwise, the chain rule is elementwise too: ``dL/dx = dL/dy * f'(x)``.
+Binary ops broadcast their inputs, so their backward first forms the full-shape gradient and then
+sums it back to each input's shape (:func:`~torchlight.tensor.dispatch.sum_to`).
+"""
+
+from torchlight.autograd import Function
+
+from .. import dtypes
+from ..dispatch import cast, map_op, scalar_like, sum_to, where_op, zip_op
+from ..errors import DTypeError
+
+__all__ = [
+    "Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum", "Cast", "Unary", "Clamp", "Where",
+    "binary", "compare", "unary", "float_operand", "Function",
+]
+
+
+def _tensor_type():
+    from ..tensor import Tensor
+
+    return Tensor
+
+
+class Cast(Function):
+    """dtype conversion; the gradient is converted back to the input's dtype."""
+
+    @staticmethod
+    def forward(ctx, a, dtype):
+        ctx.src = a.dtype
+        return cast(a, dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return cast(g, ctx.src), None
+
+
+def to_dtype(a, dtype):
+    if a.dtype is dtype:
+        return a
+    if a.requires_grad and not dtype.is_floating_point:
+        return cast(a, dtype)  # integer results carry no gradient
+    return Cast.apply(a, dtype)
+
+
+def operands(a, b, floating=False):
+    """Turn ``(tensor, tensor-or-scalar)`` into two tensors of the promoted dtype."""
+    Tensor = _tensor_type()
+    if isinstance(b, Tensor):
+        dt = dtypes.promote(a.dtype, b.dtype)
+        if floating and not dt.is_floating_point:
+            dt = dtypes.float32
+        return to_dtype(a, dt), to_dtype(b, dt)
+    if not isinstance(b, (int, float, bool)):
+        try:
+            b = float(b) if not isinstance(b, (int, bool)) else b
+        except (TypeError, ValueError):
+            raise DTypeError(f"cannot combine a tensor with a {type(b).__name__}") from None
+    dt = dtypes.promote_scalar(a.dtype, b)
+    if floating and not dt.is_floating_point:
+        dt = dtypes.float32
+    return to_dtype(a, dt), scalar_like(b, a, dt)
+
+
+def float_operand(a):
+    """Float view of ``a`` for ops like exp/log (ints promote to float32, like PyTorch)."""
+    return a if a.dtype.is_floating_point else to_dtype(a, dtypes.float32)
+
+
+class Add(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = (a.shape, b.shape)
+        return zip_op("add", a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        sa, sb = ctx.shapes
+        return sum_to(g, sa), sum_to(g, sb)
+
+
+class Sub(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = (a.shape, b.shape)
+        return zip_op("sub", a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        sa, sb = ctx.shapes
+        return sum_to(g, sa), sum_to(-g, sb) if ctx.needs_input_grad[1] else None
+
+
+class Mul(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return zip_op("mul", a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        ga = sum_to(g * b, a.shape) if ctx.needs_input_grad[0] else None
+        gb = sum_to(g * a, b.shape) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Div(Function):
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return zip_op("div", a, b)
+
+    @staticmethod
+    def backward(ctx, g):  # d(a/b)/da = 1/b ; d(a/b)/db = -a/b^2
+        a, b = ctx.saved_tensors
+        ga = sum_to(g / b, a.shape) if ctx.needs_input_grad[0] else None
+        gb = sum_to(-g * a / (b * b), b.shape) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Pow(Function):
+    """``a ** b``: d/da = b a^(b-1); d/db = a^b ln a (only where a > 0 contributes sensibly)."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        y = zip_op("pow", a, b)
+        ctx.save_for_backward(a, b, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b, y = ctx.saved_tensors
+        ga = sum_to(g * b * a ** (b - 1), a.shape) if ctx.needs_input_grad[0] else None
+        gb = None
+        if ctx.needs_input_grad[1]:
+            safe = a.masked_fill(a <= 0, 1.0)
+            gb = sum_to(g * y * safe.log(), b.shape)
+        return ga, gb
+
+
+class Maximum(Function):
+    """Elementwise max; on ties the gradient is split evenly (PyTorch's convention)."""
+
+    op = "maximum"
+
+    @classmethod
+    def forward(cls, ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return zip_op(cls.op, a, b)
+
+    @classmethod
+    def backward(cls, ctx, g):
+        a, b = ctx.saved_tensors
+        win_a = (a > b) if cls.op == "maximum" else (a < b)
+        tie = (a == b).to(g.dtype) * 0.5
+        wa = win_a.to(g.dtype) + tie
+        ga = sum_to(g * wa, a.shape) if ctx.needs_input_grad[0] else None
+        gb = sum_to(g * (1.0 - wa), b.shape) if ctx.needs_input_grad[1] else None
+        return ga, gb
+
+
+class Minimum(Maximum):
+    op = "minimum"
+
+
+_BINARY = {"add": Add, "sub": Sub, "mul": Mul, "div": Div, "pow": Pow, "maximum": Maximum, "minimum": Minimum}
+
+
+def binary(op, a, b, reverse=False):
+    """``a op b`` (or ``b op a`` when ``reverse``) for a tensor ``a`` and a tensor/scalar ``b``."""
+    x, y = operands(a, b, floating=(op == "div"))
+    if reverse:
+        x, y = y, x
+    return _BINARY[op].apply(x, y)
+
+
+def compare(op, a, b):
+    x, y = operands(a, b)
+    return zip_op(op, x, y, dtypes.bool_)
+
+
+class Unary(Function):
+    """``y = f(x)`` for a named backend map op, with a named backward.
+
+    ``back`` is either a fused backend op ``<f>_back(saved, g) = g·f'(x)`` (``via_output``: the
+    saved value is ``y`` instead of ``x``, e.g. tanh' = 1 - y²) or a Python rule on tensors.
+    """
+
+    @staticmethod
+    def forward(ctx, x, op):
+        y = map_op(op, x)
+        ctx.op = op
+        ctx.save_for_backward(y if op in _FROM_OUTPUT else x)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        (s,) = ctx.saved_tensors
+        rule = _RULES.get(ctx.op)
+        if rule is not None:
+            return rule(s, g), None
+        return zip_op(ctx.op + "_back", s, g), None
+
+
+_FROM_OUTPUT = {"exp", "sqrt", "rsqrt", "tanh", "sigmoid"}
+_RULES = {
+    "neg": lambda x, g: -g,
+    "abs": lambda x, g: g * x.sign(),
+    "exp": lambda y, g: g * y,
+    "log": lambda x, g: g / x,
+    "sqrt": lambda y, g: g * 0.5 / y,
+    "rsqrt": lambda y, g: g * -0.5 * y * y * y,  # d x^(-1/2) = -1/2 x^(-3/2) = -1/2 y^3
+    "sin": lambda x, g: g * x.cos(),
+    "cos": lambda x, g: -g * x.sin(),
+    "square": lambda x, g: g * 2.0 * x,
+    "reciprocal": lambda x, g: -g / (x * x),
+}
+
+
+def unary(op, x):
+    if op not in ("neg", "abs", "sign", "relu") or x.dtype is dtypes.bool_:
+        x = float_operand(x)
+    if op == "sign":
+        return map_op("sign", x)
+    return Unary.apply(x, op)
+
+
+class Clamp(Function):
+    """``min(max(x, lo), hi)``; the gradient passes where ``lo <= x <= hi`` (PyTorch's rule)."""
+
+    @staticmethod
+    def forward(ctx, x, lo, hi):
+        ctx.save_for_backward(x)
+        ctx.lo, ctx.hi = lo, hi
+        y = x
+        if lo is not None:
+            y = zip_op("maximum", y, scalar_like(lo, x))
+        if hi is not None:
+            y = zip_op("minimum", y, scalar_like(hi, x))
+        return y if y is not x else map_op("copy", x)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        keep = None
+        if ctx.lo is not None:
+            keep = x >= ctx.lo
+        if ctx.hi is not None:
+            keep = (x <= ctx.hi) if keep is None else keep & (x <= ctx.hi)
+        return (g if keep is None else g * keep.to(g.dtype)), None, None
+
+
+class Where(Function):
+    """``where(cond, a, b)``: the gradient flows to ``a`` where cond holds, to ``b`` elsewhere."""
+
+    @staticmethod
+    def forward(ctx, cond, a, b):
+        ctx.save_for_backward(cond)
+        ctx.shapes = (a.shape, b.shape)
+        return where_op(cond, a, b)
+
+    @staticmethod
+    def backward(ctx, g):
+        (cond,) = ctx.saved_tensors
+        sa, sb = ctx.shapes
+        zero = scalar_like(0, g)
+        ga = sum_to(where_op(cond, g, zero), sa) if ctx.needs_input_grad[1] else None
+        gb = sum_to(where_op(cond, zero, g), sb) if ctx.needs_input_grad[2] else None
+        return None, ga, gb

@@ -1,0 +1,220 @@
+"""Reductions and their gradients.
+
+``y = sum_{i in dims} x_i``: every reduced element gets the same gradient, ``dL/dx = dL/dy`` broadcast
+back over the reduced dims — done with ``expand`` (stride 0), so no copy is made. ``max``/``min``
+send the gradient to the winning element; ``amax``/``amin`` split it evenly among ties.
+"""
+
+from collections import namedtuple
+
+from torchlight.autograd import Function
+
+from .. import dtypes
+from ..dispatch import normalize_dim, normalize_dims, reduce_op
+from ..errors import ShapeError
+from .pointwise import float_operand
+
+__all__ = [
+    "Sum", "AMax", "MaxDim", "Prod", "sum", "mean", "amax", "amin", "max", "min", "prod",
+    "argmax", "argmin", "var", "std", "logsumexp", "all", "any", "MinMax",
+]
+
+MinMax = namedtuple("MinMax", ["values", "indices"])
+
+
+def _kept_shape(shape, dims):
+    return tuple(1 if d in dims else s for d, s in enumerate(shape))
+
+
+def _unreduce(g, shape, dims):
+    """Broadcast a reduced gradient back to the input shape (a stride-0 view)."""
+    return g.reshape(_kept_shape(shape, dims)).expand(shape)
+
+
+class Sum(Function):
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        ctx.shape, ctx.dims = x.shape, dims
+        return reduce_op("sum", x, dims, keepdim)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _unreduce(g, ctx.shape, ctx.dims), None, None
+
+
+def sum(x, dim=None, keepdim=False, dtype=None):
+    if dtype is not None:
+        x = x.to(dtype)
+    elif x.dtype is dtypes.bool_:
+        x = x.to(dtypes.int64)  # like PyTorch: summing booleans counts them
+    dims = normalize_dims(dim, x.ndim)
+    if not dims and x.ndim:
+        return x if keepdim else x.clone()
+    return Sum.apply(x, dims, keepdim)
+
+
+def mean(x, dim=None, keepdim=False):
+    x = float_operand(x)
+    dims = normalize_dims(dim, x.ndim)
+    n = 1
+    for d in dims:
+        n *= x.shape[d]
+    return sum(x, dims, keepdim) / n if n else sum(x, dims, keepdim) * float("nan")
+
+
+class AMax(Function):
+    """max over dims; ties share the gradient equally."""
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, op):
+        y = reduce_op(op, x, dims, True)
+        ctx.save_for_backward(x, y)
+        ctx.dims = dims
+        return y if keepdim else y.reshape(tuple(s for d, s in enumerate(x.shape) if d not in dims))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        mask = (x == y).to(g.dtype)
+        share = mask / mask.sum(ctx.dims, keepdim=True)
+        return _unreduce(g, x.shape, ctx.dims) * share, None, None, None
+
+
+def amax(x, dim=None, keepdim=False):
+    return AMax.apply(x, normalize_dims(dim, x.ndim), keepdim, "max")
+
+
+def amin(x, dim=None, keepdim=False):
+    return AMax.apply(x, normalize_dims(dim, x.ndim), keepdim, "min")
+
+
+class MaxDim(Function):
+    """Values of max/min along one dim; the gradient goes to the index that won."""
+
+    @staticmethod
+    def forward(ctx, x, dim, keepdim, indices):
+        ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
+        ctx.save_for_backward(indices)
+        kept = indices if keepdim else indices.unsqueeze(dim)
+        return x.gather(dim, kept) if keepdim else x.gather(dim, kept).squeeze(dim)
+
+    @staticmethod
+    def backward(ctx, g):
+        (indices,) = ctx.saved_tensors
+        if not ctx.keepdim:
+            g, indices = g.unsqueeze(ctx.dim), indices.unsqueeze(ctx.dim)
+        from ..factories import zeros
+
+        out = zeros(ctx.shape, dtype=g.dtype, device=g.backend)
+        return out.scatter_add(ctx.dim, indices, g), None, None, None
+
+
+def _maxmin(x, dim, keepdim, op):
+    if dim is None:
+        return AMax.apply(x, normalize_dims(None, x.ndim), False, op)
+    d = normalize_dim(dim, x.ndim) if x.ndim else 0
+    if x.ndim == 0:
+        return MinMax(x.clone(), _zeros_index(x))
+    indices = reduce_op("arg" + op, x, (d,), keepdim, dtypes.int64)
+    return MinMax(MaxDim.apply(x, d, keepdim, indices), indices)
+
+
+def _zeros_index(x):
+    from ..factories import zeros
+
+    return zeros((), dtype=dtypes.int64, device=x.backend)
+
+
+def max(x, dim=None, keepdim=False):
+    """``x.max()`` → the largest value; ``x.max(dim)`` → ``(values, indices)`` like PyTorch."""
+    return _maxmin(x, dim, keepdim, "max")
+
+
+def min(x, dim=None, keepdim=False):
+    return _maxmin(x, dim, keepdim, "min")
+
+
+def _arg(x, dim, keepdim, op):
+    if dim is None:
+        flat = x.reshape(-1)
+        if flat.shape[0] == 0:
+            raise ShapeError(f"{op}: cannot take the {op} of an empty tensor")
+        r = reduce_op(op, flat, (0,), False, dtypes.int64)
+        return r.reshape((1,) * x.ndim) if keepdim else r
+    return reduce_op(op, x, (normalize_dim(dim, x.ndim),), keepdim, dtypes.int64)
+
+
+def argmax(x, dim=None, keepdim=False):
+    return _arg(x, dim, keepdim, "argmax")
+
+
+def argmin(x, dim=None, keepdim=False):
+    return _arg(x, dim, keepdim, "argmin")
+
+
+class Prod(Function):
+    """Product; d/dx_i = prod_{j != i} x_j, computed without dividing by zero."""
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        y = reduce_op("prod", x, dims, True)
+        ctx.save_for_backward(x, y)
+        ctx.dims = dims
+        return y if keepdim else y.reshape(tuple(s for d, s in enumerate(x.shape) if d not in dims))
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        dims = ctx.dims
+        is_zero = x == 0
+        nonzero = x.masked_fill(is_zero, 1.0)
+        prod_nonzero = nonzero.prod(dims, keepdim=True)
+        zeros = is_zero.sum(dims, keepdim=True)
+        # no zero in the slice: y / x ; exactly one zero: the product of the others at that zero
+        others = y / nonzero
+        grad = others.where(zeros == 0, prod_nonzero.where(is_zero & (zeros == 1), 0.0))
+        return _unreduce(g, x.shape, dims) * grad, None, None
+
+
+def prod(x, dim=None, keepdim=False):
+    return Prod.apply(float_operand(x) if x.dtype is dtypes.bool_ else x, normalize_dims(dim, x.ndim), keepdim)
+
+
+def var(x, dim=None, unbiased=True, keepdim=False, correction=None):
+    """Variance with Bessel's correction by default: sum((x - mean)^2) / (n - correction)."""
+    x = float_operand(x)
+    dims = normalize_dims(dim, x.ndim)
+    n = 1
+    for d in dims:
+        n *= x.shape[d]
+    c = (1 if unbiased else 0) if correction is None else correction
+    diff = x - mean(x, dims, keepdim=True)
+    return sum(diff * diff, dims, keepdim) / builtins_max(n - c, 0)
+
+
+def builtins_max(a, b):
+    return a if a > b else b
+
+
+def std(x, dim=None, unbiased=True, keepdim=False, correction=None):
+    return var(x, dim, unbiased, keepdim, correction).sqrt()
+
+
+def logsumexp(x, dim=None, keepdim=False):
+    """log(sum(exp(x))) computed as m + log(sum(exp(x - m))) with m = max(x): never overflows."""
+    x = float_operand(x)
+    dims = normalize_dims(dim, x.ndim)
+    m = reduce_op("max", x.detach(), dims, True)
+    m = m.masked_fill(m.abs() == float("inf"), 0.0)
+    s = sum((x - m).exp(), dims, keepdim=True).log() + m
+    return s if keepdim else s.reshape(tuple(n for d, n in enumerate(x.shape) if d not in dims))
+
+
+def all(x, dim=None, keepdim=False):
+    b = x.to(dtypes.bool_)
+    return reduce_op("min", b, normalize_dims(dim, x.ndim), keepdim)
+
+
+def any(x, dim=None, keepdim=False):
+    b = x.to(dtypes.bool_)
+    return reduce_op("max", b, normalize_dims(dim, x.ndim), keepdim)

@@ -1,0 +1,326 @@
+"""Layout operations. Forward is metadata only (a view sharing storage); backward undoes the
+layout change on the gradient: ``permute`` by the inverse permutation, ``expand`` by summing the
+broadcast dims, ``view`` by a reshape, a slice by writing the gradient into a zero tensor.
+"""
+
+from torchlight.autograd import Function
+
+from ..dispatch import alloc, normalize_dim, sum_to, view_of
+from ..errors import ShapeError
+from ..storage import TensorData, infer_shape
+
+__all__ = [
+    "View", "Permute", "Expand", "Restride", "Unfold", "Cat", "reshape", "view", "permute",
+    "transpose", "expand", "squeeze", "unsqueeze", "flatten", "unfold", "cat", "stack", "split",
+    "chunk", "tril", "triu", "pad", "narrow",
+]
+
+
+class View(Function):
+    @staticmethod
+    def forward(ctx, x, shape, td):
+        ctx.shape = x.shape
+        return view_of(x, td)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx.shape), None, None
+
+
+def view(x, shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    td = x._td.view(shape)
+    if td is None:
+        raise ShapeError(
+            f"view size {tuple(shape)} is not compatible with input of shape {x.shape} and strides "
+            f"{x._td.strides}: the merged dimensions are not contiguous; use .reshape(...) instead"
+        )
+    return View.apply(x, td.shape, td)
+
+
+def reshape(x, shape):
+    """A view when the layout allows it, otherwise a contiguous copy (PyTorch's reshape)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    shape = infer_shape(shape, x._td.size, x.shape)
+    if shape == x.shape:
+        return x
+    td = x._td.view(shape)
+    if td is None:
+        x = x.contiguous()
+        td = x._td.view(shape)
+    return View.apply(x, shape, td)
+
+
+class Permute(Function):
+    @staticmethod
+    def forward(ctx, x, dims):
+        ctx.dims = dims
+        return view_of(x, x._td.permute(dims))
+
+    @staticmethod
+    def backward(ctx, g):
+        inverse = [0] * len(ctx.dims)
+        for i, d in enumerate(ctx.dims):
+            inverse[d] = i
+        return g.permute(*inverse), None
+
+
+def permute(x, *dims):
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = dims[0]
+    dims = tuple(normalize_dim(d, x.ndim) for d in dims)
+    if len(dims) != x.ndim or len(set(dims)) != x.ndim:
+        raise ShapeError(f"permute: {dims} is not a permutation of the {x.ndim} dims of shape {x.shape}")
+    return Permute.apply(x, dims)
+
+
+def transpose(x, d0, d1):
+    if x.ndim < 2 and d0 in (0, -1) and d1 in (0, -1):
+        return x
+    d0, d1 = normalize_dim(d0, x.ndim), normalize_dim(d1, x.ndim)
+    dims = list(range(x.ndim))
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return Permute.apply(x, tuple(dims))
+
+
+class Expand(Function):
+    @staticmethod
+    def forward(ctx, x, shape):
+        ctx.shape = x.shape
+        return view_of(x, x._td.expand(shape))
+
+    @staticmethod
+    def backward(ctx, g):
+        return sum_to(g, ctx.shape), None
+
+
+def expand(x, *shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    shape = tuple(shape)
+    if shape == x.shape:
+        return x
+    return Expand.apply(x, shape)
+
+
+class Restride(Function):
+    """A view given by explicit ``TensorData`` (squeeze/unsqueeze); backward reshapes back."""
+
+    @staticmethod
+    def forward(ctx, x, td):
+        ctx.shape = x.shape
+        return view_of(x, td)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.reshape(ctx.shape), None
+
+
+def squeeze(x, dim=None):
+    td = x._td
+    if dim is None:
+        keep = [d for d in range(td.ndim) if td.shape[d] != 1]
+    else:
+        dims = {normalize_dim(d, td.ndim) for d in ((dim,) if isinstance(dim, int) else dim)}
+        keep = [d for d in range(td.ndim) if d not in dims or td.shape[d] != 1]
+    if len(keep) == td.ndim:
+        return x
+    new = TensorData(td.storage, [td.shape[d] for d in keep], [td.strides[d] for d in keep], td.offset)
+    return Restride.apply(x, new)
+
+
+def unsqueeze(x, dim):
+    dim = normalize_dim(dim, x.ndim, allow_end=True)
+    return Restride.apply(x, x._td.unsqueeze(dim))
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    if x.ndim == 0:
+        return x.reshape(1)
+    s, e = normalize_dim(start_dim, x.ndim), normalize_dim(end_dim, x.ndim)
+    if s > e:
+        raise ShapeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    n = 1
+    for d in range(s, e + 1):
+        n *= x.shape[d]
+    return x.reshape(x.shape[:s] + (n,) + x.shape[e + 1 :])
+
+
+class Unfold(Function):
+    """Sliding windows as a strided view. Windows overlap when ``step < size``, so backward adds
+    the gradient back one window offset at a time (each pass writes disjoint positions)."""
+
+    @staticmethod
+    def forward(ctx, x, dim, size, step):
+        ctx.shape, ctx.args = x.shape, (dim, size, step)
+        return view_of(x, x._td.unfold(dim, size, step))
+
+    @staticmethod
+    def backward(ctx, g):
+        from ..factories import zeros
+
+        dim, size, step = ctx.args
+        out = zeros(ctx.shape, dtype=g.dtype, device=g.backend)
+        count = g.shape[dim]
+        for k in range(size):
+            target = out.narrow(dim, k, (count - 1) * step + 1)
+            target = target[(slice(None),) * dim + (slice(None, None, step),)]
+            target.add_(g[..., k])
+        return out, None, None, None
+
+
+def unfold(x, dim, size, step):
+    return Unfold.apply(x, normalize_dim(dim, x.ndim), size, step)
+
+
+def narrow(x, dim, start, length):
+    dim = normalize_dim(dim, x.ndim)
+    if start < 0:
+        start += x.shape[dim]
+    if not 0 <= start <= start + length <= x.shape[dim]:
+        raise ShapeError(f"narrow: [{start}, {start + length}) is out of range for dim {dim} of size {x.shape[dim]}")
+    return x[(slice(None),) * dim + (slice(start, start + length),)]
+
+
+class Cat(Function):
+    @staticmethod
+    def forward(ctx, dim, *xs):
+        ref = xs[0]
+        ctx.dim, ctx.sizes = dim, [x.shape[dim] for x in xs]
+        shape = list(ref.shape)
+        shape[dim] = sum(ctx.sizes)
+        out = alloc(tuple(shape), ref.dtype, ref.backend)
+        start = 0
+        for x, n in zip(xs, ctx.sizes):
+            target = out._td.slice(dim, start, start + n, 1)
+            ref.backend.map("copy", x._td, target)
+            start += n
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        grads, start = [None], 0
+        for n in ctx.sizes:
+            grads.append(g.narrow(ctx.dim, start, n))
+            start += n
+        return tuple(grads)
+
+
+def cat(tensors, dim=0):
+    from .. import dtypes
+    from .pointwise import to_dtype
+
+    tensors = list(tensors)
+    if not tensors:
+        raise ShapeError("cat: expected a non-empty sequence of tensors")
+    ref = max(tensors, key=lambda t: t.dtype.rank)
+    dt = ref.dtype
+    for t in tensors:
+        dt = dtypes.promote(dt, t.dtype)
+    dim = normalize_dim(dim, tensors[0].ndim)
+    for i, t in enumerate(tensors):
+        if t.ndim != tensors[0].ndim or any(
+            a != b for k, (a, b) in enumerate(zip(t.shape, tensors[0].shape)) if k != dim
+        ):
+            raise ShapeError(
+                f"cat: tensor #{i} has shape {t.shape}, which does not match tensor #0's shape "
+                f"{tensors[0].shape} outside dimension {dim}"
+            )
+        if t.backend is not tensors[0].backend:
+            from ..dispatch import same_backend
+
+            same_backend(tensors[0], t)
+    return Cat.apply(dim, *[to_dtype(t, dt) for t in tensors])
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise ShapeError("stack: expected a non-empty sequence of tensors")
+    for i, t in enumerate(tensors):
+        if t.shape != tensors[0].shape:
+            raise ShapeError(f"stack: tensor #{i} has shape {t.shape}, tensor #0 has {tensors[0].shape}; all must match")
+    dim = normalize_dim(dim, tensors[0].ndim, allow_end=True)
+    return cat([t.unsqueeze(dim) for t in tensors], dim)
+
+
+def split(x, split_size_or_sections, dim=0):
+    dim = normalize_dim(dim, x.ndim)
+    n = x.shape[dim]
+    if isinstance(split_size_or_sections, int):
+        if split_size_or_sections <= 0:
+            raise ShapeError(f"split: split_size must be positive, got {split_size_or_sections}")
+        sizes = [min(split_size_or_sections, n - s) for s in range(0, n, split_size_or_sections)]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n:
+            raise ShapeError(f"split: sections {sizes} sum to {sum(sizes)}, but dim {dim} has size {n}")
+    out, start = [], 0
+    for s in sizes:
+        out.append(x.narrow(dim, start, s))
+        start += s
+    return tuple(out)
+
+
+def chunk(x, chunks, dim=0):
+    dim = normalize_dim(dim, x.ndim)
+    n = x.shape[dim]
+    size = -(-n // chunks) if n else 1
+    return split(x, size, dim) if n else (x,)
+
+
+def _tri_mask(x, diagonal, lower):
+    import numpy as np
+
+    from ..factories import from_numpy_on
+
+    r, c = x.shape[-2], x.shape[-1]
+    m = np.tri(r, c, diagonal, dtype=bool) if lower else ~np.tri(r, c, diagonal - 1, dtype=bool)
+    return from_numpy_on(m, x.backend)
+
+
+def tril(x, diagonal=0):
+    if x.ndim < 2:
+        raise ShapeError(f"tril: expected a tensor with at least 2 dims, got shape {x.shape}")
+    return x.where(_tri_mask(x, diagonal, True), 0.0)
+
+
+def triu(x, diagonal=0):
+    if x.ndim < 2:
+        raise ShapeError(f"triu: expected a tensor with at least 2 dims, got shape {x.shape}")
+    return x.where(_tri_mask(x, diagonal, False), 0.0)
+
+
+class Pad(Function):
+    @staticmethod
+    def forward(ctx, x, widths, value):
+        from ..factories import full
+
+        shape = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape, widths))
+        out = full(shape, value, dtype=x.dtype, device=x.backend)
+        ctx.index = tuple(slice(lo, lo + s) for s, (lo, hi) in zip(x.shape, widths))
+        target = out._td
+        for d, sl in enumerate(ctx.index):
+            target = target.slice(d, sl.start, sl.stop, 1)
+        x.backend.map("copy", x._td, target)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return g[ctx.index], None, None
+
+
+def pad(x, pad, mode="constant", value=0.0):
+    """PyTorch's ``F.pad``: ``pad`` lists (left, right) pairs starting from the LAST dimension."""
+    if mode != "constant":
+        raise ShapeError(f"pad: only mode='constant' is supported, got {mode!r}")
+    if len(pad) % 2 or len(pad) // 2 > x.ndim:
+        raise ShapeError(f"pad: expected an even number of values for at most {x.ndim} dims, got {pad}")
+    if any(p < 0 for p in pad):
+        raise ShapeError(f"pad: negative padding {pad} is not supported; slice the tensor instead")
+    widths = [(0, 0)] * x.ndim
+    for k in range(len(pad) // 2):
+        widths[x.ndim - 1 - k] = (pad[2 * k], pad[2 * k + 1])
+    return Pad.apply(x, tuple(widths), value)

@@ -1,0 +1,76 @@
+"""Pure index arithmetic over strided storage, shared by every kernel.
+
+A tensor is a view ``(storage, shape, strides, offset)``: the element with multi-index
+``(i_0, ..., i_{n-1})`` lives at ``storage[offset + sum_k i_k * strides[k]]``. Broadcasting gives
+size-1 (or missing leading) dimensions stride 0, so one stored value serves a whole axis. These
+helpers are written with plain loops over sequences so the numba and CUDA backends can compile
+them unchanged (``numba.njit(index_to_position)``), and the numpy backend never needs them.
+"""
+
+__all__ = [
+    "contiguous_strides",
+    "shape_broadcast",
+    "index_to_position",
+    "to_index",
+    "broadcast_index",
+    "prod",
+]
+
+
+def prod(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def contiguous_strides(shape) -> tuple:
+    """Row-major (C-order) strides in elements: the last dimension varies fastest."""
+    strides = [1] * len(shape)
+    acc = 1
+    for k in range(len(shape) - 1, -1, -1):
+        strides[k] = acc
+        acc *= max(shape[k], 1)
+    return tuple(strides)
+
+
+def shape_broadcast(a, b) -> tuple:
+    """NumPy/PyTorch broadcasting: align from the right; sizes must match or one must be 1.
+
+    Returns ``None`` when the shapes do not broadcast, so the caller can name both shapes.
+    """
+    n = max(len(a), len(b))
+    out = []
+    for k in range(n):
+        da = a[k - n + len(a)] if k - n + len(a) >= 0 else 1
+        db = b[k - n + len(b)] if k - n + len(b) >= 0 else 1
+        if da == db or db == 1:
+            out.append(da)
+        elif da == 1:
+            out.append(db)
+        else:
+            return None
+    return tuple(out)
+
+
+def index_to_position(index, strides, offset) -> int:
+    """Storage position of a multi-index."""
+    pos = offset
+    for k in range(len(index)):
+        pos += index[k] * strides[k]
+    return pos
+
+
+def to_index(ordinal, shape, out_index) -> None:
+    """Write into ``out_index`` the multi-index of the ``ordinal``-th element in C order."""
+    rest = ordinal
+    for k in range(len(shape) - 1, -1, -1):
+        out_index[k] = rest % shape[k]
+        rest //= shape[k]
+
+
+def broadcast_index(big_index, big_shape, shape, out_index) -> None:
+    """Map an index of the broadcast (big) shape to the index of a smaller, broadcastable shape."""
+    skip = len(big_shape) - len(shape)
+    for k in range(len(shape)):
+        out_index[k] = big_index[k + skip] if shape[k] > 1 else 0

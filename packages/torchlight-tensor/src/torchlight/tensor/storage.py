@@ -1,0 +1,176 @@
+"""``TensorData``: a flat storage plus the metadata that makes it an n-dimensional view.
+
+Every layout change is metadata arithmetic on ``(shape, strides, offset)`` and shares the storage:
+
+* ``permute`` reorders shape and strides together (``x.T`` is a permute),
+* ``expand`` gives broadcast dimensions stride 0,
+* slicing ``a:b:c`` moves the offset by ``a * stride`` and multiplies the stride by ``c``,
+* ``unfold(dim, size, step)`` adds a window axis whose stride is the old stride and multiplies the
+  sliding axis's stride by ``step`` (sliding windows without a copy: the basis of conv and pooling),
+* ``view`` re-splits dimensions, which is possible without a copy exactly when the dimensions it
+  merges are laid out contiguously with respect to each other.
+
+The storage object is owned by a backend (a 1-D numpy array for ``cpu``); ``TensorData`` never
+looks inside it, so the same code serves every backend.
+"""
+
+from .errors import ShapeError, TensorIndexError
+from .indexing import contiguous_strides, prod
+
+__all__ = ["TensorData"]
+
+
+class TensorData:
+    """A strided view ``(storage, shape, strides, offset)``; strides and offset count elements."""
+
+    __slots__ = ("storage", "shape", "strides", "offset", "size", "cache")
+
+    def __init__(self, storage, shape, strides=None, offset=0):
+        self.storage = storage
+        self.shape = tuple(shape)
+        self.strides = contiguous_strides(self.shape) if strides is None else tuple(strides)
+        self.offset = offset
+        self.size = prod(self.shape)
+        self.cache = None  # a backend may keep its own handle on this view here (e.g. an ndarray)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def is_contiguous(self) -> bool:
+        """True when the view walks its storage in C order without gaps (size-1 dims ignored)."""
+        expected = 1
+        for size, stride in zip(reversed(self.shape), reversed(self.strides)):
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
+
+    def _new(self, shape, strides, offset):
+        return TensorData(self.storage, shape, strides, offset)
+
+    # --- zero-copy views ---------------------------------------------------------------------
+    def permute(self, dims) -> "TensorData":
+        if sorted(dims) != list(range(self.ndim)):
+            raise ShapeError(f"permute: {tuple(dims)} is not a permutation of the {self.ndim} dims of shape {self.shape}")
+        return self._new(
+            tuple(self.shape[d] for d in dims), tuple(self.strides[d] for d in dims), self.offset
+        )
+
+    def expand(self, shape) -> "TensorData":
+        """Broadcast to ``shape``: new leading dims and size-1 dims get stride 0."""
+        shape = tuple(shape)
+        lead = len(shape) - self.ndim
+        if lead < 0:
+            raise ShapeError(f"cannot expand shape {self.shape} to fewer dimensions {shape}")
+        strides = [0] * lead
+        for k, (s, st) in enumerate(zip(self.shape, self.strides)):
+            target = shape[lead + k]
+            if target == -1 or target == s:
+                strides.append(st)
+            elif s == 1:
+                strides.append(0)
+            else:
+                raise ShapeError(
+                    f"cannot expand shape {self.shape} to {shape}: dimension {k} has size {s}, "
+                    "only size-1 dimensions can be expanded"
+                )
+        shape = tuple(self.shape[k - lead] if t == -1 else t for k, t in enumerate(shape))
+        return self._new(shape, strides, self.offset)
+
+    def view(self, shape) -> "TensorData | None":
+        """Reshape without copying; ``None`` when the layout makes that impossible."""
+        shape = infer_shape(shape, self.size, self.shape)
+        if self.is_contiguous():
+            return self._new(shape, contiguous_strides(shape), self.offset)
+        strides = _view_strides(self.shape, self.strides, shape)
+        return None if strides is None else self._new(shape, strides, self.offset)
+
+    def select(self, dim: int, index: int) -> "TensorData":
+        """Drop dimension ``dim`` at position ``index`` (what ``x[..., i, ...]`` does)."""
+        size = self.shape[dim]
+        if not -size <= index < size:
+            raise TensorIndexError(
+                f"index {index} is out of range for dimension {dim} with size {size}"
+            )
+        index %= size
+        shape = self.shape[:dim] + self.shape[dim + 1 :]
+        strides = self.strides[:dim] + self.strides[dim + 1 :]
+        return self._new(shape, strides, self.offset + index * self.strides[dim])
+
+    def slice(self, dim: int, start, stop, step) -> "TensorData":
+        """``x[start:stop:step]`` along ``dim``, Python semantics (negative and clipped bounds)."""
+        if step is not None and step <= 0:
+            raise ShapeError(f"slice step must be positive, got {step}")
+        begin, end, stride = slice(start, stop, step).indices(self.shape[dim])
+        n = max(0, (end - begin + stride - 1) // stride)
+        shape = self.shape[:dim] + (n,) + self.shape[dim + 1 :]
+        strides = self.strides[:dim] + (self.strides[dim] * stride,) + self.strides[dim + 1 :]
+        return self._new(shape, strides, self.offset + begin * self.strides[dim] if n else self.offset)
+
+    def unsqueeze(self, dim: int) -> "TensorData":
+        stride = self.strides[dim] * self.shape[dim] if dim < self.ndim else 1
+        return self._new(
+            self.shape[:dim] + (1,) + self.shape[dim:],
+            self.strides[:dim] + (stride,) + self.strides[dim:],
+            self.offset,
+        )
+
+    def unfold(self, dim: int, size: int, step: int) -> "TensorData":
+        """Sliding windows of ``size`` every ``step`` along ``dim``, as a new last dimension."""
+        length = self.shape[dim]
+        if size > length or size <= 0 or step <= 0:
+            raise ShapeError(
+                f"unfold: window size {size} (step {step}) does not fit dimension {dim} of size {length}"
+            )
+        count = (length - size) // step + 1
+        shape = self.shape[:dim] + (count,) + self.shape[dim + 1 :] + (size,)
+        strides = (
+            self.strides[:dim] + (self.strides[dim] * step,) + self.strides[dim + 1 :] + (self.strides[dim],)
+        )
+        return self._new(shape, strides, self.offset)
+
+    def __repr__(self):
+        return f"TensorData(shape={self.shape}, strides={self.strides}, offset={self.offset})"
+
+
+def infer_shape(shape, size: int, old_shape=()) -> tuple:
+    """Resolve one ``-1`` in a requested shape and check the element count is unchanged."""
+    shape = tuple(int(s) for s in shape)
+    if shape.count(-1) > 1:
+        raise ShapeError(f"only one dimension can be inferred (-1), got shape {shape}")
+    if -1 in shape:
+        known = prod(s for s in shape if s != -1)
+        if known == 0 or size % known:
+            raise ShapeError(f"shape {shape} is invalid for input of shape {tuple(old_shape)} ({size} elements)")
+        shape = tuple(size // known if s == -1 else s for s in shape)
+    if prod(shape) != size or any(s < 0 for s in shape):
+        raise ShapeError(f"shape {shape} is invalid for input of shape {tuple(old_shape)} ({size} elements)")
+    return shape
+
+
+def _view_strides(old_shape, old_strides, new_shape):
+    """Strides that let ``new_shape`` read the same elements, or ``None`` (PyTorch's rule).
+
+    Walk the old dims from the right, grouping dims that are contiguous with respect to each
+    other into chunks; each chunk may be re-split freely into new dims of the same element count.
+    """
+    new_strides = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    base = old_strides[-1]
+    tensor_numel = 1
+    view_numel = 1
+    for d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[d]
+        if d == 0 or (old_shape[d - 1] != 1 and old_strides[d - 1] != tensor_numel * base):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_strides[view_d] = view_numel * base
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if d > 0:
+                base = old_strides[d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    return None if view_d != -1 else tuple(new_strides)

@@ -1,0 +1,728 @@
+"""``Tensor``: a strided view on backend storage, plus what autograd needs to know about it.
+
+The methods are thin: each one names the differentiable function that does the work (in
+``functions/``), so a reader can trace ``a + b`` as ``Tensor.__add__`` → ``pointwise.Add`` →
+``dispatch.zip_op`` → ``Backend.zip``.
+"""
+
+import numpy as np
+
+from torchlight.autograd import engine
+from torchlight.autograd.grad_mode import GradMode
+
+from . import dispatch, dtypes
+from .errors import AutogradError, DTypeError, ShapeError, TorchlightError
+from .functions import activation, index, linalg, pointwise, reductions, shape
+from .storage import TensorData
+
+__all__ = ["Tensor"]
+
+_P = pointwise
+
+
+class Tensor:
+    """An n-dimensional array with reverse-mode autograd (PyTorch semantics)."""
+
+    __slots__ = ("_td", "backend", "dtype", "requires_grad", "grad", "_history", "_retains_grad",
+                 "_version", "_base", "_hooks", "__weakref__", "__dict__")
+
+    def __init__(self, data, dtype=None, device=None, requires_grad=False):
+        from .factories import tensor
+
+        t = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        for name in ("_td", "backend", "dtype", "requires_grad", "grad", "_history",
+                     "_retains_grad", "_version", "_base"):
+            setattr(self, name, getattr(t, name))
+
+    # --- metadata ------------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return self._td.shape
+
+    def size(self, dim=None):
+        return self._td.shape if dim is None else self._td.shape[dispatch.normalize_dim(dim, self.ndim)]
+
+    @property
+    def ndim(self) -> int:
+        return len(self._td.shape)
+
+    def dim(self) -> int:
+        return len(self._td.shape)
+
+    def numel(self) -> int:
+        return self._td.size
+
+    def stride(self, dim=None):
+        return self._td.strides if dim is None else self._td.strides[dim]
+
+    def storage_offset(self) -> int:
+        return self._td.offset
+
+    def is_contiguous(self) -> bool:
+        return self._td.is_contiguous()
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def device(self) -> str:
+        return getattr(self.backend, "device", self.backend.name)
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._history is None
+
+    @property
+    def grad_fn(self):
+        return None if self._history is None else self._history.fn
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    @property
+    def T(self):
+        return self.permute(*reversed(range(self.ndim)))
+
+    @property
+    def mT(self):
+        return self.transpose(-2, -1)
+
+    @property
+    def data(self):
+        return self.detach()
+
+    @data.setter
+    def data(self, other):
+        if other.shape != self.shape or other.dtype is not self.dtype:
+            raise ShapeError(f".data assignment needs shape {self.shape} and dtype {self.dtype}, got {other.shape} {other.dtype}")
+        self._td, self.backend = other._td, other.backend
+
+    def __len__(self):
+        if not self.ndim:
+            raise TypeError("len() of a 0-d tensor")
+        return self._td.shape[0]
+
+    # --- autograd --------------------------------------------------------------------------
+    def requires_grad_(self, requires_grad=True):
+        if requires_grad and not self.dtype.is_floating_point:
+            raise DTypeError(f"only floating point tensors can require gradients, this one is {self.dtype}")
+        if not requires_grad and self._history is not None:
+            raise AutogradError("you can only change requires_grad of leaf tensors; use .detach() for a non-leaf")
+        self.requires_grad = requires_grad
+        return self
+
+    def detach(self):
+        """The same data (shared storage) cut from the graph."""
+        t = dispatch.wrap(self._td, self.backend, self.dtype)
+        t._version = self._version
+        return t
+
+    def detach_(self):
+        self._history = None
+        self.requires_grad = False
+        return self
+
+    def retain_grad(self):
+        if self._history is not None:
+            self._retains_grad = True
+        return self
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """``hook(tensor)`` runs after ``.grad`` of this leaf has been accumulated in backward."""
+        hooks = getattr(self, "_hooks", None)
+        if hooks is None:
+            hooks = self._hooks = []
+        hooks.append(hook)
+        return hook
+
+    def accumulate_grad(self, g):
+        """Engine protocol: add ``g`` into ``.grad`` (a private, contiguous copy the first time)."""
+        if g.shape != self.shape:
+            g = dispatch.sum_to(g, self.shape) if len(g.shape) >= len(self.shape) else g.expand(self.shape)
+        if self.grad is None:
+            self.grad = dispatch.map_op("copy", g) if not GradMode.enabled else g
+        elif GradMode.enabled:
+            self.grad = self.grad + g
+        else:
+            self.backend.zip("add", self.grad._td, g._td, self.grad._td)
+        hooks = getattr(self, "_hooks", None)
+        if hooks:
+            for hook in hooks:
+                hook(self)
+
+    def backward(self, gradient=None, retain_graph=False, create_graph=False):
+        if gradient is None:
+            if self._td.size != 1:
+                raise AutogradError(
+                    f"grad can be implicitly created only for scalar outputs, this one has shape "
+                    f"{self.shape}; pass backward(gradient=...) of the same shape"
+                )
+            from .factories import ones
+
+            gradient = ones(self.shape, dtype=self.dtype, device=self.backend)
+        elif gradient.shape != self.shape:
+            raise ShapeError(f"backward: gradient shape {gradient.shape} does not match tensor shape {self.shape}")
+        engine.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph)
+
+    # --- finite-difference protocol (gradcheck) ------------------------------------------------
+    def _fd_flat(self):
+        return [float(v) for v in self.numpy_view().reshape(-1)]
+
+    def _fd_like(self, values):
+        from .factories import from_numpy_on
+
+        return from_numpy_on(np.asarray(values, dtype=self.dtype.np).reshape(self.shape), self.backend)
+
+    def _fd_set(self, i, value):
+        arr = self.backend.to_numpy(self._td)
+        arr[np.unravel_index(i, self.shape)] = value
+        self._version[0] += 1
+
+    # --- conversion ----------------------------------------------------------------------------
+    def numpy_view(self):
+        """The data as an ndarray (shares memory on the cpu backend)."""
+        return self.backend.to_numpy(self._td)
+
+    def numpy(self):
+        if self.requires_grad:
+            raise AutogradError("can't call numpy() on a tensor that requires grad; use .detach().numpy()")
+        return self.numpy_view()
+
+    def to_numpy(self):
+        """A numpy copy of the data, whatever the tensor's grad state or device."""
+        return np.array(self.numpy_view(), copy=True)
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.to_numpy()
+        return arr if dtype is None else arr.astype(dtype)
+
+    def item(self):
+        if self._td.size != 1:
+            raise ShapeError(f"item(): only one-element tensors can be converted to Python scalars, shape is {self.shape}")
+        return self.numpy_view().reshape(-1)[0].item()
+
+    def tolist(self):
+        return self.numpy_view().tolist()
+
+    def to(self, *args, dtype=None, device=None):
+        for a in args:
+            if isinstance(a, (dtypes.DType, type)) or (isinstance(a, str) and a in ("float32", "float64", "int64", "bool")):
+                dtype = a
+            else:
+                device = a
+        out = self
+        if device is not None:
+            from .backend.registry import get_backend
+
+            target = get_backend(device)
+            if target is not self.backend:
+                out = _Move.apply(out, target)
+        if dtype is not None:
+            out = _P.to_dtype(out, dtypes.as_dtype(dtype))
+        return out
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def float(self):
+        return self.to(dtypes.float32)
+
+    def double(self):
+        return self.to(dtypes.float64)
+
+    def long(self):
+        return self.to(dtypes.int64)
+
+    def bool(self):
+        return self.to(dtypes.bool_)
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def clone(self):
+        return _Clone.apply(self)
+
+    def contiguous(self):
+        return self if self._td.is_contiguous() else _Clone.apply(self)
+
+    def __repr__(self):
+        arr = np.array2string(self.numpy_view(), separator=", ", precision=4, prefix="tensor(")
+        extra = []
+        if self.dtype not in (dtypes.float32, dtypes.int64, dtypes.bool_):
+            extra.append(f"dtype={self.dtype}")
+        if self.device != "cpu":
+            extra.append(f"device='{self.device}'")
+        if self._history is not None:
+            extra.append(f"grad_fn=<{self._history.fn.__name__}Backward>")
+        elif self.requires_grad:
+            extra.append("requires_grad=True")
+        return f"tensor({arr}{''.join(', ' + e for e in extra)})"
+
+    def __bool__(self):
+        if self._td.size != 1:
+            raise ShapeError(
+                f"the truth value of a tensor with {self._td.size} elements is ambiguous; use .any() or .all()"
+            )
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.dtype.is_floating_point:
+            raise DTypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __iter__(self):
+        if not self.ndim:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._td.shape[0]))
+
+    __hash__ = object.__hash__
+
+    # --- arithmetic ----------------------------------------------------------------------------
+    def __add__(self, o):
+        return _P.binary("add", self, o)
+
+    def __radd__(self, o):
+        return _P.binary("add", self, o, reverse=True)
+
+    def __sub__(self, o):
+        return _P.binary("sub", self, o)
+
+    def __rsub__(self, o):
+        return _P.binary("sub", self, o, reverse=True)
+
+    def __mul__(self, o):
+        return _P.binary("mul", self, o)
+
+    def __rmul__(self, o):
+        return _P.binary("mul", self, o, reverse=True)
+
+    def __truediv__(self, o):
+        return _P.binary("div", self, o)
+
+    def __rtruediv__(self, o):
+        return _P.binary("div", self, o, reverse=True)
+
+    def __pow__(self, o):
+        return _P.binary("pow", self, o)
+
+    def __rpow__(self, o):
+        return _P.binary("pow", self, o, reverse=True)
+
+    def __matmul__(self, o):
+        return linalg.matmul(self, o)
+
+    def __rmatmul__(self, o):
+        return linalg.matmul(o, self)
+
+    def __neg__(self):
+        return _P.Unary.apply(self, "neg") if self.dtype is not dtypes.bool_ else self.logical_not()
+
+    def __abs__(self):
+        return self.abs()
+
+    def __lt__(self, o):
+        return _P.compare("lt", self, o)
+
+    def __le__(self, o):
+        return _P.compare("le", self, o)
+
+    def __gt__(self, o):
+        return _P.compare("gt", self, o)
+
+    def __ge__(self, o):
+        return _P.compare("ge", self, o)
+
+    def __eq__(self, o):
+        return _P.compare("eq", self, o)
+
+    def __ne__(self, o):
+        return _P.compare("ne", self, o)
+
+    def __and__(self, o):
+        return _P.compare("logical_and", self.bool(), o.bool() if isinstance(o, Tensor) else bool(o))
+
+    def __or__(self, o):
+        return _P.compare("logical_or", self.bool(), o.bool() if isinstance(o, Tensor) else bool(o))
+
+    def __invert__(self):
+        if self.dtype is not dtypes.bool_:
+            raise DTypeError(f"~ is only defined for bool tensors here, got {self.dtype}")
+        return self.logical_not()
+
+    def logical_not(self):
+        return dispatch.map_op("logical_not", self.bool())
+
+    add = lambda self, o, alpha=1: self + (o * alpha if alpha != 1 else o)  # noqa: E731
+    sub = lambda self, o, alpha=1: self - (o * alpha if alpha != 1 else o)  # noqa: E731
+    mul = __mul__
+    div = __truediv__
+    pow = __pow__
+    matmul = __matmul__
+    mm = __matmul__
+    bmm = __matmul__
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+
+    def maximum(self, o):
+        return _P.binary("maximum", self, o)
+
+    def minimum(self, o):
+        return _P.binary("minimum", self, o)
+
+    # --- unary math ----------------------------------------------------------------------------
+    def neg(self):
+        return -self
+
+    def abs(self):
+        return _P.unary("abs", self)
+
+    def sign(self):
+        return _P.unary("sign", self)
+
+    def exp(self):
+        return _P.unary("exp", self)
+
+    def log(self):
+        return _P.unary("log", self)
+
+    def sqrt(self):
+        return _P.unary("sqrt", self)
+
+    def rsqrt(self):
+        return _P.unary("rsqrt", self)
+
+    def reciprocal(self):
+        return _P.unary("reciprocal", self)
+
+    def square(self):
+        return _P.unary("square", self)
+
+    def sin(self):
+        return _P.unary("sin", self)
+
+    def cos(self):
+        return _P.unary("cos", self)
+
+    def tanh(self):
+        return _P.unary("tanh", self)
+
+    def sigmoid(self):
+        return _P.unary("sigmoid", self)
+
+    def relu(self):
+        return _P.unary("relu", self)
+
+    def gelu(self, approximate="none"):
+        return _P.unary("gelu_tanh" if approximate == "tanh" else "gelu", self)
+
+    def silu(self):
+        return _P.unary("silu", self)
+
+    def softplus(self, beta=1.0, threshold=20.0):
+        if beta == 1.0:
+            soft = _P.unary("softplus", self)
+        else:
+            soft = _P.unary("softplus", self * beta) / beta
+        return self.where(self * beta <= threshold, soft) if threshold is not None else soft
+
+    def leaky_relu(self, negative_slope=0.01):
+        return self.where(self > 0, self * negative_slope)
+
+    def clamp(self, min=None, max=None):
+        if min is None and max is None:
+            raise ShapeError("clamp: at least one of min and max must be given")
+        return _P.Clamp.apply(self, min, max)
+
+    clip = clamp
+
+    def where(self, condition, other):
+        """``where(condition, self, other)`` (PyTorch's ``Tensor.where``)."""
+        return where(condition, self, other)
+
+    # --- reductions ------------------------------------------------------------------------
+    def sum(self, dim=None, keepdim=False, dtype=None):
+        return reductions.sum(self, dim, keepdim, dtype)
+
+    def mean(self, dim=None, keepdim=False):
+        return reductions.mean(self, dim, keepdim)
+
+    def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
+        return reductions.var(self, dim, unbiased, keepdim, correction)
+
+    def std(self, dim=None, unbiased=True, keepdim=False, correction=None):
+        return reductions.std(self, dim, unbiased, keepdim, correction)
+
+    def max(self, dim=None, keepdim=False):
+        if isinstance(dim, Tensor):
+            return self.maximum(dim)
+        return reductions.max(self, dim, keepdim)
+
+    def min(self, dim=None, keepdim=False):
+        if isinstance(dim, Tensor):
+            return self.minimum(dim)
+        return reductions.min(self, dim, keepdim)
+
+    def amax(self, dim=None, keepdim=False):
+        return reductions.amax(self, dim, keepdim)
+
+    def amin(self, dim=None, keepdim=False):
+        return reductions.amin(self, dim, keepdim)
+
+    def argmax(self, dim=None, keepdim=False):
+        return reductions.argmax(self, dim, keepdim)
+
+    def argmin(self, dim=None, keepdim=False):
+        return reductions.argmin(self, dim, keepdim)
+
+    def prod(self, dim=None, keepdim=False):
+        return reductions.prod(self, dim, keepdim)
+
+    def logsumexp(self, dim=None, keepdim=False):
+        return reductions.logsumexp(self, dim, keepdim)
+
+    def all(self, dim=None, keepdim=False):
+        return reductions.all(self, dim, keepdim)
+
+    def any(self, dim=None, keepdim=False):
+        return reductions.any(self, dim, keepdim)
+
+    def softmax(self, dim=-1):
+        return activation.softmax(self, dim)
+
+    def log_softmax(self, dim=-1):
+        return activation.log_softmax(self, dim)
+
+    # --- shape -------------------------------------------------------------------------------
+    def view(self, *shape):
+        return shape_ops.view(self, shape)
+
+    def reshape(self, *shape):
+        return shape_ops.reshape(self, shape)
+
+    def view_as(self, other):
+        return self.view(other.shape)
+
+    def reshape_as(self, other):
+        return self.reshape(other.shape)
+
+    def permute(self, *dims):
+        return shape_ops.permute(self, *dims)
+
+    def transpose(self, d0, d1):
+        return shape_ops.transpose(self, d0, d1)
+
+    def t(self):
+        if self.ndim > 2:
+            raise ShapeError(f"t() expects a tensor with <= 2 dims, got shape {self.shape}; use transpose")
+        return self.transpose(0, 1) if self.ndim == 2 else self
+
+    def expand(self, *shape):
+        return shape_ops.expand(self, *shape)
+
+    def expand_as(self, other):
+        return self.expand(other.shape)
+
+    def squeeze(self, dim=None):
+        return shape_ops.squeeze(self, dim)
+
+    def unsqueeze(self, dim):
+        return shape_ops.unsqueeze(self, dim)
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        return shape_ops.flatten(self, start_dim, end_dim)
+
+    def unflatten(self, dim, sizes):
+        dim = dispatch.normalize_dim(dim, self.ndim)
+        return self.reshape(self.shape[:dim] + tuple(sizes) + self.shape[dim + 1 :])
+
+    def unfold(self, dimension, size, step):
+        return shape_ops.unfold(self, dimension, size, step)
+
+    def narrow(self, dim, start, length):
+        return shape_ops.narrow(self, dim, start, length)
+
+    def split(self, split_size, dim=0):
+        return shape_ops.split(self, split_size, dim)
+
+    def chunk(self, chunks, dim=0):
+        return shape_ops.chunk(self, chunks, dim)
+
+    def tril(self, diagonal=0):
+        return shape_ops.tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        return shape_ops.triu(self, diagonal)
+
+    def repeat(self, *sizes):
+        """Tile the tensor: view as (1, s0, 1, s1, ...), expand to (r0, s0, r1, s1, ...), flatten pairs."""
+        if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+            sizes = tuple(sizes[0])
+        if len(sizes) < self.ndim:
+            raise ShapeError(f"repeat: need at least {self.ndim} repeat counts, got {sizes}")
+        x = self.reshape((1,) * (len(sizes) - self.ndim) + self.shape)
+        paired = x.reshape(tuple(v for s in x.shape for v in (1, s)))
+        tiled = paired.expand(tuple(v for s, r in zip(x.shape, sizes) for v in (r, s)))
+        return tiled.reshape(tuple(s * r for s, r in zip(x.shape, sizes)))
+
+    # --- indexing ----------------------------------------------------------------------------
+    def __getitem__(self, idx):
+        return index.getitem(self, idx)
+
+    def __setitem__(self, idx, value):
+        self._check_inplace("__setitem__")
+        norm, advanced = index.expand_index(self, idx)
+        if not advanced:
+            dispatch.view_of(self, index.basic_view(self._td, norm)).copy_(value)
+            return
+        # Advanced assignment goes through the host: correct on every backend, if not fast.
+        arr = self.to_numpy()
+        host = tuple(i.to_numpy() if isinstance(i, Tensor) else i for i in norm)
+        arr[host] = value.to_numpy() if isinstance(value, Tensor) else value
+        self.copy_(_host(arr, self))
+        self._version[0] -= 1
+
+    def index_select(self, dim, idx):
+        return index.index_select(self, dim, idx)
+
+    def gather(self, dim, idx):
+        return index.gather(self, dim, idx)
+
+    def scatter_add(self, dim, idx, src):
+        return index.scatter_add(self, dim, idx, src)
+
+    def masked_fill(self, mask, value):
+        return index.masked_fill(self, mask, value)
+
+    # --- in place ------------------------------------------------------------------------------
+    def _check_inplace(self, name):
+        if GradMode.enabled and self.requires_grad and self._history is None:
+            raise AutogradError(
+                f"{name}: a leaf tensor that requires grad is being used in an in-place operation; "
+                "wrap the update in `with torchlight.no_grad():` (as optimizers do)"
+            )
+        if GradMode.enabled and (self._history is not None):
+            raise AutogradError(f"{name}: in-place operations on tensors that are part of a graph are not supported; use the out-of-place version")
+        self._version[0] += 1
+
+    def _inplace_zip(self, op, other, name):
+        self._check_inplace(name)
+        if isinstance(other, Tensor):
+            other = dispatch.cast(other, self.dtype)
+            if other.shape != self.shape:
+                shape = dispatch.broadcast_shape(self.shape, other.shape, name)
+                if shape != self.shape:
+                    raise ShapeError(f"{name}: operand of shape {other.shape} cannot be broadcast to {self.shape} in place")
+                other_td = other._td.expand(self.shape)
+            else:
+                other_td = other._td
+        else:
+            other_td = dispatch.scalar_like(other, self)._td.expand(self.shape)
+        self.backend.zip(op, self._td, other_td, self._td)
+        return self
+
+    def add_(self, other, alpha=1):
+        if alpha != 1:
+            other = other * alpha
+        return self._inplace_zip("add", other, "add_")
+
+    def sub_(self, other, alpha=1):
+        if alpha != 1:
+            other = other * alpha
+        return self._inplace_zip("sub", other, "sub_")
+
+    def mul_(self, other):
+        return self._inplace_zip("mul", other, "mul_")
+
+    def div_(self, other):
+        return self._inplace_zip("div", other, "div_")
+
+    def clamp_(self, min=None, max=None):
+        if min is not None:
+            self._inplace_zip("maximum", min, "clamp_")
+            self._version[0] -= 1
+        if max is not None:
+            self._inplace_zip("minimum", max, "clamp_")
+        return self
+
+    def copy_(self, src):
+        self._check_inplace("copy_")
+        if not isinstance(src, Tensor):
+            from .factories import tensor
+
+            src = tensor(src, dtype=self.dtype, device=self.backend)
+        if src.backend is not self.backend:
+            src = src.to(self.device)
+        td = src._td if src.shape == self.shape else src._td.expand(self.shape)
+        self.backend.map("copy", td, self._td)
+        return self
+
+    def fill_(self, value):
+        return self.copy_(dispatch.scalar_like(value.item() if isinstance(value, Tensor) else value, self))
+
+    def zero_(self):
+        return self.fill_(0)
+
+    def uniform_(self, a=0.0, b=1.0, generator=None):
+        from .random import rng_of
+
+        return self.copy_(_host(rng_of(generator).uniform(a, b, self.shape), self))
+
+    def normal_(self, mean=0.0, std=1.0, generator=None):
+        from .random import rng_of
+
+        return self.copy_(_host(rng_of(generator).normal(mean, std, self.shape), self))
+
+    def masked_fill_(self, mask, value):
+        return self.copy_(self.detach().masked_fill(mask, value))
+
+
+def _host(arr, like):
+    from .factories import from_numpy_on
+
+    return from_numpy_on(np.asarray(arr, dtype=like.dtype.np), like.backend)
+
+
+def where(condition, input, other):
+    """``condition ? input : other`` elementwise, with broadcasting; scalars are accepted."""
+    if not isinstance(condition, Tensor) or condition.dtype is not dtypes.bool_:
+        raise DTypeError("where: condition must be a bool tensor")
+    if not isinstance(input, Tensor):
+        input, other = _P.operands(other, input)
+        input, other = other, input
+    else:
+        input, other = _P.operands(input, other)
+    return _P.Where.apply(condition, input, other)
+
+
+class _Clone(_P.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return dispatch.map_op("copy", x)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class _Move(_P.Function):
+    """Move between backends; the gradient moves back."""
+
+    @staticmethod
+    def forward(ctx, x, target):
+        from .factories import from_numpy_on
+
+        ctx.source = x.backend
+        return from_numpy_on(np.ascontiguousarray(x.backend.to_numpy(x._td)), target, x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        return _Move.forward(ctx.__class__(), g, ctx.source), None
+
+
+shape_ops = shape
+dispatch.Tensor = Tensor
