@@ -26,20 +26,22 @@ def topological_order(root) -> list:
     order = []
     seen = set()
     stack = [(root, False)]
+    push, pop, mark = stack.append, stack.pop, seen.add
     while stack:
-        var, done = stack.pop()
+        var, done = pop()
         if done:
             order.append(var)
             continue
-        if id(var) in seen:
+        key = id(var)
+        if key in seen:
             continue
-        seen.add(id(var))
-        stack.append((var, True))
+        mark(key)
+        push((var, True))
         hist = var._history
         if hist is not None:
             for parent in hist.inputs:
-                if _needs_grad(parent) and id(parent) not in seen:
-                    stack.append((parent, False))
+                if getattr(parent, "requires_grad", False) and id(parent) not in seen:
+                    push((parent, False))
     order.reverse()
     return order
 

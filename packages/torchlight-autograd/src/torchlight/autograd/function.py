@@ -112,7 +112,16 @@ class History:
 
 
 class Function:
-    """Base class of every differentiable operation (subclass and define forward/backward)."""
+    """Base class of every differentiable operation (subclass and define forward/backward).
+
+    ``Function.tracers`` is a list of callables ``tracer(fn_class, args, kwargs, output)`` called
+    after every top-level ``apply`` (applies nested inside another Function's forward are
+    implementation details and are not reported): this is how ``torchlight.jit`` records an
+    op tape of any model without the model knowing.
+    """
+
+    tracers: list = []
+    _depth = 0  # > 0 while inside some forward: nested applies are implementation details
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -125,24 +134,24 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run ``forward`` and, when recording and some input requires grad, link the output."""
-        record = False
+        needs = None
         if GradMode.enabled:
-            for a in args:
-                if getattr(a, "requires_grad", False):
-                    record = True
-                    break
-        if not record:
-            GradMode.enabled, prev = False, GradMode.enabled
-            try:
-                return cls.forward(Context(), *args, **kwargs)
-            finally:
-                GradMode.enabled = prev
-        ctx = Context(tuple(getattr(a, "requires_grad", False) for a in args))
-        GradMode.enabled = False
+            needs = [getattr(a, "requires_grad", False) for a in args]
+            if True not in needs:
+                needs = None
+        tracing = Function.tracers and not Function._depth
+        GradMode.enabled, prev = False, GradMode.enabled
+        Function._depth += 1
         try:
+            ctx = Context(needs)
             out = cls.forward(ctx, *args, **kwargs)
         finally:
-            GradMode.enabled = True
-        out._history = History(cls, ctx, args)
-        out.requires_grad = True
+            GradMode.enabled = prev
+            Function._depth -= 1
+        if needs is not None:
+            out._history = History(cls, ctx, args)
+            out.requires_grad = True
+        if tracing:
+            for tracer in Function.tracers:
+                tracer(cls, args, kwargs, out)
         return out

@@ -24,6 +24,7 @@ __all__ = [
     "sum_to",
     "same_backend",
     "scalar_like",
+    "ones_cached",
     "normalize_dim",
     "normalize_dims",
 ]
@@ -181,6 +182,23 @@ def sum_to(g, shape):
     )
     out = reduce_op("sum", g, dims, keepdim=True)
     return wrap(TensorData(out._td.storage, shape), out.backend, out.dtype)
+
+
+_ONES = {}
+
+
+def ones_cached(shape, dtype, backend):
+    """A shared ones tensor for ``backward()``'s implicit gradient (never written to: leaves
+    copy the first gradient they receive, see ``Tensor.accumulate_grad``)."""
+    key = (shape, dtype, id(backend))
+    t = _ONES.get(key)
+    if t is None:
+        import numpy as np
+
+        t = wrap(TensorData(backend.from_numpy(np.ones(shape, dtype.np)), shape), backend, dtype)
+        if len(_ONES) < 64:
+            _ONES[key] = t
+    return t
 
 
 def scalar_like(value, ref, dtype=None):

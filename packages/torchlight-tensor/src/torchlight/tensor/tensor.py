@@ -157,9 +157,7 @@ class Tensor:
                     f"grad can be implicitly created only for scalar outputs, this one has shape "
                     f"{self.shape}; pass backward(gradient=...) of the same shape"
                 )
-            from .factories import ones
-
-            gradient = ones(self.shape, dtype=self.dtype, device=self.backend)
+            gradient = dispatch.ones_cached(self._td.shape, self.dtype, self.backend)
         elif gradient.shape != self.shape:
             raise ShapeError(f"backward: gradient shape {gradient.shape} does not match tensor shape {self.shape}")
         engine.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph)

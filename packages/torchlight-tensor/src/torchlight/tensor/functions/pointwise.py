@@ -7,6 +7,7 @@ sums it back to each input's shape (:func:`~torchlight.tensor.dispatch.sum_to`).
 
 from torchlight.autograd import Function
 
+from .. import dispatch as _dispatch
 from .. import dtypes
 from ..dispatch import cast, map_op, scalar_like, sum_to, where_op, zip_op
 from ..errors import DTypeError
@@ -15,12 +16,6 @@ __all__ = [
     "Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum", "Cast", "Unary", "Clamp", "Where",
     "binary", "compare", "unary", "float_operand", "Function",
 ]
-
-
-def _tensor_type():
-    from ..tensor import Tensor
-
-    return Tensor
 
 
 class Cast(Function):
@@ -46,8 +41,7 @@ def to_dtype(a, dtype):
 
 def operands(a, b, floating=False):
     """Turn ``(tensor, tensor-or-scalar)`` into two tensors of the promoted dtype."""
-    Tensor = _tensor_type()
-    if isinstance(b, Tensor):
+    if isinstance(b, _dispatch.Tensor):
         dt = dtypes.promote(a.dtype, b.dtype)
         if floating and not dt.is_floating_point:
             dt = dtypes.float32
