@@ -94,7 +94,7 @@ def wheels(session: nox.Session) -> None:
     build config selects. This session catches what editable installs hide: a namespace
     ``__init__.py`` shipped twice, a module left out of the wheel, a missing entry point.
     """
-    tmp = Path(session.create_tmp())
+    tmp = Path(session.create_tmp()).resolve()
     wheelhouse = tmp / "wheelhouse"
     venv = tmp / "fresh-venv"
     shutil.rmtree(wheelhouse, ignore_errors=True)
@@ -119,16 +119,19 @@ def wheels(session: nox.Session) -> None:
         third_party.update(_requirements_of(w))
     session.run(*pip, *sorted(third_party))
 
+    # --no-cache: every build is version 0.1.0, and uv would otherwise install a cached wheel
+    # of the same name and version from an earlier run instead of the one just built
+    local = [*pip, "--no-cache", "--no-index", "--find-links", str(wheelhouse)]
     names = [n for n in built if n != "torchlight"]
-    session.run(*pip, "--no-index", "--find-links", str(wheelhouse), *names)
+    session.run(*local, *names)
     if "torchlight" in built:
         meta_deps = nox.project.load_toml(META / "pyproject.toml")["project"]["dependencies"]
         missing = [d for d in meta_deps if re.split(r"[=<>!~ ]", d, maxsplit=1)[0] not in built]
         if missing:
             session.log(f"meta-package installed with --no-deps; not built yet: {missing}")
-            session.run(*pip, "--no-deps", "--no-index", "--find-links", str(wheelhouse), "torchlight")
+            session.run(*local, "--no-deps", "torchlight")
         else:
-            session.run(*pip, "--no-index", "--find-links", str(wheelhouse), "torchlight")
+            session.run(*local, "torchlight")
 
     # run from a directory outside the repo so the checkout cannot shadow site-packages
     with session.chdir(tmp):

@@ -51,7 +51,8 @@ class Spy(Function):
 
     @staticmethod
     def forward(ctx, a, k=1.0):
-        Spy.seen = {"grad_enabled": is_grad_enabled(), "needs": ctx.needs_input_grad, "k": k}
+        needs = ctx.needs_input_grad
+        Spy.seen = {"grad_enabled": is_grad_enabled(), "needs": needs and list(needs), "k": k}
         return Scalar(a.data * k)
 
     @staticmethod
@@ -67,7 +68,7 @@ def test_apply_records_history_when_an_input_requires_grad():
     assert y._history.fn is SaveInputs
     assert y._history.inputs == (a, b)
     assert y._history.parents == [a]
-    assert y._history.ctx.needs_input_grad == (True, False)
+    assert list(y._history.ctx.needs_input_grad) == [True, False]
 
 
 def test_apply_records_nothing_without_grad_inputs():
@@ -85,7 +86,7 @@ def test_apply_records_nothing_under_no_grad():
 def test_forward_runs_with_recording_off_and_sees_kwargs():
     a = Scalar(2.0, requires_grad=True)
     y = Spy.apply(a, k=3.0)
-    assert Spy.seen == {"grad_enabled": False, "needs": (True,), "k": 3.0}
+    assert Spy.seen == {"grad_enabled": False, "needs": [True], "k": 3.0}
     assert is_grad_enabled()  # restored after forward
     assert y.data == 6.0
     y.backward()
@@ -191,3 +192,52 @@ def test_in_place_change_before_use_is_fine():
 def test_autograd_error_family():
     assert issubclass(AutogradError, TorchlightError)
     assert issubclass(AutogradError, RuntimeError)
+
+
+@pytest.fixture
+def trace():
+    calls = []
+
+    def tracer(fn, args, kwargs, out):
+        calls.append((fn, args, kwargs, out))
+
+    Function.tracers.append(tracer)
+    try:
+        yield calls
+    finally:
+        Function.tracers.remove(tracer)
+
+
+def test_tracers_see_every_top_level_apply(trace):
+    a = Scalar(2.0, requires_grad=True)
+    y = Spy.apply(a, k=3.0)
+    with no_grad():
+        z = Spy.apply(y)  # reported whether or not it is recorded
+    assert [(c[0], c[1], c[2]) for c in trace] == [(Spy, (a,), {"k": 3.0}), (Spy, (y,), {})]
+    assert trace[0][3] is y and trace[1][3] is z
+
+
+def test_tracers_skip_applies_nested_in_a_forward(trace):
+    class Outer(Function):
+        @staticmethod
+        def forward(ctx, a):
+            return Spy.apply(Spy.apply(a))  # implementation detail of Outer
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    Outer.apply(Scalar(1.0, requires_grad=True))
+    assert [c[0] for c in trace] == [Outer]
+
+
+def test_tracing_depth_is_restored_when_forward_raises(trace):
+    class Boom(Function):
+        @staticmethod
+        def forward(ctx, a):
+            raise ValueError("boom")
+
+    with pytest.raises(ValueError):
+        Boom.apply(Scalar(1.0))
+    Spy.apply(Scalar(1.0))
+    assert [c[0] for c in trace] == [Spy]  # still reported: the depth counter went back to 0

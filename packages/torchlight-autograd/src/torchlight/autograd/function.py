@@ -136,14 +136,14 @@ class Function:
         """Run ``forward`` and, when recording and some input requires grad, link the output."""
         needs = None
         if GradMode.enabled:
-            needs = [getattr(a, "requires_grad", False) for a in args]
+            needs = tuple([getattr(a, "requires_grad", False) for a in args])
             if True not in needs:
                 needs = None
         tracing = Function.tracers and not Function._depth
         GradMode.enabled, prev = False, GradMode.enabled
         Function._depth += 1
         try:
-            ctx = Context(needs)
+            ctx = Context(needs or (False,) * len(args))
             out = cls.forward(ctx, *args, **kwargs)
         finally:
             GradMode.enabled = prev

@@ -65,7 +65,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         raise DTypeError(f"tensor(): cannot build a tensor from {type(data).__name__} data of dtype {arr.dtype}")
     if dtype is None:
         dtype = dtypes.float32 if arr.dtype.kind in "fc" else dtypes.as_dtype(arr.dtype)
-    return from_numpy_on(np.ascontiguousarray(arr), get_backend(device), dtype, requires_grad)
+    # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
+    if not arr.flags.c_contiguous:
+        arr = np.array(arr, order="C")
+    return from_numpy_on(arr, get_backend(device), dtype, requires_grad)
 
 
 def _unwrap(data):

@@ -38,7 +38,10 @@ class TensorData:
         return len(self.shape)
 
     def is_contiguous(self) -> bool:
-        """True when the view walks its storage in C order without gaps (size-1 dims ignored)."""
+        """True when the view walks its storage in C order without gaps (size-1 dims ignored;
+        an empty view is contiguous, as in PyTorch and numpy)."""
+        if self.size == 0:
+            return True
         expected = 1
         for size, stride in zip(reversed(self.shape), reversed(self.strides)):
             if size != 1 and stride != expected:
@@ -162,7 +165,7 @@ def _view_strides(old_shape, old_strides, new_shape):
     view_numel = 1
     for d in range(len(old_shape) - 1, -1, -1):
         tensor_numel *= old_shape[d]
-        if d == 0 or (old_shape[d - 1] != 1 and old_strides[d - 1] != tensor_numel * base):
+        if d == 0 or (old_strides[d - 1] != tensor_numel * base):
             while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
                 new_strides[view_d] = view_numel * base
                 view_numel *= new_shape[view_d]

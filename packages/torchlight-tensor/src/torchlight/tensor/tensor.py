@@ -11,9 +11,8 @@ from torchlight.autograd import engine
 from torchlight.autograd.grad_mode import GradMode
 
 from . import dispatch, dtypes
-from .errors import AutogradError, DTypeError, ShapeError, TorchlightError
+from .errors import AutogradError, DTypeError, ShapeError
 from .functions import activation, index, linalg, pointwise, reductions, shape
-from .storage import TensorData
 
 __all__ = ["Tensor"]
 

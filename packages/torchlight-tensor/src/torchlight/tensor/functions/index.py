@@ -174,7 +174,8 @@ def getitem(x, index):
             dim += 1
         host.append(arr)
     positions = np.arange(x.numel(), dtype=np.int64).reshape(x.shape)[tuple(host)]
-    return AdvancedIndex.apply(x, from_numpy_on(np.ascontiguousarray(positions), x.backend))
+    # np.array(order="C"), not np.ascontiguousarray, which turns a 0-d result into shape (1,)
+    return AdvancedIndex.apply(x, from_numpy_on(np.array(positions, order="C"), x.backend))
 
 
 class IndexSelect(Function):
