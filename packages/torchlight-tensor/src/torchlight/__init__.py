@@ -106,7 +106,7 @@ from .tensor.functional import (  # noqa: E402
     var,
     where,
 )
-from .tensor.random import Generator, initial_seed, manual_seed, seed  # noqa: E402
+from .tensor.random import Generator, default_generator, initial_seed, manual_seed, seed  # noqa: E402
 from .tensor.tensor import Tensor  # noqa: E402
 
 float32 = _dtypes.float32

@@ -53,7 +53,12 @@ def fresh_seed() -> int:
     try:
         import torchlight as tl
 
-        rng = as_numpy_rng(getattr(tl, "default_generator", None))
+        gen = getattr(tl, "default_generator", None)
+        if gen is None:  # not re-exported at the top level: take it from its defining module
+            from torchlight.tensor import random as tl_random
+
+            gen = getattr(tl_random, "default_generator", None)
+        rng = as_numpy_rng(gen)
         if isinstance(rng, np.random.Generator):
             return int(rng.integers(0, 2**63 - 1))
     except Exception:  # noqa: BLE001 - an unusable global state falls back, it never fails a load

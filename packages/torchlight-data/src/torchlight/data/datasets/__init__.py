@@ -4,12 +4,19 @@
 * :func:`sentiment_sentences` — 3,000 labelled sentences, 1,500 positive (classification);
 * :func:`tatoeba_eng_fra` — 167,130 English-French pairs (translation).
 
-Data is never bundled: see :mod:`torchlight.data.datasets.fetch` for where files are looked for
+Data is never bundled: see :mod:`torchlight.data.datasets.resources` for where files are looked for
 (``root=``, ``$TORCHLIGHT_DATA``, ``~/.cache/torchlight``) and how they are downloaded and checked.
 """
 
-from .corpora import RESOURCES, SENTIMENT_SOURCES, Sentence, sentiment_sentences, tatoeba_eng_fra, tiny_shakespeare
-from .fetch import Resource, cache_dir, fetch, sha256_file
+from .corpora import (
+    RESOURCES,
+    SENTIMENT_SOURCES,
+    Sentence,
+    sentiment_sentences,
+    tatoeba_eng_fra,
+    tiny_shakespeare,
+)
+from .resources import Resource, cache_dir, fetch, sha256_file
 from .splits import split_text, train_val_split
 
 __all__ = [

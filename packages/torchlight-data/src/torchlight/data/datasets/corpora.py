@@ -12,7 +12,7 @@ import unicodedata
 from typing import NamedTuple
 
 from ..errors import DataError
-from .fetch import Resource, fetch
+from .resources import Resource, fetch
 
 __all__ = [
     "tiny_shakespeare",
