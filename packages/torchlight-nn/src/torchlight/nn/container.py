@@ -1,0 +1,178 @@
+"""Containers: ``Sequential``, ``ModuleList`` and ``ModuleDict``.
+
+Their children are registered under string keys (``"0"``, ``"1"``, ... for the sequences), so
+parameter names come out as PyTorch's: ``Sequential(Linear, ReLU, Linear)`` has ``0.weight``,
+``0.bias``, ``2.weight``, ``2.bias``.
+"""
+
+from collections import OrderedDict
+
+from .module import Module
+
+__all__ = ["Sequential", "ModuleList", "ModuleDict"]
+
+
+def _index(i, n, what):
+    if not -n <= i < n:
+        raise IndexError(f"index {i} is out of range for {what} of length {n}")
+    return i % n
+
+
+class Sequential(Module):
+    """``Sequential(m1, m2, ...)`` or ``Sequential(OrderedDict(name=module))``: feeds each
+    module's output to the next."""
+
+    def __init__(self, *args):
+        super().__init__()
+        if len(args) == 1 and isinstance(args[0], (dict, OrderedDict)):
+            for name, module in args[0].items():
+                self.add_module(name, module)
+        else:
+            for idx, module in enumerate(args):
+                self.add_module(str(idx), module)
+
+    def forward(self, input):
+        for module in self._modules.values():
+            input = module(input)
+        return input
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return Sequential(OrderedDict(list(self._modules.items())[idx]))
+        keys = list(self._modules)
+        return self._modules[keys[_index(idx, len(keys), "Sequential")]]
+
+    def __setitem__(self, idx, module):
+        keys = list(self._modules)
+        self.add_module(keys[_index(idx, len(keys), "Sequential")], module)
+
+    def __delitem__(self, idx):
+        keys = list(self._modules)
+        targets = keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys), "Sequential")]]
+        for k in targets:
+            del self._modules[k]
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        mods = list(self._modules.values())
+        mods.insert(index if index >= 0 else len(mods) + index, module)
+        self._modules.clear()
+        for i, m in enumerate(mods):
+            self.add_module(str(i), m)
+        return self
+
+
+class ModuleList(Module):
+    """A list of modules whose parameters are registered (a plain list would hide them)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return ModuleList(list(self._modules.values())[idx])
+        return self._modules[str(_index(idx, len(self), "ModuleList"))]
+
+    def __setitem__(self, idx, module):
+        self.add_module(str(_index(idx, len(self), "ModuleList")), module)
+
+    def __delitem__(self, idx):
+        mods = list(self._modules.values())
+        del mods[idx]
+        self._modules.clear()
+        for i, m in enumerate(mods):
+            self.add_module(str(i), m)
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        mods = list(self._modules.values())
+        mods.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(mods):
+            self.add_module(str(i), m)
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleList has no forward(); iterate over it and call the modules")
+
+
+class ModuleDict(Module):
+    """An ordered dict of modules, registered under their keys."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key):
+        return self._modules[key]
+
+    def __setitem__(self, key, module):
+        self.add_module(key, module)
+
+    def __delitem__(self, key):
+        del self._modules[key]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __contains__(self, key):
+        return key in self._modules
+
+    def keys(self):
+        return self._modules.keys()
+
+    def values(self):
+        return self._modules.values()
+
+    def items(self):
+        return self._modules.items()
+
+    def pop(self, key):
+        return self._modules.pop(key)
+
+    def clear(self):
+        self._modules.clear()
+
+    def update(self, modules):
+        items = modules.items() if hasattr(modules, "items") else modules
+        for key, module in items:
+            self[key] = module
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleDict has no forward(); index it and call the modules")

@@ -1,0 +1,205 @@
+"""Convolutions (``conv1d``/``conv2d`` and ``Conv1d``/``Conv2d``) as pad + unfold + matmul.
+
+Cross-correlation, PyTorch's definition: for input ``x: (N, C, *S)`` and weight
+``w: (O, C/g, *k)`` with ``g`` groups, output channel ``o`` in group ``γ = o // (O/g)`` is
+
+    y[n, o, p] = b[o] + Σ_{c < C/g} Σ_{j} w[o, c, j] · x_pad[n, γ·C/g + c, p·stride + j·dilation]
+
+for every output position ``p`` (a tuple over the spatial dims) and kernel offset ``j``. The
+output size along a dim of length ``L`` is ``⌊(L + 2·pad - dilation·(k-1) - 1) / stride⌋ + 1``.
+
+Implementation (im2col without loops over positions):
+
+1. zero-pad the spatial dims (``tl.pad``);
+2. ``unfold(dim, dilation·(k-1)+1, stride)`` per spatial dim — a zero-copy strided view of all
+   receptive fields — then keep every ``dilation``-th element of the window: ``(N, C, *out, *k)``;
+3. split channels into groups, move ``(C/g, *k)`` last and reshape: the one copy, giving
+   patch rows of length ``K = C/g · prod(k)``;
+4. one (batched over groups) matmul with the weight reshaped to ``(g, K, O/g)``.
+
+Autograd needs nothing special: the backward of each of those view/matmul steps composes to the
+transposed convolution (unfold's backward scatters window gradients back to their positions).
+"""
+
+import math
+
+import torchlight as tl
+
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["conv1d", "conv2d", "Conv1d", "Conv2d", "conv_output_size"]
+
+
+def _tuple(v, n, name):
+    if isinstance(v, int):
+        return (v,) * n
+    v = tuple(int(a) for a in v)
+    if len(v) != n:
+        raise ValueError(f"{name} must be an int or a tuple of {n} ints, got {v}")
+    return v
+
+
+def conv_output_size(length, kernel, stride=1, padding=0, dilation=1):
+    """``⌊(L + 2·padding - dilation·(kernel-1) - 1) / stride⌋ + 1``."""
+    return (length + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def _padding_pairs(padding, kernel, stride, dilation, nd, name):
+    """``padding`` as ``((left, right), ...)`` per spatial dim; accepts ints, tuples, 'valid', 'same'."""
+    if padding == "valid":
+        return ((0, 0),) * nd
+    if padding == "same":
+        if any(s != 1 for s in stride):
+            raise ValueError(f"{name}: padding='same' is not supported for strided convolutions")
+        pairs = []
+        for k, d in zip(kernel, dilation):
+            total = d * (k - 1)
+            pairs.append((total // 2, total - total // 2))  # the extra one goes right, as PyTorch
+        return tuple(pairs)
+    if isinstance(padding, str):
+        raise ValueError(f"{name}: invalid padding string {padding!r}, should be 'valid' or 'same'")
+    return tuple((p, p) for p in _tuple(padding, nd, "padding"))
+
+
+def windows(x, kernel, stride, dilation):
+    """``(N, C, *S) → (N, C, *out, *kernel)``: every receptive field, as a strided view."""
+    nd = len(kernel)
+    for d in range(nd):
+        span = dilation[d] * (kernel[d] - 1) + 1
+        if span > x.shape[2 + d]:
+            raise tl.ShapeError(
+                f"kernel size {kernel[d]} (dilation {dilation[d]}, span {span}) is larger than the "
+                f"padded input size {x.shape[2 + d]} in spatial dim {d} (input shape {x.shape})"
+            )
+        x = x.unfold(2 + d, span, stride[d])
+        if dilation[d] > 1:
+            x = x[..., :: dilation[d]]
+    return x
+
+
+def _conv(x, weight, bias, stride, padding, dilation, groups, nd, name):
+    if x.ndim == nd + 1:  # unbatched input (C, *S)
+        return _conv(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups, nd, name).squeeze(0)
+    if x.ndim != nd + 2:
+        raise tl.ShapeError(f"{name}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D (batched) input, got shape {x.shape}")
+    if weight.ndim != nd + 2:
+        raise tl.ShapeError(f"{name}: weight must be {nd + 2}-D (out, in/groups, *kernel), got shape {weight.shape}")
+    n, c = x.shape[:2]
+    o, cg = weight.shape[:2]
+    kernel = weight.shape[2:]
+    stride = _tuple(stride, nd, "stride")
+    dilation = _tuple(dilation, nd, "dilation")
+    if c != cg * groups or o % groups:
+        raise tl.ShapeError(
+            f"{name}: input has {c} channels and weight shape {weight.shape} with groups={groups}; "
+            f"expected {cg * groups} input channels and out_channels divisible by groups"
+        )
+    pairs = _padding_pairs(padding, kernel, stride, dilation, nd, name)
+    flat_pad = [v for pair in reversed(pairs) for v in pair]
+    if any(flat_pad):
+        x = tl.pad(x, flat_pad)
+    win = windows(x, kernel, stride, dilation)  # (N, C, *out, *k)
+    out = win.shape[2 : 2 + nd]
+    positions = math.prod(out)
+    k_len = cg * math.prod(kernel)
+    og = o // groups
+    # (N, g, C/g, *out, *k) -> (N, g, *out, C/g, *k): patch rows with channel-major features,
+    # the same order as weight.reshape(O, C/g · prod(k)).
+    win = win.reshape((n, groups, cg) + out + tuple(kernel))
+    perm = (0, 1) + tuple(range(3, 3 + nd)) + (2,) + tuple(range(3 + nd, 3 + 2 * nd))
+    cols = win.permute(*perm)
+    if groups == 1:
+        y = cols.reshape(n * positions, k_len) @ weight.reshape(o, k_len).T  # (N·P, O)
+        y = y.reshape(n, positions, o).permute(0, 2, 1)
+    else:
+        cols = cols.reshape(n, groups, positions, k_len)
+        w = weight.reshape(groups, og, k_len).transpose(1, 2)  # (g, K, O/g)
+        y = (cols @ w).permute(0, 1, 3, 2)  # (N, g, O/g, P)
+    y = y.reshape((n, o) + out)
+    if bias is not None:
+        y = y + bias.reshape((1, o) + (1,) * nd)
+    return y
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D cross-correlation of ``(N, C, L)`` with ``(O, C/groups, k)``; see the module docstring."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D cross-correlation of ``(N, C, H, W)`` with ``(O, C/groups, kh, kw)``."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+class _ConvNd(Module):
+    _nd = 0
+    _fn = None
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        super().__init__()
+        nd = self._nd
+        if groups <= 0 or in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"in_channels ({in_channels}) and out_channels ({out_channels}) must be divisible by groups ({groups})"
+            )
+        if padding_mode != "zeros":
+            raise ValueError(f"padding_mode {padding_mode!r} is not supported (only 'zeros')")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = _tuple(kernel_size, nd, "kernel_size")
+        self.stride = _tuple(stride, nd, "stride")
+        self.padding = padding if isinstance(padding, str) else _tuple(padding, nd, "padding")
+        self.dilation = _tuple(dilation, nd, "dilation")
+        self.groups = groups
+        self.padding_mode = padding_mode
+        if isinstance(padding, str):
+            _padding_pairs(padding, self.kernel_size, self.stride, self.dilation, nd, type(self).__name__)
+        shape = (out_channels, in_channels // groups) + self.kernel_size
+        self.weight = Parameter(tl.empty(*shape, dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(tl.empty(out_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        """PyTorch's default: weight ~ U(±1/sqrt(fan_in)) via ``kaiming_uniform_(a=sqrt(5))``,
+        bias ~ U(±1/sqrt(fan_in)) with ``fan_in = in_channels/groups · prod(kernel)``."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight)
+            if fan_in:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        return _conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                     self.groups, self._nd, type(self).__name__)
+
+    def extra_repr(self):
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding not in ((0,) * self._nd, "valid"):
+            s += f", padding={self.padding!r}" if isinstance(self.padding, str) else f", padding={self.padding}"
+        if self.dilation != (1,) * self._nd:
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class Conv1d(_ConvNd):
+    """``Conv1d(in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+    groups=1, bias=True)`` on ``(N, C, L)`` (or unbatched ``(C, L)``) input."""
+
+    _nd = 1
+
+
+class Conv2d(_ConvNd):
+    """``Conv2d(in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+    groups=1, bias=True)`` on ``(N, C, H, W)`` (or unbatched ``(C, H, W)``) input."""
+
+    _nd = 2

@@ -1,0 +1,145 @@
+"""Basic layers: ``Linear``, ``Identity``, ``Flatten``, ``Unflatten``, ``Embedding``, ``Dropout``.
+
+``Linear(in, out)`` computes ``y = x Wᵀ + b`` with ``W: (out, in)``. PyTorch's default
+initialisation, reproduced here, is ``kaiming_uniform_(W, a=sqrt(5))`` — which works out to
+``W ~ U(-1/sqrt(in), 1/sqrt(in))`` — and ``b ~ U(-1/sqrt(in), 1/sqrt(in))``.
+
+``Embedding(num, dim)`` is a lookup table initialised ``N(0, 1)``; with ``padding_idx`` that row
+starts at zero and never receives a gradient (so it stays zero under any optimizer).
+"""
+
+import math
+
+import torchlight as tl
+
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["Identity", "Linear", "Flatten", "Unflatten", "Embedding", "Dropout"]
+
+
+class Identity(Module):
+    """Returns its input; accepts and ignores any constructor arguments (as PyTorch's does)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
+class Linear(Module):
+    """``Linear(in_features, out_features, bias=True)``: ``y = x Wᵀ + b`` over the last dim."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Parameter(tl.empty(out_features, in_features, dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(tl.empty(out_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Flatten(Module):
+    """Flatten dims ``start_dim..end_dim`` (default: all but the batch dim)."""
+
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, input):
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Expand dim ``dim`` into ``unflattened_size``."""
+
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, input):
+        return input.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class Embedding(Module):
+    """``Embedding(num_embeddings, embedding_dim, padding_idx=None)``: ``weight[input]``."""
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, _weight=None,
+                 _freeze=False, device=None, dtype=None):
+        super().__init__()
+        if max_norm is not None:
+            raise NotImplementedError("Embedding: max_norm is not supported")
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(f"padding_idx {padding_idx} must be within num_embeddings ({num_embeddings})")
+            padding_idx %= num_embeddings
+        self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
+        if _weight is None:
+            self.weight = Parameter(tl.empty(num_embeddings, embedding_dim, dtype=dtype, device=device),
+                                    requires_grad=not _freeze)
+            self.reset_parameters()
+        else:
+            if tuple(_weight.shape) != (num_embeddings, embedding_dim):
+                raise tl.ShapeError(f"Embedding: _weight has shape {_weight.shape}, expected {(num_embeddings, embedding_dim)}")
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+
+    def reset_parameters(self):
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with tl.no_grad():
+                self.weight[self.padding_idx] = 0.0
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None):
+        """An embedding whose weight is ``embeddings`` (2-D), frozen by default."""
+        if embeddings.ndim != 2:
+            raise tl.ShapeError(f"Embeddings parameter is expected to be 2-dimensional, got shape {embeddings.shape}")
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx=padding_idx, _weight=embeddings.detach(), _freeze=freeze)
+
+    def forward(self, input):
+        return F.embedding(input, self.weight, self.padding_idx)
+
+    def extra_repr(self):
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        return s + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
+
+
+class Dropout(Module):
+    """Inverted dropout with probability ``p`` in training mode; the identity in eval mode."""
+
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
+
+    def forward(self, input):
+        return F.dropout(input, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"

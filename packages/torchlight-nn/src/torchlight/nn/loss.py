@@ -1,0 +1,312 @@
+"""Loss functions (functional form and modules), PyTorch's definitions and reductions.
+
+Every loss first computes a per-element loss ``ℓ`` and then reduces it with ``reduction``:
+``'mean'`` (the default), ``'sum'`` or ``'none'``. Per-element definitions (``x`` input,
+``y`` target, ``d = x - y``):
+
+* ``mse_loss``: ``d²``; ``l1_loss``: ``|d|``;
+  ``smooth_l1_loss(β)``: ``0.5 d²/β`` if ``|d| < β`` else ``|d| - 0.5β``;
+  ``huber_loss(δ)``: ``0.5 d²`` if ``|d| <= δ`` else ``δ(|d| - 0.5δ)``.
+* ``nll_loss`` on log-probabilities ``(N, C, d1, ...)`` and class indices ``(N, d1, ...)``:
+  ``ℓ_i = -w[y_i] · x[i, y_i]``; entries whose target is ``ignore_index`` are dropped, and
+  ``'mean'`` divides by ``Σ_i w[y_i]`` over the kept entries (a *weighted* mean).
+* ``cross_entropy = nll_loss(log_softmax(x, dim=1))``. With ``label_smoothing = ε`` the target
+  becomes ``(1 - ε)·onehot + ε/C``, i.e. ``ℓ = (1 - ε)·nll + (ε/C)·Σ_c -w_c log p_c``.
+  Targets may also be class *probabilities* (same shape as the input): ``ℓ = -Σ_c w_c y_c log p_c``,
+  and ``'mean'`` divides by the number of samples.
+* ``binary_cross_entropy`` on probabilities: ``-w (y log x + (1 - y) log(1 - x))`` with each log
+  clamped at ``-100`` (so ``x = 0`` gives a large finite loss, as in PyTorch).
+* ``binary_cross_entropy_with_logits``: with ``l = 1 + (pos_weight - 1) y``,
+  ``ℓ = (1 - y) x + l · softplus(-x)``; softplus is evaluated as ``max(-x, 0) + log1p(exp(-|x|))``
+  so logits of ±1e4 give exact, finite losses and gradients.
+* ``kl_div(x, y)`` with ``x = log q``: ``y (log y - x)`` (``0`` where ``y = 0``), or
+  ``exp(y) (y - x)`` with ``log_target=True``; ``'batchmean'`` divides the sum by ``N``.
+"""
+
+import warnings
+
+import numpy as np
+
+import torchlight as tl
+from torchlight import Tensor
+
+from .module import Module
+
+__all__ = [
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
+    "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
+    "BCEWithLogitsLoss", "KLDivLoss",
+]
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{reduction!r} is not a valid value for reduction (use 'mean', 'sum' or 'none')")
+
+
+def _check_pair(input, target, name):
+    if not isinstance(target, Tensor):
+        target = tl.tensor(target, dtype=input.dtype, device=input.device)
+    if target.shape != input.shape:
+        warnings.warn(
+            f"{name}: using a target size {target.shape} that is different to the input size "
+            f"{input.shape}; the two are broadcast, which is likely not what you want"
+        )
+    return target
+
+
+def mse_loss(input, target, reduction="mean"):
+    target = _check_pair(input, target, "mse_loss")
+    d = input - target
+    return _reduce(d * d, reduction)
+
+
+def l1_loss(input, target, reduction="mean"):
+    target = _check_pair(input, target, "l1_loss")
+    return _reduce((input - target).abs(), reduction)
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    target = _check_pair(input, target, "smooth_l1_loss")
+    if beta < 0:
+        raise ValueError(f"smooth_l1_loss does not support negative values for beta, got {beta}")
+    d = (input - target).abs()
+    if beta == 0:
+        return _reduce(d, reduction)
+    return _reduce(tl.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    target = _check_pair(input, target, "huber_loss")
+    d = (input - target).abs()
+    return _reduce(tl.where(d <= delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction)
+
+
+def _classes_last(x):
+    """``(N, C, d1, ...) → (N·d1·..., C)``; a 1-D ``(C,)`` input is one sample."""
+    if x.ndim == 1:
+        return x.unsqueeze(0)
+    if x.ndim > 2:
+        x = x.permute(0, *range(2, x.ndim), 1)
+    return x.reshape(-1, x.shape[-1])
+
+
+def _target_info(input, target, weight, ignore_index, name):
+    """Validate class-index targets; return ``(safe_index, w_t)`` as flat tensors where
+    ``w_t[i] = weight[y_i]`` (1 without weights) and 0 for ignored entries."""
+    if target.dtype is not tl.int64:
+        raise tl.DTypeError(f"{name}: class-index targets must be int64, got {target.dtype} (use .long())")
+    c = input.shape[0] if input.ndim == 1 else input.shape[1]
+    expected = () if input.ndim == 1 else input.shape[:1] + input.shape[2:]
+    if target.shape != expected:
+        raise tl.ShapeError(f"{name}: input of shape {input.shape} needs a target of shape {expected}, got {target.shape}")
+    t = target.to_numpy().reshape(-1)
+    valid = t != ignore_index
+    bad = t[valid & ((t < 0) | (t >= c))]
+    if bad.size:
+        raise tl.TensorIndexError(f"{name}: Target {int(bad[0])} is out of bounds for {c} classes")
+    safe = tl.tensor(np.where(valid, t, 0), dtype=tl.int64, device=input.device)
+    w_t = tl.tensor(valid.astype(np.float64), dtype=input.dtype, device=input.device)
+    if weight is not None:
+        if weight.shape != (c,):
+            raise tl.ShapeError(f"{name}: weight must have shape ({c},), got {weight.shape}")
+        w_t = w_t * weight.detach().to(input.dtype).index_select(0, safe)
+    return safe, w_t
+
+
+def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+    """Negative log-likelihood of class indices; ``input`` holds log-probabilities."""
+    if reduction not in _REDUCTIONS:
+        _reduce(None, reduction)
+    safe, w_t = _target_info(input, target, weight, ignore_index, "nll_loss")
+    picked = _classes_last(input).gather(1, safe.unsqueeze(1)).squeeze(1)
+    loss = -picked * w_t
+    if reduction == "none":
+        return loss.reshape(target.shape)
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / w_t.sum()
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+    """Softmax cross-entropy over dim 1 (dim 0 for a 1-D input) with class indices or probabilities."""
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
+    if reduction not in _REDUCTIONS:
+        _reduce(None, reduction)
+    cdim = 0 if input.ndim == 1 else 1
+    c = input.shape[cdim]
+    logp = input.log_softmax(cdim)
+    if target.dtype.is_floating_point:  # class probabilities
+        if target.shape != input.shape:
+            raise tl.ShapeError(f"cross_entropy: probability targets must have the input's shape {input.shape}, got {target.shape}")
+        if label_smoothing > 0:
+            target = target * (1.0 - label_smoothing) + label_smoothing / c
+        prod = logp * target
+        if weight is not None:
+            prod = prod * weight.detach().reshape((c,) + (1,) * (input.ndim - cdim - 1))
+        if reduction == "none":
+            return -prod.sum(cdim)
+        if reduction == "sum":
+            return -prod.sum()
+        return -prod.sum() / (input.numel() // c)
+    nll = nll_loss(logp, target, weight, ignore_index, reduction)
+    if label_smoothing == 0:
+        return nll
+    safe, w_t = _target_info(input, target, weight, ignore_index, "cross_entropy")
+    rows = _classes_last(logp)
+    if weight is not None:
+        rows = rows * weight.detach().to(input.dtype)
+    valid = (w_t != 0) if weight is None else tl.tensor(target.to_numpy().reshape(-1) != ignore_index, device=input.device)
+    smooth = -rows.sum(1) * valid.to(input.dtype)
+    if reduction == "none":
+        smooth = smooth.reshape(target.shape)
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    else:
+        smooth = smooth.sum() / w_t.sum()
+    return nll * (1.0 - label_smoothing) + smooth * (label_smoothing / c)
+
+
+def _log_clamped(x):
+    # log(x) clamped at -100 without a NaN gradient at x == 0 (log's backward would divide by 0).
+    pos = x > 0
+    return x.where(pos, 1.0).log().where(pos, -100.0).clamp(min=-100.0)
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    if target.shape != input.shape:
+        raise ValueError(
+            f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) is deprecated. "
+            "Please ensure they have the same size."
+        )
+    arr = input.to_numpy()
+    if arr.size and (arr.min() < 0 or arr.max() > 1):
+        raise ValueError("binary_cross_entropy: all elements of input should be between 0 and 1 (use binary_cross_entropy_with_logits for logits)")
+    loss = -(target * _log_clamped(input) + (1.0 - target) * _log_clamped(1.0 - input))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+    if target.shape != input.shape:
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    # softplus(-x) via the backend's stable kernel (threshold=None: see functional.softplus)
+    sp = (-input).softplus(1.0, None)
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1.0) * target + 1.0
+        loss = (1.0 - target) * input + log_weight * sp
+    else:
+        loss = (1.0 - target) * input + sp
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, reduction="mean", log_target=False):
+    """KL(target ‖ q) pointwise with ``input = log q``; see the module docstring."""
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        pos = target > 0
+        log_t = target.where(pos, 1.0).log()  # log 1 = 0 where target == 0, so that term vanishes
+        loss = target * (log_t - input)
+    if reduction == "batchmean":
+        return loss.sum() / (input.shape[0] if input.ndim else 1)
+    return _reduce(loss, reduction)
+
+
+class _Loss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        if reduction not in _REDUCTIONS + (("batchmean",) if isinstance(self, KLDivLoss) else ()):
+            _reduce(None, reduction)
+        self.reduction = reduction
+
+    def extra_repr(self):
+        return f"reduction={self.reduction!r}" if self.reduction != "mean" else ""
+
+
+class _WeightedLoss(_Loss):
+    def __init__(self, weight=None, reduction="mean"):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)  # a buffer, like PyTorch: it is in state_dict
+
+
+class MSELoss(_Loss):
+    def forward(self, input, target):
+        return mse_loss(input, target, self.reduction)
+
+
+class L1Loss(_Loss):
+    def forward(self, input, target):
+        return l1_loss(input, target, self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    def __init__(self, reduction="mean", beta=1.0):
+        super().__init__(reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        return smooth_l1_loss(input, target, self.reduction, self.beta)
+
+
+class HuberLoss(_Loss):
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__(reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        return huber_loss(input, target, self.reduction, self.delta)
+
+
+class NLLLoss(_WeightedLoss):
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
+        super().__init__(weight, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        return nll_loss(input, target, self.weight, self.ignore_index, self.reduction)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        super().__init__(weight, reduction)
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+
+    def forward(self, input, target):
+        return cross_entropy(input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing)
+
+
+class BCELoss(_WeightedLoss):
+    def forward(self, input, target):
+        return binary_cross_entropy(input, target, self.weight, self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    def __init__(self, weight=None, reduction="mean", pos_weight=None):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input, target):
+        return binary_cross_entropy_with_logits(input, target, self.weight, self.reduction, self.pos_weight)
+
+
+class KLDivLoss(_Loss):
+    def __init__(self, reduction="mean", log_target=False):
+        super().__init__(reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):
+        return kl_div(input, target, self.reduction, self.log_target)

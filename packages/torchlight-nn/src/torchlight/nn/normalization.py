@@ -1,0 +1,183 @@
+"""Normalization layers: ``LayerNorm`` and batch norm (``BatchNorm1d``/``BatchNorm2d``).
+
+Batch norm normalises each channel ``c`` over the batch and spatial positions
+(input ``(N, C)``, ``(N, C, L)`` or ``(N, C, H, W)``; ``m`` values per channel):
+
+    μ_c = mean(x_c),   σ²_c = mean((x_c - μ_c)²)              (biased: used to normalise)
+    y = (x - μ_c) / sqrt(σ²_c + eps) · γ_c + β_c
+
+In training it also updates the running estimates used in eval mode, with PyTorch's momentum
+convention (``momentum`` is the weight of the *new* value) and the *unbiased* batch variance:
+
+    running_mean ← (1 - momentum) · running_mean + momentum · μ_c
+    running_var  ← (1 - momentum) · running_var  + momentum · σ²_c · m / (m - 1)
+
+``momentum=None`` gives the cumulative average: momentum ``1 / num_batches_tracked``. The
+backward pass is autograd through the expression above (so gradients flow through μ and σ²
+too, which is what makes train-mode batch norm's gradient differ from eval mode's).
+
+Layer norm normalises over the trailing ``normalized_shape`` dims of every sample and uses the
+backend's fused kernel (``tl.layer_norm``) when it offers one.
+"""
+
+import torchlight as tl
+
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["batch_norm", "LayerNorm", "BatchNorm1d", "BatchNorm2d"]
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    """Functional batch norm over dim 1 (channels); see the module docstring for the maths.
+
+    With ``training=True`` batch statistics are used and, when given, ``running_mean`` and
+    ``running_var`` are updated in place. With ``training=False`` the running statistics are used.
+    """
+    if input.ndim < 2:
+        raise tl.ShapeError(f"batch_norm: expected at least 2-D input (N, C, ...), got shape {input.shape}")
+    c = input.shape[1]
+    dims = (0,) + tuple(range(2, input.ndim))
+    stat_shape = (1, c) + (1,) * (input.ndim - 2)
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
+        if t is not None and t.shape != (c,):
+            raise tl.ShapeError(f"batch_norm: {name} has shape {t.shape}, expected ({c},) for input of shape {input.shape}")
+    if training:
+        m = input.numel() // c
+        if m <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
+        mean = input.mean(dims, keepdim=True)
+        centered = input - mean
+        var = (centered * centered).mean(dims, keepdim=True)
+        if running_mean is not None and running_var is not None:
+            with tl.no_grad():
+                running_mean.mul_(1.0 - momentum).add_(mean.detach().reshape(c) * momentum)
+                running_var.mul_(1.0 - momentum).add_(var.detach().reshape(c) * (momentum * m / (m - 1)))
+    else:
+        if running_mean is None or running_var is None:
+            raise ValueError("batch_norm: running_mean and running_var are needed when training=False")
+        mean, var = running_mean.reshape(stat_shape), running_var.reshape(stat_shape)
+        centered = input - mean
+    y = centered * (var + eps).rsqrt()
+    if weight is not None:
+        y = y * weight.reshape(stat_shape)
+    if bias is not None:
+        y = y + bias.reshape(stat_shape)
+    return y
+
+
+class LayerNorm(Module):
+    """``LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True, bias=True)``: weight
+    initialised to ones, bias to zeros."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(tl.empty(*self.normalized_shape, dtype=dtype, device=device))
+            if bias:
+                self.bias = Parameter(tl.empty(*self.normalized_shape, dtype=dtype, device=device))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+    def forward(self, input):
+        return tl.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class _BatchNorm(Module):
+    _dims = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(tl.empty(num_features, dtype=dtype, device=device))
+            self.bias = Parameter(tl.empty(num_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", tl.zeros(num_features, dtype=dtype, device=device))
+            self.register_buffer("running_var", tl.ones(num_features, dtype=dtype, device=device))
+            self.register_buffer("num_batches_tracked", tl.zeros((), dtype=tl.int64, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            with tl.no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1.0)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def _check_input_dim(self, input):
+        if input.ndim not in self._dims:
+            dims = " or ".join(f"{d}D" for d in self._dims)
+            raise ValueError(f"{type(self).__name__}: expected {dims} input (got {input.ndim}D input of shape {input.shape})")
+        if input.shape[1] != self.num_features:
+            raise tl.ShapeError(
+                f"{type(self).__name__}({self.num_features}): input has {input.shape[1]} channels (shape {input.shape})"
+            )
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            with tl.no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # cumulative moving average
+                factor = 1.0 / float(self.num_batches_tracked.item())
+        use_batch_stats = self.training or self.running_mean is None
+        track = not self.training or self.track_running_stats
+        return batch_norm(
+            input,
+            self.running_mean if track else None,
+            self.running_var if track else None,
+            self.weight, self.bias, use_batch_stats, factor, self.eps,
+        )
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm over ``(N, C)`` or ``(N, C, L)`` input."""
+
+    _dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm over ``(N, C, H, W)`` input."""
+
+    _dims = (4,)

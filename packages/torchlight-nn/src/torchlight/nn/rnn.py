@@ -1,0 +1,259 @@
+"""Recurrent layers: ``GRUCell``, ``GRU``, ``LSTMCell``, ``LSTM`` with PyTorch's parameters.
+
+GRU (gates stacked in the order r, z, n in ``weight_ih: (3H, I)`` and ``weight_hh: (3H, H)``)::
+
+    r = σ(W_ir x + b_ir + W_hr h + b_hr)
+    z = σ(W_iz x + b_iz + W_hz h + b_hz)
+    n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn))
+    h' = (1 - z) ⊙ n + z ⊙ h
+
+LSTM (gates i, f, g, o in ``weight_ih: (4H, I)``, ``weight_hh: (4H, H)``)::
+
+    i, f, g, o = σ(·), σ(·), tanh(·), σ(·)   of   W_i* x + b_i* + W_h* h + b_h*
+    c' = f ⊙ c + i ⊙ g
+    h' = o ⊙ tanh(c')
+
+Every weight and bias starts as ``U(-1/sqrt(H), 1/sqrt(H))`` (PyTorch's default). The multi-layer
+modules name their parameters ``weight_ih_l{k}``, ``weight_hh_l{k}``, ``bias_ih_l{k}``,
+``bias_hh_l{k}`` (plus ``_reverse`` for the backward direction), so PyTorch state dicts load.
+
+The sequence loop projects the whole input sequence through ``W_ih`` in one matmul before
+stepping (only the ``W_hh h`` part depends on the previous step); backpropagation through time is
+plain autograd over the unrolled steps.
+"""
+
+import math
+
+import torchlight as tl
+
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["GRUCell", "LSTMCell", "GRU", "LSTM", "gru_cell", "lstm_cell"]
+
+
+def _gru_step(gi, h, w_hh, b_hh):
+    """One GRU step given the input projection ``gi = x W_ihᵀ + b_ih`` (``(N, 3H)``)."""
+    gh = h @ w_hh.T
+    if b_hh is not None:
+        gh = gh + b_hh
+    i_r, i_z, i_n = gi.chunk(3, -1)
+    h_r, h_z, h_n = gh.chunk(3, -1)
+    r = (i_r + h_r).sigmoid()
+    z = (i_z + h_z).sigmoid()
+    n = (i_n + r * h_n).tanh()
+    return n + z * (h - n)  # = (1 - z) n + z h
+
+
+def _lstm_step(gi, h, c, w_hh, b_hh):
+    """One LSTM step given ``gi = x W_ihᵀ + b_ih`` (``(N, 4H)``); returns ``(h', c')``."""
+    gates = gi + h @ w_hh.T
+    if b_hh is not None:
+        gates = gates + b_hh
+    i, f, g, o = gates.chunk(4, -1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * c.tanh(), c
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    return _gru_step(F.linear(input, w_ih, b_ih), hx, w_hh, b_hh)
+
+
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    h, c = hx
+    return _lstm_step(F.linear(input, w_ih, b_ih), h, c, w_hh, b_hh)
+
+
+def _uniform_reset(module):
+    bound = 1.0 / math.sqrt(module.hidden_size) if module.hidden_size > 0 else 0
+    for p in module.parameters():
+        init.uniform_(p, -bound, bound)
+
+
+class _CellBase(Module):
+    _gates = 1
+
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        g = self._gates * hidden_size
+        self.weight_ih = Parameter(tl.empty(g, input_size, dtype=dtype, device=device))
+        self.weight_hh = Parameter(tl.empty(g, hidden_size, dtype=dtype, device=device))
+        if bias:
+            self.bias_ih = Parameter(tl.empty(g, dtype=dtype, device=device))
+            self.bias_hh = Parameter(tl.empty(g, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        _uniform_reset(self)
+
+    def _prepare(self, input, hx):
+        if input.ndim not in (1, 2):
+            raise tl.ShapeError(f"{type(self).__name__}: expected 1-D or 2-D input, got shape {input.shape}")
+        if input.shape[-1] != self.input_size:
+            raise tl.ShapeError(f"{type(self).__name__}: input has {input.shape[-1]} features, expected {self.input_size}")
+        batched = input.ndim == 2
+        x = input if batched else input.unsqueeze(0)
+        zeros = tl.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
+        return x, batched, zeros
+
+    def extra_repr(self):
+        return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
+
+
+class GRUCell(_CellBase):
+    """``GRUCell(input_size, hidden_size, bias=True)``: ``h' = cell(x, h)`` (h defaults to 0)."""
+
+    _gates = 3
+
+    def forward(self, input, hx=None):
+        x, batched, zeros = self._prepare(input, hx)
+        h = zeros if hx is None else (hx if batched else hx.unsqueeze(0))
+        out = gru_cell(x, h, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        return out if batched else out.squeeze(0)
+
+
+class LSTMCell(_CellBase):
+    """``LSTMCell(input_size, hidden_size, bias=True)``: ``(h', c') = cell(x, (h, c))``."""
+
+    _gates = 4
+
+    def forward(self, input, hx=None):
+        x, batched, zeros = self._prepare(input, hx)
+        if hx is None:
+            h, c = zeros, zeros
+        else:
+            h, c = hx if batched else (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
+        h, c = lstm_cell(x, (h, c), self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
+
+
+class _RNNBase(Module):
+    _gates = 1
+    _lstm = False
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, proj_size=0, device=None, dtype=None):
+        super().__init__()
+        if proj_size:
+            raise NotImplementedError("proj_size is not supported")
+        if not 0 <= dropout <= 1:
+            raise ValueError(f"dropout should be a number in range [0, 1], got {dropout}")
+        if num_layers < 1:
+            raise ValueError(f"num_layers must be at least 1, got {num_layers}")
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
+        self.bidirectional = bidirectional
+        dirs = 2 if bidirectional else 1
+        g = self._gates * hidden_size
+        for layer in range(num_layers):
+            in_size = input_size if layer == 0 else hidden_size * dirs
+            for d in range(dirs):
+                sfx = f"_l{layer}" + ("_reverse" if d else "")
+                setattr(self, "weight_ih" + sfx, Parameter(tl.empty(g, in_size, dtype=dtype, device=device)))
+                setattr(self, "weight_hh" + sfx, Parameter(tl.empty(g, hidden_size, dtype=dtype, device=device)))
+                if bias:
+                    setattr(self, "bias_ih" + sfx, Parameter(tl.empty(g, dtype=dtype, device=device)))
+                    setattr(self, "bias_hh" + sfx, Parameter(tl.empty(g, dtype=dtype, device=device)))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        _uniform_reset(self)
+
+    def _weights(self, layer, d):
+        sfx = f"_l{layer}" + ("_reverse" if d else "")
+        p = self._parameters
+        return p["weight_ih" + sfx], p["weight_hh" + sfx], p.get("bias_ih" + sfx), p.get("bias_hh" + sfx)
+
+    def forward(self, input, hx=None):
+        name = type(self).__name__
+        if input.ndim not in (2, 3):
+            raise tl.ShapeError(f"{name}: expected 2-D (unbatched) or 3-D input, got shape {input.shape}")
+        if input.shape[-1] != self.input_size:
+            raise tl.ShapeError(f"{name}: input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.shape[-1]}")
+        batched = input.ndim == 3
+        x = input if batched else input.unsqueeze(1)
+        if batched and self.batch_first:
+            x = x.transpose(0, 1)  # work time-major: (T, N, I)
+        steps, n = x.shape[0], x.shape[1]
+        dirs = 2 if self.bidirectional else 1
+        state_shape = (self.num_layers * dirs, n, self.hidden_size)
+        if hx is None:
+            zeros = tl.zeros(*state_shape, dtype=x.dtype, device=x.device)
+            h0, c0 = zeros, zeros
+        else:
+            h0, c0 = (hx if self._lstm else (hx, None))
+            if not batched:
+                h0 = h0.unsqueeze(1)
+                c0 = None if c0 is None else c0.unsqueeze(1)
+            for what, t in (("h0", h0), ("c0", c0)):
+                if t is not None and t.shape != state_shape:
+                    raise tl.ShapeError(f"{name}: expected hidden size {state_shape} for {what}, got {t.shape}")
+        h_n, c_n = [], []
+        layer_in = x
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
+                gi = F.linear(layer_in, w_ih, b_ih)  # (T, N, G·H): every step's input projection at once
+                h = h0[layer * dirs + d]
+                c = None if c0 is None else c0[layer * dirs + d]
+                seq = [None] * steps
+                for t in (range(steps) if d == 0 else reversed(range(steps))):
+                    if self._lstm:
+                        h, c = _lstm_step(gi[t], h, c, w_hh, b_hh)
+                    else:
+                        h = _gru_step(gi[t], h, w_hh, b_hh)
+                    seq[t] = h
+                outs.append(tl.stack(seq, 0))
+                h_n.append(h)
+                c_n.append(c)
+            layer_in = outs[0] if dirs == 1 else tl.cat(outs, 2)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_in = F.dropout(layer_in, self.dropout, True)
+        output = layer_in
+        h_n = tl.stack(h_n, 0)
+        c_n = tl.stack(c_n, 0) if self._lstm else None
+        if batched and self.batch_first:
+            output = output.transpose(0, 1)
+        if not batched:
+            output, h_n = output.squeeze(1), h_n.squeeze(1)
+            c_n = None if c_n is None else c_n.squeeze(1)
+        return (output, (h_n, c_n)) if self._lstm else (output, h_n)
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if not self.bias:
+            s += ", bias=False"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        return s
+
+
+class GRU(_RNNBase):
+    """``GRU(input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0,
+    bidirectional=False)``; ``forward(input, h0=None) -> (output, h_n)``.
+
+    ``output``: ``(T, N, D·H)`` (``(N, T, D·H)`` with ``batch_first``), the last layer's hidden
+    state at every step; ``h_n``: ``(num_layers·D, N, H)``, every layer's final state.
+    """
+
+    _gates = 3
+
+
+class LSTM(_RNNBase):
+    """``LSTM(...)`` with GRU's arguments; ``forward(input, (h0, c0)=None) -> (output, (h_n, c_n))``."""
+
+    _gates = 4
+    _lstm = True

@@ -1,0 +1,85 @@
+"""Gradient clipping and flat parameter vectors (``torchlight.nn.utils``).
+
+``clip_grad_norm_`` treats all gradients as one long vector ``g`` and rescales it when its norm
+is too large: ``total = ‖g‖_p`` (``p = inf``: ``max |g_i|``), then every gradient is multiplied
+by ``min(1, max_norm / (total + 1e-6))`` — the direction is kept, only the length is capped.
+``clip_grad_value_`` clamps every element to ``[-clip_value, clip_value]`` instead.
+"""
+
+import math
+
+import torchlight as tl
+from torchlight import Tensor, TorchlightError
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+
+
+def _as_list(parameters):
+    return [parameters] if isinstance(parameters, Tensor) else list(parameters)
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """Rescale gradients so their joint ``norm_type``-norm is at most ``max_norm`` (each
+    ``p.grad`` is replaced by its scaled version).
+
+    Returns the total norm *before* clipping (a 0-d tensor), as PyTorch does.
+    """
+    params = _as_list(parameters)
+    grads = [p.grad for p in params if p.grad is not None]
+    norm_type = float(norm_type)
+    if not grads:
+        return tl.tensor(0.0)
+    with tl.no_grad():
+        if norm_type == math.inf:
+            total = tl.stack([g.detach().abs().amax().to(tl.float64) for g in grads]).amax()
+        else:
+            parts = [(g.detach().abs().to(tl.float64) ** norm_type).sum() for g in grads]
+            total = tl.stack(parts).sum() ** (1.0 / norm_type)
+        value = total.item()
+        if error_if_nonfinite and not math.isfinite(value):
+            raise TorchlightError(
+                f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it "
+                "cannot be clipped. To disable this error and scale the gradients by the non-finite norm "
+                "anyway, set `error_if_nonfinite=False`"
+            )
+        coef = min(float(max_norm) / (value + 1e-6), 1.0)
+        for p in params:
+            # Out of place, then re-assigned: after backward(create_graph=True) torchlight-tensor
+            # 0.1.0 can give several leaves one shared gradient tensor, which an in-place
+            # mul_ would scale once per owner.
+            if p.grad is not None:
+                p.grad = p.grad.detach() * coef
+    return total.to(grads[0].dtype)
+
+
+def clip_grad_value_(parameters, clip_value):
+    """Clamp every gradient element to ``[-clip_value, clip_value]`` (``p.grad`` is replaced)."""
+    clip_value = float(clip_value)
+    with tl.no_grad():
+        for p in _as_list(parameters):
+            if p.grad is not None:
+                p.grad = p.grad.detach().clamp(-clip_value, clip_value)  # out of place: see above
+
+
+def parameters_to_vector(parameters):
+    """All parameters flattened and concatenated into one 1-D tensor (differentiable)."""
+    params = _as_list(parameters)
+    if not params:
+        raise ValueError("parameters_to_vector: no parameters given")
+    return tl.cat([p.reshape(-1) for p in params])
+
+
+def vector_to_parameters(vec, parameters):
+    """Copy consecutive slices of the 1-D ``vec`` into the parameters (inverse of the above)."""
+    if not isinstance(vec, Tensor) or vec.ndim != 1:
+        raise TypeError(f"expected vec to be a 1-D Tensor, got {type(vec).__name__}")
+    params = _as_list(parameters)
+    total = sum(p.numel() for p in params)
+    if vec.numel() != total:
+        raise tl.ShapeError(f"vector_to_parameters: vec has {vec.numel()} elements, the parameters need {total}")
+    offset = 0
+    with tl.no_grad():
+        for p in params:
+            n = p.numel()
+            p.copy_(vec[offset : offset + n].reshape(p.shape).detach().to(p.dtype))
+            offset += n

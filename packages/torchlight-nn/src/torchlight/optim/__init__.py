@@ -1,0 +1,15 @@
+"""``torchlight.optim``: optimizers and learning-rate schedulers with PyTorch's semantics.
+
+>>> opt = torchlight.optim.AdamW(model.parameters(), lr=3e-4)
+>>> sched = torchlight.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=100)
+>>> loss.backward(); opt.step(); opt.zero_grad(); sched.step()
+"""
+
+from . import lr_scheduler
+from .adagrad import Adagrad
+from .adam import Adam, AdamW
+from .optimizer import Optimizer, OptimizerError
+from .rmsprop import RMSprop
+from .sgd import SGD
+
+__all__ = ["Optimizer", "OptimizerError", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler"]

@@ -1,0 +1,56 @@
+"""Adagrad (Duchi et al.) — PyTorch's formulation, step ``t`` counted from 1::
+
+    g ← -g                          if maximize
+    g ← g + weight_decay·p
+    clr = lr / (1 + (t − 1)·lr_decay)
+    s ← s + g²                      (s starts at ``initial_accumulator_value``)
+    p ← p − clr·g / (√s + eps)
+
+State: ``step`` and ``sum``.
+"""
+
+from __future__ import annotations
+
+import torchlight as tl
+
+from .optimizer import Optimizer, OptimizerError
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
+                 initial_accumulator_value=0.0, eps=1e-10, *, maximize=False):
+        if initial_accumulator_value < 0.0:
+            raise OptimizerError(
+                f"invalid initial_accumulator_value: {initial_accumulator_value} (must be >= 0)"
+            )
+        defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps,
+                        initial_accumulator_value=initial_accumulator_value, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _check_group(self, group):
+        super()._check_group(group)
+        if group["lr_decay"] < 0.0:
+            raise OptimizerError(f"invalid lr_decay value: {group['lr_decay']} (must be >= 0)")
+        if group["eps"] < 0.0:
+            raise OptimizerError(f"invalid epsilon value: {group['eps']} (must be >= 0)")
+
+    def _update_group(self, group):
+        lr, lr_decay, eps, weight_decay = group["lr"], group["lr_decay"], group["eps"], group["weight_decay"]
+        for p, grad in self._params_with_grad(group):
+            if group["maximize"]:
+                grad = -grad
+            state = self.state.setdefault(p, {})
+            if not state:
+                state["step"] = 0
+                state["sum"] = tl.full_like(p, group["initial_accumulator_value"])
+            state["step"] += 1
+            step = state["step"]
+            if weight_decay != 0:
+                grad = grad + p * weight_decay
+            clr = lr / (1 + (step - 1) * lr_decay)
+            state_sum = state["sum"]
+            state_sum.add_(grad * grad)
+            std = state_sum.sqrt().add_(eps)
+            p.add_(grad / std, alpha=-clr)

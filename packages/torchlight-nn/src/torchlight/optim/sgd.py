@@ -1,0 +1,50 @@
+"""Stochastic gradient descent with momentum, dampening, Nesterov momentum and weight decay.
+
+PyTorch's formulation, step ``t`` for a parameter ``p`` with gradient ``g``::
+
+    g ← -g                         if maximize
+    g ← g + weight_decay·p         (L2 penalty folded into the gradient)
+    buf ← g                        on the first step (no dampening then)
+    buf ← μ·buf + (1 − dampening)·g  afterwards
+    g ← g + μ·buf   (nesterov)   or   g ← buf
+    p ← p − lr·g
+
+The Nesterov form is ``g + μ·buf`` (Sutskever et al. rewritten for the current parameters), not
+``buf + μ·g``.
+"""
+
+from __future__ import annotations
+
+from .optimizer import Optimizer, OptimizerError
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
+                 nesterov=False, *, maximize=False):
+        if momentum < 0.0:
+            raise OptimizerError(f"invalid momentum value: {momentum} (must be >= 0)")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise OptimizerError("Nesterov momentum requires a momentum and zero dampening")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize)
+        super().__init__(params, defaults)
+
+    def _update_group(self, group):
+        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+        weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
+        for p, grad in self._params_with_grad(group):
+            if maximize:
+                grad = -grad
+            if weight_decay != 0:
+                grad = grad + p * weight_decay
+            if momentum != 0:
+                state = self.state.setdefault(p, {})
+                buf = state.get("momentum_buffer")
+                if buf is None:
+                    buf = state["momentum_buffer"] = grad.detach().clone()
+                else:
+                    buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+                grad = grad + buf * momentum if nesterov else buf
+            p.add_(grad, alpha=-lr)

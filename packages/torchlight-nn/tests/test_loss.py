@@ -1,0 +1,190 @@
+"""Losses against numpy re-derivations (every reduction), stability, gradchecks, errors."""
+
+import numpy as np
+import pytest
+
+import torchlight as tl
+import torchlight.nn as nn
+import torchlight.nn.functional as F
+
+rng = np.random.default_rng(0)
+
+
+def reduce(v, reduction, denom=None):
+    if reduction == "none":
+        return v
+    if reduction == "sum":
+        return v.sum()
+    return v.sum() / (v.size if denom is None else denom)
+
+
+def log_softmax(x, axis):
+    m = x.max(axis=axis, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+def np_cross_entropy(x, t, weight=None, ignore_index=-100, reduction="mean", eps=0.0):
+    """Index targets; x is (N, C, *d). Written straight from PyTorch's documented formula."""
+    C = x.shape[1]
+    lp = np.moveaxis(log_softmax(x, 1), 1, -1).reshape(-1, C)
+    tt = t.reshape(-1)
+    w = np.ones(C) if weight is None else weight
+    valid = tt != ignore_index
+    safe = np.where(valid, tt, 0)
+    wt = w[safe] * valid
+    nll = -lp[np.arange(len(tt)), safe] * wt
+    smooth = -(lp * w).sum(1) * valid
+    loss = (1 - eps) * nll + eps / C * smooth
+    if reduction == "none":
+        return loss.reshape(t.shape)
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / wt.sum()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_regression_losses(reduction):
+    x, y = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    X, Y = tl.tensor(x), tl.tensor(y)
+    d = x - y
+    np.testing.assert_allclose(F.mse_loss(X, Y, reduction).to_numpy(), reduce(d * d, reduction), rtol=1e-12)
+    np.testing.assert_allclose(nn.L1Loss(reduction)(X, Y).to_numpy(), reduce(np.abs(d), reduction), rtol=1e-12)
+    b = 0.7
+    sl1 = np.where(np.abs(d) < b, 0.5 * d * d / b, np.abs(d) - 0.5 * b)
+    np.testing.assert_allclose(nn.SmoothL1Loss(reduction, beta=b)(X, Y).to_numpy(), reduce(sl1, reduction), rtol=1e-12)
+    hub = np.where(np.abs(d) <= b, 0.5 * d * d, b * (np.abs(d) - 0.5 * b))
+    np.testing.assert_allclose(F.huber_loss(X, Y, reduction, delta=b).to_numpy(), reduce(hub, reduction), rtol=1e-12)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("shape", [(5, 4), (3, 4, 2, 3)])
+def test_cross_entropy_indices(reduction, shape):
+    x = rng.standard_normal(shape) * 3
+    t = rng.integers(0, shape[1], (shape[0],) + shape[2:])
+    t.reshape(-1)[:2] = -100
+    w = rng.uniform(0.5, 2, shape[1])
+    for kw in [dict(), dict(weight=w), dict(eps=0.1), dict(weight=w, eps=0.2)]:
+        ref = np_cross_entropy(x, t, kw.get("weight"), -100, reduction, kw.get("eps", 0.0))
+        got = F.cross_entropy(tl.tensor(x), tl.tensor(t), None if "weight" not in kw else tl.tensor(w),
+                              reduction=reduction, label_smoothing=kw.get("eps", 0.0))
+        np.testing.assert_allclose(got.to_numpy(), ref, rtol=1e-10, atol=1e-12)
+
+
+def test_cross_entropy_probabilities_and_unbatched():
+    x = rng.standard_normal((4, 3, 2))
+    p = rng.uniform(size=(4, 3, 2))
+    p /= p.sum(1, keepdims=True)
+    w = np.array([0.5, 1.0, 2.0])
+    lp = log_softmax(x, 1)
+    for eps in (0.0, 0.3):
+        q = p * (1 - eps) + eps / 3
+        per = -(lp * q * w[None, :, None]).sum(1)
+        for red in ("mean", "sum", "none"):
+            got = F.cross_entropy(tl.tensor(x), tl.tensor(p), weight=tl.tensor(w), reduction=red, label_smoothing=eps)
+            np.testing.assert_allclose(got.to_numpy(), reduce(per, red, denom=8), rtol=1e-10)
+    v = rng.standard_normal(5)
+    got = F.cross_entropy(tl.tensor(v), tl.tensor(2))
+    np.testing.assert_allclose(got.item(), -log_softmax(v, 0)[2], rtol=1e-12)
+
+
+def test_nll_loss_and_ignore_index():
+    lp = log_softmax(rng.standard_normal((4, 3)), 1)
+    t = np.array([0, 2, 1, 2])
+    w = np.array([1.0, 2.0, 3.0])
+    got = nn.NLLLoss(weight=tl.tensor(w), ignore_index=2)(tl.tensor(lp), tl.tensor(t))
+    keep = t != 2
+    ref = -(lp[np.arange(4), t] * w[t] * keep).sum() / (w[t] * keep).sum()
+    np.testing.assert_allclose(got.item(), ref, rtol=1e-12)
+
+
+def test_cross_entropy_errors():
+    x = tl.randn(3, 4)
+    with pytest.raises(IndexError, match="Target 4 is out of bounds"):
+        F.cross_entropy(x, tl.tensor([0, 4, 1]))
+    with pytest.raises(IndexError, match="out of bounds"):
+        F.cross_entropy(x, tl.tensor([0, -1, 1]))
+    with pytest.raises(tl.ShapeError, match="target of shape"):
+        F.cross_entropy(x, tl.tensor([0, 1]))
+    with pytest.raises(tl.DTypeError):
+        F.nll_loss(x, tl.tensor([0.0, 1.0, 2.0]))
+    with pytest.raises(ValueError, match="reduction"):
+        F.cross_entropy(x, tl.tensor([0, 1, 2]), reduction="avg")
+
+
+def test_binary_losses():
+    p = rng.uniform(0.05, 0.95, (3, 4))
+    z = rng.standard_normal((3, 4)) * 3
+    y = (rng.uniform(size=(3, 4)) > 0.5).astype(float)
+    w = rng.uniform(0.5, 1.5, (3, 4))
+    pw = np.array([0.5, 1.0, 2.0, 3.0])
+    bce = -w * (y * np.log(p) + (1 - y) * np.log(1 - p))
+    s = sig = 1 / (1 + np.exp(-z))
+    bcel = -w * (pw * y * np.log(sig) + (1 - y) * np.log(1 - s))
+    for red in ("mean", "sum", "none"):
+        got = nn.BCELoss(weight=tl.tensor(w), reduction=red)(tl.tensor(p), tl.tensor(y))
+        np.testing.assert_allclose(got.to_numpy(), reduce(bce, red), rtol=1e-10)
+        got = nn.BCEWithLogitsLoss(weight=tl.tensor(w), reduction=red, pos_weight=tl.tensor(pw))(tl.tensor(z), tl.tensor(y))
+        np.testing.assert_allclose(got.to_numpy(), reduce(bcel, red), rtol=1e-10)
+
+
+def test_bce_clamps_log_and_rejects_out_of_range():
+    x = tl.tensor([0.0, 1.0], dtype=tl.float64, requires_grad=True)
+    loss = F.binary_cross_entropy(x, tl.tensor([1.0, 0.0], dtype=tl.float64), reduction="none")
+    np.testing.assert_allclose(loss.to_numpy(), [100.0, 100.0])
+    loss.sum().backward()
+    assert np.isfinite(x.grad.to_numpy()).all()
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        F.binary_cross_entropy(tl.tensor([1.5]), tl.tensor([1.0]))
+
+
+def test_bce_with_logits_is_stable_for_huge_logits():
+    for dt in (tl.float32, tl.float64):
+        z = tl.tensor([1e4, -1e4, 1e4, -1e4], dtype=dt, requires_grad=True)
+        y = tl.tensor([1.0, 0.0, 0.0, 1.0], dtype=dt)
+        loss = F.binary_cross_entropy_with_logits(z, y, reduction="none")
+        np.testing.assert_allclose(loss.to_numpy(), [0.0, 0.0, 1e4, 1e4], rtol=1e-6)
+        loss.sum().backward()
+        np.testing.assert_allclose(z.grad.to_numpy(), [0.0, 0.0, 1.0, -1.0], atol=1e-6)
+
+
+def test_kl_div():
+    q = log_softmax(rng.standard_normal((3, 4)), 1)
+    p = np.exp(log_softmax(rng.standard_normal((3, 4)), 1))
+    p[0, 0] = 0.0
+    per = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1)) - q), 0.0)
+    for red in ("mean", "sum", "none"):
+        np.testing.assert_allclose(F.kl_div(tl.tensor(q), tl.tensor(p), red).to_numpy(), reduce(per, red), rtol=1e-10)
+    np.testing.assert_allclose(nn.KLDivLoss("batchmean")(tl.tensor(q), tl.tensor(p)).item(), per.sum() / 3, rtol=1e-10)
+    lt = np.log(np.where(p > 0, p, 1e-3))
+    ref = (np.exp(lt) * (lt - q)).sum()
+    np.testing.assert_allclose(F.kl_div(tl.tensor(q), tl.tensor(lt), "sum", log_target=True).item(), ref, rtol=1e-10)
+
+
+def test_loss_gradchecks():
+    x = tl.randn(3, 4, dtype=tl.float64, requires_grad=True)
+    y = tl.randn(3, 4, dtype=tl.float64)
+    t = tl.tensor([1, 3, 0])
+    w = tl.tensor([0.5, 1.0, 2.0, 1.5], dtype=tl.float64)
+    assert tl.gradcheck(lambda x: F.mse_loss(x, y), (x,))
+    assert tl.gradcheck(lambda x: F.l1_loss(x, y, "sum"), (x,))
+    assert tl.gradcheck(lambda x: F.smooth_l1_loss(x, y, beta=0.5), (x,))
+    assert tl.gradcheck(lambda x: F.huber_loss(x, y, "none"), (x,))
+    assert tl.gradcheck(lambda x: F.cross_entropy(x, t, weight=w, label_smoothing=0.1), (x,))
+    assert tl.gradcheck(lambda x: F.cross_entropy(x, y.softmax(1), label_smoothing=0.1), (x,))
+    x4 = tl.randn(2, 3, 2, dtype=tl.float64, requires_grad=True)
+    t4 = tl.tensor([[0, 2], [1, -100]])
+    assert tl.gradcheck(lambda x: F.cross_entropy(x, t4, reduction="none"), (x4,))
+    assert tl.gradcheck(lambda x: F.nll_loss(x.log_softmax(1), t, reduction="sum"), (x,))
+    p = tl.rand(3, 4, dtype=tl.float64) * 0.8 + 0.1
+    p.requires_grad_()
+    tgt = (tl.rand(3, 4, dtype=tl.float64) > 0.5).to(tl.float64)
+    assert tl.gradcheck(lambda p: F.binary_cross_entropy(p, tgt), (p,))
+    assert tl.gradcheck(lambda x: F.binary_cross_entropy_with_logits(x, tgt, pos_weight=w), (x,))
+    assert tl.gradcheck(lambda x: F.kl_div(x.log_softmax(1), p.detach(), "batchmean"), (x,))
+
+
+def test_weight_is_a_buffer():
+    ce = nn.CrossEntropyLoss(weight=tl.tensor([1.0, 2.0]))
+    assert list(ce.state_dict()) == ["weight"]
+    assert list(nn.CrossEntropyLoss().state_dict()) == []
+    assert repr(nn.MSELoss(reduction="sum")) == "MSELoss(reduction='sum')"

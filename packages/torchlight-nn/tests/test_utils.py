@@ -1,0 +1,79 @@
+"""clip_grad_norm_, clip_grad_value_, parameters_to_vector, vector_to_parameters."""
+
+import math
+
+import numpy as np
+import pytest
+
+import torchlight as tl
+import torchlight.nn as nn
+from torchlight.nn.utils import (
+    clip_grad_norm_,
+    clip_grad_value_,
+    parameters_to_vector,
+    vector_to_parameters,
+)
+
+
+def _with_grads(values):
+    params = []
+    for v in values:
+        p = nn.Parameter(tl.tensor(np.zeros_like(v)))
+        p.grad = tl.tensor(v)
+        params.append(p)
+    return params
+
+
+def test_clip_grad_norm_scales_to_max_norm():
+    g1, g2 = np.array([3.0, 0.0]), np.array([[0.0, 4.0]])
+    params = _with_grads([g1, g2])
+    total = clip_grad_norm_(params, 1.0)
+    assert total.item() == pytest.approx(5.0)
+    coef = 1.0 / (5.0 + 1e-6)
+    np.testing.assert_allclose(params[0].grad.numpy(), g1 * coef, rtol=1e-6)
+    np.testing.assert_allclose(params[1].grad.numpy(), g2 * coef, rtol=1e-6)
+    params = _with_grads([g1, g2])
+    clip_grad_norm_(params, 10.0)  # below the limit: unchanged
+    np.testing.assert_allclose(params[0].grad.numpy(), g1)
+
+
+def test_clip_grad_norm_other_norms_and_nonfinite():
+    g = np.array([1.0, -2.0, 2.0])
+    p = _with_grads([g])
+    assert clip_grad_norm_(p, 100, norm_type=math.inf).item() == pytest.approx(2.0)
+    p = _with_grads([g])
+    assert clip_grad_norm_(p[0], 100, norm_type=1).item() == pytest.approx(5.0)
+    p = _with_grads([np.array([np.inf, 1.0])])
+    with pytest.raises(tl.TorchlightError, match="non-finite"):
+        clip_grad_norm_(p, 1.0, error_if_nonfinite=True)
+    assert clip_grad_norm_([nn.Parameter(tl.zeros(2))], 1.0).item() == 0.0  # no grads at all
+
+
+def test_clip_grad_value():
+    p = _with_grads([np.array([-3.0, 0.5, 2.0])])
+    clip_grad_value_(p, 1.0)
+    np.testing.assert_allclose(p[0].grad.numpy(), [-1.0, 0.5, 1.0])
+
+
+def test_parameter_vector_round_trip():
+    net = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1))
+    vec = parameters_to_vector(net.parameters())
+    assert vec.shape == (net.num_parameters(),)
+    np.testing.assert_allclose(vec.detach().numpy()[:6], net[0].weight.detach().numpy().reshape(-1))
+    vector_to_parameters(tl.arange(13, dtype=tl.float32), net.parameters())
+    np.testing.assert_allclose(net[1].bias.detach().numpy(), [12.0])
+    np.testing.assert_allclose(net[0].weight.detach().numpy(), np.arange(6).reshape(3, 2))
+    with pytest.raises(tl.ShapeError):
+        vector_to_parameters(tl.zeros(5), net.parameters())
+
+
+def test_clipping_is_safe_when_leaves_share_a_gradient_tensor():
+    # backward(create_graph=True) may give both leaves of a + b the same gradient tensor
+    a, b = nn.Parameter(tl.ones(2)), nn.Parameter(tl.ones(2))
+    (a + b).sum().backward(create_graph=True)
+    clip_grad_norm_([a, b], 1.0)
+    np.testing.assert_allclose(a.grad.detach().numpy(), 1 / (2 + 1e-6), rtol=1e-5)
+    np.testing.assert_allclose(b.grad.detach().numpy(), 1 / (2 + 1e-6), rtol=1e-5)
+    q = nn.Parameter(tl.ones(2))
+    (q * 2).sum().backward()
+    np.testing.assert_allclose(q.grad.numpy(), [2.0, 2.0])  # the implicit seed was not modified
