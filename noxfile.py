@@ -1,4 +1,5 @@
-"""The one entry point of the monorepo: ``nox -s tests``, ``wheels``, ``lint``, ``demo``, ``bench``.
+"""The one entry point of the monorepo: ``nox -s tests``, ``wheels``, ``lint``, ``demo``, ``bench``,
+``docs``, ``doctest``.
 
 Distributions are *discovered* (every ``packages/*/pyproject.toml``), never listed, so adding a
 distribution needs no change here and a session never breaks on one that does not exist yet.
@@ -13,6 +14,7 @@ import os
 import re
 import shutil
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -50,6 +52,8 @@ def install_editable(session: nox.Session) -> None:
 def set_test_env(session: nox.Session) -> None:
     if "TORCHLIGHT_DATA" not in os.environ:
         session.env["TORCHLIGHT_DATA"] = str(ROOT.parent / "shared" / "data")
+    # Multi-threaded OpenBLAS on a busy 2-core machine makes small matmuls ~1000x slower.
+    session.env.setdefault("OPENBLAS_NUM_THREADS", "1")
     if os.environ.get("CI") and "TORCHLIGHT_HYPOTHESIS_PROFILE" not in os.environ:
         session.env["TORCHLIGHT_HYPOTHESIS_PROFILE"] = "ci"
 
@@ -162,3 +166,83 @@ def bench(session: nox.Session) -> None:
         session.skip(f"{script.relative_to(ROOT)} does not exist yet")
     install_editable(session)
     session.run("python", str(script), *session.posargs)
+
+
+# --- documentation ---------------------------------------------------------------------------
+DOCS = ROOT / "docs"
+DOCS_TOOLS = ["sphinx>=7.2,<9", "myst-parser>=3", "furo>=2024.1"]
+MATHJAX = "mathjax@3.2.2"  # 3.x: its es5/tex-mml-chtml.js is what Sphinx's mathjax_path loads
+MATHJAX_CACHE = DOCS / "_build" / "_cache" / MATHJAX.replace("@", "-")
+# combined MathJax bundles we do not load (only es5/tex-mml-chtml.js is), plus the CDN redirector
+_MATHJAX_SKIP = {"latest.js", "node-main.js", "tex-chtml.js", "tex-chtml-full.js", "tex-svg.js",
+                 "tex-svg-full.js", "tex-mml-svg.js", "mml-chtml.js", "mml-svg.js",
+                 "tex-chtml-full-speech.js"}
+
+
+def _require_dot(session: nox.Session) -> None:
+    if shutil.which("dot") is None:
+        session.error(
+            "Graphviz's `dot` is not on PATH: the docs render their diagrams with it at build "
+            "time (sphinx.ext.graphviz -> SVG). Install Graphviz: `apt-get install -y graphviz` "
+            "(Debian/Ubuntu), `brew install graphviz` (macOS), `conda install graphviz`."
+        )
+
+
+def _mathjax(session: nox.Session) -> Path:
+    """A local MathJax (the npm package, fetched once with `npm pack`), so the built site typesets
+    maths offline. Returns the directory to add to Sphinx's html_static_path (holds mathjax/es5)."""
+    static = MATHJAX_CACHE / "static"
+    if (static / "mathjax" / "es5" / "tex-mml-chtml.js").exists():
+        return static
+    if shutil.which("npm") is None:
+        session.error(f"npm is needed once to fetch {MATHJAX} (the docs serve MathJax locally)")
+    tmp = Path(session.create_tmp()).resolve()
+    session.run("npm", "pack", MATHJAX, "--silent", "--pack-destination", str(tmp), external=True)
+    tgz = tmp / (MATHJAX.replace("@", "-") + ".tgz")
+    dest = static / "mathjax"
+    shutil.rmtree(MATHJAX_CACHE, ignore_errors=True)
+    with tarfile.open(tgz) as tar:
+        for member in tar.getmembers():
+            rel = Path(member.name).relative_to("package")
+            if not member.isfile() or rel.parts[0] not in ("es5", "LICENSE"):
+                continue
+            if len(rel.parts) == 2 and rel.parts[1] in _MATHJAX_SKIP:
+                continue
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(tar.extractfile(member).read())
+    return static
+
+
+def _docs_env(session: nox.Session) -> None:
+    _require_dot(session)
+    session.env["TORCHLIGHT_MATHJAX_STATIC"] = str(_mathjax(session))
+    session.install(*DOCS_TOOLS, "pytest", "hypothesis")
+    install_editable(session)
+    set_test_env(session)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The Sphinx site into docs/_build/html (warnings fail), its tutorial code blocks run as
+    doctests, then the site opened in headless Chromium to check the maths was typeset.
+
+    Needs Graphviz's `dot` and npm (once, to fetch MathJax); Chromium for the last step (the
+    check skips without it unless TORCHLIGHT_DOCS_STRICT=1, as in CI).
+    """
+    _docs_env(session)
+    build, doctrees = DOCS / "_build", DOCS / "_build" / "doctrees"
+    common = ["-W", "--keep-going", "-q", "-d", str(doctrees)]
+    # -E: a fresh environment every time (autodoc cannot see that a docstring changed)
+    session.run("sphinx-build", "-b", "html", "-E", *common, str(DOCS), str(build / "html"))
+    session.run("sphinx-build", "-b", "doctest", *common, str(DOCS), str(build / "doctest"))
+    session.run("pytest", "-m", "slow", "-p", "no:cacheprovider", "tests-integration/test_docs_site.py")
+
+
+@nox.session
+def doctest(session: nox.Session) -> None:
+    """Only run the docs' code blocks (``{doctest}``/``{testcode}``) against the installed code."""
+    _docs_env(session)
+    build = DOCS / "_build"
+    session.run("sphinx-build", "-b", "doctest", "-W", "--keep-going", "-q", "-d",
+                str(build / "doctrees"), str(DOCS), str(build / "doctest"), *session.posargs)

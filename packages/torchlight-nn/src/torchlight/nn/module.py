@@ -14,23 +14,15 @@ state dict exported as numpy arrays loads unchanged.
 """
 
 import copy
-from collections import OrderedDict, namedtuple
-
-import numpy as np
+from collections import OrderedDict
 
 import torchlight as tl
-from torchlight import Tensor, TorchlightError
+from torchlight import Tensor
 
 from .parameter import Buffer, Parameter
+from .state import IncompatibleKeys, StateDictError, load_checked
 
 __all__ = ["Module", "StateDictError", "IncompatibleKeys"]
-
-
-class StateDictError(TorchlightError, RuntimeError):
-    """``load_state_dict`` found missing/unexpected keys or shapes that do not match."""
-
-
-IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
 class Module:
@@ -354,39 +346,7 @@ class Module:
         ``IncompatibleKeys(missing_keys, unexpected_keys)``. Nothing is written unless all
         checks pass, so a failed load leaves the module unchanged.
         """
-        own = self.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
-        problems = []
-        staged = []
-        for key, target in own.items():
-            if key not in state_dict:
-                continue
-            value = state_dict[key]
-            arr = value.to_numpy() if isinstance(value, Tensor) else np.asarray(value)
-            if tuple(arr.shape) != tuple(target.shape):
-                problems.append(
-                    f"size mismatch for {key}: copying a param with shape {tuple(arr.shape)} from "
-                    f"checkpoint, the shape in current model is {tuple(target.shape)}."
-                )
-                continue
-            if arr.dtype.kind not in "biuf":
-                problems.append(f"bad value for {key}: numpy dtype {arr.dtype} cannot be loaded into a {target.dtype} tensor.")
-                continue
-            staged.append((target, arr))
-        if strict:
-            if unexpected:
-                problems.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ".")
-            if missing:
-                problems.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ".")
-        if problems:
-            raise StateDictError(
-                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(problems)
-            )
-        with tl.no_grad():
-            for target, arr in staged:
-                target.copy_(tl.tensor(arr, dtype=target.dtype, device=target.device))
-        return IncompatibleKeys(missing, unexpected)
+        return load_checked(self, state_dict, strict)
 
     def __deepcopy__(self, memo):
         # copy.deepcopy of a Tensor (torchlight-tensor 0.1.0) also copies its backend object,

@@ -200,6 +200,8 @@ def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
 
 def randint(low, high=None, size=(), dtype=None, device=None, generator=None):
     """Integers uniform on [low, high) (``randint(high, size)`` also works, like PyTorch)."""
+    if isinstance(high, (tuple, list)) and size == ():  # randint(high, size), as in PyTorch
+        high, size = None, high
     if high is None:
         low, high = 0, low
     arr = rng_of(generator).integers(low, high, size=_shape((size,)), dtype=np.int64)

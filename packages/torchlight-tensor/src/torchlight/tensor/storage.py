@@ -165,7 +165,7 @@ def _view_strides(old_shape, old_strides, new_shape):
     view_numel = 1
     for d in range(len(old_shape) - 1, -1, -1):
         tensor_numel *= old_shape[d]
-        if d == 0 or (old_strides[d - 1] != tensor_numel * base):
+        if d == 0 or (old_shape[d - 1] != 1 and old_strides[d - 1] != tensor_numel * base):
             while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
                 new_strides[view_d] = view_numel * base
                 view_numel *= new_shape[view_d]

@@ -139,7 +139,9 @@ class Tensor:
         if g.shape != self.shape:
             g = dispatch.sum_to(g, self.shape) if len(g.shape) >= len(self.shape) else g.expand(self.shape)
         if self.grad is None:
-            self.grad = dispatch.map_op("copy", g) if not GradMode.enabled else g
+            # Always a private copy: ``g`` may be shared with other leaves or be the implicit
+            # ones seed, and optimizers/clipping update ``.grad`` in place.
+            self.grad = dispatch.map_op("copy", g) if not GradMode.enabled else g.clone()
         elif GradMode.enabled:
             self.grad = self.grad + g
         else:
@@ -280,6 +282,11 @@ class Tensor:
 
     __hash__ = object.__hash__
 
+    def __reduce__(self):
+        # Pickle / deepcopy by value and device *name*: the copy uses the registered backend
+        # singleton, so it combines with other tensors (worker processes rely on this).
+        return (_rebuild, (self.to_numpy(), self.dtype.name, self.device, self.requires_grad))
+
     # --- arithmetic ----------------------------------------------------------------------------
     def __add__(self, o):
         return _P.binary("add", self, o)
@@ -353,7 +360,7 @@ class Tensor:
         return self.logical_not()
 
     def logical_not(self):
-        return dispatch.map_op("logical_not", self.bool())
+        return _P.MapNoGrad.apply(self.bool(), "logical_not")
 
     add = lambda self, o, alpha=1: self + (o * alpha if alpha != 1 else o)  # noqa: E731
     sub = lambda self, o, alpha=1: self - (o * alpha if alpha != 1 else o)  # noqa: E731
@@ -425,7 +432,8 @@ class Tensor:
             soft = _P.unary("softplus", self)
         else:
             soft = _P.unary("softplus", self * beta) / beta
-        return self.where(self * beta <= threshold, soft) if threshold is not None else soft
+        # Above the threshold softplus(x) == x to float precision (PyTorch's linear regime).
+        return soft.where(self * beta <= threshold, self) if threshold is not None else soft
 
     def leaky_relu(self, negative_slope=0.01):
         return self.where(self > 0, self * negative_slope)
@@ -676,6 +684,13 @@ class Tensor:
 
     def masked_fill_(self, mask, value):
         return self.copy_(self.detach().masked_fill(mask, value))
+
+
+def _rebuild(array, dtype, device, requires_grad):
+    from .backend.registry import get_backend
+    from .factories import from_numpy_on
+
+    return from_numpy_on(array, get_backend(device), dtypes.as_dtype(dtype), requires_grad)
 
 
 def _host(arr, like):

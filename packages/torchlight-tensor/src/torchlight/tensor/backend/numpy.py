@@ -200,7 +200,10 @@ class NumpyBackend:
         np.add.at(o, (slice(None),) * dim + (as_array(index),), as_array(src))
 
     def gather(self, a, dim, index, out):
-        as_array(out)[...] = np.take_along_axis(as_array(a), as_array(index), axis=dim)
+        idx = as_array(index)
+        # PyTorch lets index be smaller than the input in the other dims: read only that corner
+        x = as_array(a)[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(idx.shape))]
+        as_array(out)[...] = np.take_along_axis(x, idx, axis=dim)
 
     def scatter_add(self, out, dim, index, src):
         idx = as_array(index)

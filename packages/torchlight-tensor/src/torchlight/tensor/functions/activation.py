@@ -12,7 +12,7 @@ Layer norm over the last dim with ``μ = mean(x)``, ``r = 1/sqrt(var(x) + eps)``
 
 from torchlight.autograd import Function
 
-from ..dispatch import alloc, normalize_dim
+from ..dispatch import alloc, normalize_dim, same_backend
 from ..errors import ShapeError
 from .pointwise import float_operand
 
@@ -95,6 +95,8 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     if x.shape[x.ndim - k :] != normalized_shape:
         raise ShapeError(f"layer_norm: input shape {x.shape} does not end with normalized_shape {normalized_shape}")
     for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None:
+            same_backend(x, p)
         if p is not None and p.shape != normalized_shape:
             raise ShapeError(f"layer_norm: {name} has shape {p.shape}, expected {normalized_shape}")
     x = float_operand(x)

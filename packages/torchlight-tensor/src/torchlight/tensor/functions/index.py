@@ -11,7 +11,7 @@ import numpy as np
 from torchlight.autograd import Function
 
 from .. import dtypes
-from ..dispatch import alloc, normalize_dim, scalar_like, view_of, where_op
+from ..dispatch import alloc, normalize_dim, same_backend, scalar_like, view_of, where_op
 from ..errors import DTypeError, ShapeError, TensorIndexError
 
 __all__ = [
@@ -108,10 +108,14 @@ class BasicIndex(Function):
 
 
 class AdvancedIndex(Function):
-    """Gather by flat positions (numpy computes which elements any advanced index selects)."""
+    """Gather by flat positions (numpy computes which elements any advanced index selects).
+
+    ``index`` is the expanded index tuple (tensors included): the positions are computed inside
+    forward, so a traced tape recomputes them from the replayed index tensors."""
 
     @staticmethod
-    def forward(ctx, x, positions):
+    def forward(ctx, x, index):
+        positions = _positions(x, index)
         ctx.shape = x.shape
         ctx.save_for_backward(positions)
         flat = x.reshape(-1)
@@ -148,6 +152,11 @@ def getitem(x, index):
     index, advanced = expand_index(x, index)
     if not advanced:
         return BasicIndex.apply(x, index)
+    return AdvancedIndex.apply(x, index)
+
+
+def _positions(x, index):
+    """The flat positions (an int64 tensor) that an expanded advanced ``index`` selects in ``x``."""
     from ..factories import from_numpy_on
 
     host = []
@@ -175,7 +184,7 @@ def getitem(x, index):
         host.append(arr)
     positions = np.arange(x.numel(), dtype=np.int64).reshape(x.shape)[tuple(host)]
     # np.array(order="C"), not np.ascontiguousarray, which turns a 0-d result into shape (1,)
-    return AdvancedIndex.apply(x, from_numpy_on(np.array(positions, order="C"), x.backend))
+    return from_numpy_on(np.array(positions, order="C"), x.backend)
 
 
 class IndexSelect(Function):
@@ -202,6 +211,7 @@ def index_select(x, dim, index):
     dim = normalize_dim(dim, x.ndim)
     if index.ndim != 1:
         raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
+    same_backend(x, index)
     index = check_index(index, x.shape[dim], "index_select")
     return IndexSelect.apply(x, dim, index)
 
@@ -237,6 +247,7 @@ def gather(x, dim, index):
     """``out[i][j] = x[i][index[i][j]]`` (for dim=1): PyTorch's gather."""
     dim = normalize_dim(dim, x.ndim)
     _check_gather_shapes("gather", x, dim, index)
+    same_backend(x, index)
     index = check_index(index, x.shape[dim], "gather")
     return Gather.apply(x, dim, index)
 
@@ -269,6 +280,8 @@ class ScatterAdd(Function):
 def scatter_add(x, dim, index, src):
     dim = normalize_dim(dim, x.ndim)
     _check_gather_shapes("scatter_add", x, dim, index)
+    same_backend(x, index)
+    same_backend(x, src)
     index = check_index(index, x.shape[dim], "scatter_add")
     if src.dtype is not x.dtype:
         src = src.to(x.dtype)

@@ -7,8 +7,9 @@ itself sees equal batch dims and the expand's backward sums gradients over broad
 
 from torchlight.autograd import Function
 
-from ..dispatch import alloc, broadcast_shape
+from ..dispatch import alloc, same_backend
 from ..errors import ShapeError
+from ..indexing import shape_broadcast
 from .pointwise import operands
 
 __all__ = ["MatMul", "matmul"]
@@ -37,6 +38,8 @@ def matmul(a, b):
         raise ShapeError(f"matmul: expected a tensor on the right, got {type(b).__name__}")
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes {a.shape} and {b.shape}")
+    a_shape, b_shape = a.shape, b.shape
+    same_backend(a, b)
     a, b = operands(a, b)
     a_vec, b_vec = a.ndim == 1, b.ndim == 1
     if a_vec:
@@ -45,10 +48,15 @@ def matmul(a, b):
         b = b.unsqueeze(-1)
     if a.shape[-1] != b.shape[-2]:
         raise ShapeError(
-            f"matmul: shapes {a.shape} and {b.shape} cannot be multiplied "
+            f"matmul: shapes {a_shape} and {b_shape} cannot be multiplied "
             f"({a.shape[-1]} columns vs {b.shape[-2]} rows)"
         )
-    batch = broadcast_shape(a.shape[:-2], b.shape[:-2], "matmul batch dims")
+    batch = shape_broadcast(a.shape[:-2], b.shape[:-2])
+    if batch is None:  # name the operands' full shapes, not only their batch dims
+        raise ShapeError(
+            f"matmul: shapes {a_shape} and {b_shape} cannot be multiplied: batch dims "
+            f"{a.shape[:-2]} and {b.shape[:-2]} are not broadcastable"
+        )
     out = MatMul.apply(a.expand(batch + a.shape[-2:]), b.expand(batch + b.shape[-2:]))
     if b_vec:
         out = out.squeeze(-1)

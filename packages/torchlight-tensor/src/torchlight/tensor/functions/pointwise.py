@@ -6,6 +6,7 @@ sums it back to each input's shape (:func:`~torchlight.tensor.dispatch.sum_to`).
 """
 
 from torchlight.autograd import Function
+from torchlight.autograd.grad_mode import GradMode
 
 from .. import dispatch as _dispatch
 from .. import dtypes
@@ -14,8 +15,54 @@ from ..errors import DTypeError
 
 __all__ = [
     "Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum", "Cast", "Unary", "Clamp", "Where",
-    "binary", "compare", "unary", "float_operand", "Function",
+    "binary", "compare", "unary", "float_operand", "Function", "NonDifferentiable", "Compare",
+    "MapNoGrad", "CastNoGrad",
 ]
+
+
+class NonDifferentiable(Function):
+    """An op whose output never carries a gradient (comparisons, sign, int casts, argmax...).
+
+    It still goes through ``Function.apply`` so that tracers (``torchlight.jit``) record it; the
+    output is never linked into the autograd graph, whatever the inputs' ``requires_grad``.
+    """
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        prev = GradMode.enabled
+        GradMode.enabled = False
+        try:
+            return super().apply(*args, **kwargs)
+        finally:
+            GradMode.enabled = prev
+
+    @staticmethod
+    def backward(ctx, g):
+        return None
+
+
+class Compare(NonDifferentiable):
+    """``a op b`` → bool for a comparison/logical zip op (``lt``, ``eq``, ``logical_and``...)."""
+
+    @staticmethod
+    def forward(ctx, a, b, op):
+        return zip_op(op, a, b, dtypes.bool_)
+
+
+class MapNoGrad(NonDifferentiable):
+    """A unary map op without a gradient (``sign``, ``logical_not``)."""
+
+    @staticmethod
+    def forward(ctx, x, op):
+        return map_op(op, x)
+
+
+class CastNoGrad(NonDifferentiable):
+    """A dtype conversion whose result carries no gradient (to an integer or bool dtype)."""
+
+    @staticmethod
+    def forward(ctx, a, dtype):
+        return cast(a, dtype)
 
 
 class Cast(Function):
@@ -35,7 +82,7 @@ def to_dtype(a, dtype):
     if a.dtype is dtype:
         return a
     if a.requires_grad and not dtype.is_floating_point:
-        return cast(a, dtype)  # integer results carry no gradient
+        return CastNoGrad.apply(a, dtype)  # integer results carry no gradient
     return Cast.apply(a, dtype)
 
 
@@ -172,7 +219,7 @@ def binary(op, a, b, reverse=False):
 
 def compare(op, a, b):
     x, y = operands(a, b)
-    return zip_op(op, x, y, dtypes.bool_)
+    return Compare.apply(x, y, op)
 
 
 class Unary(Function):
@@ -217,7 +264,7 @@ def unary(op, x):
     if op not in ("neg", "abs", "sign", "relu") or x.dtype is dtypes.bool_:
         x = float_operand(x)
     if op == "sign":
-        return map_op("sign", x)
+        return MapNoGrad.apply(x, "sign")
     return Unary.apply(x, op)
 
 

@@ -10,9 +10,9 @@ from collections import namedtuple
 from torchlight.autograd import Function
 
 from .. import dtypes
-from ..dispatch import normalize_dim, normalize_dims, reduce_op
+from ..dispatch import normalize_dim, normalize_dims, reduce_op, scalar_like, zip_op
 from ..errors import ShapeError
-from .pointwise import float_operand
+from .pointwise import NonDifferentiable, float_operand
 
 __all__ = [
     "Sum", "AMax", "MaxDim", "Prod", "sum", "mean", "amax", "amin", "max", "min", "prod",
@@ -20,6 +20,12 @@ __all__ = [
 ]
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
+
+
+def _dims(dim, ndim):
+    """``normalize_dims`` plus PyTorch's rule that a 0-d tensor accepts dim 0 / -1 (a no-op)."""
+    dims = normalize_dims(dim, ndim)
+    return () if ndim == 0 else dims
 
 
 def _kept_shape(shape, dims):
@@ -47,19 +53,46 @@ def sum(x, dim=None, keepdim=False, dtype=None):
         x = x.to(dtype)
     elif x.dtype is dtypes.bool_:
         x = x.to(dtypes.int64)  # like PyTorch: summing booleans counts them
-    dims = normalize_dims(dim, x.ndim)
+    dims = _dims(dim, x.ndim)
     if not dims and x.ndim:
         return x if keepdim else x.clone()
     return Sum.apply(x, dims, keepdim)
 
 
+class Mean(Function):
+    """``sum(x, dims) / (n - correction)`` with ``n`` counted from the input's shape inside forward
+    (so a traced tape divides by the replayed count, not the traced one). var uses correction."""
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim, correction):
+        n = 1
+        for d in dims:
+            n *= x.shape[d]
+        ctx.shape, ctx.dims = x.shape, dims
+        ctx.divisor = None if (n == 0 and correction == 0) else builtins_max(n - correction, 0)
+        s = reduce_op("sum", x, dims, keepdim)
+        if ctx.divisor is None:
+            return zip_op("mul", s, scalar_like(float("nan"), s))
+        return zip_op("div", s, scalar_like(ctx.divisor, s))
+
+    @staticmethod
+    def backward(ctx, g):
+        g = g * float("nan") if ctx.divisor is None else g / ctx.divisor
+        return _unreduce(g, ctx.shape, ctx.dims), None, None, None
+
+
+class ReduceNoGrad(NonDifferentiable):
+    """A reduction without a gradient: argmax/argmin (int64), all/any, logsumexp's shift."""
+
+    @staticmethod
+    def forward(ctx, x, op, dims, keepdim, dtype):
+        return reduce_op(op, x, dims, keepdim, dtype)
+
+
 def mean(x, dim=None, keepdim=False):
     x = float_operand(x)
-    dims = normalize_dims(dim, x.ndim)
-    n = 1
-    for d in dims:
-        n *= x.shape[d]
-    return sum(x, dims, keepdim) / n if n else sum(x, dims, keepdim) * float("nan")
+    dims = _dims(dim, x.ndim)
+    return Mean.apply(x, dims, keepdim, 0)
 
 
 class AMax(Function):
@@ -81,11 +114,11 @@ class AMax(Function):
 
 
 def amax(x, dim=None, keepdim=False):
-    return AMax.apply(x, normalize_dims(dim, x.ndim), keepdim, "max")
+    return AMax.apply(x, _dims(dim, x.ndim), keepdim, "max")
 
 
 def amin(x, dim=None, keepdim=False):
-    return AMax.apply(x, normalize_dims(dim, x.ndim), keepdim, "min")
+    return AMax.apply(x, _dims(dim, x.ndim), keepdim, "min")
 
 
 class MaxDim(Function):
@@ -111,11 +144,11 @@ class MaxDim(Function):
 
 def _maxmin(x, dim, keepdim, op):
     if dim is None:
-        return AMax.apply(x, normalize_dims(None, x.ndim), False, op)
+        return AMax.apply(x, _dims(None, x.ndim), False, op)
     d = normalize_dim(dim, x.ndim) if x.ndim else 0
     if x.ndim == 0:
         return MinMax(x.clone(), _zeros_index(x))
-    indices = reduce_op("arg" + op, x, (d,), keepdim, dtypes.int64)
+    indices = ReduceNoGrad.apply(x, "arg" + op, (d,), keepdim, dtypes.int64)
     return MinMax(MaxDim.apply(x, d, keepdim, indices), indices)
 
 
@@ -139,9 +172,9 @@ def _arg(x, dim, keepdim, op):
         flat = x.reshape(-1)
         if flat.shape[0] == 0:
             raise ShapeError(f"{op}: cannot take the {op} of an empty tensor")
-        r = reduce_op(op, flat, (0,), False, dtypes.int64)
+        r = ReduceNoGrad.apply(flat, op, (0,), False, dtypes.int64)
         return r.reshape((1,) * x.ndim) if keepdim else r
-    return reduce_op(op, x, (normalize_dim(dim, x.ndim),), keepdim, dtypes.int64)
+    return ReduceNoGrad.apply(x, op, (normalize_dim(dim, x.ndim),), keepdim, dtypes.int64)
 
 
 def argmax(x, dim=None, keepdim=False):
@@ -177,19 +210,16 @@ class Prod(Function):
 
 
 def prod(x, dim=None, keepdim=False):
-    return Prod.apply(float_operand(x) if x.dtype is dtypes.bool_ else x, normalize_dims(dim, x.ndim), keepdim)
+    return Prod.apply(float_operand(x) if x.dtype is dtypes.bool_ else x, _dims(dim, x.ndim), keepdim)
 
 
 def var(x, dim=None, unbiased=True, keepdim=False, correction=None):
     """Variance with Bessel's correction by default: sum((x - mean)^2) / (n - correction)."""
     x = float_operand(x)
-    dims = normalize_dims(dim, x.ndim)
-    n = 1
-    for d in dims:
-        n *= x.shape[d]
+    dims = _dims(dim, x.ndim)
     c = (1 if unbiased else 0) if correction is None else correction
     diff = x - mean(x, dims, keepdim=True)
-    return sum(diff * diff, dims, keepdim) / builtins_max(n - c, 0)
+    return Mean.apply(diff * diff, dims, keepdim, c)
 
 
 def builtins_max(a, b):
@@ -203,8 +233,8 @@ def std(x, dim=None, unbiased=True, keepdim=False, correction=None):
 def logsumexp(x, dim=None, keepdim=False):
     """log(sum(exp(x))) computed as m + log(sum(exp(x - m))) with m = max(x): never overflows."""
     x = float_operand(x)
-    dims = normalize_dims(dim, x.ndim)
-    m = reduce_op("max", x.detach(), dims, True)
+    dims = _dims(dim, x.ndim)
+    m = ReduceNoGrad.apply(x, "max", dims, True, None)
     m = m.masked_fill(m.abs() == float("inf"), 0.0)
     s = sum((x - m).exp(), dims, keepdim=True).log() + m
     return s if keepdim else s.reshape(tuple(n for d, n in enumerate(x.shape) if d not in dims))
@@ -212,9 +242,9 @@ def logsumexp(x, dim=None, keepdim=False):
 
 def all(x, dim=None, keepdim=False):
     b = x.to(dtypes.bool_)
-    return reduce_op("min", b, normalize_dims(dim, x.ndim), keepdim)
+    return ReduceNoGrad.apply(b, "min", _dims(dim, x.ndim), keepdim, None)
 
 
 def any(x, dim=None, keepdim=False):
     b = x.to(dtypes.bool_)
-    return reduce_op("max", b, normalize_dims(dim, x.ndim), keepdim)
+    return ReduceNoGrad.apply(b, "max", _dims(dim, x.ndim), keepdim, None)

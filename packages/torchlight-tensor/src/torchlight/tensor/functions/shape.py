@@ -17,14 +17,23 @@ __all__ = [
 
 
 class View(Function):
+    """A view of ``x`` with ``shape``; the layout is derived from ``x`` inside forward (so a
+    traced tape recomputes it for the replayed tensor)."""
+
     @staticmethod
-    def forward(ctx, x, shape, td):
+    def forward(ctx, x, shape):
+        td = x._td.view(shape)
+        if td is None:
+            raise ShapeError(
+                f"view size {tuple(shape)} is not compatible with input of shape {x.shape} and strides "
+                f"{x._td.strides}: the merged dimensions are not contiguous; use .reshape(...) instead"
+            )
         ctx.shape = x.shape
         return view_of(x, td)
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(ctx.shape), None, None
+        return g.reshape(ctx.shape), None
 
 
 def view(x, shape):
@@ -36,7 +45,7 @@ def view(x, shape):
             f"view size {tuple(shape)} is not compatible with input of shape {x.shape} and strides "
             f"{x._td.strides}: the merged dimensions are not contiguous; use .reshape(...) instead"
         )
-    return View.apply(x, td.shape, td)
+    return View.apply(x, td.shape)
 
 
 def reshape(x, shape):
@@ -46,11 +55,9 @@ def reshape(x, shape):
     shape = infer_shape(shape, x._td.size, x.shape)
     if shape == x.shape:
         return x
-    td = x._td.view(shape)
-    if td is None:
+    if x._td.view(shape) is None:
         x = x.contiguous()
-        td = x._td.view(shape)
-    return View.apply(x, shape, td)
+    return View.apply(x, shape)
 
 
 class Permute(Function):
@@ -106,16 +113,26 @@ def expand(x, *shape):
 
 
 class Restride(Function):
-    """A view given by explicit ``TensorData`` (squeeze/unsqueeze); backward reshapes back."""
+    """squeeze (``dims``: a tuple of size-1 dims to drop) or unsqueeze (``dims``: an int); the
+    view is derived from ``x`` inside forward. Backward reshapes back."""
 
     @staticmethod
-    def forward(ctx, x, td):
+    def forward(ctx, x, kind, dims):
+        td = x._td
+        if kind == "unsqueeze":
+            new = td.unsqueeze(dims)
+        else:
+            for d in dims:
+                if td.shape[d] != 1:
+                    raise ShapeError(f"squeeze: dimension {d} of shape {td.shape} has size {td.shape[d]}, not 1")
+            keep = [d for d in range(td.ndim) if d not in dims]
+            new = TensorData(td.storage, [td.shape[d] for d in keep], [td.strides[d] for d in keep], td.offset)
         ctx.shape = x.shape
-        return view_of(x, td)
+        return view_of(x, new)
 
     @staticmethod
     def backward(ctx, g):
-        return g.reshape(ctx.shape), None
+        return g.reshape(ctx.shape), None, None
 
 
 def squeeze(x, dim=None):
@@ -127,13 +144,12 @@ def squeeze(x, dim=None):
         keep = [d for d in range(td.ndim) if d not in dims or td.shape[d] != 1]
     if len(keep) == td.ndim:
         return x
-    new = TensorData(td.storage, [td.shape[d] for d in keep], [td.strides[d] for d in keep], td.offset)
-    return Restride.apply(x, new)
+    return Restride.apply(x, "squeeze", tuple(d for d in range(td.ndim) if d not in keep))
 
 
 def unsqueeze(x, dim):
     dim = normalize_dim(dim, x.ndim, allow_end=True)
-    return Restride.apply(x, x._td.unsqueeze(dim))
+    return Restride.apply(x, "unsqueeze", dim)
 
 
 def flatten(x, start_dim=0, end_dim=-1):

@@ -1,0 +1,30 @@
+"""``torchlight.jit``: trace a forward pass to an op tape, inspect it, replay it, fuse it.
+
+::
+
+    tape = tl.jit.trace(model, x)        # runs model(x) once, recording every op
+    y = tape(x2)                          # replays the ops on new inputs (no autograd graph)
+    tape.count_ops()                      # Counter({'matmul': 2, 'add': 2, 'relu': 1})
+    print(tape.summary())                 # op, shapes, FLOPs, bytes
+    tape.to_dot()                         # Graphviz text
+    tape.replay(x2, fuse="numba")         # elementwise chains as generated numba kernels
+
+The tracer hooks ``Function.apply`` (``Function.tracers``), so it records any model — raw tensor
+code or ``torchlight.nn`` modules — without the model knowing. Parameters are held by
+reference: a replay after an optimizer step uses the new weights.
+
+**What a tape cannot capture.** A tape replays the ops that ran while tracing, nothing else.
+Data-dependent Python control flow is *not* captured: an ``if`` on a tensor value, a loop whose
+trip count depends on data, or a Python number computed from a tensor (``x.sum().item()``) is
+evaluated once, during the trace, and the tape replays that branch forever. Randomness drawn
+while tracing (dropout masks) is replayed as a constant: trace in ``eval()`` mode. Sizes other
+than the traced ones (typically the batch) replay when the ops allow it; a shape the tape
+cannot take raises :class:`TraceError` naming the first op that disagrees.
+"""
+
+from .fusion import ElementwiseChain, get_compiler, numba_source
+from .tape import GraphTape, Node, Slot, TraceError, Value
+from .trace import trace
+
+__all__ = ["trace", "GraphTape", "TraceError", "Node", "Value", "Slot", "ElementwiseChain",
+           "get_compiler", "numba_source"]
