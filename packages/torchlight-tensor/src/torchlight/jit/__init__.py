@@ -26,5 +26,14 @@ from .fusion import ElementwiseChain, get_compiler, numba_source
 from .tape import GraphTape, Node, Slot, TraceError, Value
 from .trace import trace
 
-__all__ = ["trace", "GraphTape", "TraceError", "Node", "Value", "Slot", "ElementwiseChain",
-           "get_compiler", "numba_source"]
+__all__ = [
+    "trace",
+    "GraphTape",
+    "TraceError",
+    "Node",
+    "Value",
+    "Slot",
+    "ElementwiseChain",
+    "get_compiler",
+    "numba_source",
+]

@@ -34,13 +34,13 @@ def _fmt_shape(s):
 def check_inputs(tape, inputs):
     from torchlight.tensor.tensor import Tensor
 
-    n_args = getattr(tape, "n_args", len(tape.inputs))
+    n_args = tape.n_args
     if len(inputs) != n_args:
         raise TraceError(
             f"tape {tape.name!r} was traced with {n_args} input{'s' if n_args != 1 else ''}, got {len(inputs)}"
         )
     tensors = []
-    static = getattr(tape, "static_args", {})
+    static = tape.static_args
     for k, x in enumerate(inputs):
         if k in static:
             if isinstance(x, Tensor) or not _same_static(x, static[k]):
@@ -50,7 +50,9 @@ def check_inputs(tape, inputs):
                 )
             continue
         if not isinstance(x, Tensor):
-            raise TraceError(f"input #{k} must be a tensor (it was one when tracing), got {type(x).__name__}")
+            raise TraceError(
+                f"input #{k} must be a tensor (it was one when tracing), got {type(x).__name__}"
+            )
         tensors.append(x)
     for v, x in zip(tape.inputs, tensors):
         if x.dtype is not v.dtype:
@@ -250,14 +252,23 @@ def run_node(node, vals, sizes):
         if adapt is not None:
             args = adapt(tuple(args), sizes, node)
     try:
-        out = node.fn.forward(Context(), *args, **kwargs)
+        if Function._depth:
+            out = node.fn.forward(Context(), *args, **kwargs)
+        else:  # replayed while an outer trace records: go through apply so it sees the ops
+            out = node.fn.apply(*args, **kwargs)
     except TraceError:
         raise
     except Exception as exc:
         raise TraceError(_disagree(node, vals, f"{type(exc).__name__}: {exc}")) from exc
     if sizes and not _shape_ok(out.shape, node.shape, sizes):
-        raise TraceError(_disagree(node, vals, f"it produced shape {_fmt_shape(out.shape)}, the traced "
-                                               f"{_fmt_shape(node.shape)} does not scale to that"))
+        raise TraceError(
+            _disagree(
+                node,
+                vals,
+                f"it produced shape {_fmt_shape(out.shape)}, the traced "
+                f"{_fmt_shape(node.shape)} does not scale to that",
+            )
+        )
     vals[node.out] = out
     return out
 
@@ -285,6 +296,32 @@ def _build(tree, vals):
     return tree
 
 
+def _step_inputs(step):
+    node = getattr(step, "node", None)
+    if node is not None:
+        return node.inputs
+    ext = getattr(step, "ext_inputs", None)
+    return ext if ext is not None else step.inputs
+
+
+def release_plan(tape, steps, key):
+    """For each step, the node slots read for the last time there (freed right after, so memory
+    is reused as in eager execution instead of every intermediate living to the end)."""
+    cached = tape._plans.get(key)
+    if cached is None:
+        keep = set(tape.output_slots())
+        last = {}
+        for k, step in enumerate(steps):
+            for s in _step_inputs(step):
+                if tape.values[s].kind == "node" and s not in keep:
+                    last[s] = k
+        cached = [[] for _ in steps]
+        for s, k in last.items():
+            cached[k].append(s)
+        cached = tape._plans[key] = [tuple(r) for r in cached]
+    return cached
+
+
 def replay(tape, inputs, fuse=None):
     tensors = check_inputs(tape, inputs)
     sizes = size_map(tape, tensors)
@@ -297,22 +334,27 @@ def replay(tape, inputs, fuse=None):
             vals[v.index] = v.tensor
     steps = tape.nodes
     compiler = None
-    if fuse is not False:
+    nested_trace = bool(Function.tracers) and not Function._depth
+    if fuse is not False and not nested_trace:
         from .fusion import get_compiler, plan
 
         compiler = get_compiler(tape.backend, fuse)
         if compiler is not None:
             steps = plan(tape)
+    free = release_plan(tape, steps, "release-fused" if compiler is not None else "release")
     prev = GradMode.enabled
     GradMode.enabled = False
-    Function._depth += 1  # like apply: ops inside forwards are not reported to tracers
+    depth = 0 if nested_trace else 1  # like apply: ops inside forwards are not reported
+    Function._depth += depth
     try:
-        for step in steps:
+        for step, dead in zip(steps, free):
             if compiler is None:
                 run_node(step, vals, sizes)
             else:
                 step.run(vals, sizes, compiler)
+            for s in dead:
+                vals[s] = None
     finally:
-        Function._depth -= 1
+        Function._depth -= depth
         GradMode.enabled = prev
     return _build(tape.outputs, vals)

@@ -9,8 +9,17 @@ Bytes are those of each op's output when the op materialises one (views allocate
 __all__ = ["flops", "out_bytes", "summary", "to_dot", "VIEW_OPS"]
 
 VIEW_OPS = {"view", "permute", "expand", "squeeze", "unsqueeze", "unfold", "getitem"}
-_PER_ELEMENT = {"softmax": 5, "log_softmax": 5, "layer_norm": 8, "gelu": 8, "gelu_tanh": 8,
-                "sigmoid": 4, "tanh": 4, "silu": 5, "softplus": 5}
+_PER_ELEMENT = {
+    "softmax": 5,
+    "log_softmax": 5,
+    "layer_norm": 8,
+    "gelu": 8,
+    "gelu_tanh": 8,
+    "sigmoid": 4,
+    "tanh": 4,
+    "silu": 5,
+    "softplus": 5,
+}
 
 
 def _numel(shape):
@@ -28,7 +37,11 @@ def flops(node):
     if op == "matmul":
         a, b = node.in_shapes[0], node.in_shapes[1]
         return 2 * _numel(node.shape) * a[-1] if a and b else 0
-    if op in ("sum", "mean", "prod", "amax", "amin", "max_dim") or op.endswith("_nograd") or op.startswith("arg"):
+    if (
+        op in ("sum", "mean", "prod", "amax", "amin", "max_dim")
+        or op.endswith("_nograd")
+        or op.startswith("arg")
+    ):
         return _numel(node.in_shapes[0]) if node.in_shapes else 0
     return _PER_ELEMENT.get(op, 1) * _numel(node.shape)
 
@@ -78,15 +91,21 @@ def summary(tape, fuse=False):
         for g, nodes in enumerate(tape.fusion_groups()):
             for i in nodes:
                 group_of[i] = f"F{g}"
-    header = ["#", "op", "inputs", "output", "dtype", "FLOPs", "bytes"] + (["fused"] if fuse else [])
+    header = ["#", "op", "inputs", "output", "dtype", "FLOPs", "bytes"] + (
+        ["fused"] if fuse else []
+    )
     rows = []
     total_flops = total_bytes = 0
     for n in tape.nodes:
         f, b = flops(n), out_bytes(n)
         total_flops += f
         total_bytes += b
-        ins = ", ".join(f"{_operand(tape, s)}{_fmt_shape(tape.values[s].shape)}" if tape.values[s].kind != "const"
-                        or _numel(tape.values[s].shape) != 1 else _operand(tape, s) for s in n.inputs)
+        ins = ", ".join(
+            f"{_operand(tape, s)}{_fmt_shape(tape.values[s].shape)}"
+            if tape.values[s].kind != "const" or _numel(tape.values[s].shape) != 1
+            else _operand(tape, s)
+            for s in n.inputs
+        )
         row = [f"%{n.out}", n.op, ins, _fmt_shape(n.shape), n.dtype.name, _human(f), _human(b, "B")]
         if fuse:
             row.append(group_of.get(n.index, ""))
@@ -105,15 +124,19 @@ def summary(tape, fuse=False):
             cells.append(c.rjust(widths[k]) if k in (5, 6) else c.ljust(widths[k]))
         return "  ".join(cells).rstrip()
 
-    out = [f"GraphTape {tape.name}: inputs "
-           + ", ".join(f"in{v.position}{_fmt_shape(v.shape)} {v.dtype.name}" for v in tape.inputs)
-           + f"; {len(params)} parameter tensors ({_human(n_param)} values)"]
+    out = [
+        f"GraphTape {tape.name}: inputs "
+        + ", ".join(f"in{v.position}{_fmt_shape(v.shape)} {v.dtype.name}" for v in tape.inputs)
+        + f"; {len(params)} parameter tensors ({_human(n_param)} values)"
+    ]
     out.append(line(header))
     out.append("  ".join("-" * w for w in widths))
     out += [line(r) for r in rows]
     out.append("  ".join("-" * w for w in widths))
-    out.append(f"{len(tape.nodes)} ops, {_human(total_flops)} FLOPs, {_human(total_bytes, 'B')} written"
-               + (f" ({tape.pruned} unused ops pruned)" if tape.pruned else ""))
+    out.append(
+        f"{len(tape.nodes)} ops, {_human(total_flops)} FLOPs, {_human(total_bytes, 'B')} written"
+        + (f" ({tape.pruned} unused ops pruned)" if tape.pruned else "")
+    )
     return "\n".join(out)
 
 
@@ -124,8 +147,11 @@ def _esc(s):
 def to_dot(tape):
     """Graphviz ``digraph`` text of the tape: inputs (ellipses), parameters (grey boxes), ops
     (boxes with the output shape), outputs (double octagons). Render with ``dot -Tsvg``."""
-    lines = [f'digraph "{_esc(tape.name)}" {{', "  rankdir=TB;",
-             '  node [fontname="Helvetica", fontsize=10];']
+    lines = [
+        f'digraph "{_esc(tape.name)}" {{',
+        "  rankdir=TB;",
+        '  node [fontname="Helvetica", fontsize=10];',
+    ]
     used = set()
     for n in tape.nodes:
         used.update(n.inputs)
@@ -135,17 +161,26 @@ def to_dot(tape):
         if v.kind == "node" or v.index not in used:
             continue
         if v.kind == "input":
-            lines.append(f'  v{v.index} [label="input {v.position}\\n{_fmt_shape(v.shape)}", shape=ellipse];')
+            lines.append(
+                f'  v{v.index} [label="input {v.position}\\n{_fmt_shape(v.shape)}", shape=ellipse];'
+            )
         elif v.kind == "param":
-            lines.append(f'  v{v.index} [label="{_esc(v.name or "param")}\\n{_fmt_shape(v.shape)}", '
-                         'shape=box, style=filled, fillcolor="#dddddd"];')
+            lines.append(
+                f'  v{v.index} [label="{_esc(v.name or "param")}\\n{_fmt_shape(v.shape)}", '
+                'shape=box, style=filled, fillcolor="#dddddd"];'
+            )
         elif _numel(v.shape) != 1:
             lines.append(f'  v{v.index} [label="const\\n{_fmt_shape(v.shape)}", shape=note];')
     for n in tape.nodes:
-        scalars = [_operand(tape, s) for s in n.inputs if tape.values[s].kind == "const"
-                   and _numel(tape.values[s].shape) == 1]
+        scalars = [
+            _operand(tape, s)
+            for s in n.inputs
+            if tape.values[s].kind == "const" and _numel(tape.values[s].shape) == 1
+        ]
         extra = f" ({', '.join(scalars)})" if scalars else ""
-        lines.append(f'  v{n.out} [label="{_esc(n.op + extra)}\\n{_fmt_shape(n.shape)}", shape=box];')
+        lines.append(
+            f'  v{n.out} [label="{_esc(n.op + extra)}\\n{_fmt_shape(n.shape)}", shape=box];'
+        )
         for s in n.inputs:
             v = tape.values[s]
             if v.kind == "const" and _numel(v.shape) == 1:

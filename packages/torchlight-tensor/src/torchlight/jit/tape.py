@@ -66,8 +66,20 @@ class Value:
 class Node:
     """One recorded op: ``out = fn.forward(ctx, *args, **kwargs)`` with slots substituted."""
 
-    __slots__ = ("index", "fn", "op", "args", "kwargs", "inputs", "out", "shape", "dtype", "nested",
-                 "top_slots", "in_shapes")
+    __slots__ = (
+        "index",
+        "fn",
+        "op",
+        "args",
+        "kwargs",
+        "inputs",
+        "out",
+        "shape",
+        "dtype",
+        "nested",
+        "top_slots",
+        "in_shapes",
+    )
 
     def __init__(self, index, fn, op, args, kwargs, inputs, out, shape, dtype, nested, in_shapes):
         self.index = index
@@ -117,13 +129,36 @@ def _fmt_arg(a):
 # Op names: Functions that carry a named op as an argument are named by it.
 _BY_ARG = {"Unary": 1, "Compare": 2, "MapNoGrad": 1}
 _BY_CLASS = {
-    "Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Maximum": "maximum",
-    "Minimum": "minimum", "MatMul": "matmul", "View": "view", "Permute": "permute",
-    "Expand": "expand", "Unfold": "unfold", "Cat": "cat", "Pad": "pad", "Sum": "sum",
-    "Mean": "mean", "Prod": "prod", "MaxDim": "max_dim", "LayerNorm": "layer_norm",
-    "BasicIndex": "getitem", "AdvancedIndex": "index", "IndexSelect": "index_select",
-    "Gather": "gather", "ScatterAdd": "scatter_add", "MaskedFill": "masked_fill",
-    "Where": "where", "Clamp": "clamp", "Cast": "cast", "CastNoGrad": "cast", "_Clone": "clone",
+    "Add": "add",
+    "Sub": "sub",
+    "Mul": "mul",
+    "Div": "div",
+    "Pow": "pow",
+    "Maximum": "maximum",
+    "Minimum": "minimum",
+    "MatMul": "matmul",
+    "View": "view",
+    "Permute": "permute",
+    "Expand": "expand",
+    "Unfold": "unfold",
+    "Cat": "cat",
+    "Pad": "pad",
+    "Sum": "sum",
+    "Mean": "mean",
+    "Prod": "prod",
+    "MaxDim": "max_dim",
+    "LayerNorm": "layer_norm",
+    "BasicIndex": "getitem",
+    "AdvancedIndex": "index",
+    "IndexSelect": "index_select",
+    "Gather": "gather",
+    "ScatterAdd": "scatter_add",
+    "MaskedFill": "masked_fill",
+    "Where": "where",
+    "Clamp": "clamp",
+    "Cast": "cast",
+    "CastNoGrad": "cast",
+    "_Clone": "clone",
     "_Move": "to_device",
 }
 
@@ -163,6 +198,8 @@ class GraphTape:
         self.pruned = pruned  # recorded ops that did not contribute to the outputs
         self.backend = backend
         self.fuse = None  # default for __call__: None = fuse when the backend can compile
+        self.n_args = sum(1 for v in values if v.kind == "input")  # positional arguments
+        self.static_args = {}  # position -> non-tensor example argument (baked in)
         self._plans = {}
 
     # --- structure -----------------------------------------------------------------------------
@@ -231,14 +268,18 @@ class GraphTape:
         return len(self.nodes)
 
     def __repr__(self):
-        lines = [f"GraphTape({self.name}: {len(self.inputs)} inputs, {len(self.parameters)} parameters, "
-                 f"{len(self.constants)} constants, {len(self.nodes)} ops)"]
+        lines = [
+            f"GraphTape({self.name}: {len(self.inputs)} inputs, {len(self.parameters)} parameters, "
+            f"{len(self.constants)} constants, {len(self.nodes)} ops)"
+        ]
         for v in self.values:
             if v.kind != "node":
                 label = f" {v.name}" if v.name else ""
                 lines.append(f"  %{v.index} = {v.kind}{label} {v.shape} {v.dtype.name}")
         lines += [f"  {n!r}" for n in self.nodes]
-        lines.append(f"  return {_fmt_arg(self.outputs) if not isinstance(self.outputs, dict) else self.outputs}")
+        lines.append(
+            f"  return {_fmt_arg(self.outputs) if not isinstance(self.outputs, dict) else self.outputs}"
+        )
         return "\n".join(lines)
 
 

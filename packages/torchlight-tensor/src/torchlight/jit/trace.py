@@ -58,7 +58,9 @@ class _Recorder:
 
     def add_input(self, t, position):
         if id(t) in self.by_id:
-            raise TraceError(f"example input #{position} is the same tensor as an earlier input; pass distinct tensors")
+            raise TraceError(
+                f"example input #{position} is the same tensor as an earlier input; pass distinct tensors"
+            )
         self.backend = self.backend or t.backend
         return self._new_value(t, "input", position=position)
 
@@ -105,13 +107,26 @@ class _Recorder:
         for t in (a for a in args if isinstance(a, self.Tensor)):
             self.versions.append((t, t._version[0]))
         if not isinstance(out, self.Tensor):
-            raise TraceError(f"{fn.__name__} returned a {type(out).__name__}; only tensor-valued ops can be traced")
+            raise TraceError(
+                f"{fn.__name__} returned a {type(out).__name__}; only tensor-valued ops can be traced"
+            )
         nested = any(isinstance(a, (tuple, list)) and _has_slot(a) for a in enc) or bool(enc_kw)
         index = len(self.nodes)
         out_slot = self._new_value(out, "node", node=index)
         self.nodes.append(
-            Node(index, fn, op_name(fn, args), enc, enc_kw, tuple(slots), out_slot, out.shape,
-                 out.dtype, nested, tuple(shapes))
+            Node(
+                index,
+                fn,
+                op_name(fn, args),
+                enc,
+                enc_kw,
+                tuple(slots),
+                out_slot,
+                out.shape,
+                out.dtype,
+                nested,
+                tuple(shapes),
+            )
         )
 
     def encode_output(self, tree):
@@ -138,7 +153,7 @@ def _contains_tensor(a, T):
 
 def _module_params(fn):
     params = {}
-    for attr, label in (("named_parameters", "param"), ("named_buffers", "buffer")):
+    for attr in ("named_parameters", "named_buffers"):
         getter = getattr(fn, attr, None)
         if callable(getter):
             try:
@@ -151,6 +166,26 @@ def _module_params(fn):
         for k, p in enumerate(fn.parameters()):
             params.setdefault(id(p), f"param{k}")
     return params
+
+
+def _warn_if_training(module):
+    modules = getattr(module, "modules", None)
+    if not getattr(module, "training", False) or not callable(modules):
+        return
+    try:
+        kinds = {type(m).__name__ for m in modules() if getattr(m, "training", False)}
+    except TypeError:
+        return
+    odd = sorted(k for k in kinds if "Dropout" in k or "BatchNorm" in k)
+    if odd:
+        import warnings
+
+        warnings.warn(
+            f"tracing a module in training mode that contains {', '.join(odd)}: the dropout masks "
+            "drawn and the running statistics updated while tracing are not replayed; call "
+            ".eval() before tracing",
+            stacklevel=3,
+        )
 
 
 def trace(fn_or_module, *example_inputs):
@@ -171,6 +206,7 @@ def trace(fn_or_module, *example_inputs):
     the hidden size), because a changed size is recognised by its value.
     """
     Tensor = _tensor_class()
+    _warn_if_training(fn_or_module)
     rec = _Recorder(_module_params(fn_or_module))
     call_args = []
     for k, x in enumerate(example_inputs):
@@ -197,10 +233,10 @@ def trace(fn_or_module, *example_inputs):
             )
     values, nodes, outputs = _prune(rec.values, rec.nodes, outputs)
     name = getattr(fn_or_module, "__name__", None) or type(fn_or_module).__name__
-    n_inputs = sum(1 for x in example_inputs if isinstance(x, Tensor))
-    tape = GraphTape(values, nodes, outputs, name=name, pruned=len(rec.nodes) - len(nodes), backend=rec.backend)
+    tape = GraphTape(
+        values, nodes, outputs, name=name, pruned=len(rec.nodes) - len(nodes), backend=rec.backend
+    )
     tape.n_args = len(example_inputs)
-    tape.n_tensor_inputs = n_inputs
     tape.static_args = {k: x for k, x in enumerate(example_inputs) if not isinstance(x, Tensor)}
     return tape
 
@@ -223,17 +259,33 @@ def _prune(values, nodes, outputs):
         if node.index not in live_nodes:
             continue
         node_remap[node.index] = len(new_nodes)
-        new_nodes.append(Node(
-            len(new_nodes), node.fn, node.op, _remap(node.args, remap),
-            {k: _remap(v, remap) for k, v in node.kwargs.items()},
-            tuple(remap[s] for s in node.inputs), remap[node.out], node.shape, node.dtype,
-            node.nested, node.in_shapes,
-        ))
+        new_nodes.append(
+            Node(
+                len(new_nodes),
+                node.fn,
+                node.op,
+                _remap(node.args, remap),
+                {k: _remap(v, remap) for k, v in node.kwargs.items()},
+                tuple(remap[s] for s in node.inputs),
+                remap[node.out],
+                node.shape,
+                node.dtype,
+                node.nested,
+                node.in_shapes,
+            )
+        )
     new_values = []
     for k, v in enumerate(keep_values):
-        nv = Value(k, v.kind, v.shape, v.dtype, tensor=v.tensor,
-                   node=node_remap.get(v.node) if v.node is not None else None,
-                   position=v.position, name=v.name)
+        nv = Value(
+            k,
+            v.kind,
+            v.shape,
+            v.dtype,
+            tensor=v.tensor,
+            node=node_remap.get(v.node) if v.node is not None else None,
+            position=v.position,
+            name=v.name,
+        )
         new_values.append(nv)
     return new_values, new_nodes, _remap(outputs, remap)
 

@@ -66,6 +66,8 @@ class TensorData:
         lead = len(shape) - self.ndim
         if lead < 0:
             raise ShapeError(f"cannot expand shape {self.shape} to fewer dimensions {shape}")
+        if any(t < 0 for t in shape[:lead]):
+            raise ShapeError(f"cannot expand shape {self.shape} to {shape}: -1 is not allowed in a new leading dimension")
         strides = [0] * lead
         for k, (s, st) in enumerate(zip(self.shape, self.strides)):
             target = shape[lead + k]

@@ -86,10 +86,25 @@ def to_dtype(a, dtype):
     return Cast.apply(a, dtype)
 
 
+def _category(dt):
+    return 2 if dt.is_floating_point else (0 if dt is dtypes.bool_ else 1)
+
+
+def tensor_result_dtype(a, b):
+    """PyTorch's result type of two tensors: a 0-d tensor acts like a scalar, so it does not
+    widen a dimensioned tensor of the same category (float32 tensor + float64 0-d → float32);
+    only a 0-d tensor of a higher category (int tensor + float64 0-d) decides the dtype."""
+    a0, b0 = not a._td.shape, not b._td.shape
+    if a0 != b0:
+        dim, zero = (b, a) if a0 else (a, b)
+        return dim.dtype if _category(zero.dtype) <= _category(dim.dtype) else zero.dtype
+    return dtypes.promote(a.dtype, b.dtype)
+
+
 def operands(a, b, floating=False):
     """Turn ``(tensor, tensor-or-scalar)`` into two tensors of the promoted dtype."""
     if isinstance(b, _dispatch.Tensor):
-        dt = dtypes.promote(a.dtype, b.dtype)
+        dt = tensor_result_dtype(a, b)
         if floating and not dt.is_floating_point:
             dt = dtypes.float32
         return to_dtype(a, dt), to_dtype(b, dt)
@@ -275,6 +290,8 @@ class Clamp(Function):
     def forward(ctx, x, lo, hi):
         ctx.save_for_backward(x)
         ctx.lo, ctx.hi = lo, hi
+        if not x.dtype.is_floating_point and (isinstance(lo, float) or isinstance(hi, float)):
+            x = cast(x, dtypes.float32)  # int tensor, float bound: a float result (PyTorch)
         y = x
         if lo is not None:
             y = zip_op("maximum", y, scalar_like(lo, x))

@@ -1,0 +1,8 @@
+"""The numpy (``cpu``) backend runs the conformance kit like every other backend."""
+
+from torchlight.testing import BackendConformance
+
+
+class TestNumpyConformance(BackendConformance):
+    backend_name = "numpy"
+
