@@ -251,10 +251,6 @@ def test_to_moves_data_between_backends_and_gradients_move_back(fresh_registry):
     assert x.to("cpu") is x
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_Move.forward (tensor.py) uses np.ascontiguousarray, which makes a 0-d array 1-d",
-)
 def test_to_another_backend_keeps_a_0d_shape(fresh_registry):
     tl.register_backend("fake", FakeBackend("fake"))
     assert tl.tensor(5.0).to("fake").shape == ()

@@ -254,9 +254,6 @@ def test_mixing_backends_raises(fresh_registry):
     np.testing.assert_array_equal((a + b.to("cpu")).numpy(), [2.0, 2.0])
 
 
-@pytest.mark.xfail(
-    strict=True, reason="Tensor._inplace_zip (tensor.py) does not check the operand's backend"
-)
 def test_inplace_op_with_an_operand_on_another_backend_raises(fresh_registry):
     tl.register_backend("othercpu", _OtherCpu())
     a = tl.ones(2)

@@ -754,10 +754,6 @@ def test_where_three_way_broadcast(data):
     assert_close(tl.where(cond, -1.0, y), np.where(c, -1.0, b), dtype)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tensor.where (tensor.py) calls .dtype on a Python scalar when both branches are scalars",
-)
 def test_where_with_two_scalar_branches():
     out = tl.where(tl.tensor([True, False]), 1.0, 0.0)
     assert out.dtype == tl.float32 and out.tolist() == [1.0, 0.0]

@@ -61,7 +61,8 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-4, seed=0, raise_exceptio
                 down = _weighted(fn(*inputs), weights)
                 x._fd_set(i, v)
             numeric = (up - down) / (2 * eps)
-            if abs(numeric - analytic[i]) > atol + rtol * abs(numeric):
+            # written so that a NaN on either side fails (every comparison with NaN is False)
+            if not abs(numeric - analytic[i]) <= atol + rtol * abs(numeric):
                 if not raise_exception:
                     return False
                 raise GradcheckError(

@@ -6,6 +6,8 @@ these. The core's half of the backend contract lives here: check shapes, compute
 shape, expand inputs with stride 0, cast to a common dtype, allocate ``out``, then call the backend.
 """
 
+import operator
+
 from . import dtypes
 from .errors import BackendError, DTypeError, ShapeError
 from .indexing import shape_broadcast
@@ -212,8 +214,10 @@ def scalar_like(value, ref, dtype=None):
 
 def normalize_dim(dim, ndim, allow_end=False):
     n = ndim + 1 if allow_end else ndim
-    if not isinstance(dim, int):
-        raise DTypeError(f"dimension must be an int, got {type(dim).__name__}")
+    try:
+        dim = operator.index(dim)  # ints, numpy integers, 0-d int tensors
+    except TypeError:
+        raise DTypeError(f"dimension must be an int, got {type(dim).__name__}") from None
     if not -max(n, 1) <= dim < max(n, 1):
         raise ShapeError(
             f"dimension {dim} is out of range for a tensor with {ndim} dims "
@@ -226,7 +230,7 @@ def normalize_dims(dim, ndim):
     """``None`` → all dims; int or sequence → sorted tuple of non-negative dims."""
     if dim is None:
         return tuple(range(ndim))
-    if isinstance(dim, int):
+    if not isinstance(dim, (tuple, list)):
         return (normalize_dim(dim, ndim),)
     dims = tuple(sorted({normalize_dim(d, ndim) for d in dim}))
     return dims

@@ -617,6 +617,7 @@ class Tensor:
     def _inplace_zip(self, op, other, name):
         self._check_inplace(name)
         if isinstance(other, Tensor):
+            dispatch.same_backend(self, other)
             other = dispatch.cast(other, self.dtype)
             if other.shape != self.shape:
                 shape = dispatch.broadcast_shape(self.shape, other.shape, name)
@@ -703,9 +704,12 @@ def where(condition, input, other):
     """``condition ? input : other`` elementwise, with broadcasting; scalars are accepted."""
     if not isinstance(condition, Tensor) or condition.dtype is not dtypes.bool_:
         raise DTypeError("where: condition must be a bool tensor")
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        # two Python scalars: PyTorch gives the default dtype for floats, int64 for ints
+        dt = dtypes.float32 if isinstance(input, float) or isinstance(other, float) else dtypes.int64
+        input = dispatch.scalar_like(input, condition, dt)
     if not isinstance(input, Tensor):
-        input, other = _P.operands(other, input)
-        input, other = other, input
+        other, input = _P.operands(other, input)
     else:
         input, other = _P.operands(input, other)
     return _P.Where.apply(condition, input, other)
@@ -729,7 +733,8 @@ class _Move(_P.Function):
         from .factories import from_numpy_on
 
         ctx.source = x.backend
-        return from_numpy_on(np.ascontiguousarray(x.backend.to_numpy(x._td)), target, x.dtype)
+        arr = np.array(x.backend.to_numpy(x._td), copy=True, order="C")  # keeps 0-d shapes
+        return from_numpy_on(arr, target, x.dtype)
 
     @staticmethod
     def backward(ctx, g):
