@@ -173,8 +173,10 @@ class Tensor:
         return from_numpy_on(np.asarray(values, dtype=self.dtype.np).reshape(self.shape), self.backend)
 
     def _fd_set(self, i, value):
-        arr = self.backend.to_numpy(self._td)
+        # Through the host and back: ``to_numpy`` need not share memory (device storage).
+        arr = self.to_numpy()
         arr[np.unravel_index(i, self.shape)] = value
+        self.backend.map("copy", _host(arr, self)._td, self._td)
         self._version[0] += 1
 
     # --- conversion ----------------------------------------------------------------------------

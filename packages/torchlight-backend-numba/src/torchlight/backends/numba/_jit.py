@@ -1,0 +1,53 @@
+"""How every kernel is compiled: twice, once parallel and once serial, chosen per call by size.
+
+``@kernel`` compiles a function with ``@njit(parallel=True, cache=True, fastmath=False)`` —
+``prange`` loops spread over numba's thread pool — and a copy of it without ``parallel`` (``prange``
+is then a plain ``range``). Waking the pool costs microseconds on an idle machine and far more
+on a busy one, while a 4k-element kernel runs in well under a microsecond per thousand
+elements, so calls whose work is below ``PARALLEL_MIN`` elements (env
+``TORCHLIGHT_NUMBA_PARALLEL_MIN``, default 32768) take the serial copy. The copy gets its own
+``__qualname__`` so numba's on-disk cache (keyed by file, qualified name and signature, not by
+compile flags) keeps the two apart. Both are compiled lazily, per signature, on first use.
+"""
+
+import os
+from types import FunctionType
+
+from numba import get_num_threads, njit
+
+__all__ = ["kernel", "helper", "Kernel", "PARALLEL_MIN", "JIT_OPTIONS"]
+
+JIT_OPTIONS = dict(cache=True, error_model="numpy", fastmath=False)
+PARALLEL_MIN = int(os.environ.get("TORCHLIGHT_NUMBA_PARALLEL_MIN", "32768"))
+
+
+class Kernel:
+    """A parallel and a serial compilation of one kernel; ``k.pick(work)`` chooses."""
+
+    __slots__ = ("par", "ser", "__name__", "__dict__")
+
+    def __init__(self, fn):
+        self.par = njit(parallel=True, **JIT_OPTIONS)(fn)
+        copy = FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__, fn.__closure__)
+        copy.__qualname__ = fn.__qualname__ + "_serial"
+        copy.__module__ = fn.__module__
+        self.ser = njit(**JIT_OPTIONS)(copy)
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def pick(self, work, minimum=None):
+        if work >= (PARALLEL_MIN if minimum is None else minimum) and get_num_threads() > 1:
+            return self.par
+        return self.ser
+
+    def __call__(self, *args):  # parallel by default (benchmarks, direct use)
+        return self.par(*args)
+
+
+def kernel(fn):
+    return Kernel(fn)
+
+
+def helper(fn):
+    """A serial device function called from kernels (inlined by LLVM where it pays)."""
+    return njit(**JIT_OPTIONS)(fn)

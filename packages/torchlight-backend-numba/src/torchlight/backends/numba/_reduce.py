@@ -1,0 +1,188 @@
+"""Reductions: ``sum``/``prod``/``max``/``min`` over any set of dims, ``argmax``/``argmin`` over one.
+
+``backend.py`` splits the input's dims into *kept* dims (one output element each) and *reduced*
+dims, coalescing each group, so the kernel sees ``(outer shape, outer strides)`` and
+``(reduced shape, reduced strides)``. ``prange`` runs over output elements; each walks its
+reduced elements row by row (a plain strided loop over the last reduced dim, carrying into the
+others). When there are fewer outputs than threads — a full reduction, say — ``reduce_split``
+cuts a 1-D reduction into chunks reduced in parallel into float64/int64 partials.
+
+Floats accumulate ``sum``/``prod`` in float64 (a float32 sum of 10⁶ terms stays accurate);
+``max``/``min`` propagate NaN like numpy; ``argmax``/``argmin`` return the first extreme.
+"""
+
+import numpy as np
+
+from numba import prange, types
+from numba.extending import overload
+
+from ._jit import JIT_OPTIONS, helper, kernel
+
+__all__ = ["SUM", "PROD", "MAX", "MIN", "reduce_kernel", "reduce_split", "reduce_cols", "arg_kernel"]
+
+COLS = 2048  # columns per block of reduce_cols (the float64 accumulators stay in L1)
+
+SUM, PROD, MAX, MIN = 0, 1, 2, 3
+
+
+def to_acc(v):
+    """The accumulator type of an element: float64 for floats, int64 for ints and bools."""
+    if isinstance(v, (float, np.floating)):
+        return np.float64(v)
+    return np.int64(v)
+
+
+@overload(to_acc, jit_options=JIT_OPTIONS)
+def _to_acc_ov(v):
+    if isinstance(v, types.Float):
+        return lambda v: np.float64(v)
+    return lambda v: np.int64(v)
+
+
+@helper
+def _base(q, shape, s1, o1, s2, o2):
+    """Positions in two operands of the ``q``-th element (C order) of ``shape``."""
+    p1 = o1
+    p2 = o2
+    r = np.int64(q)
+    for d in range(shape.size - 1, -1, -1):
+        i = r % shape[d]
+        r //= shape[d]
+        p1 += i * s1[d]
+        p2 += i * s2[d]
+    return p1, p2
+
+
+@helper
+def _reduce_one(op, x, p0, rshape, rxs, nred):
+    nd = rshape.size
+    last = nd - 1
+    L = rshape[last]
+    s = rxs[last]
+    idx = np.zeros(nd, np.int64)
+    p = p0
+    acc = to_acc(x[p0])
+    j0 = 1
+    for _row in range(nred // L):
+        if op == SUM:  # four independent partial sums: no serial add-latency chain
+            a1 = 0
+            a2 = 0
+            a3 = 0
+            j = j0
+            while j + 4 <= L:
+                acc += x[p + j * s]
+                a1 += x[p + (j + 1) * s]
+                a2 += x[p + (j + 2) * s]
+                a3 += x[p + (j + 3) * s]
+                j += 4
+            for jj in range(j, L):
+                acc += x[p + jj * s]
+            acc += (a1 + a2) + a3
+        elif op == PROD:
+            for j in range(j0, L):
+                acc *= x[p + j * s]
+        elif op == MAX:
+            for j in range(j0, L):
+                v = x[p + j * s]
+                if v > acc or v != v:
+                    acc = v
+        else:
+            for j in range(j0, L):
+                v = x[p + j * s]
+                if v < acc or v != v:
+                    acc = v
+        j0 = 0
+        d = last - 1
+        while d >= 0:
+            idx[d] += 1
+            p += rxs[d]
+            if idx[d] < rshape[d]:
+                break
+            p -= rshape[d] * rxs[d]
+            idx[d] = 0
+            d -= 1
+    return acc
+
+
+@kernel
+def reduce_kernel(op, x, xo, oshape, oxs, out, oos, oo, rshape, rxs, nout, nred):
+    for q in prange(nout):
+        px, po = _base(q, oshape, oxs, xo, oos, oo)
+        if nred == 0:
+            out[po] = 1 if op == PROD else 0
+        else:
+            out[po] = _reduce_one(op, x, px, rshape, rxs, nred)
+
+
+@kernel
+def reduce_split(op, x, xo, oshape, oxs, partial, rlen, rstride, chunk):
+    """``partial[q, c]`` = reduction of chunk ``c`` of output ``q``'s 1-D reduced range."""
+    nout, nchunks = partial.shape
+    one = np.ones(1, np.int64)
+    zero = np.zeros(1, np.int64)
+    for t in prange(nout * nchunks):
+        q = np.int64(t) // nchunks
+        c = t - q * nchunks
+        px, _ = _base(q, oshape, oxs, xo, zero, 0)
+        start = c * chunk
+        n = min(chunk, rlen - start)
+        shape1 = one * n
+        stride1 = one * rstride
+        partial[q, c] = _reduce_one(op, x, px + start * rstride, shape1, stride1, n)
+
+
+@helper
+def _arg_one(is_max, x, p0, n, s):
+    best = x[p0]
+    bi = 0
+    if best != best:
+        return 0
+    for j in range(1, n):
+        v = x[p0 + j * s]
+        if v != v:
+            return j
+        if (v > best) if is_max else (v < best):
+            best = v
+            bi = j
+    return bi
+
+
+@kernel
+def arg_kernel(is_max, x, xo, oshape, oxs, out, oos, oo, n, s, nout):
+    for q in prange(nout):
+        px, po = _base(q, oshape, oxs, xo, oos, oo)
+        out[po] = _arg_one(is_max, x, px, n, s)
+
+
+@helper
+def _cols_block(op, x, xo, nrows, rstride, out, oo, os, acc, c0, c1):
+    for j in range(c0, c1):
+        acc[j] = to_acc(x[xo + j])
+    for r in range(1, nrows):
+        base = xo + r * rstride
+        if op == SUM:
+            for j in range(c0, c1):
+                acc[j] += x[base + j]
+        elif op == PROD:
+            for j in range(c0, c1):
+                acc[j] *= x[base + j]
+        elif op == MAX:
+            for j in range(c0, c1):
+                v = x[base + j]
+                if v > acc[j] or v != v:
+                    acc[j] = v
+        else:
+            for j in range(c0, c1):
+                v = x[base + j]
+                if v < acc[j] or v != v:
+                    acc[j] = v
+    for j in range(c0, c1):
+        out[oo + j * os] = acc[j]
+
+
+@kernel
+def reduce_cols(op, x, xo, nrows, rstride, ncols, out, oo, os, acc):
+    """Reduce over rows of a matrix whose kept dim is contiguous (``sum(dim=0)`` of a C array):
+    rows stream through the cache once and each column block accumulates in ``acc``."""
+    for blk in prange((ncols + COLS - 1) // COLS):
+        _cols_block(op, x, xo, nrows, rstride, out, oo, os, acc, blk * COLS, min(ncols, (blk + 1) * COLS))

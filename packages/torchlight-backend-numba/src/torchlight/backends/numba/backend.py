@@ -1,0 +1,314 @@
+"""``NumbaBackend``: the backend contract on numba kernels.
+
+Storage is a 1-D numpy array, exactly as on the ``cpu`` backend, so ``.to("numba")`` and back
+costs one memcpy (or nothing, when the core shares) and ``to_numpy`` returns a view. Each
+primitive does a little Python first — drop size-1 dims, coalesce dims that are contiguous with
+respect to each other in every operand, pick the contiguous fast path when it applies, turn op
+names into codes — and then calls one compiled kernel (``_elementwise``, ``_reduce``,
+``_index``, ``_fused``, ``_matmul``). Float matmuls go to BLAS through ``np.matmul``
+(measured: far faster than any loop we can JIT); dtype-changing copies go to ``np.copyto``
+(memory-bound either way, and it saves a compiled specialisation per dtype pair).
+"""
+
+import os
+
+import numpy as np
+
+from torchlight.tensor.backend.numpy import NumpyBackend, as_array
+from torchlight.tensor.backend.protocol import API_VERSION
+from torchlight.tensor.errors import BackendError
+
+from . import _elementwise as E
+from . import _fused as F
+from . import _index as X
+from . import _matmul as M
+from . import _reduce as R
+from ._scalar import CMP_CODES, MAP_CODES, ZIP_CODES
+
+__all__ = ["NumbaBackend"]
+
+_I64 = np.int64
+_INT_MAP = {"copy", "neg", "abs", "sign", "square", "relu"}
+_BOOL_MAP = {"copy", "logical_not"}
+_INT_ZIP = {"add", "sub", "mul", "pow", "maximum", "minimum"}
+_BOOL_AS_CMP = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or", "minimum": "logical_and"}
+_RED = {"sum": R.SUM, "prod": R.PROD, "max": R.MAX, "min": R.MIN}
+
+# Which elementwise ops run a numba kernel and which the numpy backend's ufunc code, by
+# measurement (README, "elementwise routing"): numpy's ufunc loops are SIMD — exp, tanh and
+# log included — and a scalar JIT loop cannot vectorise transcendental calls without Intel's
+# SVML, so single-ufunc ops and ops built from a couple of ufuncs stay with numpy; ops whose
+# numpy form needs several passes with temporaries around erf or exp run fused in one numba pass.
+# With numpy_ufuncs=False (env TORCHLIGHT_NUMBA_UFUNCS=0) every op runs a numba kernel.
+_NUMBA_MAP = {"gelu", "silu", "erf"}
+_NUMBA_ZIP = {"gelu_back", "silu_back"}
+_TINY_MATMUL = 4096  # n*k*m below which the JIT loop beats np.matmul's call overhead
+
+
+def _arr(t):
+    return np.array(t, dtype=_I64)
+
+
+def coalesce(shape, strides_list):
+    """Drop size-1 dims and merge adjacent dims that are contiguous w.r.t. each other in every
+    operand. Returns ``(shape, [strides per operand])``, never 0-d (a scalar becomes ``(1,)``)."""
+    out_shape = []
+    out_strides = [[] for _ in strides_list]
+    for d, s in enumerate(shape):
+        if s == 1:
+            continue
+        if out_shape and all(st[-1] == ss[d] * s for st, ss in zip(out_strides, strides_list)):
+            out_shape[-1] *= s
+            for st, ss in zip(out_strides, strides_list):
+                st[-1] = ss[d]
+            continue
+        out_shape.append(s)
+        for st, ss in zip(out_strides, strides_list):
+            st.append(ss[d])
+    if not out_shape:
+        return (1,), [(0,) for _ in strides_list]
+    return tuple(out_shape), [tuple(st) for st in out_strides]
+
+
+def _kind(dtype):
+    k = dtype.kind
+    return "b" if k == "b" else ("f" if k == "f" else "i")
+
+
+class NumbaBackend:
+    """numba implementation of the backend contract (see ``torchlight.tensor.backend.protocol``)."""
+
+    name = "numba"
+    device = "numba"
+    API_VERSION = API_VERSION
+    capabilities = frozenset({"softmax", "layernorm"})
+
+    def __init__(self, numpy_ufuncs=None):
+        if numpy_ufuncs is None:
+            numpy_ufuncs = os.environ.get("TORCHLIGHT_NUMBA_UFUNCS", "1") != "0"
+        #: route elementwise ops that numpy does faster to the numpy backend (see _NUMBA_MAP)
+        self.numpy_ufuncs = numpy_ufuncs
+        self._np = NumpyBackend()
+
+    # --- storage -------------------------------------------------------------------------------
+    def empty(self, n, dtype):
+        return np.empty(n, dtype=dtype.np)
+
+    def from_numpy(self, array):
+        return np.ascontiguousarray(array).reshape(-1)
+
+    def to_numpy(self, view):
+        return as_array(view)
+
+    # --- elementwise ---------------------------------------------------------------------------
+    def map(self, op, a, out):
+        n = out.size
+        if n == 0:
+            return
+        sa, so = a.storage, out.storage
+        if op == "copy" and sa.dtype != so.dtype:
+            np.copyto(as_array(out), as_array(a), casting="unsafe")
+            return
+        kind = _kind(sa.dtype)
+        if self.numpy_ufuncs and not (kind == "f" and op in _NUMBA_MAP):
+            self._np.map(op, a, out)
+            return
+        if (kind == "i" and op not in _INT_MAP) or (kind == "b" and op not in _BOOL_MAP) or (
+                kind == "f" and op == "logical_not") or op not in MAP_CODES:
+            raise BackendError(f"numba backend: map op {op!r} is not defined for dtype {sa.dtype}")
+        code = MAP_CODES[op]
+        shape, (xs, os_) = coalesce(a.shape, (a.strides, out.strides))
+        if len(shape) == 1 and xs[0] == 1 and os_[0] == 1:
+            E.map_flat.pick(n)(code, sa[a.offset:a.offset + n], so[out.offset:out.offset + n])
+        else:
+            E.map_strided.pick(n)(code, sa, _arr(xs), a.offset, so, _arr(os_), out.offset, _arr(shape), n)
+
+    def zip(self, op, a, b, out):
+        n = out.size
+        if n == 0:
+            return
+        sa, sb, so = a.storage, b.storage, out.storage
+        kind = _kind(sa.dtype)
+        if sa.dtype != sb.dtype:
+            raise BackendError(f"numba backend: zip {op!r} got mixed dtypes {sa.dtype} and {sb.dtype}")
+        if self.numpy_ufuncs and not (kind == "f" and op in _NUMBA_ZIP) and not (kind == "i" and op == "pow"):
+            self._np.zip(op, a, b, out)
+            return
+        if kind == "b" and op in _BOOL_AS_CMP:
+            op = _BOOL_AS_CMP[op]
+        if op in CMP_CODES:
+            code, flat, strided = CMP_CODES[op], E.cmp_flat, E.cmp_strided
+        elif op in ZIP_CODES and (kind == "f" or (kind == "i" and op in _INT_ZIP)):
+            code, flat, strided = ZIP_CODES[op], E.zip_flat, E.zip_strided
+        else:
+            raise BackendError(f"numba backend: zip op {op!r} is not defined for dtype {sa.dtype}")
+        shape, (as_, bs, os_) = coalesce(out.shape, (a.strides, b.strides, out.strides))
+        if len(shape) == 1 and as_[0] == 1 and bs[0] == 1 and os_[0] == 1:
+            flat.pick(n)(code, sa[a.offset:a.offset + n], sb[b.offset:b.offset + n], so[out.offset:out.offset + n])
+        else:
+            strided.pick(n)(code, sa, _arr(as_), a.offset, sb, _arr(bs), b.offset, so, _arr(os_), out.offset,
+                    _arr(shape), n)
+
+    def where(self, cond, a, b, out):
+        n = out.size
+        if n == 0:
+            return
+        shape, (cs, as_, bs, os_) = coalesce(out.shape, (cond.strides, a.strides, b.strides, out.strides))
+        E.where_strided.pick(n)(cond.storage, _arr(cs), cond.offset, a.storage, _arr(as_), a.offset,
+                        b.storage, _arr(bs), b.offset, out.storage, _arr(os_), out.offset, _arr(shape), n)
+
+    # --- reductions ----------------------------------------------------------------------------
+    def reduce(self, op, a, dims, out):
+        nout = out.size
+        if nout == 0:
+            return
+        dims = tuple(dims)
+        keep = [d for d in range(len(a.shape)) if d not in dims]
+        oshape, (oxs, oos) = coalesce([a.shape[d] for d in keep],
+                                      ([a.strides[d] for d in keep], [out.strides[d] for d in keep]))
+        rshape, (rxs,) = coalesce([a.shape[d] for d in dims], ([a.strides[d] for d in dims],))
+        nred = 1
+        for d in dims:
+            nred *= a.shape[d]
+        x, xo = a.storage, a.offset
+        if op in ("argmax", "argmin"):
+            (d,) = dims
+            R.arg_kernel.pick(a.size)(op == "argmax", x, xo, _arr(oshape), _arr(oxs), out.storage, _arr(oos),
+                         out.offset, a.shape[d], a.strides[d], nout)
+            return
+        code = _RED[op]
+        if nred >= 65536 and nout < 8 and len(rshape) == 1:
+            chunk = 16384
+            nchunks = (nred + chunk - 1) // chunk
+            acc = np.float64 if x.dtype.kind == "f" else np.int64
+            partial = np.empty((nout, nchunks), dtype=acc)
+            R.reduce_split.par(code, x, xo, _arr(oshape), _arr(oxs), partial, nred, rxs[0], chunk)
+            combine = {R.SUM: np.sum, R.PROD: np.prod, R.MAX: np.max, R.MIN: np.min}[code]
+            res = combine(partial, axis=1)
+            as_array(out)[...] = res.reshape(out.shape)
+            return
+        if len(rshape) == 1 and len(oshape) == 1 and oxs[0] == 1 and nred > 1 and oshape[0] >= 64:
+            acc = np.empty(oshape[0], np.float64 if x.dtype.kind == "f" else np.int64)
+            R.reduce_cols.pick(a.size)(code, x, xo, nred, rxs[0], oshape[0], out.storage, out.offset,
+                                       oos[0], acc)
+            return
+        R.reduce_kernel.pick(a.size)(code, x, xo, _arr(oshape), _arr(oxs), out.storage, _arr(oos), out.offset,
+                        _arr(rshape), _arr(rxs), nout, nred)
+
+    # --- matmul --------------------------------------------------------------------------------
+    def matmul(self, a, b, out):
+        if out.size == 0:
+            return
+        n, k = a.shape[-2:]
+        m = b.shape[-1]
+        if out.storage.dtype.kind == "f" and n * k * m >= _TINY_MATMUL:
+            np.matmul(as_array(a), as_array(b), out=as_array(out))
+            return
+        batch = out.shape[:-2]
+        nbatch = 1
+        for s in batch:
+            nbatch *= s
+        bshape, (abs_, bbs, obs) = coalesce(batch, (a.strides[:-2], b.strides[:-2], out.strides[:-2]))
+        M.matmul_kernel.pick(nbatch * n * k * m)(a.storage, _arr(abs_), a.offset, a.strides[-2], a.strides[-1],
+                        b.storage, _arr(bbs), b.offset, b.strides[-2], b.strides[-1],
+                        out.storage, _arr(obs), out.offset, out.strides[-2], out.strides[-1],
+                        _arr(bshape), nbatch, n, k, m)
+
+    # --- indexing ------------------------------------------------------------------------------
+    def _gather(self, a, dim, index_strides, index, out):
+        shape = out.shape
+        nrows = out.size // shape[-1] if shape[-1] else 0
+        if out.size == 0:
+            return
+        X.gather_kernel.pick(out.size)(a.storage, _arr(a.strides), a.offset, dim, index.storage, _arr(index_strides),
+                        index.offset, out.storage, _arr(out.strides), out.offset, _arr(shape), nrows)
+
+    def take(self, a, dim, index, out):
+        strides = [0] * len(out.shape)
+        strides[dim] = index.strides[0]
+        self._gather(a, dim, strides, index, out)
+
+    def gather(self, a, dim, index, out):
+        self._gather(a, dim, index.strides, index, out)
+
+    def _scatter_add(self, out, dim, shape, index_strides, index, src):
+        if 0 in shape:
+            return
+        nd = len(shape)
+        order = [d for d in range(nd) if d != dim] + [dim]
+        pshape = tuple(shape[d] for d in order)
+        nrows = 1
+        for s in pshape[:-1]:
+            nrows *= s
+        X.scatter_add_kernel.pick(nrows * pshape[-1])(out.storage, _arr([out.strides[d] for d in order]), out.offset,
+                             index.storage, _arr([index_strides[d] for d in order]), index.offset,
+                             src.storage, _arr([src.strides[d] for d in order]), src.offset,
+                             _arr(pshape), nrows)
+
+    def put_add(self, out, dim, index, src):
+        strides = [0] * len(src.shape)
+        strides[dim] = index.strides[0]
+        self._scatter_add(out, dim, src.shape, strides, index, src)
+
+    def scatter_add(self, out, dim, index, src):
+        self._scatter_add(out, dim, index.shape, index.strides, index, src)
+
+    # --- fused capabilities ----------------------------------------------------------------------
+    @staticmethod
+    def _rows(views, dim):
+        """Outer shape (dim removed), row count, row length, and per view (strides, offset, step)."""
+        shape = views[0].shape
+        outer = tuple(s for d, s in enumerate(shape) if d != dim) or (1,)
+        per = []
+        for v in views:
+            st = tuple(s for d, s in enumerate(v.strides) if d != dim) or (0,)
+            per.append((_arr(st), v.offset, v.strides[dim]))
+        nrows = 1
+        for s in outer:
+            nrows *= s
+        return _arr(outer), nrows, shape[dim], per
+
+    def softmax(self, a, dim, out, log=False):
+        if out.size == 0:
+            return
+        shape, nrows, L, ((xs, xo, xl), (os_, oo, ol)) = self._rows((a, out), dim)
+        F.softmax_rows.pick(out.size)(a.storage, xs, xo, xl, out.storage, os_, oo, ol, shape, nrows, L, log)
+
+    def softmax_backward(self, y, g, dim, out, log=False):
+        if out.size == 0:
+            return
+        shape, nrows, L, ((ys, yo, yl), (gs, go, gl), (os_, oo, ol)) = self._rows((y, g, out), dim)
+        F.softmax_backward_rows.pick(out.size)(y.storage, ys, yo, yl, g.storage, gs, go, gl, out.storage, os_, oo, ol,
+                                shape, nrows, L, log)
+
+    def layernorm(self, x, w, b, eps, out, mean, rstd):
+        if out.size == 0:
+            return
+        dim = len(x.shape) - 1
+        shape, nrows, L, ((xs, xo, xl), (os_, oo, ol), (ms, mo, _), (rs, ro, _)) = self._rows(
+            (x, out, mean, rstd), dim)
+        dummy = x.storage[:1]
+        wv = (w.storage, w.offset, w.strides[0]) if w is not None else (dummy, 0, 0)
+        bv = (b.storage, b.offset, b.strides[0]) if b is not None else (dummy, 0, 0)
+        F.layernorm_rows.pick(out.size)(x.storage, xs, xo, xl, wv[0], wv[1], wv[2], w is not None, bv[0], bv[1], bv[2],
+                         b is not None, float(eps), out.storage, os_, oo, ol, mean.storage, ms, mo,
+                         rstd.storage, rs, ro, shape, nrows, L)
+
+    def layernorm_backward(self, g, x, w, mean, rstd, dx, dw, db):
+        if dx.size == 0:
+            return
+        dim = len(x.shape) - 1
+        shape, nrows, L, ((gs, go, gl), (xs, xo, xl), (ms, mo, _), (rs, ro, _), (ds, do, dl)) = self._rows(
+            (g, x, mean, rstd, dx), dim)
+        need = dw is not None or db is not None
+        nchunks = max(1, min(nrows, 16)) if need else 1
+        pw = np.zeros((nchunks, L if need else 1), np.float64)
+        pb = np.zeros_like(pw)
+        wv = (w.storage, w.offset, w.strides[0]) if w is not None else (x.storage[:1], 0, 0)
+        F.layernorm_backward_rows.pick(dx.size)(g.storage, gs, go, gl, x.storage, xs, xo, xl, wv[0], wv[1], wv[2],
+                                  w is not None, mean.storage, ms, mo, rstd.storage, rs, ro,
+                                  dx.storage, ds, do, dl, shape, nrows, L, pw, pb, need)
+        if dw is not None:
+            as_array(dw)[...] = pw.sum(axis=0)
+        if db is not None:
+            as_array(db)[...] = pb.sum(axis=0)

@@ -1,0 +1,685 @@
+"""``BackendConformance``: the one place where backend behaviour is specified.
+
+A backend package runs the whole kit with three lines::
+
+    from torchlight.testing import BackendConformance
+
+    class TestNumbaConformance(BackendConformance):
+        backend_name = "numba"          # the entry-point name
+        size_profile = "small"          # or "tiny" for slow execution models
+
+The tests call the backend's primitives directly on ``TensorData`` views in every layout
+(:mod:`.strategies`) and compare with float64 numpy references (:mod:`.catalog`); a few more go
+through the public tensor API on the device (fallback paths, autograd, a short training run).
+Each test names the op, dtype and layout that failed.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from torchlight.tensor.backend.protocol import API_VERSION, MAP_OPS, REDUCE_OPS, ZIP_OPS, Backend
+from torchlight.tensor.backend.registry import backend_status, get_backend
+from torchlight.tensor.storage import TensorData
+
+from .catalog import (
+    ALL,
+    FLOAT,
+    MAP_CATALOG,
+    REDUCE_CATALOG,
+    ZIP_CATALOG,
+    check_catalog_complete,
+    sample,
+    tolerance,
+)
+from .profiles import resolve_profile
+from .strategies import (
+    LAYOUTS,
+    OUT_LAYOUTS,
+    broadcastable_pair,
+    empty_view,
+    make_view,
+    outside_untouched,
+    read,
+)
+
+__all__ = ["BackendConformance"]
+
+EDGE_SHAPES = ((), (1,), (0,), (2, 0, 3), (1, 1, 1))
+_MAP_CASES = [(op, dt) for op in MAP_OPS for dt in MAP_CATALOG[op].dtypes]
+_ZIP_CASES = [(op, dt) for op in ZIP_OPS for dt in ZIP_CATALOG[op].dtypes]
+_RED_CASES = [(op, dt) for op in REDUCE_OPS for dt in REDUCE_CATALOG[op].dtypes]
+_ZIP_LAYOUTS = [  # (a, b, out)
+    ("contiguous", "contiguous", "contiguous"), ("offset", "permuted", "contiguous"),
+    ("sliced", "broadcast", "contiguous"), ("permuted", "sliced", "offset"),
+    ("broadcast", "contiguous", "permuted"), ("contiguous", "offset", "sliced"),
+    ("broadcast", "broadcast", "contiguous"),
+]
+
+
+def _rng(*key) -> np.random.Generator:
+    return np.random.default_rng(zlib.crc32(repr(key).encode()))
+
+
+def _f64(x):
+    return x.astype(np.float64) if x.dtype.kind == "f" else x
+
+
+def assert_close(got, want, dtype, spec=None, what=""):
+    """Compare a backend's result with a float64 (or exact) reference, naming the case."""
+    assert got.shape == tuple(want.shape), f"{what}: shape {got.shape} != {tuple(want.shape)}"
+    if dtype in ("int64", "bool"):
+        np.testing.assert_array_equal(got, np.asarray(want).astype(got.dtype), err_msg=what)
+    else:
+        rtol, atol = tolerance(dtype, spec)
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=atol, err_msg=what)
+
+
+class BackendConformance:
+    """Subclass with ``backend_name`` (and optionally ``size_profile``); pytest collects it."""
+
+    backend_name: str = "numpy"
+    size_profile: str = "small"
+
+    # --- fixtures ----------------------------------------------------------------------------
+    @property
+    def be(self):
+        return get_backend(self.backend_name)
+
+    @property
+    def P(self):
+        return resolve_profile(self.size_profile)
+
+    def _settings(self):
+        return settings(max_examples=self.P.examples, deadline=None, derandomize=True,
+                        suppress_health_check=list(HealthCheck))
+
+    def _layout_cases(self):
+        s = self.P.shape
+        cases = [(s, lay, "contiguous") for lay in LAYOUTS]
+        cases += [(s, "contiguous", lay) for lay in OUT_LAYOUTS[1:]]
+        cases += [(s, "permuted", "sliced")]
+        cases += [(e, "contiguous", "contiguous") for e in EDGE_SHAPES] + [((1,), "offset", "offset")]
+        return cases
+
+    def _need(self, capability):
+        if capability not in self.be.capabilities:
+            pytest.skip(f"backend {self.backend_name!r} does not offer {capability!r}")
+
+    # --- the contract's surface ------------------------------------------------------------
+    def test_protocol_surface(self):
+        be = self.be
+        assert isinstance(be, Backend), "the backend misses a primitive of the Backend protocol"
+        assert be.API_VERSION == API_VERSION
+        assert isinstance(be.name, str) and isinstance(be.capabilities, frozenset)
+        rows = {name: status for name, status, _ in backend_status()}
+        assert rows.get(self.backend_name) == "available", rows
+
+    def test_catalog_is_complete(self):
+        assert check_catalog_complete() == []
+
+    @pytest.mark.parametrize("dtype", ALL)
+    def test_storage_roundtrip(self, dtype):
+        be = self.be
+        x = sample(_rng("rt", dtype), self.P.shape, dtype)
+        td = TensorData(be.from_numpy(x.reshape(-1)), x.shape)
+        np.testing.assert_array_equal(read(be, td), x)
+        empty = be.empty(7, _dt(dtype))
+        assert read(be, TensorData(empty, (7,))).dtype == x.dtype
+        for shape in EDGE_SHAPES:
+            v = sample(_rng("rt", shape), shape, dtype)
+            assert read(be, TensorData(be.from_numpy(v.reshape(-1)), shape)).shape == shape
+
+    # --- map ---------------------------------------------------------------------------------
+    @pytest.mark.parametrize("op,dtype", _MAP_CASES)
+    def test_map(self, op, dtype):
+        be, spec = self.be, MAP_CATALOG[op]
+        out_dtype = spec.out or dtype
+        for k, (shape, lay, out_lay) in enumerate(self._layout_cases()):
+            x = sample(_rng(op, dtype, k), shape, dtype, spec.domain)
+            a, xv = make_view(be, x, lay)
+            out = empty_view(be, shape, out_dtype, out_lay)
+            be.map(op, a, out)
+            what = f"map {op} {dtype} shape={shape} in={lay} out={out_lay}"
+            assert_close(read(be, out), spec.ref(_f64(xv)), out_dtype, spec, what)
+            assert outside_untouched(be, out, out_dtype), f"{what}: wrote outside the out view"
+
+    @pytest.mark.parametrize("src", ALL)
+    @pytest.mark.parametrize("dst", ALL)
+    def test_copy_casts(self, src, dst):
+        be = self.be
+        for k, (shape, lay, out_lay) in enumerate(self._layout_cases()):
+            x = sample(_rng("cast", src, dst, k), shape, src)
+            a, xv = make_view(be, x, lay)
+            out = empty_view(be, shape, dst, out_lay)
+            be.map("copy", a, out)
+            assert_close(read(be, out), xv.astype(_dt(dst).np), dst, None, f"copy {src}->{dst} {shape} {lay}->{out_lay}")
+            assert outside_untouched(be, out, dst)
+
+    def test_map_large_values_are_stable(self):
+        be = self.be
+        for dtype in FLOAT:
+            x = np.array([-1e4, -800.0, -80.0, -20.0, 0.0, 20.0, 80.0, 800.0, 1e4], dtype=dtype)
+            for op in ("sigmoid", "tanh", "softplus", "silu"):
+                out = empty_view(be, x.shape, dtype)
+                with np.errstate(all="ignore"):
+                    be.map(op, make_view(be, x)[0], out)
+                got = read(be, out)
+                assert np.all(np.isfinite(got)), f"{op} {dtype} overflowed: {got}"
+                assert_close(got, MAP_CATALOG[op].ref(_f64(x)), dtype, MAP_CATALOG[op], f"{op} {dtype} large")
+
+    # --- zip ---------------------------------------------------------------------------------
+    @pytest.mark.parametrize("op,dtype", _ZIP_CASES)
+    def test_zip(self, op, dtype):
+        be, spec = self.be, ZIP_CATALOG[op]
+        out_dtype = spec.out or dtype
+        s = self.P.shape
+        cases = [(s,) + c for c in _ZIP_LAYOUTS] + [(e, "contiguous", "contiguous", "contiguous") for e in EDGE_SHAPES]
+        for k, (shape, la, lb, lo) in enumerate(cases):
+            rng = _rng(op, dtype, k)
+            x = sample(rng, shape, dtype, spec.domain)
+            y = sample(rng, shape, dtype, spec.second or spec.domain)
+            a, xv = make_view(be, x, la)
+            b, yv = make_view(be, y, lb, dim=len(shape) - 1 if shape else None)
+            out = empty_view(be, shape, out_dtype, lo)
+            be.zip(op, a, b, out)
+            what = f"zip {op} {dtype} shape={shape} a={la} b={lb} out={lo}"
+            assert_close(read(be, out), spec.ref(_f64(xv), _f64(yv)), out_dtype, spec, what)
+            assert outside_untouched(be, out, out_dtype), f"{what}: wrote outside the out view"
+
+    @pytest.mark.parametrize("op", ["add", "sub", "mul", "maximum"])
+    @pytest.mark.parametrize("layout", ["contiguous", "sliced", "permuted"])
+    def test_zip_in_place(self, op, layout):
+        """``out`` aliasing the first operand, as ``add_`` and gradient accumulation do."""
+        be, spec = self.be, ZIP_CATALOG[op]
+        rng = _rng("inplace", op, layout)
+        x = sample(rng, self.P.shape, "float32")
+        y = sample(rng, self.P.shape[-1:], "float32")
+        a, xv = make_view(be, x, layout)
+        b = make_view(be, y)[0].expand(self.P.shape)
+        be.zip(op, a, b, a)
+        assert_close(read(be, a), spec.ref(_f64(xv), _f64(y)), "float32", spec, f"in-place {op} {layout}")
+
+    def test_zip_broadcasting_property(self):
+        be = self.be
+
+        @self._settings()
+        @given(st.data())
+        def run(data):
+            sa, sb = data.draw(broadcastable_pair(max_dims=4, max_side=5))
+            shape = np.broadcast_shapes(sa, sb)
+            op = data.draw(st.sampled_from(["add", "mul", "sub", "maximum", "lt"]))
+            dtype = data.draw(st.sampled_from(["float32", "float64", "int64"]))
+            la, lb = data.draw(st.sampled_from(LAYOUTS)), data.draw(st.sampled_from(LAYOUTS))
+            rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+            spec = ZIP_CATALOG[op]
+            a, xv = make_view(be, sample(rng, sa, dtype), la)
+            b, yv = make_view(be, sample(rng, sb, dtype), lb)
+            out_dtype = spec.out or dtype
+            out = empty_view(be, shape, out_dtype, data.draw(st.sampled_from(OUT_LAYOUTS)))
+            be.zip(op, a.expand(shape), b.expand(shape), out)
+            want = spec.ref(np.broadcast_to(_f64(xv), shape), np.broadcast_to(_f64(yv), shape))
+            assert_close(read(be, out), want, out_dtype, spec, f"{op} {dtype} {sa}x{sb} {la}/{lb}")
+
+        run()
+
+    # --- where -------------------------------------------------------------------------------
+    @pytest.mark.parametrize("dtype", ALL)
+    def test_where(self, dtype):
+        be = self.be
+        s = self.P.shape
+        cases = [(s, "contiguous", "contiguous", "contiguous", "contiguous"),
+                 (s, "broadcast", "permuted", "sliced", "contiguous"),
+                 (s, "permuted", "broadcast", "offset", "sliced"),
+                 (s, "sliced", "contiguous", "broadcast", "permuted")]
+        cases += [(e, "contiguous", "contiguous", "contiguous", "contiguous") for e in EDGE_SHAPES]
+        for k, (shape, lc, la, lb, lo) in enumerate(cases):
+            rng = _rng("where", dtype, k)
+            c, cv = make_view(be, sample(rng, shape, "bool"), lc)
+            a, av = make_view(be, sample(rng, shape, dtype), la)
+            b, bv = make_view(be, sample(rng, shape, dtype), lb, dim=len(shape) - 1 if shape else None)
+            out = empty_view(be, shape, dtype, lo)
+            be.where(c, a, b, out)
+            what = f"where {dtype} {shape} cond={lc} a={la} b={lb} out={lo}"
+            assert_close(read(be, out), np.where(cv, av, bv), dtype, None, what)
+            assert outside_untouched(be, out, dtype), what
+
+    # --- reduce ------------------------------------------------------------------------------
+    @pytest.mark.parametrize("op,dtype", _RED_CASES)
+    def test_reduce(self, op, dtype):
+        be, spec = self.be, REDUCE_CATALOG[op]
+        out_dtype = spec.out or dtype
+        nd = len(self.P.shape)
+        dim_sets = [(d,) for d in range(nd)]
+        if not op.startswith("arg"):
+            dim_sets += [(0, nd - 1), tuple(range(nd))] + ([(1, 2)] if nd >= 3 else [])
+        for dims in dim_sets:
+            for lay in LAYOUTS:
+                rng = _rng(op, dtype, dims, lay)
+                domain = {"int64": (0, 2)} if op.startswith("arg") and dtype == "int64" else spec.domain
+                a, xv = make_view(be, sample(rng, self.P.shape, dtype, domain), lay)
+                kept = tuple(1 if d in dims else n for d, n in enumerate(self.P.shape))
+                out = empty_view(be, kept, out_dtype)
+                be.reduce(op, a, dims, out)
+                want = spec.ref(_f64(xv), dims[0] if op.startswith("arg") else dims)
+                assert_close(read(be, out), want, out_dtype, spec, f"reduce {op} {dtype} dims={dims} in={lay}")
+
+    @pytest.mark.parametrize("op", REDUCE_OPS)
+    def test_reduce_edges(self, op):
+        be, spec = self.be, REDUCE_CATALOG[op]
+        cases = [((1,), (0,)), ((1, 1, 1), (0, 1, 2) if not op.startswith("arg") else (1,)), ((3, 1), (1,)),
+                 ((0, 4), (1,)), ((5,), (0,))]
+        if op in ("sum", "prod"):
+            cases += [((0,), (0,)), ((3, 0), (1,)), ((2, 0, 3), (0, 2)), ((), ())]
+        for shape, dims in cases:
+            for dtype in ("float32", "int64"):
+                out_dtype = spec.out or dtype
+                a, xv = make_view(be, sample(_rng(op, shape, dtype), shape, dtype, spec.domain), "offset")
+                kept = tuple(1 if d in dims else n for d, n in enumerate(shape))
+                out = empty_view(be, kept, out_dtype)
+                be.reduce(op, a, dims, out)
+                want = spec.ref(_f64(xv), dims[0] if op.startswith("arg") else dims)
+                assert_close(read(be, out), want, out_dtype, spec, f"reduce {op} {dtype} shape={shape} dims={dims}")
+
+    def test_reduce_sum_precision(self):
+        """A float32 sum of many same-sign values stays within float32 rounding of the truth."""
+        be = self.be
+        n = int(np.prod(self.P.shape)) * 8
+        x = np.full(n, 0.1, dtype=np.float32)
+        out = empty_view(be, (1,), "float32")
+        be.reduce("sum", make_view(be, x)[0], (0,), out)
+        assert abs(float(read(be, out)[0]) - n * float(np.float32(0.1))) <= 1e-4 * n * 0.1
+
+    # --- matmul ------------------------------------------------------------------------------
+    @pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+    def test_matmul(self, dtype):
+        be = self.be
+        B, n, k, m = self.P.matmul
+        cases = [  # (a shape, b shape, a layout, b layout, out layout, batch-broadcast a)
+            ((n, k), (k, m), "contiguous", "contiguous", "contiguous", False),
+            ((B, n, k), (B, k, m), "contiguous", "contiguous", "contiguous", False),
+            ((B, n, k), (B, k, m), "permuted", "permuted", "contiguous", False),
+            ((B, n, k), (B, k, m), "sliced", "offset", "sliced", False),
+            ((B, n, k), (B, k, m), "contiguous", "sliced", "offset", True),
+            ((2, B, n, k), (2, B, k, m), "permuted", "contiguous", "contiguous", False),
+            ((n, 0), (0, m), "contiguous", "contiguous", "contiguous", False),
+            ((0, k), (k, m), "contiguous", "contiguous", "contiguous", False),
+            ((1, 1), (1, 1), "offset", "offset", "offset", False),
+            ((n, 1), (1, m), "contiguous", "broadcast", "contiguous", False),
+        ]
+        for i, (sa, sb, la, lb, lo, bcast) in enumerate(cases):
+            rng = _rng("matmul", dtype, i)
+            x = sample(rng, sa, dtype, {"int64": (-4, 4)} if dtype == "int64" else None)
+            y = sample(rng, sb, dtype, {"int64": (-4, 4)} if dtype == "int64" else None)
+            if bcast:
+                x = np.broadcast_to(x[:1], sa).copy()
+            a, xv = make_view(be, x[:1] if bcast else x, la)
+            if bcast:
+                a = a.expand(sa)
+            b, yv = make_view(be, y, lb)
+            out_shape = sa[:-1] + (sb[-1],)
+            out = empty_view(be, out_shape, dtype, lo)
+            be.matmul(a, b, out)
+            want = np.matmul(_f64(x), _f64(yv))
+            what = f"matmul {dtype} {sa}@{sb} a={la}{' (batch stride 0)' if bcast else ''} b={lb} out={lo}"
+            got = read(be, out)
+            if dtype == "int64":
+                np.testing.assert_array_equal(got, want, err_msg=what)
+            else:
+                scale = np.matmul(np.abs(_f64(x)), np.abs(_f64(yv)))
+                eps = 2e-6 if dtype == "float32" else 1e-14
+                assert got.shape == want.shape, what
+                assert np.all(np.abs(got - want) <= eps * (scale + 1)), what
+            assert outside_untouched(be, out, dtype), what
+
+    # --- indexing ----------------------------------------------------------------------------
+    @pytest.mark.parametrize("dtype", ALL)
+    def test_take(self, dtype):
+        be = self.be
+        shape = self.P.shape
+        for dim in range(len(shape)):
+            for i, (la, li) in enumerate([("contiguous", "contiguous"), ("permuted", "offset"),
+                                          ("sliced", "sliced"), ("broadcast", "broadcast")]):
+                rng = _rng("take", dtype, dim, i)
+                a, xv = make_view(be, sample(rng, shape, dtype), la)
+                idx = rng.integers(0, shape[dim], size=2 * shape[dim] + 1)  # repeats
+                it, iv = make_view(be, idx, li)
+                out_shape = shape[:dim] + (len(idx),) + shape[dim + 1:]
+                out = empty_view(be, out_shape, dtype)
+                be.take(a, dim, it, out)
+                assert_close(read(be, out), np.take(xv, iv, axis=dim), dtype, None, f"take {dtype} dim={dim} a={la} index={li}")
+        a, xv = make_view(be, sample(_rng("take0"), shape, dtype), "contiguous")
+        out = empty_view(be, (shape[0], 0) + shape[2:], dtype)
+        be.take(a, 1, make_view(be, np.zeros(0, np.int64))[0], out)
+
+    @pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+    def test_put_add(self, dtype):
+        """``out.index_add_(dim, index, src)``: repeated indices accumulate."""
+        be = self.be
+        shape = self.P.shape
+        for dim in range(len(shape)):
+            for i, (lo, li, ls) in enumerate([("contiguous", "contiguous", "contiguous"),
+                                              ("sliced", "offset", "permuted"),
+                                              ("permuted", "broadcast", "broadcast"),
+                                              ("offset", "sliced", "sliced")]):
+                rng = _rng("put_add", dtype, dim, i)
+                base = sample(rng, shape, dtype)
+                out, ov = make_view(be, base, lo)
+                idx = rng.integers(0, shape[dim], size=2 * shape[dim] + 1)
+                it, iv = make_view(be, idx, li)
+                src_shape = shape[:dim] + (len(idx),) + shape[dim + 1:]
+                s, sv = make_view(be, sample(rng, src_shape, dtype), ls)
+                be.put_add(out, dim, it, s)
+                want = _f64(ov.copy())
+                np.add.at(want, (slice(None),) * dim + (iv,), _f64(sv))
+                spec = REDUCE_CATALOG["sum"]
+                assert_close(read(be, out), want, dtype, spec, f"put_add {dtype} dim={dim} out={lo} index={li} src={ls}")
+
+    def _check_gather(self, dtype, smaller):
+        be = self.be
+        shape = self.P.shape
+        for dim in range(len(shape)):
+            for i, (la, li) in enumerate([("contiguous", "contiguous"), ("permuted", "sliced"),
+                                          ("sliced", "offset"), ("broadcast", "permuted")]):
+                rng = _rng("gather", dtype, dim, i, smaller)
+                a, xv = make_view(be, sample(rng, shape, dtype), la)
+                ishape = tuple((max(1, n - 1) if smaller else n) if d != dim else n + 2 for d, n in enumerate(shape))
+                idx = rng.integers(0, shape[dim], size=ishape)
+                it, iv = make_view(be, idx, li)
+                out = empty_view(be, ishape, dtype)
+                be.gather(a, dim, it, out)
+                sub = xv[tuple(slice(0, n) if d != dim else slice(None) for d, n in enumerate(ishape))]
+                want = np.take_along_axis(sub, iv, axis=dim)
+                assert_close(read(be, out), want, dtype, None, f"gather {dtype} dim={dim} a={la} index={li}")
+
+    @pytest.mark.parametrize("dtype", ALL)
+    def test_gather(self, dtype):
+        self._check_gather(dtype, smaller=False)
+
+    @pytest.mark.parametrize("dtype", ["float32", "int64"])
+    def test_gather_index_smaller_than_input(self, dtype):
+        """PyTorch allows ``index.size(d) <= input.size(d)`` for ``d != dim`` (the core checks so)."""
+        self._check_gather(dtype, smaller=True)
+
+    @pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+    def test_scatter_add(self, dtype):
+        be = self.be
+        shape = self.P.shape
+        for dim in range(len(shape)):
+            for i, (lo, li, ls) in enumerate([("contiguous", "contiguous", "contiguous"),
+                                              ("sliced", "permuted", "offset"),
+                                              ("permuted", "offset", "sliced"),
+                                              ("offset", "sliced", "broadcast")]):
+                rng = _rng("scatter_add", dtype, dim, i)
+                out, ov = make_view(be, sample(rng, shape, dtype), lo)
+                ishape = tuple(max(1, n - 1) if d != dim else n + 2 for d, n in enumerate(shape))
+                idx = rng.integers(0, shape[dim], size=ishape)
+                it, iv = make_view(be, idx, li)
+                sshape = tuple(n + 1 for n in ishape)  # src may be larger than index
+                s, sv = make_view(be, sample(rng, sshape, dtype), ls)
+                be.scatter_add(out, dim, it, s)
+                want = _f64(ov.copy())
+                grid = list(np.indices(ishape, sparse=True))
+                grid[dim] = iv
+                np.add.at(want, tuple(grid), _f64(sv)[tuple(slice(0, n) for n in ishape)])
+                assert_close(read(be, out), want, dtype, REDUCE_CATALOG["sum"], f"scatter_add {dtype} dim={dim} out={lo} index={li} src={ls}")
+
+    # --- fused capabilities: softmax -------------------------------------------------------
+    def _softmax_inputs(self, dtype):
+        R, C = self.P.rows
+        rng = _rng("softmax", dtype)
+        yield "normal", sample(rng, (R, C), dtype), LAYOUTS
+        big = rng.uniform(-1e4, 1e4, size=(R, C)).astype(dtype)
+        big[0] = 1e4
+        big[1, :] = -1e4
+        big[2, 0] = 1e4
+        yield "large", big, ("contiguous", "permuted")
+        yield "3d", sample(rng, self.P.shape, dtype), ("contiguous", "sliced", "permuted")
+        yield "one", sample(rng, (R, 1), dtype), ("contiguous",)
+        yield "empty-rows", sample(rng, (0, C), dtype), ("contiguous",)
+
+    @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_softmax(self, dtype, log):
+        self._need("softmax")
+        be = self.be
+        for name, x, lays in self._softmax_inputs(dtype):
+            for dim in range(x.ndim) if name != "empty-rows" else (1,):
+                for lay in lays:
+                    a, xv = make_view(be, x, lay)
+                    out = empty_view(be, x.shape, dtype)
+                    be.softmax(a, dim, out, log)
+                    want = _ref_softmax(_f64(xv), dim, log)
+                    got = read(be, out)
+                    what = f"{'log_' if log else ''}softmax {dtype} {name} dim={dim} in={lay}"
+                    assert np.all(np.isfinite(got)), what
+                    rtol = 1e-5 if dtype == "float32" else 1e-12
+                    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol / 10, err_msg=what)
+                    if not log:  # tiny probabilities too, relatively (float32 normal range)
+                        tiny = want > 1e-30
+                        np.testing.assert_allclose(got[tiny], want[tiny], rtol=10 * rtol, err_msg=what + " (tiny values)")
+
+    @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_softmax_backward(self, dtype, log):
+        self._need("softmax")
+        be = self.be
+        for name, x, _ in self._softmax_inputs(dtype):
+            for dim in range(x.ndim) if name != "empty-rows" else (1,):
+                for lay in LAYOUTS if name == "normal" else ("contiguous",):
+                    y = _ref_softmax(_f64(x), dim, log).astype(dtype)
+                    g, gv = make_view(be, sample(_rng("g", name, dim, lay), x.shape, dtype), lay)
+                    out = empty_view(be, x.shape, dtype)
+                    be.softmax_backward(make_view(be, y)[0], g, dim, out, log)
+                    y64, g64 = _f64(y), _f64(gv)
+                    if log:
+                        want = g64 - np.exp(y64) * g64.sum(axis=dim, keepdims=True)
+                    else:
+                        want = y64 * (g64 - (g64 * y64).sum(axis=dim, keepdims=True))
+                    what = f"{'log_' if log else ''}softmax_backward {dtype} {name} dim={dim} g={lay}"
+                    tol = 1e-5 if dtype == "float32" else 1e-12
+                    np.testing.assert_allclose(read(be, out), want, rtol=tol, atol=tol, err_msg=what)
+
+    # --- fused capabilities: layer norm ----------------------------------------------------
+    def _layernorm_inputs(self, dtype):
+        R, C = self.P.rows
+        rng = _rng("layernorm", dtype)
+        yield "normal", sample(rng, (R, C), dtype), LAYOUTS, 0
+        yield "3d", sample(rng, (2, R // 2 or 1, C), dtype), ("contiguous", "permuted", "sliced"), 0
+        yield "offset-1e4", (1e4 + rng.standard_normal((R, C))).astype(dtype), ("contiguous", "sliced"), 1e-2
+        yield "scale-1e3", (1e3 * rng.standard_normal((R, C))).astype(dtype), ("contiguous",), 0
+        const = np.full((R, C), 3.0, dtype=dtype)
+        yield "constant", const, ("contiguous",), 0
+        yield "one", sample(rng, (R, 1), dtype), ("contiguous",), 0
+
+    @pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_layernorm(self, dtype, affine):
+        self._need("layernorm")
+        be = self.be
+        eps = 1e-5
+        for name, x, lays, extra in self._layernorm_inputs(dtype):
+            C = x.shape[-1]
+            rng = _rng("lnw", name)
+            w = sample(rng, (C,), dtype) if affine else None
+            b = sample(rng, (C,), dtype) if affine else None
+            for lay in lays:
+                xt, xv = make_view(be, x, lay)
+                stat = x.shape[:-1] + (1,)
+                out, mean, rstd = empty_view(be, x.shape, dtype), empty_view(be, stat, dtype), empty_view(be, stat, dtype)
+                be.layernorm(xt, None if w is None else make_view(be, w, "offset")[0],
+                             None if b is None else make_view(be, b)[0], eps, out, mean, rstd)
+                y, mu, r = _ref_layernorm(_f64(xv), w, b, eps)
+                what = f"layernorm {dtype} {name} in={lay} affine={affine}"
+                tol = (2e-5 if dtype == "float32" else 1e-11) + extra
+                np.testing.assert_allclose(read(be, out), y, rtol=tol, atol=tol, err_msg=what)
+                np.testing.assert_allclose(read(be, mean), mu, rtol=tol, atol=tol, err_msg=what + " (mean)")
+                np.testing.assert_allclose(read(be, rstd), r, rtol=tol + (1e-3 if name == "offset-1e4" else 0), atol=tol, err_msg=what + " (rstd)")
+
+    @pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_layernorm_backward(self, dtype, affine):
+        self._need("layernorm")
+        be = self.be
+        eps = 1e-5
+        for name, x, lays, extra in self._layernorm_inputs(dtype):
+            C = x.shape[-1]
+            rng = _rng("lnb", name, dtype)
+            w = sample(rng, (C,), dtype) if affine else None
+            g = sample(rng, x.shape, dtype)
+            _, mu, r = _ref_layernorm(_f64(x), None, None, eps)
+            mu, r = mu.astype(dtype), r.astype(dtype)
+            for lay in lays:
+                xt, xv = make_view(be, x, lay)
+                dx = empty_view(be, x.shape, dtype)
+                dw = empty_view(be, (C,), dtype) if affine else None
+                db = empty_view(be, (C,), dtype) if affine else None
+                be.layernorm_backward(make_view(be, g)[0], xt, None if w is None else make_view(be, w)[0],
+                                      make_view(be, mu)[0], make_view(be, r)[0], dx, dw, db)
+                want_dx, want_dw, want_db = _ref_layernorm_backward(_f64(g), _f64(xv), w, _f64(mu), _f64(r))
+                what = f"layernorm_backward {dtype} {name} in={lay} affine={affine}"
+                scale = max(1.0, float(np.abs(_f64(r)).max()))
+                tol = (5e-5 if dtype == "float32" else 1e-10) + extra
+                np.testing.assert_allclose(read(be, dx), want_dx, rtol=tol, atol=tol * scale, err_msg=what + " (dx)")
+                if affine:
+                    np.testing.assert_allclose(read(be, dw), want_dw, rtol=tol, atol=tol * x.shape[0] * 10, err_msg=what + " (dw)")
+                    np.testing.assert_allclose(read(be, db), want_db, rtol=tol, atol=tol * x.shape[0], err_msg=what + " (db)")
+
+    # --- through the tensor API on the device -------------------------------------------------
+    def test_to_device_roundtrip(self):
+        import torchlight as tl
+
+        x = tl.randn(*self.P.shape, dtype=tl.float64)
+        y = x.to(self.backend_name)
+        assert y.device == getattr(self.be, "device", self.be.name)
+        np.testing.assert_array_equal(y.to("cpu").numpy(), x.numpy())
+        z = y.permute(2, 0, 1)[1:, ::2]
+        np.testing.assert_array_equal(z.contiguous().to("cpu").numpy(), x.permute(2, 0, 1)[1:, ::2].numpy())
+
+    def test_to_device_copies(self):
+        """``.to(device)`` gives an independent tensor (PyTorch: a copy), never an alias."""
+        import torchlight as tl
+
+        x = tl.zeros(4)
+        y = x.to(self.backend_name)
+        if y is x:
+            return  # same device: PyTorch returns the tensor itself
+        y.add_(1.0)
+        assert x.tolist() == [0.0] * 4, "writing the moved tensor changed the source"
+
+    def test_tensor_ops_match_cpu(self):
+        """A sweep of public ops (fused or composite on this backend) against the cpu backend."""
+        import torchlight as tl
+
+        rng = _rng("api")
+        xs = rng.standard_normal(self.P.shape).astype(np.float32)
+        w = rng.standard_normal(self.P.shape[-1:]).astype(np.float32)
+        idx = rng.integers(0, self.P.shape[0], size=7)
+
+        def run(device):
+            x = tl.tensor(xs, device=device, requires_grad=True)
+            wt = tl.tensor(w, device=device, requires_grad=True)
+            i = tl.tensor(idx, device=device)
+            y = (x * wt + 1).tanh().softmax(-1) + x.log_softmax(1).exp()
+            y = tl.layer_norm(y, (y.shape[-1],), wt, None) + x.index_select(0, i).sum(0)
+            z = (y @ x.transpose(-1, -2)).relu().amax(-1).sum() + x.gelu().mean() + tl.where(x > 0, x, wt).sum()
+            z.backward()
+            return [z.detach().to("cpu").numpy(), x.grad.to("cpu").numpy(), wt.grad.to("cpu").numpy()]
+
+        for got, want in zip(run(self.backend_name), run("cpu")):
+            np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
+
+    # --- autograd smoke ------------------------------------------------------------------------
+    def _mlp_params(self, tl, dtype, seed=0):
+        _, d_in, hidden, classes = self.P.mlp
+        rng = np.random.default_rng(seed)
+        shapes = [(d_in, hidden), (hidden,), (hidden, classes), (classes,)]
+        return [tl.tensor(rng.standard_normal(s) * (0.5 if len(s) == 2 else 0.1), dtype=dtype,
+                          device=self.backend_name, requires_grad=True) for s in shapes]
+
+    @staticmethod
+    def _mlp(x, w1, b1, w2, b2):
+        return (x @ w1 + b1).tanh() @ w2 + b2
+
+    def test_gradcheck_mlp(self):
+        import torchlight as tl
+
+        params = self._mlp_params(tl, tl.float64)
+        rng = np.random.default_rng(1)
+        n = self.P.gradcheck_batch
+        x = tl.tensor(rng.standard_normal((n, self.P.mlp[1])), dtype=tl.float64, device=self.backend_name)
+        labels = tl.tensor(rng.integers(0, self.P.mlp[3], size=(n, 1)), device=self.backend_name)
+
+        def loss(w1, b1, w2, b2):
+            logits = self._mlp(x, w1, b1, w2, b2)
+            return -logits.log_softmax(-1).gather(1, labels).mean() + tl.layer_norm(logits, (logits.shape[-1],)).square().mean()
+
+        assert tl.gradcheck(loss, params, eps=1e-6, atol=1e-6, rtol=1e-4)
+
+    def test_training_loss_falls(self):
+        """A few steps of SGD on a separable problem: the loss falls, and tracks the cpu run."""
+        import torchlight as tl
+
+        def train(device):
+            n, d_in, _, classes = self.P.mlp
+            rng = np.random.default_rng(2)
+            centers = rng.standard_normal((classes, d_in)) * 3
+            labels = rng.integers(0, classes, size=n)
+            xs = centers[labels] + rng.standard_normal((n, d_in))
+            x = tl.tensor(xs, dtype=tl.float32, device=device)
+            y = tl.tensor(labels.reshape(n, 1), device=device)
+            params = [p.detach().to(device).requires_grad_() for p in self._mlp_params(tl, tl.float32, seed=3)]
+            losses = []
+            for _ in range(self.P.train_steps):
+                loss = -self._mlp(x, *params).log_softmax(-1).gather(1, y).mean()
+                for p in params:
+                    p.grad = None
+                loss.backward()
+                with tl.no_grad():
+                    for p in params:
+                        p.sub_(p.grad * 0.5)
+                losses.append(loss.item())
+            return losses
+
+        losses = train(self.backend_name)
+        assert losses[-1] < 0.5 * losses[0], losses
+        np.testing.assert_allclose(losses, train("cpu"), rtol=1e-4, atol=1e-5)
+
+
+def _dt(name):
+    from torchlight.tensor import dtypes
+
+    return dtypes.as_dtype(name)
+
+
+def _ref_softmax(x, dim, log):
+    if x.size == 0:
+        return x
+    s = x - x.max(axis=dim, keepdims=True)
+    lse = np.log(np.exp(s).sum(axis=dim, keepdims=True))
+    return s - lse if log else np.exp(s - lse)
+
+
+def _ref_layernorm(x, w, b, eps):
+    mu = x.mean(axis=-1, keepdims=True)
+    xc = x - mu
+    r = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
+    y = xc * r
+    if w is not None:
+        y = y * _f64(w)
+    if b is not None:
+        y = y + _f64(b)
+    return y, mu, r
+
+
+def _ref_layernorm_backward(g, x, w, mu, r):
+    xhat = (x - mu) * r
+    gh = g * _f64(w) if w is not None else g
+    dx = r * (gh - gh.mean(axis=-1, keepdims=True) - xhat * (gh * xhat).mean(axis=-1, keepdims=True))
+    lead = tuple(range(g.ndim - 1))
+    return dx, (g * xhat).sum(axis=lead), g.sum(axis=lead)
