@@ -57,7 +57,14 @@ def matmul(a, b):
             f"matmul: shapes {a_shape} and {b_shape} cannot be multiplied: batch dims "
             f"{a.shape[:-2]} and {b.shape[:-2]} are not broadcastable"
         )
-    out = MatMul.apply(a.expand(batch + a.shape[-2:]), b.expand(batch + b.shape[-2:]))
+    if b.ndim == 2 and a.ndim > 2:
+        # (..., n, k) @ (k, m): fold the batch into rows and make ONE gemm. Expanding b over
+        # the batch instead would run a gemm per batch element and, in backward, a gemm per
+        # element plus a sum for dL/db; folded, dL/db = a2ᵀ g2 is a single product too.
+        a2 = a.reshape(-1, a.shape[-1])
+        out = MatMul.apply(a2, b).reshape(a.shape[:-1] + (b.shape[-1],))
+    else:
+        out = MatMul.apply(a.expand(batch + a.shape[-2:]), b.expand(batch + b.shape[-2:]))
     if b_vec:
         out = out.squeeze(-1)
     if a_vec:
