@@ -26,7 +26,10 @@ nox.options.sessions = ["tests", "lint"]
 ROOT = Path(__file__).resolve().parent
 PACKAGES = ROOT / "packages"
 META = PACKAGES / "torchlight"
-TEST_TOOLS = ["pytest", "hypothesis", "tqdm", "matplotlib"]
+# mpich: MPICH's binary wheel (libmpi + mpiexec) for the 2-rank tests of torchlight-distributed;
+# mpi4py comes in as that distribution's dependency and finds this MPI through the MPI ABI.
+# scikit-learn: the bundled datasets of projects/sklearn-examples (smoke-tested in tests-integration)
+TEST_TOOLS = ["pytest", "hypothesis", "tqdm", "matplotlib", "sacrebleu", "mpich", "scikit-learn"]
 
 
 def distributions() -> list[Path]:
@@ -172,7 +175,7 @@ def bench(session: nox.Session) -> None:
 DOCS = ROOT / "docs"
 DOCS_TOOLS = ["sphinx>=7.2,<9", "myst-parser>=3", "furo>=2024.1"]
 MATHJAX = "mathjax@3.2.2"  # 3.x: its es5/tex-mml-chtml.js is what Sphinx's mathjax_path loads
-MATHJAX_CACHE = DOCS / "_build" / "_cache" / MATHJAX.replace("@", "-")
+MATHJAX_CACHE = DOCS / "_build" / "_cache" / (MATHJAX.replace("@", "-") + "-local")
 # combined MathJax bundles we do not load (only es5/tex-mml-chtml.js is), plus the CDN redirector
 _MATHJAX_SKIP = {"latest.js", "node-main.js", "tex-chtml.js", "tex-chtml-full.js", "tex-svg.js",
                  "tex-svg-full.js", "tex-mml-svg.js", "mml-chtml.js", "mml-svg.js",
@@ -210,7 +213,13 @@ def _mathjax(session: nox.Session) -> Path:
                 continue
             target = dest / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(tar.extractfile(member).read())
+            data = tar.extractfile(member).read()
+            if rel.suffix == ".js":
+                # speech-rule-engine's defaults name jsdelivr (mathmaps for node, an XPath polyfill
+                # for old browsers). In the browser MathJax loads its maps from its own sre/ path,
+                # so these are never fetched; make them relative so that no CDN address ships.
+                data = data.replace(b"https://cdn.jsdelivr.net/npm/", b"./")
+            target.write_bytes(data)
     return static
 
 
@@ -234,7 +243,7 @@ def docs(session: nox.Session) -> None:
     build, doctrees = DOCS / "_build", DOCS / "_build" / "doctrees"
     common = ["-W", "--keep-going", "-q", "-d", str(doctrees)]
     # -E: a fresh environment every time (autodoc cannot see that a docstring changed)
-    session.run("sphinx-build", "-b", "html", "-E", *common, str(DOCS), str(build / "html"))
+    session.run("sphinx-build", "-b", "html", "-E", "-j", "auto", *common, str(DOCS), str(build / "html"))
     session.run("sphinx-build", "-b", "doctest", *common, str(DOCS), str(build / "doctest"))
     session.run("pytest", "-m", "slow", "-p", "no:cacheprovider", "tests-integration/test_docs_site.py")
 
