@@ -25,10 +25,9 @@ Every loss first computes a per-element loss ``ℓ`` and then reduces it with ``
 
 import warnings
 
-import numpy as np
-
 import torchlight as tl
 from torchlight import Tensor
+from torchlight.tensor.dispatch import index_range, set_index_range
 
 from .module import Module
 
@@ -108,13 +107,18 @@ def _target_info(input, target, weight, ignore_index, name):
     expected = () if input.ndim == 1 else input.shape[:1] + input.shape[2:]
     if target.shape != expected:
         raise tl.ShapeError(f"{name}: input of shape {input.shape} needs a target of shape {expected}, got {target.shape}")
-    t = target.to_numpy().reshape(-1)
+    # Computed on the target's device: a GPU training step reads nothing back to check targets.
+    t = target.reshape(-1)
+    lo, hi = index_range(t)
+    if lo < 0 or hi >= c:  # maybe only ignored entries are outside [0, C): check exactly
+        host = t.to_numpy()
+        bad = host[(host != ignore_index) & ((host < 0) | (host >= c))]
+        if bad.size:
+            raise tl.TensorIndexError(f"{name}: Target {int(bad[0])} is out of bounds for {c} classes")
     valid = t != ignore_index
-    bad = t[valid & ((t < 0) | (t >= c))]
-    if bad.size:
-        raise tl.TensorIndexError(f"{name}: Target {int(bad[0])} is out of bounds for {c} classes")
-    safe = tl.tensor(np.where(valid, t, 0), dtype=tl.int64, device=input.device)
-    w_t = tl.tensor(valid.astype(np.float64), dtype=input.dtype, device=input.device)
+    safe = tl.where(valid, t, 0)
+    set_index_range(safe, 0, max(min(hi, c - 1), 0))
+    w_t = valid.to(input.dtype)
     if weight is not None:
         if weight.shape != (c,):
             raise tl.ShapeError(f"{name}: weight must have shape ({c},), got {weight.shape}")

@@ -27,6 +27,8 @@ __all__ = [
     "same_backend",
     "scalar_like",
     "ones_cached",
+    "set_index_range",
+    "index_range",
     "normalize_dim",
     "normalize_dims",
 ]
@@ -84,6 +86,10 @@ def view_of(src, td):
     t = wrap(td, src.backend, src.dtype)
     t._version = src._version
     t._base = src if src._base is None else src._base
+    if src.__dict__:  # a view holds the same values: it keeps the base's index bounds
+        rec = src.__dict__.get("_index_range")
+        if rec is not None:
+            t.__dict__["_index_range"] = rec
     return t
 
 
@@ -204,12 +210,42 @@ def ones_cached(shape, dtype, backend):
 
 
 def scalar_like(value, ref, dtype=None):
-    """A 0-d tensor holding ``value`` on ``ref``'s backend (broadcast by zip via stride 0)."""
+    """A 0-d tensor holding ``value`` on ``ref``'s backend (broadcast by zip via stride 0).
+
+    A backend with the ``fill`` capability writes it in place (no host→device copy per scalar,
+    which matters for optimizers on a GPU); otherwise it is built on the host.
+    """
+    dtype = dtype or ref.dtype
+    backend = ref.backend
+    if "fill" in backend.capabilities:
+        out = alloc((), dtype, backend)
+        backend.fill(out._td, value)
+        return out
     import numpy as np
 
-    dtype = dtype or ref.dtype
-    td = TensorData(ref.backend.from_numpy(np.array([value], dtype=dtype.np)), ())
-    return wrap(td, ref.backend, dtype)
+    td = TensorData(backend.from_numpy(np.array([value], dtype=dtype.np)), ())
+    return wrap(td, backend, dtype)
+
+
+def set_index_range(t, lo, hi):
+    """Remember that every value of the int64 tensor ``t`` lies in ``[lo, hi]``.
+
+    Index checks (``check_index``) then need no device→host read while ``t`` is unmodified
+    (the record carries ``t``'s version). Set for tensors built from host data, where the bounds
+    cost nothing to compute.
+    """
+    t.__dict__["_index_range"] = (lo, hi, t._version[0])
+
+
+def index_range(t):
+    """``(lo, hi)`` of an int64 tensor: from the record when still valid, else by reading it."""
+    rec = t.__dict__.get("_index_range")
+    if rec is not None and rec[2] == t._version[0]:
+        return rec[0], rec[1]
+    arr = t.backend.to_numpy(t._td)
+    lo, hi = int(arr.min()), int(arr.max())
+    set_index_range(t, lo, hi)
+    return lo, hi
 
 
 def normalize_dim(dim, ndim, allow_end=False):

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import dtypes
 from .backend.registry import get_backend
-from .dispatch import alloc, wrap
+from .dispatch import alloc, set_index_range, wrap
 from .errors import DTypeError, ShapeError
 from .random import rng_of
 from .storage import TensorData
@@ -37,6 +37,8 @@ def from_numpy_on(array, backend, dtype=None, requires_grad=False):
     if array.dtype != dt.np:
         array = array.astype(dt.np)
     t = wrap(TensorData(backend.from_numpy(array), array.shape), backend, dt)
+    if dt is dtypes.int64 and array.size:
+        set_index_range(t, int(array.min()), int(array.max()))
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -107,8 +109,15 @@ def from_numpy(array):
 
 def _filled(shape, value, dtype, device, requires_grad):
     dt = dtypes.as_dtype(dtype)
+    backend = get_backend(device)
+    if "fill" in backend.capabilities:  # written on the device: no host->device copy
+        t = alloc(shape, dt, backend)
+        backend.fill(t._td, value)
+        if dt is dtypes.int64 and t.numel():
+            set_index_range(t, int(value), int(value))
+        return t.requires_grad_(True) if requires_grad else t
     arr = np.full(shape, value, dtype=dt.np)
-    return from_numpy_on(arr, get_backend(device), dt, requires_grad)
+    return from_numpy_on(arr, backend, dt, requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):

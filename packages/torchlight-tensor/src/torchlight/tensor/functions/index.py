@@ -11,7 +11,15 @@ import numpy as np
 from torchlight.autograd import Function
 
 from .. import dtypes
-from ..dispatch import alloc, normalize_dim, same_backend, scalar_like, view_of, where_op
+from ..dispatch import (
+    alloc,
+    index_range,
+    normalize_dim,
+    same_backend,
+    scalar_like,
+    view_of,
+    where_op,
+)
 from ..errors import DTypeError, ShapeError, TensorIndexError
 
 __all__ = [
@@ -34,14 +42,14 @@ def check_index(index, size, what="index"):
             "(use .long() to convert; boolean masks index with x[mask])"
         )
     if index.numel():
-        arr = index.backend.to_numpy(index._td)
-        lo, hi = int(arr.min()), int(arr.max())
+        lo, hi = index_range(index)  # no device read when the bounds are on record
         if lo < -size or hi >= size:
             bad = hi if hi >= size else lo
             raise TensorIndexError(f"{what}: index {bad} is out of range for a dimension of size {size}")
         if lo < 0:
             from ..factories import from_numpy_on
 
+            arr = index.backend.to_numpy(index._td)
             return from_numpy_on(np.where(arr < 0, arr + size, arr), index.backend)
     return index
 

@@ -1,0 +1,170 @@
+"""Launch configuration, kernel caches, and the shared index helpers compiled for the device.
+
+Grid and block sizes come from the problem: elementwise kernels use ``BLOCK`` threads and
+``ceil(n / BLOCK)`` blocks, capped at ``MAX_BLOCKS`` (a few waves of the device's multiprocessors);
+every kernel walks its work with a grid-stride loop, so it is correct for any grid, and for element
+counts that are not multiples of the block size. Row kernels (reductions, softmax, layer norm) run
+one block per row, with ``ROW_BLOCK`` threads looping over rows wider than the block.
+
+Under numba's CUDA simulator every CUDA thread is a Python thread (creating one costs ~0.3 ms)
+and every ``syncthreads`` a round of thread switches, so the simulator gets small blocks (16
+threads, 4 for row kernels) and at most 2 of them — the same kernels, the same code paths,
+including multi-block grid-stride loops and rows wider than a block — and each simulated launch
+runs with a short GIL switch interval. ``TORCHLIGHT_CUDA_BLOCK`` / ``TORCHLIGHT_CUDA_MAX_BLOCKS``
+/ ``TORCHLIGHT_CUDA_ROW_BLOCK`` override the choice (powers of two for the block sizes);
+``tests/test_launch_sizes.py`` runs GPU-sized launches under the simulator that way.
+
+The index helpers are ``torchlight.tensor.indexing``'s pure functions, compiled unchanged with
+``cuda.jit(device=True)`` — the same source the CPU backends use.
+"""
+
+import os
+import sys
+
+import numpy as np
+from numba import config, cuda
+
+from torchlight.tensor import indexing
+from torchlight.tensor.errors import BackendError
+
+__all__ = [
+    "SIMULATOR", "BLOCK", "ROW_BLOCK", "MAX_BLOCKS", "WARP_SHUFFLE", "grid_1d", "grid_rows",
+    "launch", "coalesce", "index_to_position", "to_index", "broadcast_index", "cached",
+]
+
+SIMULATOR = bool(config.ENABLE_CUDASIM)
+
+
+def _env_int(name, default):
+    v = os.environ.get(name)
+    return int(v) if v else default
+
+
+def _pow2(n):
+    p = 1
+    while p * 2 <= n:
+        p *= 2
+    return p
+
+
+if SIMULATOR:
+    _sm = 1
+else:  # pragma: no cover - needs a GPU
+    try:
+        _sm = cuda.get_current_device().MULTIPROCESSOR_COUNT
+    except Exception:
+        _sm = 80
+
+BLOCK = _pow2(_env_int("TORCHLIGHT_CUDA_BLOCK", 16 if SIMULATOR else 256))
+ROW_BLOCK = _pow2(_env_int("TORCHLIGHT_CUDA_ROW_BLOCK", 4 if SIMULATOR else 256))
+MAX_BLOCKS = _env_int("TORCHLIGHT_CUDA_MAX_BLOCKS", 2 if SIMULATOR else 32 * _sm)
+SIM_SWITCH_INTERVAL = float(os.environ.get("TORCHLIGHT_CUDASIM_SWITCH_INTERVAL", "2e-5"))
+# warp-shuffle final stage of block reductions (the simulator has no shuffles; it uses the
+# shared-memory tree all the way down). Needs ROW_BLOCK >= 64.
+WARP_SHUFFLE = (not SIMULATOR and ROW_BLOCK >= 64
+                and os.environ.get("TORCHLIGHT_CUDA_WARP_SHUFFLE", "1") != "0")
+
+
+def _thread_safe_simulator_shared_arrays():
+    """numba's simulator creates a block's shared array lazily, keyed by the calling line, when
+    the first of the block's threads asks for it; two threads asking at once can each get their
+    own array, and a block reduction then reads garbage. Serialise that allocation."""
+    import threading
+
+    from numba.cuda.simulator import kernelapi
+
+    if getattr(kernelapi.FakeCUDAShared.array, "_torchlight_locked", False):
+        return
+    orig = kernelapi.FakeCUDAShared.array
+    lock = threading.Lock()
+
+    def array(self, shape, dtype, alignment=None):
+        if alignment is not None or shape == 0:
+            return orig(self, shape, dtype, alignment)
+        if isinstance(dtype, kernelapi.types.Type):
+            dtype = kernelapi.numpy_support.as_dtype(dtype)
+        f = sys._getframe(1)
+        caller = (f.f_code.co_filename, f.f_lineno)
+        with lock:
+            res = self._allocations.get(caller)
+            if res is None:
+                res = self._allocations[caller] = np.empty(shape, dtype)
+        return res
+
+    array._torchlight_locked = True
+    kernelapi.FakeCUDAShared.array = array
+
+
+if SIMULATOR:
+    _thread_safe_simulator_shared_arrays()
+
+# --- the shared pure helpers, compiled for the device --------------------------------------
+index_to_position = cuda.jit(device=True)(indexing.index_to_position)
+to_index = cuda.jit(device=True)(indexing.to_index)
+broadcast_index = cuda.jit(device=True)(indexing.broadcast_index)
+
+
+def grid_1d(n, block=None):
+    """``(blocks, threads)`` for ``n`` independent elements."""
+    block = block or BLOCK
+    return max(1, min((n + block - 1) // block, MAX_BLOCKS)), block
+
+
+def grid_rows(nrows):
+    """``(blocks, threads)`` for one block per row (grid-stride over rows beyond the cap)."""
+    return max(1, min(nrows, MAX_BLOCKS)), ROW_BLOCK
+
+
+def launch(kernel, grid, block, *args):
+    """Launch after checking that no host array is passed (numba would copy it silently)."""
+    for a in args:
+        if type(a) is np.ndarray:
+            raise BackendError("cuda backend (internal): a host ndarray was passed to a kernel; "
+                               "that would be a hidden host->device copy")
+    if SIMULATOR:
+        # The simulator runs each CUDA thread as a Python thread and a manager thread polls them
+        # at every syncthreads(); with the default 5 ms GIL switch interval a barrier costs
+        # milliseconds. A short interval, for the duration of the launch only, is ~10x faster.
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(SIM_SWITCH_INTERVAL)
+        try:
+            kernel[grid, block](*args)
+        finally:
+            sys.setswitchinterval(old)
+        return
+    kernel[grid, block](*args)
+
+
+_CACHE = {}
+
+
+def cached(key, factory):
+    """Build (once) and return the kernel ``factory()`` for ``key``."""
+    k = _CACHE.get(key)
+    if k is None:
+        k = _CACHE[key] = factory()
+    return k
+
+
+def coalesce(shape, strides_list):
+    """Drop size-1 dims and merge dims contiguous w.r.t. each other in every operand.
+
+    Returns ``(shape, [strides per operand])`` as tuples, never 0-d (a scalar becomes ``(1,)``).
+    Fewer dims mean less index arithmetic per element and fewer compiled specialisations.
+    """
+    out_shape = []
+    out_strides = [[] for _ in strides_list]
+    for d, s in enumerate(shape):
+        if s == 1:
+            continue
+        if out_shape and all(st[-1] == ss[d] * s for st, ss in zip(out_strides, strides_list)):
+            out_shape[-1] *= s
+            for st, ss in zip(out_strides, strides_list):
+                st[-1] = ss[d]
+            continue
+        out_shape.append(s)
+        for st, ss in zip(out_strides, strides_list):
+            st.append(ss[d])
+    if not out_shape:
+        return (1,), [(0,) for _ in strides_list]
+    return tuple(out_shape), [tuple(st) for st in out_strides]

@@ -1,0 +1,324 @@
+"""``CudaBackend``: the backend contract on numba-cuda kernels, storage in GPU memory.
+
+A tensor's storage is a 1-D numba device array for its whole life; a view is
+``(device array, shape, strides, offset)`` exactly as on the CPU backends. Data crosses the bus
+only in ``from_numpy`` (``tl.tensor``, factories, ``.to("cuda")``) and ``to_numpy``
+(``.numpy()``, ``.item()``, printing, ``.to("cpu")``), both counted in :mod:`.transfers`.
+
+Each primitive does a little Python — drop size-1 dims and coalesce contiguous dims across
+operands, pick the flat kernel when every operand is contiguous, turn the op name into a code,
+size the grid from the problem — then launches one kernel (``_elementwise``, ``_reduce``,
+``_matmul``, ``_index``, ``_fused``). Kernels are built per (op family, dtype, ndim) on first
+use and cached; numba compiles each for the argument types it meets.
+"""
+
+import numpy as np
+from numba import cuda
+
+from torchlight.tensor.backend.protocol import API_VERSION
+from torchlight.tensor.errors import BackendError
+
+from . import _elementwise as E
+from . import _fused as F
+from . import _index as X
+from . import _matmul as M
+from . import _reduce as R
+from . import _scalar as S
+from . import transfers
+from ._launch import MAX_BLOCKS, ROW_BLOCK, SIMULATOR, cached, coalesce, grid_1d, grid_rows, launch
+
+__all__ = ["CudaBackend"]
+
+_INT_MAP = {"copy", "neg", "abs", "sign", "square", "relu"}
+_BOOL_MAP = {"copy", "logical_not"}
+_INT_ZIP = {"add", "sub", "mul", "pow", "maximum", "minimum"}
+_BOOL_AS_CMP = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or", "minimum": "logical_and"}
+_RED = {"sum": R.SUM, "prod": R.PROD, "max": R.MAX, "min": R.MIN}
+_UNARY = {"f": S.unary_float, "i": S.unary_int, "b": S.unary_bool}
+_BINARY = {"f": S.binary_float, "i": S.binary_int}
+# tiled matmul shape: (BM, BN, BK, TM, TN)
+MATMUL_TILE = (16, 16, 8, 4, 4) if SIMULATOR else (64, 64, 16, 4, 4)
+
+
+def _kind(dtype):
+    k = dtype.kind
+    return "b" if k == "b" else ("f" if k == "f" else "i")
+
+
+def _acc(dtype):
+    """numba accumulator type for an output dtype: float32/float64, else int64."""
+    return R.ACC_TYPES.get(np.dtype(dtype).name, R.ACC_TYPES["int64"])
+
+
+def _flat(*views):
+    return all(v.is_contiguous() for v in views)
+
+
+def _rows(views, dim):
+    """Row layout along ``dim``: coalesced outer shape, row count, row length, and per view
+    ``(outer strides, offset, step along dim)``."""
+    shape = views[0].shape
+    outer = [s for d, s in enumerate(shape) if d != dim]
+    ostrides = [[st for d, st in enumerate(v.strides) if d != dim] for v in views]
+    oshape, ostr = coalesce(outer, ostrides)
+    nrows = 1
+    for s in outer:
+        nrows *= s
+    per = [(ostr[k], v.offset, v.strides[dim]) for k, v in enumerate(views)]
+    return oshape, nrows, shape[dim], per
+
+
+class CudaBackend:
+    """numba-cuda implementation of the backend contract (see ``torchlight.tensor.backend.protocol``)."""
+
+    name = "cuda"
+    device = "cuda"
+    API_VERSION = API_VERSION
+    capabilities = frozenset({"softmax", "layernorm", "fill"})
+    simulator = SIMULATOR
+
+    # --- storage -------------------------------------------------------------------------------
+    def empty(self, n, dtype):
+        return cuda.device_array(n, dtype=dtype.np)
+
+    def from_numpy(self, array):
+        return transfers.to_device(cuda, np.ascontiguousarray(array).reshape(-1))
+
+    def to_numpy(self, view):
+        st = view.storage
+        if view.size == 0:
+            return np.empty(view.shape, dtype=st.dtype)
+        if view.is_contiguous():
+            packed = st[view.offset:view.offset + view.size]
+        else:  # pack on the device first, so exactly the view's bytes cross the bus
+            packed = cuda.device_array(view.size, dtype=st.dtype)
+            self._copy_into(view, packed)
+        return transfers.to_host(packed).reshape(view.shape)
+
+    def _copy_into(self, view, flat):
+        from torchlight.tensor.storage import TensorData
+
+        self.map("copy", view, TensorData(flat, view.shape))
+
+    def fill(self, out, value):
+        """``out[...] = value`` on the device (no transfer): a 1-D or contiguous view."""
+        if out.size == 0:
+            return
+        if out.is_contiguous():
+            step = 1
+        elif len(out.shape) == 1:
+            step = out.strides[0]
+        else:
+            raise BackendError("cuda backend: fill needs a contiguous or 1-D view")
+        k = cached(("fill",), X.fill_kernel)
+        dt = out.storage.dtype
+        launch(k, *grid_1d(out.size), out.storage, out.offset, step, out.size, dt.type(value))
+
+    # --- elementwise ---------------------------------------------------------------------------
+    def map(self, op, a, out):
+        n = out.size
+        if n == 0:
+            return
+        sa, so = a.storage, out.storage
+        if op == "copy":
+            fn, key = S.identity, "id"
+        else:
+            kind = _kind(sa.dtype)
+            if (kind == "i" and op not in _INT_MAP) or (kind == "b" and op not in _BOOL_MAP) or (
+                    kind == "f" and op == "logical_not") or op not in S.MAP_CODES:
+                raise BackendError(f"cuda backend: map op {op!r} is not defined for dtype {sa.dtype}")
+            fn, key = _UNARY[kind], kind
+        code = S.MAP_CODES[op]
+        if _flat(a, out):
+            k = cached(("map_flat", key), lambda: E.map_flat(fn))
+            launch(k, *grid_1d(n), code, sa, a.offset, so, out.offset, n)
+            return
+        shape, (xs, os_) = coalesce(a.shape, (a.strides, out.strides))
+        k = cached(("map", key, len(shape)), lambda: E.map_strided(fn, len(shape)))
+        launch(k, *grid_1d(n), code, sa, xs, a.offset, so, os_, out.offset, shape, n)
+
+    def zip(self, op, a, b, out):
+        n = out.size
+        if n == 0:
+            return
+        sa, sb, so = a.storage, b.storage, out.storage
+        if sa.dtype != sb.dtype:
+            raise BackendError(f"cuda backend: zip {op!r} got mixed dtypes {sa.dtype} and {sb.dtype}")
+        kind = _kind(sa.dtype)
+        if kind == "b" and op in _BOOL_AS_CMP:
+            op = _BOOL_AS_CMP[op]
+        if op in S.CMP_CODES:
+            code, fn, key = S.CMP_CODES[op], S.compare, "cmp"
+        elif op in S.ZIP_CODES and (kind == "f" or (kind == "i" and op in _INT_ZIP)):
+            code, fn, key = S.ZIP_CODES[op], _BINARY[kind], kind
+        else:
+            raise BackendError(f"cuda backend: zip op {op!r} is not defined for dtype {sa.dtype}")
+        if _flat(a, b, out):
+            k = cached(("zip_flat", key), lambda: E.zip_flat(fn))
+            launch(k, *grid_1d(n), code, sa, a.offset, sb, b.offset, so, out.offset, n)
+            return
+        shape, (as_, bs, os_) = coalesce(out.shape, (a.strides, b.strides, out.strides))
+        k = cached(("zip", key, len(shape)), lambda: E.zip_strided(fn, len(shape)))
+        launch(k, *grid_1d(n), code, sa, as_, a.offset, sb, bs, b.offset, so, os_, out.offset, shape, n)
+
+    def where(self, cond, a, b, out):
+        n = out.size
+        if n == 0:
+            return
+        shape, (cs, as_, bs, os_) = coalesce(out.shape, (cond.strides, a.strides, b.strides, out.strides))
+        k = cached(("where", len(shape)), lambda: E.where_strided(len(shape)))
+        launch(k, *grid_1d(n), cond.storage, cs, cond.offset, a.storage, as_, a.offset,
+               b.storage, bs, b.offset, out.storage, os_, out.offset, shape, n)
+
+    # --- reductions ----------------------------------------------------------------------------
+    def reduce(self, op, a, dims, out):
+        nout = out.size
+        if nout == 0:
+            return
+        dims = tuple(dims)
+        keep = [d for d in range(len(a.shape)) if d not in dims]
+        oshape, (oxs, oos) = coalesce([a.shape[d] for d in keep],
+                                      ([a.strides[d] for d in keep], [out.strides[d] for d in keep]))
+        blocks, threads = grid_rows(nout)
+        if op in ("argmax", "argmin"):
+            (d,) = dims
+            acc = _acc(a.storage.dtype if a.storage.dtype.kind == "f" else np.int64)
+            k = cached(("arg", str(acc), len(oshape)), lambda: R.arg_kernel(acc, len(oshape)))
+            launch(k, blocks, threads, op == "argmax", a.storage, a.offset, oshape, oxs, out.storage,
+                   oos, out.offset, a.shape[d], a.strides[d], nout)
+            return
+        if op not in _RED:
+            raise BackendError(f"cuda backend: unknown reduce op {op!r}")
+        rshape, (rxs,) = coalesce([a.shape[d] for d in dims], ([a.strides[d] for d in dims],))
+        nred = 1
+        for d in dims:
+            nred *= a.shape[d]
+        code = _RED[op]
+        odt = out.storage.dtype
+        acc = _acc(odt)
+        ident = (odt.type if odt.kind == "f" else np.int64)(R.identity_of(code, odt.kind))
+        k = cached(("reduce", str(acc), len(oshape), len(rshape)),
+                   lambda: R.reduce_kernel(acc, len(oshape), len(rshape)))
+        launch(k, blocks, threads, code, a.storage, a.offset, oshape, oxs, out.storage, oos, out.offset,
+               rshape, rxs, nout, nred, ident)
+
+    # --- matmul --------------------------------------------------------------------------------
+    def matmul(self, a, b, out):
+        if out.size == 0:
+            return
+        n, kk = a.shape[-2:]
+        m = b.shape[-1]
+        batch = out.shape[:-2]
+        nbatch = 1
+        for s in batch:
+            nbatch *= s
+        bshape, (abs_, bbs, obs) = coalesce(batch, (a.strides[:-2], b.strides[:-2], out.strides[:-2]))
+        acc = _acc(out.storage.dtype)
+        BM, BN, BK, TM, TN = MATMUL_TILE
+        k = cached(("matmul", str(acc), len(bshape), MATMUL_TILE),
+                   lambda: M.matmul_kernel(acc, len(bshape), BM, BN, BK, TM, TN))
+        grid = ((m + BN - 1) // BN, (n + BM - 1) // BM, min(nbatch, 65535))
+        launch(k, grid, (BN // TN, BM // TM), a.storage, abs_, a.offset, a.strides[-2], a.strides[-1],
+               b.storage, bbs, b.offset, b.strides[-2], b.strides[-1],
+               out.storage, obs, out.offset, out.strides[-2], out.strides[-1], bshape, nbatch, n, kk, m)
+
+    # --- indexing ------------------------------------------------------------------------------
+    def _gather(self, a, dim, index_strides, index, out):
+        if out.size == 0:
+            return
+        nd = len(out.shape)
+        k = cached(("gather", nd), lambda: X.gather_kernel(nd))
+        launch(k, *grid_1d(out.size), a.storage, tuple(a.strides), a.offset, a.strides[dim], dim,
+               index.storage, tuple(index_strides), index.offset, out.storage, tuple(out.strides),
+               out.offset, tuple(out.shape), out.size)
+
+    def take(self, a, dim, index, out):
+        strides = [0] * len(out.shape)
+        strides[dim] = index.strides[0]
+        self._gather(a, dim, strides, index, out)
+
+    def gather(self, a, dim, index, out):
+        self._gather(a, dim, index.strides, index, out)
+
+    def _scatter_add(self, out, dim, shape, index_strides, index, src):
+        n = 1
+        for s in shape:
+            n *= s
+        if n == 0:
+            return
+        nd = len(shape)
+        k = cached(("scatter_add", nd), lambda: X.scatter_add_kernel(nd))
+        launch(k, *grid_1d(n), out.storage, tuple(out.strides), out.offset, out.strides[dim], dim,
+               index.storage, tuple(index_strides), index.offset, src.storage, tuple(src.strides),
+               src.offset, tuple(shape), n)
+
+    def put_add(self, out, dim, index, src):
+        strides = [0] * len(src.shape)
+        strides[dim] = index.strides[0]
+        self._scatter_add(out, dim, src.shape, strides, index, src)
+
+    def scatter_add(self, out, dim, index, src):
+        self._scatter_add(out, dim, index.shape, index.strides, index, src)
+
+    # --- fused capabilities ----------------------------------------------------------------------
+    def softmax(self, a, dim, out, log=False):
+        if out.size == 0:
+            return
+        oshape, nrows, L, ((xs, xo, xl), (os_, oo, ol)) = _rows((a, out), dim)
+        acc = _acc(out.storage.dtype)
+        k = cached(("softmax", str(acc), len(oshape)), lambda: F.softmax_kernel(acc, len(oshape)))
+        launch(k, *grid_rows(nrows), a.storage, xs, xo, xl, out.storage, os_, oo, ol, oshape, nrows, L,
+               bool(log))
+
+    def softmax_backward(self, y, g, dim, out, log=False):
+        if out.size == 0:
+            return
+        oshape, nrows, L, ((ys, yo, yl), (gs, go, gl), (os_, oo, ol)) = _rows((y, g, out), dim)
+        acc = _acc(out.storage.dtype)
+        k = cached(("softmax_bw", str(acc), len(oshape)), lambda: F.softmax_backward_kernel(acc, len(oshape)))
+        launch(k, *grid_rows(nrows), y.storage, ys, yo, yl, g.storage, gs, go, gl, out.storage, os_, oo,
+               ol, oshape, nrows, L, bool(log))
+
+    def layernorm(self, x, w, b, eps, out, mean, rstd):
+        if out.size == 0:
+            return
+        dim = len(x.shape) - 1
+        oshape, nrows, L, ((xs, xo, xl), (os_, oo, ol), (ms, mo, _), (rs, ro, _)) = _rows(
+            (x, out, mean, rstd), dim)
+        acc = _acc(out.storage.dtype)
+        dummy = x.storage
+        wv = (w.storage, w.offset, w.strides[0]) if w is not None else (dummy, 0, 0)
+        bv = (b.storage, b.offset, b.strides[0]) if b is not None else (dummy, 0, 0)
+        k = cached(("layernorm", str(acc), len(oshape)), lambda: F.layernorm_kernel(acc, len(oshape)))
+        launch(k, *grid_rows(nrows), x.storage, xs, xo, xl, wv[0], wv[1], wv[2], w is not None,
+               bv[0], bv[1], bv[2], b is not None, float(eps), out.storage, os_, oo, ol,
+               mean.storage, ms, mo, rstd.storage, rs, ro, oshape, nrows, L)
+
+    def layernorm_backward(self, g, x, w, mean, rstd, dx, dw, db):
+        if dx.size == 0:
+            return
+        dim = len(x.shape) - 1
+        views = (g, x, mean, rstd, dx)
+        oshape, nrows, L, ((gs, go, gl), (xs, xo, xl), (ms, mo, _), (rs, ro, _), (ds, do, dl)) = _rows(
+            views, dim)
+        acc = _acc(dx.storage.dtype)
+        wv = (w.storage, w.offset, w.strides[0]) if w is not None else (x.storage, 0, 0)
+        k = cached(("layernorm_bw", str(acc), len(oshape)),
+                   lambda: F.layernorm_backward_kernel(acc, len(oshape)))
+        launch(k, *grid_rows(nrows), g.storage, gs, go, gl, x.storage, xs, xo, xl, wv[0], wv[1], wv[2],
+               w is not None, mean.storage, ms, mo, rstd.storage, rs, ro, dx.storage, ds, do, dl,
+               oshape, nrows, L)
+        if dw is None and db is None:
+            return
+        for v in (dw, db):
+            if v is not None:
+                self.fill(v, 0)
+        dwv = (dw.storage, dw.offset, dw.strides[0]) if dw is not None else (dx.storage, 0, 0)
+        dbv = (db.storage, db.offset, db.strides[0]) if db is not None else (dx.storage, 0, 0)
+        kp = cached(("layernorm_params", str(acc), len(oshape)),
+                    lambda: F.layernorm_params_kernel(acc, len(oshape)))
+        cols = max(1, min((L + ROW_BLOCK - 1) // ROW_BLOCK, MAX_BLOCKS))
+        chunks = max(1, min(nrows, 2 if SIMULATOR else 64))
+        launch(kp, (cols, chunks), ROW_BLOCK, g.storage, gs, go, gl, x.storage, xs, xo, xl,
+               mean.storage, ms, mo, rstd.storage, rs, ro, dwv[0], dwv[1], dwv[2], dw is not None,
+               dbv[0], dbv[1], dbv[2], db is not None, oshape, nrows, L)
