@@ -39,7 +39,11 @@ def topological_order(root) -> list:
         push((var, True))
         hist = var._history
         if hist is not None:
-            for parent in hist.inputs:
+            # Pushed in reverse so the first input is explored first; then leaves that feed
+            # early layers come last in the order and late layers' parameters get their
+            # gradients early, which lets data-parallel training start all-reducing them
+            # while backward is still running.
+            for parent in reversed(hist.inputs):
                 if getattr(parent, "requires_grad", False) and id(parent) not in seen:
                     push((parent, False))
     order.reverse()

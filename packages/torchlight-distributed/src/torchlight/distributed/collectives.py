@@ -1,0 +1,168 @@
+"""Collectives on tensors: ``broadcast``, ``all_reduce``, ``all_gather``, ``broadcast_parameters``.
+
+They work on the tensor's numpy storage. A contiguous tensor on a numpy-backed device (``cpu``,
+``numba``) is a slice of a flat ``ndarray``; MPI reads and writes that slice directly (``MPI.IN_PLACE``),
+with no copy. A strided view is copied into a contiguous buffer and the result written back; a
+device whose storage is not a numpy array (``cuda``) is staged through the host.
+
+The operations are not differentiable (as in PyTorch): they change the data in place, outside
+autograd, and bump the tensor's version counter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import torchlight as tl
+from torchlight import Tensor
+
+from .comm import DistributedError, _import_mpi, get_comm
+
+__all__ = [
+    "broadcast",
+    "all_reduce",
+    "all_gather",
+    "broadcast_parameters",
+    "broadcast_object",
+    "all_gather_object",
+    "flat_view",
+]
+
+_OPS = ("sum", "mean", "max", "min", "prod")
+
+
+def flat_view(t: Tensor) -> np.ndarray | None:
+    """The 1-D ndarray slice of the storage that holds ``t`` (shares memory), or ``None`` when
+    ``t`` is not contiguous or its storage is not a numpy array."""
+    td = t._td
+    st = td.storage
+    if not isinstance(st, np.ndarray) or not td.is_contiguous():
+        return None
+    return st[td.offset:td.offset + td.size]
+
+
+def _mpi_op(op: str):
+    MPI = _import_mpi()
+    if op not in _OPS:
+        raise ValueError(f"all_reduce: op must be one of {_OPS}, got {op!r}")
+    return {"sum": MPI.SUM, "mean": MPI.SUM, "max": MPI.MAX, "min": MPI.MIN, "prod": MPI.PROD}[op]
+
+
+def _write_back(t: Tensor, values: np.ndarray) -> None:
+    """Store ``values`` (contiguous, ``t``'s shape) into ``t`` whatever its layout or device."""
+    view = t.numpy_view()
+    if isinstance(t._td.storage, np.ndarray):
+        view[...] = values.reshape(t.shape)
+    else:  # device storage: copy through the backend
+        with tl.no_grad():
+            src = tl.from_numpy(np.ascontiguousarray(values.reshape(t.shape))).to(t.device)
+            t.detach().copy_(src)
+
+
+def _bump(t: Tensor) -> None:
+    t._version[0] += 1
+
+
+def _check(t, name):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name} expects a torchlight Tensor, got {type(t).__name__}")
+
+
+def broadcast(tensor: Tensor, root: int = 0) -> Tensor:
+    """Overwrite ``tensor`` on every rank with its value on ``root`` (in place; returns it)."""
+    _check(tensor, "broadcast")
+    comm = get_comm()
+    buf = flat_view(tensor)
+    if buf is not None:
+        comm.Bcast(buf, root=root)
+    else:
+        tmp = np.ascontiguousarray(tensor.numpy_view()).reshape(-1)
+        comm.Bcast(tmp, root=root)
+        _write_back(tensor, tmp)
+    _bump(tensor)
+    return tensor
+
+
+def all_reduce(tensor: Tensor, op: str = "sum") -> Tensor:
+    """Reduce ``tensor`` over all ranks and leave the result on every rank, in place.
+
+    ``op``: ``"sum"``, ``"mean"`` (floating point only: the sum divided by the world size),
+    ``"max"``, ``"min"``, ``"prod"``. Returns ``tensor``.
+    """
+    _check(tensor, "all_reduce")
+    mpi_op = _mpi_op(op)
+    if op == "mean" and not tensor.dtype.is_floating_point:
+        raise TypeError(f"all_reduce(op='mean') needs a floating point tensor, got {tensor.dtype}")
+    comm = get_comm()
+    MPI = _import_mpi()
+    buf = flat_view(tensor)
+    if buf is not None:
+        comm.Allreduce(MPI.IN_PLACE, buf, op=mpi_op)
+    else:
+        buf = np.ascontiguousarray(tensor.numpy_view()).reshape(-1).copy()
+        comm.Allreduce(MPI.IN_PLACE, buf, op=mpi_op)
+    if op == "mean":
+        np.divide(buf, comm.Get_size(), out=buf)
+    if flat_view(tensor) is None:
+        _write_back(tensor, buf)
+    _bump(tensor)
+    return tensor
+
+
+def all_gather(tensor: Tensor, stack: bool = False):
+    """Every rank's ``tensor``, in rank order, on every rank.
+
+    Returns a list of ``world_size()`` new tensors (PyTorch's ``all_gather`` fills such a list), or
+    with ``stack=True`` one tensor of shape ``(world_size(), *tensor.shape)``. All ranks must pass
+    tensors of the same shape and dtype.
+    """
+    _check(tensor, "all_gather")
+    comm = get_comm()
+    size = comm.Get_size()
+    send = flat_view(tensor)
+    if send is None:
+        send = np.ascontiguousarray(tensor.numpy_view()).reshape(-1)
+    shapes = comm.allgather((tuple(tensor.shape), str(send.dtype)))
+    if any(s != shapes[0] for s in shapes):
+        raise DistributedError(f"all_gather: ranks passed different shapes/dtypes: {shapes}")
+    out = np.empty((size, send.size), dtype=send.dtype)
+    comm.Allgather(send, out)
+    out = out.reshape((size, *tensor.shape))
+    device = tensor.device
+    if stack:
+        res = tl.from_numpy(out)
+        return res if device == "cpu" else res.to(device)
+    parts = [tl.from_numpy(out[i]) for i in range(size)]
+    return parts if device == "cpu" else [p.to(device) for p in parts]
+
+
+def broadcast_parameters(module, root: int = 0) -> None:
+    """Make every rank's parameters *and* buffers equal to ``root``'s (in place, by name order).
+
+    Call it once after building the model (``DistributedDataParallel`` does) so that ranks that
+    initialised their weights differently start from the same point. The ranks must hold the same
+    architecture: names, shapes and dtypes are checked against ``root``'s first.
+    """
+    tensors = list(module.named_parameters()) + list(module.named_buffers())
+    comm = get_comm()
+    sig = [(n, tuple(t.shape), str(t.dtype)) for n, t in tensors]
+    root_sig = comm.bcast(sig if comm.Get_rank() == root else None, root=root)
+    if root_sig != sig:
+        mine = {s[0]: s for s in sig}
+        theirs = {s[0]: s for s in root_sig}
+        diff = sorted(set(mine.items()) ^ set(theirs.items()))[:5]
+        raise DistributedError(
+            f"broadcast_parameters: rank {comm.Get_rank()}'s module differs from rank {root}'s "
+            f"(first differences, (name, shape, dtype)): {diff}")
+    for _, t in tensors:
+        broadcast(t, root=root)
+
+
+def broadcast_object(obj=None, root: int = 0):
+    """``root``'s picklable ``obj`` on every rank (small things: configs, a path, a step count)."""
+    return get_comm().bcast(obj, root=root)
+
+
+def all_gather_object(obj) -> list:
+    """Every rank's picklable ``obj``, in rank order."""
+    return get_comm().allgather(obj)
