@@ -1,5 +1,5 @@
 """The one entry point of the monorepo: ``nox -s tests``, ``wheels``, ``lint``, ``demo``, ``bench``,
-``docs``, ``doctest``.
+``docs``, ``doctest``, ``conformance``, ``gpu``.
 
 Distributions are *discovered* (every ``packages/*/pyproject.toml``), never listed, so adding a
 distribution needs no change here and a session never breaks on one that does not exist yet.
@@ -154,11 +154,12 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """The headline demo: today a small MLP on a synthetic dataset; later the mini-GPT."""
+    """The headline demo: the mini-GPT trains ~3 minutes on tiny Shakespeare and writes a
+    sample (``nox -s demo -- --minutes 1`` for a shorter run)."""
     install_editable(session)
-    session.install("tqdm")
+    session.install("tqdm", "threadpoolctl", "matplotlib")
     set_test_env(session)
-    session.run("python", "projects/demo_mlp.py", *session.posargs)
+    session.run("python", "projects/mini-gpt/demo.py", *session.posargs)
 
 
 @nox.session
@@ -169,6 +170,40 @@ def bench(session: nox.Session) -> None:
         session.skip(f"{script.relative_to(ROOT)} does not exist yet")
     install_editable(session)
     session.run("python", str(script), *session.posargs)
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """The conformance kit against every backend, one pytest process per execution model: numpy
+    and numba (JIT), numba with ``NUMBA_DISABLE_JIT=1`` (``tiny`` inputs), cuda under numba's CUDA
+    simulator (``NUMBA_ENABLE_CUDASIM=1`` must be set before numba is imported). Then every cuda
+    kernel is compiled to PTX for a real GPU (needs NVVM from ``numba-cuda[cu13]``, not a GPU)."""
+    session.install(*TEST_TOOLS)  # the `tests` environment (scipy included: the numpy backend's erf)
+    install_editable(session)
+    set_test_env(session)
+    pytest = ["pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q", *session.posargs]
+    kits = [str(f.relative_to(ROOT)) for f in sorted(PACKAGES.glob("*/tests/test_conformance_*.py"))]
+    session.run(*pytest, *[k for k in kits if "backend-cuda" not in k])
+    numba_kit = [k for k in kits if k.endswith("test_conformance_numba.py")]
+    if numba_kit:
+        session.run(*pytest, *numba_kit, env={"NUMBA_DISABLE_JIT": "1", "TORCHLIGHT_CONFORMANCE_PROFILE": "tiny"})
+    cuda_tests = PACKAGES / "torchlight-backend-cuda" / "tests"
+    if cuda_tests.is_dir():
+        session.run(*pytest, str(cuda_tests.relative_to(ROOT)), env={"NUMBA_ENABLE_CUDASIM": "1"})
+        session.install("numba-cuda[cu13]")
+        session.run(*pytest, str((cuda_tests / "test_ptx.py").relative_to(ROOT)))
+
+
+@nox.session
+def gpu(session: nox.Session) -> None:
+    """The real-GPU check, on a machine with an NVIDIA GPU: the conformance kit on the device, then
+    the GPT training step and 4096x4096 matmul benchmarks (PyTorch beside when installed), all
+    figures in one JSON file. ``nox -s gpu -- --out gpu_check.json``; the CUDA wheels are
+    ``numba-cuda[$TORCHLIGHT_CUDA_EXTRA]`` (``cu12`` by default, ``cu13`` for newer drivers)."""
+    extra = os.environ.get("TORCHLIGHT_CUDA_EXTRA", "cu12")
+    session.install("pytest", "hypothesis", f"numba-cuda[{extra}]")
+    install_editable(session)
+    session.run("python", "tests-integration/gpu_check.py", *session.posargs)
 
 
 # --- documentation ---------------------------------------------------------------------------
