@@ -5,8 +5,7 @@ import pytest
 
 import torchlight as tl
 from torchlight import nn, optim
-from torchlight.data import DataLoader
-from torchlight.data import synthetic
+from torchlight.data import DataLoader, synthetic
 
 
 @pytest.mark.parametrize("name", ["spiral", "xor"])
