@@ -8,7 +8,6 @@ shape, expand inputs with stride 0, cast to a common dtype, allocate ``out``, th
 
 import operator
 
-from . import dtypes
 from .errors import BackendError, DTypeError, ShapeError
 from .indexing import shape_broadcast
 from .storage import TensorData
@@ -270,8 +269,3 @@ def normalize_dims(dim, ndim):
         return (normalize_dim(dim, ndim),)
     dims = tuple(sorted({normalize_dim(d, ndim) for d in dim}))
     return dims
-
-
-def result_dtype(a, b):
-    """Promotion for tensor-tensor ops."""
-    return dtypes.promote(a.dtype, b.dtype)

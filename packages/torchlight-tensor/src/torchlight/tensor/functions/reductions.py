@@ -5,6 +5,7 @@ back over the reduced dims — done with ``expand`` (stride 0), so no copy is ma
 send the gradient to the winning element; ``amax``/``amin`` split it evenly among ties.
 """
 
+import builtins
 from collections import namedtuple
 
 from torchlight.autograd import Function
@@ -69,7 +70,7 @@ class Mean(Function):
         for d in dims:
             n *= x.shape[d]
         ctx.shape, ctx.dims = x.shape, dims
-        ctx.divisor = None if (n == 0 and correction == 0) else builtins_max(n - correction, 0)
+        ctx.divisor = None if (n == 0 and correction == 0) else builtins.max(n - correction, 0)
         s = reduce_op("sum", x, dims, keepdim)
         if ctx.divisor is None:
             return zip_op("mul", s, scalar_like(float("nan"), s))
@@ -220,10 +221,6 @@ def var(x, dim=None, unbiased=True, keepdim=False, correction=None):
     c = (1 if unbiased else 0) if correction is None else correction
     diff = x - mean(x, dims, keepdim=True)
     return Mean.apply(diff * diff, dims, keepdim, c)
-
-
-def builtins_max(a, b):
-    return a if a > b else b
 
 
 def std(x, dim=None, unbiased=True, keepdim=False, correction=None):
