@@ -39,7 +39,6 @@ import numpy as np
 import torchlight as tl
 import torchlight.nn as nn
 import torchlight.nn.functional as F
-from torchlight.autograd import Function
 
 PAD, UNK, SOS, EOS = 0, 1, 2, 3
 _Z_SATURATE = 30.0  # σ(30) rounds to 1.0 in float32
@@ -58,38 +57,6 @@ class ModelConfig:
 
     def to_dict(self):
         return asdict(self)
-
-
-class SoftmaxCrossEntropy(Function):
-    """Mean softmax cross-entropy of ``logits (M, V)`` against int64 ``target (M,)`` (numpy), fused:
-    the forward keeps ``(softmax - onehot) / M`` as the gradient, so the ``(M, V)`` array is
-    traversed about five times instead of the dozen of ``log_softmax`` + ``nll_loss`` + their
-    backwards (the output layer is the biggest cost of the model)."""
-
-    @staticmethod
-    def forward(ctx, logits, target):
-        x = logits.detach().numpy()
-        rows = np.arange(x.shape[0])
-        m = x.max(1, keepdims=True)
-        p = np.subtract(x, m, dtype=np.float32)
-        np.exp(p, out=p)
-        s = p.sum(1, keepdims=True)
-        nll = np.log(s[:, 0]) + m[:, 0] - x[rows, target]
-        p /= s
-        p[rows, target] -= 1.0
-        p *= 1.0 / x.shape[0]
-        ctx.grad = p
-        return tl.tensor(np.float32(nll.mean()))
-
-    @staticmethod
-    def backward(ctx, g):
-        scale = float(g.item())
-        grad = ctx.grad if scale == 1.0 else ctx.grad * np.float32(scale)
-        return tl.from_numpy(grad), None
-
-
-def cross_entropy(logits, target_np):
-    return SoftmaxCrossEntropy.apply(logits, np.ascontiguousarray(target_np, dtype=np.int64))
 
 
 def _gru_step(gi, h, w_hh_t, b_hh, hidden):
@@ -263,7 +230,7 @@ class Seq2Seq(nn.Module):
                 steps.append(logits_t)
                 y = tl.tensor(logits_t.detach().numpy().argmax(-1).astype(np.int64))
             logits = tl.stack(steps, 1).reshape(-1, self.cfg.tgt_vocab).index_select(0, rows)
-        return cross_entropy(logits, target)
+        return F.cross_entropy(logits, tl.tensor(target))  # the backend's fused kernel
 
     # --- decoding -------------------------------------------------------------------------------
     def greedy(self, src_np, max_len: int = 30, return_attention: bool = False):

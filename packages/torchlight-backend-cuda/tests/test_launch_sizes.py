@@ -53,6 +53,19 @@ ag = tl.tensor(a, device="cuda", requires_grad=True)
 ag.gather(1, T(g)).backward(T(src.T[:7].copy()))                    # scatter_add
 want = np.zeros_like(a); np.add.at(want, (np.arange(7)[:, None], g), src.T[:7])
 close(ag.grad, want, 1e-4)
+from torchlight.backends.cuda.backend import CudaBackend
+from torchlight.tensor.storage import TensorData
+be = CudaBackend()                                                  # fused cross-entropy, rows of 143
+tg = rng.integers(0, 143, 7); wt = np.ones(7, np.float32); wt[2] = 0
+D = lambda h: TensorData(be.from_numpy(h), h.shape)
+ce_loss, ce_lse, ce_dx = D(np.zeros(7, np.float32)), D(np.zeros(7, np.float32)), D(np.zeros_like(a))
+be.cross_entropy(D(a), D(tg), D(wt), ce_loss, ce_lse)
+lse = np.log(np.exp(a.astype(np.float64)).sum(1))
+np.testing.assert_allclose(be.to_numpy(ce_lse), lse, rtol=1e-5)
+np.testing.assert_allclose(be.to_numpy(ce_loss), wt * (lse - a[np.arange(7), tg]), rtol=1e-5, atol=1e-5)
+be.cross_entropy_backward(D(a), D(tg), D(wt), ce_lse, D(np.ones(7, np.float32)), ce_dx)
+want = np.exp(a - lse[:, None]); want[np.arange(7), tg] -= 1; want *= wt[:, None]
+np.testing.assert_allclose(be.to_numpy(ce_dx), want, rtol=1e-4, atol=1e-6)
 print("ok")
 """
 

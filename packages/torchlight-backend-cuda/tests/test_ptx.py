@@ -105,5 +105,8 @@ def test_every_kernel_compiles_to_ptx(monkeypatch):
             be.layernorm(a, None, None, 1e-5, out, stat, stat)
             be.layernorm_backward(a, ap, w, stat, stat, out, w, w)
             be.layernorm_backward(a, ap, None, stat, stat, out, None, None)
+            xl, tgt, vec = _td((3, 5), dt, permute=True), _td((3,), "int64"), _td((3,), dt)
+            be.cross_entropy(xl, tgt, vec, vec, vec)
+            be.cross_entropy_backward(xl, tgt, vec, vec, vec, _td((3, 5), dt))
     assert not failures, "\n".join(failures)
     assert len(compiled) > 40

@@ -17,6 +17,9 @@ import torchlight as tl
 from torchlight import nn
 from torchlight.backends.cuda import transfers
 from torchlight.backends.cuda.spec import SPEC
+from torchlight.tensor import dtypes
+
+_F64 = dtypes.as_dtype("float64")
 
 pytestmark = pytest.mark.skipif(
     not SPEC.is_available(), reason=f"cuda backend unavailable here: {SPEC.why_unavailable()}"
@@ -59,6 +62,28 @@ def test_zero_transfers_training_step(optimizer):
     with transfers.counting() as c2:
         value = loss.item()
     assert (c2.h2d, c2.d2h, c2.d2h_bytes) == (0, 1, 4) and np.isfinite(value)
+
+
+def test_zero_transfers_fused_cross_entropy():
+    """The fused kernels read and write device views only: a forward and backward over strided
+    operands (transposed logits, a stride-0 upstream gradient) moves nothing."""
+    from torchlight.backends.cuda.backend import CudaBackend
+    from torchlight.tensor.storage import TensorData
+
+    be = CudaBackend()
+    n, c = 6, 5
+    rng = np.random.default_rng(0)
+    x = TensorData(be.from_numpy(rng.standard_normal((c, n))), (c, n)).permute((1, 0))
+    target = TensorData(be.from_numpy(rng.integers(0, c, n)), (n,))
+    weight = TensorData(be.from_numpy(np.ones(n)), (n,))
+    g = TensorData(be.from_numpy(np.ones(1)), (1,)).expand((n,))
+    with transfers.counting(trace=True) as c_:
+        loss, lse = TensorData(be.empty(n, _F64), (n,)), TensorData(be.empty(n, _F64), (n,))
+        dx = TensorData(be.empty(n * c, _F64), (n, c))
+        be.cross_entropy(x, target, weight, loss, lse)
+        be.cross_entropy_backward(x, target, weight, lse, g, dx)
+    assert (c_.h2d, c_.d2h) == (0, 0), _sites(c_.log)
+    assert np.all(np.isfinite(be.to_numpy(loss))) and np.allclose(be.to_numpy(dx).sum(1), 0)
 
 
 def test_kernels_refuse_host_arrays():

@@ -188,3 +188,15 @@ def test_weight_is_a_buffer():
     assert list(ce.state_dict()) == ["weight"]
     assert list(nn.CrossEntropyLoss().state_dict()) == []
     assert repr(nn.MSELoss(reduction="sum")) == "MSELoss(reduction='sum')"
+
+
+def test_cross_entropy_fused_path_gradcheck_and_layouts():
+    """The fused path (class indices, no label smoothing) with weights, ignored entries, every
+    reduction and a transposed input, against finite differences and nll_loss(log_softmax)."""
+    xt = tl.randn(4, 5, dtype=tl.float64, requires_grad=True)  # used as xt.t(): (5, 4), strided
+    t = tl.tensor([3, -100, 0, 2, 1])
+    w = tl.tensor([0.5, 1.0, 2.0, 1.5], dtype=tl.float64)
+    for red in ("mean", "sum", "none"):
+        assert tl.gradcheck(lambda a, red=red: F.cross_entropy(a.t(), t, weight=w, reduction=red), (xt,))
+        want = F.nll_loss(xt.t().log_softmax(1), t, weight=w, reduction=red)
+        np.testing.assert_allclose(F.cross_entropy(xt.t(), t, weight=w, reduction=red).detach().numpy(), want.detach().numpy(), rtol=1e-12)

@@ -28,6 +28,7 @@ import warnings
 import torchlight as tl
 from torchlight import Tensor
 from torchlight.tensor.dispatch import index_range, set_index_range
+from torchlight.tensor.functions.activation import cross_entropy_rows
 
 from .module import Module
 
@@ -132,9 +133,12 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         _reduce(None, reduction)
     safe, w_t = _target_info(input, target, weight, ignore_index, "nll_loss")
     picked = _classes_last(input).gather(1, safe.unsqueeze(1)).squeeze(1)
-    loss = -picked * w_t
+    return _weighted_reduction(-picked * w_t, w_t, target.shape, reduction)
+
+
+def _weighted_reduction(loss, w_t, shape, reduction):
     if reduction == "none":
-        return loss.reshape(target.shape)
+        return loss.reshape(shape)
     if reduction == "sum":
         return loss.sum()
     return loss.sum() / w_t.sum()
@@ -148,8 +152,8 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         _reduce(None, reduction)
     cdim = 0 if input.ndim == 1 else 1
     c = input.shape[cdim]
-    logp = input.log_softmax(cdim)
     if target.dtype.is_floating_point:  # class probabilities
+        logp = input.log_softmax(cdim)
         if target.shape != input.shape:
             raise tl.ShapeError(f"cross_entropy: probability targets must have the input's shape {input.shape}, got {target.shape}")
         if label_smoothing > 0:
@@ -162,9 +166,12 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         if reduction == "sum":
             return -prod.sum()
         return -prod.sum() / (input.numel() // c)
+    if label_smoothing == 0:  # the fused kernel: no N×C log-probabilities kept for backward
+        safe, w_t = _target_info(input, target, weight, ignore_index, "cross_entropy")
+        loss = cross_entropy_rows(_classes_last(input), safe, w_t)
+        return _weighted_reduction(loss, w_t, target.shape, reduction)
+    logp = input.log_softmax(cdim)
     nll = nll_loss(logp, target, weight, ignore_index, reduction)
-    if label_smoothing == 0:
-        return nll
     safe, w_t = _target_info(input, target, weight, ignore_index, "cross_entropy")
     rows = _classes_last(logp)
     if weight is not None:

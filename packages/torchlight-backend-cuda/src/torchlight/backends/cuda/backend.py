@@ -8,8 +8,8 @@ only in ``from_numpy`` (``tl.tensor``, factories, ``.to("cuda")``) and ``to_nump
 Each primitive does a little Python — drop size-1 dims and coalesce contiguous dims across
 operands, pick the flat kernel when every operand is contiguous, turn the op name into a code,
 size the grid from the problem — then launches one kernel (``_elementwise``, ``_reduce``,
-``_matmul``, ``_index``, ``_fused``). Kernels are built per (op family, dtype, ndim) on first
-use and cached; numba compiles each for the argument types it meets.
+``_matmul``, ``_index``, ``_fused``, ``_cross_entropy``). Kernels are built per (op family,
+dtype, ndim) on first use and cached; numba compiles each for the argument types it meets.
 """
 
 import numpy as np
@@ -18,6 +18,7 @@ from numba import cuda
 from torchlight.tensor.backend.protocol import API_VERSION
 from torchlight.tensor.errors import BackendError
 
+from . import _cross_entropy as CE
 from . import _elementwise as E
 from . import _fused as F
 from . import _index as X
@@ -74,7 +75,7 @@ class CudaBackend:
     name = "cuda"
     device = "cuda"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm", "fill"})
+    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "fill"})
     simulator = SIMULATOR
 
     # --- storage -------------------------------------------------------------------------------
@@ -322,3 +323,30 @@ class CudaBackend:
         launch(kp, (cols, chunks), ROW_BLOCK, g.storage, gs, go, gl, x.storage, xs, xo, xl,
                mean.storage, ms, mo, rstd.storage, rs, ro, dwv[0], dwv[1], dwv[2], dw is not None,
                dbv[0], dbv[1], dbv[2], db is not None, oshape, nrows, L)
+
+    def _ce_rows(self, mats, vectors):
+        """Row layout of the (N, C) ``mats`` and the (N,) ``vectors``; the vectors become (N, 1)
+        columns so that every operand's rows coalesce alike."""
+        return _rows((*mats, *(v.unsqueeze(1) for v in vectors)), 1)
+
+    def cross_entropy(self, x, target, weight, loss, lse):
+        if x.shape[0] == 0:
+            return
+        oshape, nrows, C, ((xs, xo, xl), (ts, to, _), (ws, wo, _), (ls, lo, _), (es, eo, _)) = \
+            self._ce_rows((x,), (target, weight, loss, lse))
+        acc = _acc(x.storage.dtype)
+        k = cached(("cross_entropy", str(acc), len(oshape)),
+                   lambda: CE.cross_entropy_kernel(acc, len(oshape)))
+        launch(k, *grid_rows(nrows), x.storage, xs, xo, xl, target.storage, ts, to, weight.storage,
+               ws, wo, loss.storage, ls, lo, lse.storage, es, eo, oshape, nrows, C)
+
+    def cross_entropy_backward(self, x, target, weight, lse, g, dx):
+        if x.shape[0] == 0:
+            return
+        oshape, nrows, C, per = self._ce_rows((x, dx), (target, weight, lse, g))
+        (xs, xo, xl), (ds, do, dl), (ts, to, _), (ws, wo, _), (es, eo, _), (gs, go, _) = per
+        acc = _acc(dx.storage.dtype)
+        k = cached(("cross_entropy_bw", str(acc), len(oshape)),
+                   lambda: CE.cross_entropy_backward_kernel(acc, len(oshape)))
+        launch(k, *grid_rows(nrows), x.storage, xs, xo, xl, target.storage, ts, to, weight.storage,
+               ws, wo, lse.storage, es, eo, g.storage, gs, go, dx.storage, ds, do, dl, oshape, nrows, C)

@@ -19,73 +19,37 @@ import math
 
 import numpy as np
 
-from numba import prange
+from numba import njit, prange
 
 from ._fastexp import exp_nonpos
-from ._jit import helper, kernel
+from ._jit import JIT_OPTIONS, helper, kernel
+from ._rowops import row_dot, row_exp_store, row_max, row_sqdev, row_sum
 
 __all__ = ["softmax_rows", "softmax_backward_rows", "layernorm_rows", "layernorm_backward_rows"]
 
 
-@helper
-def _row(r, shape, s, o):
+# inlined at numba IR level: a helper call that takes arrays is not inlined by LLVM (each njit
+# function is its own library), and its ~15 ns per call doubled softmax_backward on rows of 64;
+# locals are prefixed because numba 0.68's inliner can clash with the caller's names (_fastexp)
+@njit(inline="always", **JIT_OPTIONS)
+def _row(rw_r, rw_shape, rw_s, rw_o):
     """Position of row ``r`` (C order over ``shape``) of one operand."""
-    p = o
-    r = np.int64(r)
-    for d in range(shape.size - 1, -1, -1):
-        i = r % shape[d]
-        r //= shape[d]
-        p += i * s[d]
-    return p
-
-
-@helper
-def _sum4(v, n):
-    """Sum of v[:n] in float64 with four independent partial sums (no serial add chain)."""
-    a0 = 0.0
-    a1 = 0.0
-    a2 = 0.0
-    a3 = 0.0
-    j = 0
-    while j + 4 <= n:
-        a0 += v[j]
-        a1 += v[j + 1]
-        a2 += v[j + 2]
-        a3 += v[j + 3]
-        j += 4
-    for jj in range(j, n):
-        a0 += v[jj]
-    return (a0 + a1) + (a2 + a3)
-
-
-@helper
-def _dot4(u, v, n):
-    a0 = 0.0
-    a1 = 0.0
-    a2 = 0.0
-    a3 = 0.0
-    j = 0
-    while j + 4 <= n:
-        a0 += u[j] * v[j]
-        a1 += u[j + 1] * v[j + 1]
-        a2 += u[j + 2] * v[j + 2]
-        a3 += u[j + 3] * v[j + 3]
-        j += 4
-    for jj in range(j, n):
-        a0 += u[jj] * v[jj]
-    return (a0 + a1) + (a2 + a3)
+    if rw_shape.size == 1:
+        return rw_o + np.int64(rw_r) * rw_s[0]
+    rw_p = rw_o
+    rw_q = np.int64(rw_r)
+    for rw_d in range(rw_shape.size - 1, -1, -1):
+        rw_i = rw_q % rw_shape[rw_d]
+        rw_q //= rw_shape[rw_d]
+        rw_p += rw_i * rw_s[rw_d]
+    return rw_p
 
 
 @helper
 def _softmax_row_contig(xr, orow, L, log):
-    m = xr[0]
-    for j in range(1, L):
-        v = xr[j]
-        if v > m or v != v:
-            m = v
-    for j in range(L):  # branch-free: vectorises with the float32 exp_nonpos
-        orow[j] = exp_nonpos(xr[j] - m)
-    total = _sum4(orow, L)
+    m = row_max(xr, L)
+    row_exp_store(xr, orow, m, L)
+    total = row_sum(orow, L)
     if log:
         lse = math.log(total)
         for j in range(L):
@@ -135,11 +99,11 @@ def softmax_backward_rows(y, ys, yo, yl, g, gs, go, gl, out, os, oo, ol, shape, 
             gr = g[pg:pg + L]
             orow = out[po:po + L]
             if log:
-                total = _sum4(gr, L)
+                total = row_sum(gr, L)
                 for j in range(L):
                     orow[j] = gr[j] - exp_nonpos(yr[j]) * total
             else:
-                total = _dot4(gr, yr, L)
+                total = row_dot(gr, yr, L)
                 for j in range(L):
                     orow[j] = yr[j] * (gr[j] - total)
             continue
@@ -156,12 +120,38 @@ def softmax_backward_rows(y, ys, yo, yl, g, gs, go, gl, out, os, oo, ol, shape, 
                 out[po + j * ol] = y[py + j * yl] * (g[pg + j * gl] - total)
 
 
+@helper
+def _ln_row_out(xr, wr, has_w, br, has_b, mu, rs_, orow, L):
+    # one loop per (has_w, has_b) case: a loop-invariant branch inside the loop blocks SIMD
+    if has_w and has_b:
+        for j in range(L):
+            orow[j] = (xr[j] - mu) * rs_ * wr[j] + br[j]
+    elif has_w:
+        for j in range(L):
+            orow[j] = (xr[j] - mu) * rs_ * wr[j]
+    elif has_b:
+        for j in range(L):
+            orow[j] = (xr[j] - mu) * rs_ + br[j]
+    else:
+        for j in range(L):
+            orow[j] = (xr[j] - mu) * rs_
+
+
 @kernel
 def layernorm_rows(x, xs, xo, xl, w, wo, wl, has_w, b, bo, bl, has_b, eps,
                    out, os, oo, ol, mean, ms, mo, rstd, rs, ro, shape, nrows, L):
     for r in prange(nrows):
         px = _row(r, shape, xs, xo)
         po = _row(r, shape, os, oo)
+        if xl == 1 and ol == 1 and (wl == 1 or not has_w) and (bl == 1 or not has_b):
+            xr = x[px:px + L]
+            orow = out[po:po + L]
+            mu = row_sum(xr, L) / L
+            rs_ = 1.0 / math.sqrt(row_sqdev(xr, mu, L) / L + eps)
+            _ln_row_out(xr, w[wo:wo + L], has_w, b[bo:bo + L], has_b, mu, rs_, orow, L)
+            mean[_row(r, shape, ms, mo)] = mu
+            rstd[_row(r, shape, rs, ro)] = rs_
+            continue
         total = 0.0
         for j in range(L):
             total += x[px + j * xl]
@@ -182,6 +172,71 @@ def layernorm_rows(x, xs, xo, xl, w, wo, wl, has_w, b, bo, bl, has_b, eps,
         rstd[_row(r, shape, rs, ro)] = rs_
 
 
+@helper
+def _ln_back_sums(gr, xr, wr, has_w, mu, rr, L):
+    """(Σ ĝ, Σ ĝ x̂) with ĝ = g w, x̂ = (x - μ) r: four lanes each, one loop per has_w case."""
+    a0 = 0.0
+    a1 = 0.0
+    a2 = 0.0
+    a3 = 0.0
+    b0 = 0.0
+    b1 = 0.0
+    b2 = 0.0
+    b3 = 0.0
+    j = 0
+    if has_w:
+        while j + 4 <= L:
+            g0 = gr[j] * wr[j]
+            g1 = gr[j + 1] * wr[j + 1]
+            g2 = gr[j + 2] * wr[j + 2]
+            g3 = gr[j + 3] * wr[j + 3]
+            a0 += g0
+            a1 += g1
+            a2 += g2
+            a3 += g3
+            b0 += g0 * ((xr[j] - mu) * rr)
+            b1 += g1 * ((xr[j + 1] - mu) * rr)
+            b2 += g2 * ((xr[j + 2] - mu) * rr)
+            b3 += g3 * ((xr[j + 3] - mu) * rr)
+            j += 4
+        for jj in range(j, L):
+            gh = gr[jj] * wr[jj]
+            a0 += gh
+            b0 += gh * ((xr[jj] - mu) * rr)
+    else:
+        while j + 4 <= L:
+            a0 += gr[j]
+            a1 += gr[j + 1]
+            a2 += gr[j + 2]
+            a3 += gr[j + 3]
+            b0 += gr[j] * ((xr[j] - mu) * rr)
+            b1 += gr[j + 1] * ((xr[j + 1] - mu) * rr)
+            b2 += gr[j + 2] * ((xr[j + 2] - mu) * rr)
+            b3 += gr[j + 3] * ((xr[j + 3] - mu) * rr)
+            j += 4
+        for jj in range(j, L):
+            a0 += gr[jj]
+            b0 += gr[jj] * ((xr[jj] - mu) * rr)
+    return (a0 + a1) + (a2 + a3), (b0 + b1) + (b2 + b3)
+
+
+@helper
+def _ln_back_row(gr, xr, wr, has_w, mu, rr, drow, pw, pb, need_wb, L):
+    s1, s2 = _ln_back_sums(gr, xr, wr, has_w, mu, rr, L)
+    a = s1 / L
+    bb = s2 / L
+    if need_wb:
+        for j in range(L):
+            pw[j] += gr[j] * ((xr[j] - mu) * rr)
+            pb[j] += gr[j]
+    if has_w:
+        for j in range(L):
+            drow[j] = rr * (gr[j] * wr[j] - a - ((xr[j] - mu) * rr) * bb)
+    else:
+        for j in range(L):
+            drow[j] = rr * (gr[j] - a - ((xr[j] - mu) * rr) * bb)
+
+
 @kernel
 def layernorm_backward_rows(g, gs, go, gl, x, xs, xo, xl, w, wo, wl, has_w, mean, ms, mo,
                             rstd, rs, ro, dx, ds, do, dl, shape, nrows, L,
@@ -195,6 +250,10 @@ def layernorm_backward_rows(g, gs, go, gl, x, xs, xo, xl, w, wo, wl, has_w, mean
             pd = _row(r, shape, ds, do)
             mu = mean[_row(r, shape, ms, mo)]
             rr = rstd[_row(r, shape, rs, ro)]
+            if gl == 1 and xl == 1 and dl == 1 and (wl == 1 or not has_w):
+                _ln_back_row(g[pg:pg + L], x[px:px + L], w[wo:wo + L], has_w, mu, rr, dx[pd:pd + L],
+                             partial_w[c], partial_b[c], need_wb, L)
+                continue
             s1 = 0.0
             s2 = 0.0
             for j in range(L):

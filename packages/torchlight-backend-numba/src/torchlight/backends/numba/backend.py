@@ -4,10 +4,11 @@ Storage is a 1-D numpy array, exactly as on the ``cpu`` backend, so ``.to("numba
 costs one memcpy (or nothing, when the core shares) and ``to_numpy`` returns a view. Each
 primitive does a little Python first — drop size-1 dims, coalesce dims that are contiguous with
 respect to each other in every operand, pick the contiguous fast path when it applies, turn op
-names into codes — and then calls one compiled kernel (``_elementwise``, ``_reduce``,
-``_index``, ``_fused``, ``_matmul``). Float matmuls go to BLAS through ``np.matmul``
-(measured: far faster than any loop we can JIT); dtype-changing copies go to ``np.copyto``
-(memory-bound either way, and it saves a compiled specialisation per dtype pair).
+names into codes — and then calls one compiled kernel (``_elementwise``, ``_flat32``,
+``_reduce``, ``_index``, ``_fused``, ``_cross_entropy``, ``_matmul``). Float matmuls go to BLAS
+through the numpy backend (measured: far faster than any loop we can JIT); dtype-changing copies
+go to ``np.copyto`` (memory-bound either way, and it saves a compiled specialisation per dtype
+pair).
 """
 
 import os
@@ -18,7 +19,9 @@ from torchlight.tensor.backend.numpy import NumpyBackend, as_array
 from torchlight.tensor.backend.protocol import API_VERSION
 from torchlight.tensor.errors import BackendError
 
+from . import _cross_entropy as CE
 from . import _elementwise as E
+from . import _flat32 as L
 from . import _fused as F
 from . import _index as X
 from . import _matmul as M
@@ -42,6 +45,16 @@ _RED = {"sum": R.SUM, "prod": R.PROD, "max": R.MAX, "min": R.MIN}
 # With numpy_ufuncs=False (env TORCHLIGHT_NUMBA_UFUNCS=0) every op runs a numba kernel.
 _NUMBA_MAP = {"gelu", "silu", "erf"}
 _NUMBA_ZIP = {"gelu_back", "silu_back"}
+# Contiguous float32 maps/zips of at least this many elements run _flat32's SIMD loops, which
+# prange splits across threads. Thresholds by single-core measurement: the maps (exp, tanh,
+# relu, sigmoid, neg, gelu_tanh) and gelu_tanh_back are faster than numpy from 64k values on; an
+# arithmetic zip is memory-bound and costs ~3 us more per call than the ufunc, so it reaches
+# parity only at ~512k values.
+FLAT_MIN = int(os.environ.get("TORCHLIGHT_NUMBA_FLAT_MIN", str(1 << 16)))
+FLAT_ZIP_MIN = max(FLAT_MIN, 1 << 19)
+_FLAT_FUSED = {"gelu_tanh_back"}  # compute-bound zips: FLAT_MIN, both operands arrays
+_F32 = np.dtype(np.float32)
+_CHUNKS = 64  # row chunks of the cross-entropy kernel: scratch per chunk, enough to balance threads
 _TINY_MATMUL = 4096  # n*k*m below which the JIT loop beats np.matmul's call overhead
 
 
@@ -70,6 +83,16 @@ def coalesce(shape, strides_list):
     return tuple(out_shape), [tuple(st) for st in out_strides]
 
 
+def _flat(v):
+    """True when the view is its storage's elements offset..offset+size in C order."""
+    return v.is_contiguous()
+
+
+def _scalar(v):
+    """True when every element of the view is the one at its offset (a broadcast scalar)."""
+    return all(st == 0 or sz == 1 for sz, st in zip(v.shape, v.strides))
+
+
 def _kind(dtype):
     k = dtype.kind
     return "b" if k == "b" else ("f" if k == "f" else "i")
@@ -81,7 +104,7 @@ class NumbaBackend:
     name = "numba"
     device = "numba"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm"})
+    capabilities = frozenset({"softmax", "layernorm", "cross_entropy"})
 
     def __init__(self, numpy_ufuncs=None):
         if numpy_ufuncs is None:
@@ -110,6 +133,10 @@ class NumbaBackend:
             np.copyto(as_array(out), as_array(a), casting="unsafe")
             return
         kind = _kind(sa.dtype)
+        if n >= FLAT_MIN and op in L.FLAT_MAP and sa.dtype == _F32 and so.dtype == _F32 and (
+                _flat(a) and _flat(out)):
+            L.map32.pick(n)(L.FLAT_MAP[op], sa[a.offset:a.offset + n], so[out.offset:out.offset + n], n)
+            return
         if self.numpy_ufuncs and not (kind == "f" and op in _NUMBA_MAP):
             self._np.map(op, a, out)
             return
@@ -131,6 +158,16 @@ class NumbaBackend:
         kind = _kind(sa.dtype)
         if sa.dtype != sb.dtype:
             raise BackendError(f"numba backend: zip {op!r} got mixed dtypes {sa.dtype} and {sb.dtype}")
+        if n >= (FLAT_MIN if op in _FLAT_FUSED else FLAT_ZIP_MIN) and op in L.FLAT_ZIP and (
+                sa.dtype == _F32 and so.dtype == _F32 and _flat(out)):
+            fa, fb = _flat(a), _flat(b)
+            mode = 0 if fa and fb else (1 if fa and _scalar(b) else (2 if fb and _scalar(a) else -1))
+            if mode == 0 and sa is so and a.offset == out.offset and op not in _FLAT_FUSED:
+                mode = 3  # in place (x.grad += g): a kernel that does not see a as a separate array
+            if mode == 0 or (mode > 0 and op not in _FLAT_FUSED):
+                L.zip32.pick(n)(L.FLAT_ZIP[op], mode, sa[a.offset:a.offset + (n if mode != 2 else 1)],
+                                sb[b.offset:b.offset + (n if mode != 1 else 1)], so[out.offset:out.offset + n], n)
+                return
         if self.numpy_ufuncs and not (kind == "f" and op in _NUMBA_ZIP) and not (kind == "i" and op == "pow"):
             self._np.zip(op, a, b, out)
             return
@@ -202,7 +239,7 @@ class NumbaBackend:
         n, k = a.shape[-2:]
         m = b.shape[-1]
         if out.storage.dtype.kind == "f" and n * k * m >= _TINY_MATMUL:
-            np.matmul(as_array(a), as_array(b), out=as_array(out))
+            self._np.matmul(a, b, out)  # BLAS, packing strided batched operands first
             return
         batch = out.shape[:-2]
         nbatch = 1
@@ -256,13 +293,13 @@ class NumbaBackend:
     # --- fused capabilities ----------------------------------------------------------------------
     @staticmethod
     def _rows(views, dim):
-        """Outer shape (dim removed), row count, row length, and per view (strides, offset, step)."""
+        """Outer shape (dim removed, dims coalesced across the views), row count, row length, and
+        per view (strides, offset, step). Coalescing usually leaves one outer dim, which the
+        kernels' ``_row`` turns into a position with one multiply instead of a divmod per dim."""
         shape = views[0].shape
-        outer = tuple(s for d, s in enumerate(shape) if d != dim) or (1,)
-        per = []
-        for v in views:
-            st = tuple(s for d, s in enumerate(v.strides) if d != dim) or (0,)
-            per.append((_arr(st), v.offset, v.strides[dim]))
+        outer, strides = coalesce([s for d, s in enumerate(shape) if d != dim],
+                                  [[s for d, s in enumerate(v.strides) if d != dim] for v in views])
+        per = [(_arr(st), v.offset, v.strides[dim]) for st, v in zip(strides, views)]
         nrows = 1
         for s in outer:
             nrows *= s
@@ -312,3 +349,24 @@ class NumbaBackend:
             as_array(dw)[...] = pw.sum(axis=0)
         if db is not None:
             as_array(db)[...] = pb.sum(axis=0)
+
+    def cross_entropy(self, x, target, weight, loss, lse):
+        n, c = x.shape
+        if n == 0:
+            return
+        CE.cross_entropy_rows.pick(n * c)(x.storage, x.offset, x.strides[0], x.strides[1],
+                                          target.storage, target.offset, target.strides[0],
+                                          weight.storage, weight.offset, weight.strides[0],
+                                          loss.storage, loss.offset, loss.strides[0],
+                                          lse.storage, lse.offset, lse.strides[0], n, c, min(n, _CHUNKS))
+
+    def cross_entropy_backward(self, x, target, weight, lse, g, dx):
+        n, c = x.shape
+        if n == 0:
+            return
+        CE.cross_entropy_backward_rows.pick(n * c)(x.storage, x.offset, x.strides[0], x.strides[1],
+                                                   target.storage, target.offset, target.strides[0],
+                                                   weight.storage, weight.offset, weight.strides[0],
+                                                   lse.storage, lse.offset, lse.strides[0],
+                                                   g.storage, g.offset, g.strides[0],
+                                                   dx.storage, dx.offset, dx.strides[0], dx.strides[1], n, c)

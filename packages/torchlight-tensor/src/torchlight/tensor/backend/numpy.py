@@ -159,7 +159,7 @@ class NumpyBackend:
     name = "numpy"
     device = "cpu"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm"})
+    capabilities = frozenset({"softmax", "layernorm", "cross_entropy"})
 
     # --- storage -----------------------------------------------------------------------------
     def empty(self, n, dtype):
@@ -266,6 +266,32 @@ class NumpyBackend:
         if db is not None:
             as_array(db)[...] = gv.sum(axis=lead)
 
+    def cross_entropy(self, x, target, weight, loss, lse):
+        xv, t, w = as_array(x), as_array(target), as_array(weight)
+        if xv.shape[0] == 0:
+            return
+        m = xv.max(axis=1)
+        e = np.subtract(xv, m[:, None])
+        np.exp(e, out=e)
+        log_s = np.log(e.sum(axis=1))
+        picked = np.take_along_axis(xv, t[:, None], axis=1)[:, 0]
+        as_array(lse)[...] = log_s + m
+        # log_s + (m - x_t), not lse - x_t: with |x| ~ 1e4 in float32, lse has already lost
+        # the low digits of log_s that the loss consists of
+        with np.errstate(invalid="ignore"):
+            as_array(loss)[...] = np.where(w != 0, w * (log_s + (m - picked)), 0)
+
+    def cross_entropy_backward(self, x, target, weight, lse, g, dx):
+        xv, t, w = as_array(x), as_array(target), as_array(weight)
+        if xv.shape[0] == 0:
+            return
+        d = as_array(dx)  # written in place: this is the biggest array of a language model's step
+        np.subtract(xv, as_array(lse)[:, None], out=d)
+        np.exp(d, out=d)
+        d[np.arange(xv.shape[0]), t] -= 1
+        d *= (as_array(g) * w)[:, None]
+        if not w.all():  # 0 · inf would leave NaN in a dropped row
+            d[w == 0] = 0
 
 def _load():
     return NumpyBackend()

@@ -24,7 +24,11 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
 
     "softmax":   softmax(a, dim, out, log=False); softmax_backward(y, g, dim, out, log=False)
     "layernorm": layernorm(x, w, b, eps, out, mean, rstd); layernorm_backward(g, x, w, mean, rstd, dx, dw, db)
-    "cross_entropy", "compile"            (declared by backends that provide them)
+    "cross_entropy": cross_entropy(x, target, weight, loss, lse); cross_entropy_backward(x, target, weight, lse, g, dx)
+                 x (N, C) logits, target (N,) int64 in [0, C), weight (N,) per-row weight (0: row dropped);
+                 lse = logsumexp(x, 1); loss = weight·(lse - x[i, target]); dx = g·weight·(softmax(x) - onehot),
+                 loss and dx exactly 0 on rows of weight 0
+    "fill", "compile"                     (declared by backends that provide them)
 
 Adding an op: a name here + a conformance-kit entry + a fallback, or an ``API_VERSION`` bump.
 """

@@ -8,6 +8,12 @@ by the max changes nothing mathematically and keeps ``exp`` from overflowing, so
 Layer norm over the last dim with ``μ = mean(x)``, ``r = 1/sqrt(var(x) + eps)``, ``x̂ = (x-μ) r``,
 ``y = x̂ w + b``. Backward (D = row length, ĝ = g w):
 ``dx = r (ĝ - mean(ĝ) - x̂ mean(ĝ x̂))``, ``dw = Σ_rows g x̂``, ``db = Σ_rows g``.
+
+Cross-entropy of rows of logits ``x`` (N, C) against class indices ``t`` with per-row weights
+``w``: ``ℓ_i = w_i (lse_i - x[i, t_i])``, ``lse_i = log Σ_c exp(x[i, c])``; its gradient is
+``∂ℓ_i/∂x[i, c] = w_i (softmax(x_i)_c - [c = t_i])``. Fused, it is two passes over the logits
+forward (max, then the sum of exponentials) and one backward, with nothing of size N×C saved
+but ``x`` itself; the composite (log-softmax, gather) keeps the N×C log-probabilities.
 """
 
 from torchlight.autograd import Function
@@ -16,7 +22,7 @@ from ..dispatch import alloc, normalize_dim, same_backend
 from ..errors import ShapeError
 from .pointwise import float_operand
 
-__all__ = ["Softmax", "LayerNorm", "softmax", "log_softmax", "layer_norm"]
+__all__ = ["Softmax", "LayerNorm", "CrossEntropyRows", "softmax", "log_softmax", "layer_norm", "cross_entropy_rows"]
 
 
 class Softmax(Function):
@@ -118,3 +124,41 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
         if b2 is not None:
             y = y + b2
     return y.reshape(x.shape)
+
+
+class CrossEntropyRows(Function):
+    @staticmethod
+    def forward(ctx, x, target, weight):
+        n = x.shape[0]
+        loss = alloc((n,), x.dtype, x.backend)
+        lse = alloc((n,), x.dtype, x.backend)
+        x.backend.cross_entropy(x._td, target._td, weight._td, loss._td, lse._td)
+        ctx.save_for_backward(x, lse)
+        ctx.target, ctx.weight = target, weight  # not differentiated: no version check needed
+        return loss
+
+    @staticmethod
+    def backward(ctx, g):
+        x, lse = ctx.saved_tensors
+        dx = alloc(x.shape, x.dtype, x.backend)
+        x.backend.cross_entropy_backward(x._td, ctx.target._td, ctx.weight._td, lse._td, g._td, dx._td)
+        return dx, None, None
+
+
+def cross_entropy_rows(x, target, weight):
+    """Per-row losses ``w_i (logsumexp(x_i) - x[i, t_i])`` of logits ``x`` (N, C).
+
+    ``target`` (N,) int64 must already lie in ``[0, C)`` and ``weight`` (N,) is detached (0
+    drops a row: its loss and gradient are exactly 0). This is the kernel under
+    ``torchlight.nn.functional.cross_entropy``, which validates targets and reduces.
+    """
+    if x.ndim != 2 or target.shape != (x.shape[0],) or weight.shape != (x.shape[0],):
+        raise ShapeError(f"cross_entropy_rows: need x (N, C), target (N,), weight (N,); got {x.shape}, {target.shape}, {weight.shape}")
+    same_backend(x, target)
+    same_backend(x, weight)
+    x = float_operand(x)
+    weight = weight.detach().to(x.dtype)
+    if "cross_entropy" in x.backend.capabilities:
+        return CrossEntropyRows.apply(x, target, weight)
+    picked = _softmax(x, 1, True).gather(1, target.unsqueeze(1)).squeeze(1)  # composite fallback
+    return (-picked * weight).where(weight != 0, 0.0)

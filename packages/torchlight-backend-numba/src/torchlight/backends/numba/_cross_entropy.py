@@ -1,0 +1,90 @@
+"""Fused cross-entropy over the rows of an ``(N, C)`` logit matrix, forward and backward.
+
+The forward runs ``prange`` over chunks of rows (so the scratch lanes of ``row_sumexp`` are
+allocated once per chunk), the backward over rows. With ``m = max_c x[i,c]`` (NaN if the row has one)::
+
+    lse[i]  = m + log Σ_c e^(x[i,c] - m)                     (Σ accumulated in float64)
+    loss[i] = w[i] (lse[i] - x[i, t[i]])                     (0 exactly where w[i] == 0)
+    dx[i,c] = g[i] w[i] (e^(x[i,c] - lse[i]) - [c == t[i]])  (0 exactly where w[i] == 0)
+
+Subtracting ``m`` keeps every exponent ≤ 0, so rows of ±1e4 neither overflow nor lose the
+log; the backward uses ``lse`` as given (in x's dtype, as the contract says) rather than
+recomputing it; float32 exponentials use the vectorisable ``exp_nonpos``. The one-hot term is applied to
+the target element after the row loop, so the loop itself is branch-free (SIMD). Compared with
+``nll_loss(log_softmax(x))`` this reads the logits once per pass and never materialises the
+``(N, C)`` log-probabilities in the forward.
+
+Arguments are storages plus element strides/offsets: ``x`` has a row stride ``xr`` and a column
+stride ``xc`` (transposed, sliced, offset), the ``(N,)`` operands one
+stride each.
+"""
+
+import math
+
+import numpy as np
+
+from numba import prange
+
+from ._fastexp import exp_nonpos
+from ._jit import helper, kernel
+from ._rowops import LANES, row_max, row_sumexp
+
+__all__ = ["cross_entropy_rows", "cross_entropy_backward_rows"]
+
+
+@helper
+def _ce_row(x, p, xc, target, wi, C, acc):
+    """(lse, loss) of the row at x[p::xc]."""
+    if xc == 1:
+        row = x[p:p + C]
+        m = row_max(row, C)
+        total = row_sumexp(row, m, C, acc)
+    else:
+        m = x[p]
+        for j in range(1, C):
+            v = x[p + j * xc]
+            if v > m or v != v:
+                m = v
+        total = 0.0
+        for j in range(C):
+            total += exp_nonpos(x[p + j * xc] - m)
+    le = m + math.log(total)
+    if wi == 0:
+        return le, 0.0
+    return le, wi * (le - x[p + target * xc])
+
+
+@kernel
+def cross_entropy_rows(x, xo, xr, xc, t, to, ts, w, wo, ws, loss, lo, ls, lse, eo, es, n, C, nchunks):
+    per = (n + nchunks - 1) // nchunks
+    for c in prange(nchunks):
+        acc = np.empty(LANES)  # row_sumexp's lanes: one allocation per chunk of rows, not per row
+        for i in range(c * per, min(n, (c + 1) * per)):
+            le, li = _ce_row(x, xo + i * xr, xc, t[to + i * ts], w[wo + i * ws], C, acc)
+            lse[eo + i * es] = le
+            loss[lo + i * ls] = li
+
+
+@kernel
+def cross_entropy_backward_rows(x, xo, xr, xc, t, to, ts, w, wo, ws, lse, eo, es, g, go, gs,
+                                dx, do, dr, dc, n, C):
+    for i in prange(n):
+        p = xo + i * xr
+        q = do + i * dr
+        wi = w[wo + i * ws]
+        if wi == 0:
+            for j in range(C):
+                dx[q + j * dc] = 0.0
+            continue
+        s = g[go + i * gs] * wi
+        le = lse[eo + i * es]
+        if xc == 1 and dc == 1:
+            row = x[p:p + C]
+            out = dx[q:q + C]
+            for j in range(C):
+                out[j] = s * exp_nonpos(row[j] - le)
+        else:
+            for j in range(C):
+                dx[q + j * dc] = s * exp_nonpos(x[p + j * xc] - le)
+        k = t[to + i * ts]
+        dx[q + k * dc] = s * (exp_nonpos(x[p + k * xc] - le) - 1.0)

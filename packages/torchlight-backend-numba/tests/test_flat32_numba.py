@@ -1,0 +1,118 @@
+"""The large contiguous float32 route (``_flat32``) against the numpy backend's ufuncs, through
+the backend's ``map``/``zip`` with ``TensorData`` views, serial and parallel compilations."""
+
+import numpy as np
+import pytest
+
+from torchlight.backends.numba import _jit
+from torchlight.backends.numba import backend as B
+from torchlight.backends.numba._flat32 import FLAT_MAP, FLAT_ZIP
+from torchlight.tensor.storage import TensorData
+
+BK = B.NumbaBackend()
+NP = BK._np
+N = B.FLAT_ZIP_MIN + 4099  # above both thresholds, not a multiple of the block
+SPECIAL = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e-30, -100.0, 100.0, 88.0, -86.5, 20.0, -20.0]
+
+
+@pytest.fixture(params=["serial", "parallel"])
+def path(request, monkeypatch):
+    which = "par" if request.param == "parallel" else "ser"
+    monkeypatch.setattr(_jit.Kernel, "pick", lambda self, work, minimum=None: getattr(self, which))
+
+
+def values(seed, offset=3):
+    rng = np.random.default_rng(seed)
+    buf = np.zeros(N + offset, np.float32)
+    buf[offset:] = rng.standard_normal(N) * 4
+    buf[offset:offset + len(SPECIAL)] = SPECIAL
+    return buf, TensorData(buf, (N,), (1,), offset)
+
+
+def out_view():
+    buf = np.full(N + 5, 7.0, np.float32)
+    return buf, TensorData(buf, (N,), (1,), 5)
+
+
+@pytest.mark.parametrize("op", sorted(set(FLAT_MAP) - {"gelu_tanh"}))
+def test_map(path, op):
+    _, x = values(1)
+    got_buf, got = out_view()
+    want_buf, want = out_view()
+    with np.errstate(all="ignore"):
+        BK.map(op, x, got)
+        NP.map(op, x, want)
+        # exp_fast flushes results below e^-86 (~4e-38) to 0 where numpy gives subnormals
+        np.testing.assert_allclose(got_buf, want_buf, rtol=4e-7, atol=1e-37)
+    assert (got_buf[:5] == 7).all()
+
+
+@pytest.mark.parametrize("op", sorted(set(FLAT_ZIP) - {"gelu_tanh_back"}))
+@pytest.mark.parametrize("mode", ["array-array", "array-scalar", "scalar-array"])
+def test_zip_is_bit_identical_to_numpy(path, op, mode):
+    _, a = values(2)
+    _, b = values(3, offset=1)
+    s = TensorData(np.array([9.0, -1.5], np.float32), (N,), (0,), 1)
+    a, b = {"array-array": (a, b), "array-scalar": (a, s), "scalar-array": (s, b)}[mode]
+    got_buf, got = out_view()
+    want_buf, want = out_view()
+    with np.errstate(all="ignore"):
+        BK.zip(op, a, b, got)
+        NP.zip(op, a, b, want)
+    np.testing.assert_array_equal(got_buf, want_buf)
+
+
+@pytest.mark.parametrize("op", sorted(set(FLAT_ZIP) - {"gelu_tanh_back"}))
+def test_zip_in_place(path, op):
+    abuf, a = values(8)
+    _, b = values(9, offset=0)
+    wa_buf, wa = values(8)  # the same values: numpy in place on these, the backend on abuf
+    with np.errstate(all="ignore"):
+        NP.zip(op, wa, b, wa)
+        BK.zip(op, a, b, a)
+    np.testing.assert_array_equal(abuf[3:], wa_buf[3:])
+
+
+def test_gelu_tanh_against_float64(path):
+    # against float64, not numpy's float32 ufuncs: ½x(1 + tanh u) cancels for x < -3 in float32
+    xbuf, x = values(7)
+    got_buf, got = out_view()
+    BK.map("gelu_tanh", x, got)
+    x64 = xbuf[3:].astype(np.float64)
+    with np.errstate(all="ignore"):
+        want = 0.5 * x64 * (1 + np.tanh(np.sqrt(2 / np.pi) * (x64 + 0.044715 * x64**3)))
+    np.testing.assert_allclose(got_buf[5:], want, rtol=1e-6, atol=1e-8)  # float64 cancels too, below -18
+
+
+def gelu_tanh_back64(x, g):
+    x, g = x.astype(np.float64), g.astype(np.float64)
+    c = np.sqrt(2 / np.pi)
+    t = np.tanh(c * (x + 0.044715 * x**3))
+    return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x))
+
+
+def test_gelu_tanh_back_against_float64(path):
+    xbuf, x = values(5)
+    xbuf[3:3 + len(SPECIAL)] = np.nan_to_num(np.array(SPECIAL, np.float32), posinf=30.0, neginf=-30.0)
+    gbuf, g = values(6, offset=0)
+    gbuf[:len(SPECIAL)] = 1.5
+    got_buf, got = out_view()
+    BK.zip("gelu_tanh_back", x, g, got)
+    want = gelu_tanh_back64(xbuf[3:], gbuf)
+    np.testing.assert_allclose(got_buf[5:], want, rtol=2e-6, atol=2e-6)
+    # a broadcast operand keeps the general route (numpy), same values
+    s = TensorData(np.array([0.7], np.float32), (N,), (0,), 0)
+    BK.zip("gelu_tanh_back", x, s, got)
+    np.testing.assert_allclose(got_buf[5:], gelu_tanh_back64(xbuf[3:], np.float32(0.7)), rtol=2e-6, atol=2e-6)
+
+
+def test_strided_and_small_operands_keep_the_general_route(path):
+    buf, _ = values(4)
+    x = TensorData(buf, (N // 2,), (2,), 0)  # every other element: not flat
+    got_buf, got = out_view()
+    with np.errstate(all="ignore"):
+        BK.map("exp", x, TensorData(got_buf, (N // 2,), (1,), 0))
+        np.testing.assert_allclose(got_buf[:N // 2], np.exp(buf[:N - 1:2][:N // 2]), rtol=4e-6)
+    small = TensorData(buf, (100,), (1,), 0)
+    BK.zip("add", small, small, TensorData(got_buf, (100,), (1,), 0))
+    np.testing.assert_array_equal(got_buf[:100], buf[:100] + buf[:100])

@@ -1,0 +1,256 @@
+"""The kit's tests of the optional fused capabilities: ``softmax``, ``layernorm``, ``cross_entropy``.
+
+A mixin of :class:`~torchlight.testing.BackendConformance` (which supplies ``be``, ``P`` and
+``_need``); each test skips when the backend does not declare the capability. References are
+float64 numpy: ``softmax = exp(x - lse)``, layer norm's two-pass statistics and its backward
+``dx = r (ĝ - mean ĝ - x̂ mean(ĝ x̂))``, and for cross-entropy ``ℓ_i = w_i (lse_i - x[i, t_i])``
+with gradient ``g_i w_i (softmax(x_i) - onehot(t_i))``. Inputs include rows of ±1e4 (a kernel
+that forgets to subtract the max overflows), one-element rows, empty batches and every layout.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+
+from .catalog import FLOAT, sample
+from .strategies import LAYOUTS, OUT_LAYOUTS, empty_view, make_view, read
+
+__all__ = ["FusedConformance"]
+
+
+def _rng(*key) -> np.random.Generator:
+    return np.random.default_rng(zlib.crc32(repr(key).encode()))
+
+
+def _f64(x):
+    return x.astype(np.float64) if x.dtype.kind == "f" else x
+
+
+class FusedConformance:
+    """Fused-capability tests; mixed into ``BackendConformance``."""
+
+    # --- fused capabilities: softmax -------------------------------------------------------
+    def _softmax_inputs(self, dtype):
+        R, C = self.P.rows
+        rng = _rng("softmax", dtype)
+        yield "normal", sample(rng, (R, C), dtype), LAYOUTS
+        big = rng.uniform(-1e4, 1e4, size=(R, C)).astype(dtype)
+        big[0] = 1e4
+        big[1, :] = -1e4
+        big[2, 0] = 1e4
+        yield "large", big, ("contiguous", "permuted")
+        yield "3d", sample(rng, self.P.shape, dtype), ("contiguous", "sliced", "permuted")
+        yield "one", sample(rng, (R, 1), dtype), ("contiguous",)
+        yield "empty-rows", sample(rng, (0, C), dtype), ("contiguous",)
+
+    @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_softmax(self, dtype, log):
+        self._need("softmax")
+        be = self.be
+        for name, x, lays in self._softmax_inputs(dtype):
+            for dim in range(x.ndim) if name != "empty-rows" else (1,):
+                for lay in lays:
+                    a, xv = make_view(be, x, lay)
+                    out = empty_view(be, x.shape, dtype)
+                    be.softmax(a, dim, out, log)
+                    want = _ref_softmax(_f64(xv), dim, log)
+                    got = read(be, out)
+                    what = f"{'log_' if log else ''}softmax {dtype} {name} dim={dim} in={lay}"
+                    assert np.all(np.isfinite(got)), what
+                    rtol = 1e-5 if dtype == "float32" else 1e-12
+                    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol / 10, err_msg=what)
+                    if not log:  # tiny probabilities too, relatively (float32 normal range)
+                        tiny = want > 1e-30
+                        np.testing.assert_allclose(got[tiny], want[tiny], rtol=10 * rtol, err_msg=what + " (tiny values)")
+
+    @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_softmax_backward(self, dtype, log):
+        self._need("softmax")
+        be = self.be
+        for name, x, _ in self._softmax_inputs(dtype):
+            for dim in range(x.ndim) if name != "empty-rows" else (1,):
+                for lay in LAYOUTS if name == "normal" else ("contiguous",):
+                    y = _ref_softmax(_f64(x), dim, log).astype(dtype)
+                    g, gv = make_view(be, sample(_rng("g", name, dim, lay), x.shape, dtype), lay)
+                    out = empty_view(be, x.shape, dtype)
+                    be.softmax_backward(make_view(be, y)[0], g, dim, out, log)
+                    y64, g64 = _f64(y), _f64(gv)
+                    if log:
+                        want = g64 - np.exp(y64) * g64.sum(axis=dim, keepdims=True)
+                    else:
+                        want = y64 * (g64 - (g64 * y64).sum(axis=dim, keepdims=True))
+                    what = f"{'log_' if log else ''}softmax_backward {dtype} {name} dim={dim} g={lay}"
+                    tol = 1e-5 if dtype == "float32" else 1e-12
+                    np.testing.assert_allclose(read(be, out), want, rtol=tol, atol=tol, err_msg=what)
+
+    # --- fused capabilities: layer norm ----------------------------------------------------
+    def _layernorm_inputs(self, dtype):
+        R, C = self.P.rows
+        rng = _rng("layernorm", dtype)
+        yield "normal", sample(rng, (R, C), dtype), LAYOUTS, 0
+        yield "3d", sample(rng, (2, R // 2 or 1, C), dtype), ("contiguous", "permuted", "sliced"), 0
+        yield "offset-1e4", (1e4 + rng.standard_normal((R, C))).astype(dtype), ("contiguous", "sliced"), 1e-2
+        yield "scale-1e3", (1e3 * rng.standard_normal((R, C))).astype(dtype), ("contiguous",), 0
+        const = np.full((R, C), 3.0, dtype=dtype)
+        yield "constant", const, ("contiguous",), 0
+        yield "one", sample(rng, (R, 1), dtype), ("contiguous",), 0
+
+    @pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_layernorm(self, dtype, affine):
+        self._need("layernorm")
+        be = self.be
+        eps = 1e-5
+        for name, x, lays, extra in self._layernorm_inputs(dtype):
+            C = x.shape[-1]
+            rng = _rng("lnw", name)
+            w = sample(rng, (C,), dtype) if affine else None
+            b = sample(rng, (C,), dtype) if affine else None
+            for lay in lays:
+                xt, xv = make_view(be, x, lay)
+                stat = x.shape[:-1] + (1,)
+                out, mean, rstd = empty_view(be, x.shape, dtype), empty_view(be, stat, dtype), empty_view(be, stat, dtype)
+                be.layernorm(xt, None if w is None else make_view(be, w, "offset")[0],
+                             None if b is None else make_view(be, b)[0], eps, out, mean, rstd)
+                y, mu, r = _ref_layernorm(_f64(xv), w, b, eps)
+                what = f"layernorm {dtype} {name} in={lay} affine={affine}"
+                tol = (2e-5 if dtype == "float32" else 1e-11) + extra
+                np.testing.assert_allclose(read(be, out), y, rtol=tol, atol=tol, err_msg=what)
+                np.testing.assert_allclose(read(be, mean), mu, rtol=tol, atol=tol, err_msg=what + " (mean)")
+                np.testing.assert_allclose(read(be, rstd), r, rtol=tol + (1e-3 if name == "offset-1e4" else 0), atol=tol, err_msg=what + " (rstd)")
+
+    @pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_layernorm_backward(self, dtype, affine):
+        self._need("layernorm")
+        be = self.be
+        eps = 1e-5
+        for name, x, lays, extra in self._layernorm_inputs(dtype):
+            C = x.shape[-1]
+            rng = _rng("lnb", name, dtype)
+            w = sample(rng, (C,), dtype) if affine else None
+            g = sample(rng, x.shape, dtype)
+            _, mu, r = _ref_layernorm(_f64(x), None, None, eps)
+            mu, r = mu.astype(dtype), r.astype(dtype)
+            for lay in lays:
+                xt, xv = make_view(be, x, lay)
+                dx = empty_view(be, x.shape, dtype)
+                dw = empty_view(be, (C,), dtype) if affine else None
+                db = empty_view(be, (C,), dtype) if affine else None
+                be.layernorm_backward(make_view(be, g)[0], xt, None if w is None else make_view(be, w)[0],
+                                      make_view(be, mu)[0], make_view(be, r)[0], dx, dw, db)
+                want_dx, want_dw, want_db = _ref_layernorm_backward(_f64(g), _f64(xv), w, _f64(mu), _f64(r))
+                what = f"layernorm_backward {dtype} {name} in={lay} affine={affine}"
+                scale = max(1.0, float(np.abs(_f64(r)).max()))
+                tol = (5e-5 if dtype == "float32" else 1e-10) + extra
+                np.testing.assert_allclose(read(be, dx), want_dx, rtol=tol, atol=tol * scale, err_msg=what + " (dx)")
+                if affine:
+                    np.testing.assert_allclose(read(be, dw), want_dw, rtol=tol, atol=tol * x.shape[0] * 10, err_msg=what + " (dw)")
+                    np.testing.assert_allclose(read(be, db), want_db, rtol=tol, atol=tol * x.shape[0], err_msg=what + " (db)")
+
+    # --- fused capabilities: cross-entropy ---------------------------------------------------
+    def _cross_entropy_inputs(self, dtype):
+        R, C = self.P.rows
+        rng = _rng("xent", dtype)
+        yield "normal", sample(rng, (R, C), dtype), LAYOUTS
+        big = rng.uniform(-1e4, 1e4, size=(R, C)).astype(dtype)
+        big[0] = 1e4
+        big[1, :] = -1e4
+        yield "large", big, ("contiguous", "permuted")
+        yield "one-class", sample(rng, (R, 1), dtype), ("contiguous", "sliced")
+        yield "empty", sample(rng, (0, C), dtype), ("contiguous",)
+
+    @staticmethod
+    def _cross_entropy_targets(x, rng):
+        """Targets and per-row weights (every third row dropped with weight 0)."""
+        n, c = x.shape
+        t = rng.integers(0, c, size=n).astype(np.int64)
+        w = rng.uniform(0.5, 2.0, size=n).astype(x.dtype)
+        w[::3] = 0
+        return t, w
+
+    @staticmethod
+    def _cross_entropy_ref(x, t, w):
+        n = x.shape[0]
+        x64 = _f64(x)
+        m = x64.max(axis=1, keepdims=True) if n else np.zeros((0, 1))
+        lse = (np.log(np.exp(x64 - m).sum(axis=1, keepdims=True)) + m)[:, 0]
+        loss = np.where(w != 0, _f64(w) * (lse - x64[np.arange(n), t]), 0.0)
+        return lse, loss
+
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_cross_entropy(self, dtype):
+        self._need("cross_entropy")
+        be = self.be
+        for name, x, lays in self._cross_entropy_inputs(dtype):
+            t, w = self._cross_entropy_targets(x, _rng("xent-t", name, dtype))
+            scale = max(1.0, float(np.abs(_f64(x)).max(initial=0.0)))
+            tol = 1e-6 if dtype == "float32" else 1e-13
+            for k, lay in enumerate(lays):
+                xt, xv = make_view(be, x, lay)  # a broadcast x repeats its first row
+                want_lse, want_loss = self._cross_entropy_ref(xv, t, w)
+                out_lay = OUT_LAYOUTS[k % len(OUT_LAYOUTS)]
+                loss, lse = empty_view(be, (x.shape[0],), dtype, out_lay), empty_view(be, (x.shape[0],), dtype)
+                be.cross_entropy(xt, make_view(be, t, "offset")[0], make_view(be, w, "sliced")[0], loss, lse)
+                what = f"cross_entropy {dtype} {name} x={lay} loss={out_lay}"
+                np.testing.assert_allclose(read(be, lse), want_lse, rtol=tol, atol=tol * scale, err_msg=what + " (lse)")
+                got = read(be, loss)
+                np.testing.assert_allclose(got, want_loss, rtol=10 * tol, atol=10 * tol * scale, err_msg=what)
+                assert np.all(got[w == 0] == 0), what + ": rows of weight 0 must give exactly 0"
+
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_cross_entropy_backward(self, dtype):
+        self._need("cross_entropy")
+        be = self.be
+        for name, x, lays in self._cross_entropy_inputs(dtype):
+            rng = _rng("xent-b", name, dtype)
+            t, w = self._cross_entropy_targets(x, rng)
+            g = sample(rng, (x.shape[0],), dtype)
+            tol = 1e-5 if dtype == "float32" else 1e-12
+            for k, lay in enumerate(lays):
+                xt, xv = make_view(be, x, lay)
+                lse = self._cross_entropy_ref(xv, t, w)[0].astype(dtype)  # what the kernel is given
+                want = np.exp(_f64(xv) - _f64(lse)[:, None])
+                want[np.arange(x.shape[0]), t] -= 1
+                want *= (_f64(g) * _f64(w))[:, None]
+                out_lay = OUT_LAYOUTS[k % len(OUT_LAYOUTS)]
+                dx = empty_view(be, x.shape, dtype, out_lay)
+                be.cross_entropy_backward(xt, make_view(be, t)[0], make_view(be, w)[0],
+                                          make_view(be, lse, "offset")[0], make_view(be, g, "sliced")[0], dx)
+                what = f"cross_entropy_backward {dtype} {name} x={lay} dx={out_lay}"
+                got = read(be, dx)
+                np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=what)
+                assert np.all(got[w == 0] == 0), what + ": rows of weight 0 must give exactly 0"
+
+
+def _ref_softmax(x, dim, log):
+    if x.size == 0:
+        return x
+    s = x - x.max(axis=dim, keepdims=True)
+    lse = np.log(np.exp(s).sum(axis=dim, keepdims=True))
+    return s - lse if log else np.exp(s - lse)
+
+
+def _ref_layernorm(x, w, b, eps):
+    mu = x.mean(axis=-1, keepdims=True)
+    xc = x - mu
+    r = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
+    y = xc * r
+    if w is not None:
+        y = y * _f64(w)
+    if b is not None:
+        y = y + _f64(b)
+    return y, mu, r
+
+
+def _ref_layernorm_backward(g, x, w, mu, r):
+    xhat = (x - mu) * r
+    gh = g * _f64(w) if w is not None else g
+    dx = r * (gh - gh.mean(axis=-1, keepdims=True) - xhat * (gh * xhat).mean(axis=-1, keepdims=True))
+    lead = tuple(range(g.ndim - 1))
+    return dx, (g * xhat).sum(axis=lead), g.sum(axis=lead)
