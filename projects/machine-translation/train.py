@@ -67,7 +67,7 @@ def parse_args(argv=None):
     p.add_argument("--n-val", type=int, default=2000)
     p.add_argument("--n-test", type=int, default=2000)
     p.add_argument("--src-min-freq", type=int, default=3)
-    p.add_argument("--tgt-min-freq", type=int, default=5)
+    p.add_argument("--tgt-min-freq", type=int, default=3)
     # model
     p.add_argument("--emb", type=int, default=256)
     p.add_argument("--hidden", type=int, default=256)
