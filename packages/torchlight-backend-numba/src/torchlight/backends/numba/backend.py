@@ -19,6 +19,7 @@ from torchlight.tensor.backend.numpy import NumpyBackend, as_array
 from torchlight.tensor.backend.protocol import API_VERSION
 from torchlight.tensor.errors import BackendError
 
+from . import _blas as B
 from . import _cross_entropy as CE
 from . import _elementwise as E
 from . import _flat32 as L
@@ -239,7 +240,7 @@ class NumbaBackend:
         n, k = a.shape[-2:]
         m = b.shape[-1]
         if out.storage.dtype.kind == "f" and n * k * m >= _TINY_MATMUL:
-            self._np.matmul(a, b, out)  # BLAS, packing strided batched operands first
+            B.matmul(as_array(a), as_array(b), as_array(out))  # BLAS, sliced over numba's threads
             return
         batch = out.shape[:-2]
         nbatch = 1
