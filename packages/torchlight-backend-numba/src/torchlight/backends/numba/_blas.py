@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from numba import get_num_threads
+from torchlight.tensor.backend.numpy import blas_operands
 
 __all__ = ["SPLIT_MIN", "matmul"]
 
@@ -41,10 +42,7 @@ def _bounds(n, parts):
 
 def matmul(x, y, o):
     """``o[...] = x @ y`` for numpy arrays whose batch dims are already equal."""
-    if x.ndim > 2:
-        # a strided batched operand would send np.matmul to its slow non-BLAS loop
-        x = x if x.flags.c_contiguous else np.ascontiguousarray(x)
-        y = y if y.flags.c_contiguous else np.ascontiguousarray(y)
+    x, y = blas_operands(x, y)
     threads = get_num_threads()
     if threads < 2 or o.size * x.shape[-1] < SPLIT_MIN:
         np.matmul(x, y, out=o)
