@@ -95,11 +95,13 @@ class CausalSelfAttention(nn.Module):
         B, T, C = x.shape
         H, D = self.n_head, C // self.n_head
         q, k, v = self.c_attn(x).split(C, dim=-1)  # 3 x (B, T, C)
-        # (B, T, C) -> (B, H, T, D). The copies to contiguous memory pay for themselves: a batched
-        # matmul over strided views cannot use BLAS and is several times slower.
-        q = q.reshape(B, T, H, D).transpose(1, 2).contiguous()
-        k = k.reshape(B, T, H, D).transpose(1, 2).contiguous()
-        v = v.reshape(B, T, H, D).transpose(1, 2).contiguous()
+        # (B, T, C) -> (B, H, T, D), views: each head's (T, D) matrix has unit-stride columns,
+        # so the numba backend hands it to BLAS in place (row stride 3C as leading dimension) and
+        # the numpy backend packs it once inside matmul (measured: numba step 3-5 ms faster than
+        # with .contiguous() copies here; numpy's unchanged)
+        q = q.reshape(B, T, H, D).transpose(1, 2)
+        k = k.reshape(B, T, H, D).transpose(1, 2)
+        v = v.reshape(B, T, H, D).transpose(1, 2)
         if cache is not None:
             if cache.k is not None:  # the keys/values of earlier positions come from the cache
                 k = tl.cat([cache.k, k], dim=2)

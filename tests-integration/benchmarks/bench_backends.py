@@ -9,7 +9,9 @@ per-op Python overhead, which is what a user sees.
 JIT compile time is reported separately: the first call of each case on the numba backend
 (compile, or load from numba's on-disk cache when ``cache=True`` already has the kernel) is
 timed on its own and excluded from the medians. PyTorch runs with the same thread count as
-numba. PyTorch is never a dependency: ``pip install torch==2.13.0`` to include it.
+numba, and so does BLAS while the numpy backend is timed (``threadpoolctl``); the numba backend
+sets BLAS to one thread itself, because it runs its matmuls on its own threads (``_blas.py``).
+PyTorch is never a dependency: ``pip install torch==2.13.0`` to include it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ if ARGS.cold:
     os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="numba-cold-")
 
 import numpy as np  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
 
 import torchlight as tl  # noqa: E402
 
@@ -59,6 +62,13 @@ def median_ms(fn, repeat, min_time=0.2):
             fn()
         samples.append((time.perf_counter() - t) / inner)
     return statistics.median(samples) * 1e3
+
+
+def settle():
+    """Let the previous case's thread pool go idle: OpenBLAS's and OpenMP's workers spin for a
+    while after their last call and would take the cores from the next backend (measured: numba's
+    matmul 512² right after numpy's 2-thread one took 1.2, 3.1 or 8.0 ms; after this pause 1.2)."""
+    time.sleep(0.5)
 
 
 def first_call_ms(fn):
@@ -297,12 +307,16 @@ def main():
     print(head)
     print("-" * len(head))
     for name, build, build_torch in cases:
-        f_np = build("cpu")
-        t_np = median_ms(f_np, repeat)
+        with threadpool_limits(threads, user_api="blas"):  # the numpy backend's matmuls: BLAS's threads
+            f_np = build("cpu")
+            t_np = median_ms(f_np, repeat)
+        settle()
         f_nb = build("numba")
         first = first_call_ms(f_nb)
         t_nb = median_ms(f_nb, repeat)
+        settle()
         t_t = median_ms(build_torch(), repeat) if build_torch is not None else float("nan")
+        settle()
         print(f"{name:40s} {t_np:10.3f} {t_nb:10.3f} {t_t:10.3f} {t_np / t_nb:9.2f} {t_t / t_nb:11.2f} {first:18.1f}", flush=True)
 
 

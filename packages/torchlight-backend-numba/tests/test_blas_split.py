@@ -1,5 +1,6 @@
-"""The float matmul split over numba's threads (``_blas.py``) against one ``np.matmul``: 2-D
-row slices, batch slices, strided operands, and shapes too small to split."""
+"""Float matmul through BLAS from numba's threads (``_blas.py``) against numpy's ``@``: row
+blocks, batch entries, transposed / sliced / broadcast operands read in place or packed, an
+output without unit-stride columns, and the layout rule ``blas_strides``."""
 
 import numba
 import numpy as np
@@ -7,44 +8,81 @@ import pytest
 
 import torchlight as tl
 from torchlight.backends.numba import _blas
+from torchlight.tensor.backend.registry import get_backend
 
-pytestmark = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs 2 numba threads")
 
-
-@pytest.fixture
-def split_everything(monkeypatch):
+@pytest.fixture(params=[1, 2], ids=["1-thread", "2-threads"])
+def split_everything(request, monkeypatch):
+    """Every product above the JIT loop's size goes through gemm_kernel, split when possible."""
+    if request.param > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip("needs 2 numba threads")
     monkeypatch.setattr(_blas, "SPLIT_MIN", 0)
     before = numba.get_num_threads()
-    numba.set_num_threads(2)
+    numba.set_num_threads(request.param)
     yield
     numba.set_num_threads(before)
 
 
+def _t(a):
+    return tl.tensor(a, device="numba")
+
+
 @pytest.mark.parametrize("xs, ys", [
-    ((7, 5), (5, 3)),            # rows split
-    ((4, 6, 5), (4, 5, 2)),      # batch split
-    ((1, 6, 5), (1, 5, 2)),      # one batch entry: rows split
-    ((3, 2, 1, 4), (3, 2, 4, 5)),  # one row, batch of 3
-    ((1, 5), (5, 3)),            # nothing to split
+    ((70, 50), (50, 30)),              # rows split
+    ((4, 60, 50), (4, 50, 20)),        # batch entries
+    ((1, 60, 50), (1, 50, 20)),        # one batch entry: rows split
+    ((3, 2, 1, 40), (3, 2, 40, 50)),   # one row per entry
+    ((1, 500), (500, 30)),             # one row: nothing to split
+    ((3, 40, 50), (50, 60)),           # broadcast weight (batch stride 0)
 ])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_split_equals_one_call(split_everything, xs, ys, dtype):
+def test_gemm_equals_numpy(split_everything, xs, ys, dtype):
     rng = np.random.default_rng(0)
     x = rng.standard_normal(xs).astype(dtype)
     y = rng.standard_normal(ys).astype(dtype)
-    out = np.full(np.broadcast_shapes(xs[:-2], ys[:-2]) + (xs[-2], ys[-1]), np.nan, dtype)
-    _blas.matmul(x, y, out)
-    np.testing.assert_allclose(out, x @ y, rtol=1e-5 if dtype == np.float32 else 1e-12)
+    got = (_t(x) @ _t(y)).numpy()
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, x @ y, rtol=2e-5 if dtype == np.float32 else 1e-12, atol=1e-4 if dtype == np.float32 else 1e-11)
 
 
-def test_split_through_the_backend_on_strided_views(split_everything):
+def test_transposed_and_sliced_operands(split_everything):
+    """Transposed views go to BLAS as they are ("T"); views with no unit stride are packed."""
     rng = np.random.default_rng(1)
-    a = rng.standard_normal((3, 8, 6))
-    b = rng.standard_normal((3, 5, 6))
-    ta = tl.tensor(a, device="numba").transpose(1, 2)  # (3, 6, 8), strided
-    tb = tl.tensor(b, device="numba")                   # used as (3, 6, 5) below
-    got = (ta.transpose(1, 2) @ tb.transpose(1, 2)).numpy()
-    np.testing.assert_allclose(got, a @ b.transpose(0, 2, 1), rtol=1e-12)
-    c = rng.standard_normal((6, 4))
-    got2d = (ta[0].t() @ tl.tensor(c, device="numba")).numpy()  # (8, 6) transposed view @ (6, 4)
-    np.testing.assert_allclose(got2d, a[0] @ c, rtol=1e-12)
+    a = rng.standard_normal((3, 80, 60))
+    b = rng.standard_normal((3, 50, 60))
+    ta, tb = _t(a), _t(b)
+    np.testing.assert_allclose((ta @ tb.transpose(1, 2)).numpy(), a @ b.transpose(0, 2, 1), rtol=1e-12)
+    np.testing.assert_allclose((ta.transpose(1, 2) @ ta).numpy(), a.transpose(0, 2, 1) @ a, rtol=1e-12)
+    c = rng.standard_normal((90, 100))
+    tc = _t(c)
+    np.testing.assert_allclose((tc[::2, ::3].t() @ tc[::2, 1::2]).numpy(), c[::2, ::3].T @ c[::2, 1::2], rtol=1e-12)
+    np.testing.assert_allclose((tc[5:45, 10:70] @ tc[20:80, 3:13]).numpy(), c[5:45, 10:70] @ c[20:80, 3:13], rtol=1e-12)
+
+
+def test_output_without_unit_stride_columns(split_everything):
+    """The backend contract allows any ``out`` view; a transposed one goes through a temporary."""
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((40, 30)), rng.standard_normal((30, 50))
+    be = get_backend("numba")
+    a, b = _t(x), _t(y)
+    holder = tl.zeros(50, 40, device="numba", dtype=tl.float64)
+    out = holder.t()  # (40, 50) with strides (1, 40)
+    be.matmul(a._td, b._td, out._td)
+    np.testing.assert_allclose(holder.numpy().T, x @ y, rtol=1e-12)
+
+
+@pytest.mark.parametrize("rows, cols, rs, cs, expect", [
+    (4, 5, 5, 1, (5, 1)),      # C-contiguous
+    (4, 5, 8, 1, (8, 1)),      # row-sliced: leading dim 8
+    (4, 5, 1, 4, (1, 4)),      # transposed (column-major)
+    (4, 5, 10, 2, None),       # no unit stride: packed
+    (4, 5, 0, 1, None),        # broadcast rows
+    (4, 5, -5, 1, None),       # flipped
+    (1, 5, 0, 1, (5, 1)),      # one row: its stride does not matter
+    (1, 5, 0, 3, (1, 3)),      # one row, strided columns: column-major
+    (4, 1, 1, 0, (1, 4)),      # one column, unit rows
+    (4, 1, 7, 0, (7, 1)),      # one column, strided rows
+    (1, 1, 0, 0, (1, 1)),
+])
+def test_blas_strides(rows, cols, rs, cs, expect):
+    assert _blas.blas_strides(rows, cols, rs, cs) == expect

@@ -120,8 +120,21 @@ CASES = [
 ]
 
 
+@pytest.fixture(params=["fused", "composite"])
+def adam_path(request, monkeypatch):
+    """Adam/AdamW run the backend's fused ``adam_step`` when it has the capability, else the
+    composite ops: both must follow the reference."""
+    if request.param == "composite":
+        from torchlight.tensor.backend.numpy import NumpyBackend
+
+        monkeypatch.setattr(NumpyBackend, "capabilities", NumpyBackend.capabilities - {"adam"})
+    return request.param
+
+
 @pytest.mark.parametrize("cls, ref, kw", CASES, ids=lambda v: getattr(v, "__name__", None) if not isinstance(v, dict) else "-".join(f"{k}={x}" for k, x in v.items()))
-def test_update_rule_matches_numpy(cls, ref, kw):
+def test_update_rule_matches_numpy(cls, ref, kw, adam_path):
+    if adam_path == "composite" and not issubclass(cls, Adam):
+        pytest.skip("only Adam has a fused path")
     rng = np.random.default_rng(0)
     arrays, params = _make(rng)
     grads = _grads(rng)
@@ -354,3 +367,24 @@ def test_matches_pytorch_when_available():
             h.step()
         for p, q in zip(tp, hp):
             np.testing.assert_allclose(p.to_numpy(), q.detach().numpy(), rtol=1e-12, atol=1e-14, err_msg=ours.__name__)
+
+
+def test_adam_takes_the_fused_kernel_for_contiguous_params(monkeypatch):
+    """One backend call per parameter when the layout allows; AMSGrad and a non-contiguous grad
+    fall back to the composite ops."""
+    from torchlight.tensor.backend.numpy import NumpyBackend
+
+    calls = []
+    real = NumpyBackend.adam_step
+    monkeypatch.setattr(NumpyBackend, "adam_step", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    w = tl.randn(4, 3, requires_grad=True)
+    b = tl.randn(3, requires_grad=True)
+    opt = AdamW([w, b], lr=0.1)
+    w.grad, b.grad = tl.ones(4, 3), tl.ones(3)
+    opt.step()
+    assert len(calls) == 2
+    w.grad = tl.ones(3, 4).t()  # transposed: not contiguous
+    opt.step()
+    assert len(calls) == 3  # only b's update was fused
+    Adam([w], lr=0.1, amsgrad=True).step()
+    assert len(calls) == 3

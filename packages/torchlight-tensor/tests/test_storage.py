@@ -19,6 +19,7 @@ from tltensor_helpers import shapes
 import torchlight as tl
 from torchlight.tensor.indexing import (
     broadcast_index,
+    coalesce,
     contiguous_strides,
     index_to_position,
     shape_broadcast,
@@ -496,3 +497,32 @@ def test_contiguous_copies_only_non_contiguous_views(td):
             and c.stride() == contiguous_strides(td.shape)
             and c.storage_offset() == 0
         )
+
+
+@given(strided_views(max_side=4), st.sampled_from(["contiguous", "broadcast"]))
+def test_coalesce_keeps_every_position(td, second):
+    """Coalescing the dims of two operands together (the numba/CUDA kernels' first step) keeps,
+    for every element in C order, the positions of both, and never keeps a size-1 dim."""
+    strides2 = contiguous_strides(td.shape) if second == "contiguous" else (0,) * td.ndim
+    shape, (s1, s2) = coalesce(td.shape, (td.strides, strides2))
+    assert 1 not in shape or shape == (1,)
+    assert math.prod(shape) == max(td.size, 1) or td.size == 0
+    if td.size == 0:
+        return
+
+    def positions(sh, st_):
+        return [sum(i * s for i, s in zip(idx, st_)) for idx in np.ndindex(*sh)]
+
+    assert positions(shape, s1) == positions(td.shape, td.strides)
+    assert positions(shape, s2) == positions(td.shape, strides2)
+
+
+@pytest.mark.parametrize("shape, strides, want", [
+    ((2, 3, 4), ((12, 4, 1), (12, 4, 1)), ((24,), [(1,), (1,)])),          # contiguous: one dim
+    ((2, 3, 4), ((12, 4, 1), (0, 4, 1)), ((2, 12), [(12, 1), (0, 1)])),    # broadcast batch
+    ((2, 3, 4), ((1, 2, 6), (12, 4, 1)), ((2, 3, 4), [(1, 2, 6), (12, 4, 1)])),  # permuted: no merge
+    ((1, 1), ((5, 1), (0, 0)), ((1,), [(0,), (0,)])),                     # all size 1
+])
+def test_coalesce_examples(shape, strides, want):
+    got_shape, got_strides = coalesce(shape, strides)
+    assert (got_shape, list(got_strides)) == (want[0], want[1])

@@ -11,12 +11,15 @@ PyTorch's formulation, step ``t`` (counted from 1) for a parameter ``p`` with gr
     p ← p − lr/(1 − β1ᵗ) · m / (√v / √(1 − β2ᵗ) + eps)
 
 State per parameter: ``step`` (an int), ``exp_avg``, ``exp_avg_sq`` and, with amsgrad,
-``max_exp_avg_sq``.
+``max_exp_avg_sq``. Backends with the ``"adam"`` capability run the update (not AMSGrad) as one
+fused pass per parameter (``torchlight.tensor.functions.updates``); the code below is the
+composite form everyone else runs.
 """
 
 from __future__ import annotations
 
 import torchlight as tl
+from torchlight.tensor.functions.updates import adam_step_
 
 from .optimizer import Optimizer, OptimizerError, _lerp_
 
@@ -47,8 +50,6 @@ class Adam(Optimizer):
         lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
         weight_decay, amsgrad, maximize = group["weight_decay"], group["amsgrad"], group["maximize"]
         for p, grad in self._params_with_grad(group):
-            if maximize:
-                grad = -grad
             state = self.state.setdefault(p, {})
             if not state:
                 state["step"] = 0
@@ -59,6 +60,12 @@ class Adam(Optimizer):
             state["step"] += 1
             step = state["step"]
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            if not amsgrad and adam_step_(p, grad, exp_avg, exp_avg_sq, lr=lr, beta1=beta1, beta2=beta2,
+                                          eps=eps, weight_decay=weight_decay, step=step,
+                                          decoupled=self._decoupled, maximize=maximize):
+                continue  # the backend's one-pass kernel did the update below
+            if maximize:
+                grad = -grad
 
             if weight_decay != 0:
                 if self._decoupled:

@@ -14,6 +14,7 @@ __all__ = [
     "to_index",
     "broadcast_index",
     "prod",
+    "coalesce",
 ]
 
 
@@ -74,3 +75,29 @@ def broadcast_index(big_index, big_shape, shape, out_index) -> None:
     skip = len(big_shape) - len(shape)
     for k in range(len(shape)):
         out_index[k] = big_index[k + skip] if shape[k] > 1 else 0
+
+
+def coalesce(shape, strides_list):
+    """Drop size-1 dims and merge adjacent dims that are contiguous w.r.t. each other in every
+    operand: dims ``d`` and ``d+1`` merge when ``strides[d] == strides[d+1] * shape[d+1]`` for all.
+
+    Returns ``(shape, [strides per operand])`` as tuples, never 0-d (a scalar becomes ``(1,)``).
+    The numba and CUDA backends call it before every strided kernel: fewer dims mean less index
+    arithmetic per element and fewer compiled specialisations.
+    """
+    out_shape = []
+    out_strides = [[] for _ in strides_list]
+    for d, s in enumerate(shape):
+        if s == 1:
+            continue
+        if out_shape and all(st[-1] == ss[d] * s for st, ss in zip(out_strides, strides_list)):
+            out_shape[-1] *= s
+            for st, ss in zip(out_strides, strides_list):
+                st[-1] = ss[d]
+            continue
+        out_shape.append(s)
+        for st, ss in zip(out_strides, strides_list):
+            st.append(ss[d])
+    if not out_shape:
+        return (1,), [(0,) for _ in strides_list]
+    return tuple(out_shape), [tuple(st) for st in out_strides]

@@ -1,4 +1,5 @@
-"""The kit's tests of the optional fused capabilities: ``softmax``, ``layernorm``, ``cross_entropy``.
+"""The kit's tests of the optional fused capabilities: ``softmax``, ``layernorm``, ``cross_entropy``,
+``adam``.
 
 A mixin of :class:`~torchlight.testing.BackendConformance` (which supplies ``be``, ``P`` and
 ``_need``); each test skips when the backend does not declare the capability. References are
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from .catalog import FLOAT, sample
-from .strategies import LAYOUTS, OUT_LAYOUTS, empty_view, make_view, read
+from .strategies import LAYOUTS, OUT_LAYOUTS, empty_view, make_view, outside_untouched, read
 
 __all__ = ["FusedConformance"]
 
@@ -226,6 +227,47 @@ class FusedConformance:
                 got = read(be, dx)
                 np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=what)
                 assert np.all(got[w == 0] == 0), what + ": rows of weight 0 must give exactly 0"
+
+
+    # --- fused capabilities: adam ----------------------------------------------------------
+    @pytest.mark.parametrize("dtype", FLOAT)
+    @pytest.mark.parametrize("decoupled, weight_decay, maximize, beta1", [
+        (True, 0.1, False, 0.9), (False, 0.1, False, 0.9), (False, 0.0, True, 0.9), (True, 0.0, False, 0.3),
+    ], ids=["adamw", "adam-l2", "maximize", "beta1<0.5"])
+    def test_adam_step(self, dtype, decoupled, weight_decay, maximize, beta1):
+        """Three steps in place on contiguous (and offset) views against the float64 formula
+        of ``torchlight.tensor.functions.updates``; storage around the views stays untouched."""
+        self._need("adam")
+        be = self.be
+        rng = _rng("adam", dtype, decoupled, weight_decay, maximize, beta1)
+        shape = self.P.shape
+        lr, beta2, eps = 0.01, 0.99, 1e-8
+        p0, m0 = sample(rng, shape, dtype), sample(rng, shape, dtype) * 0.1
+        v0 = np.abs(sample(rng, shape, dtype)) * 0.01
+        want = [_f64(p0), _f64(m0), _f64(v0)]
+        views = [make_view(be, a, lay)[0] for a, lay in ((p0, "offset"), (m0, "contiguous"), (v0, "offset"))]
+        tol = 2e-6 if dtype == "float32" else 1e-13
+        for step in (1, 2, 3):
+            g = sample(rng, shape, dtype)
+            be.adam_step(*views[:1], make_view(be, g, "offset")[0], *views[1:], lr=lr, beta1=beta1,
+                         beta2=beta2, eps=eps, weight_decay=weight_decay, decoupled=decoupled,
+                         maximize=maximize, step_size=lr / (1 - beta1**step),
+                         bias_correction2_sqrt=(1 - beta2**step) ** 0.5)
+            p, m, v = want
+            gg = -_f64(g) if maximize else _f64(g)
+            if decoupled:
+                p = p * (1 - lr * weight_decay)
+            else:
+                gg = gg + weight_decay * p
+            m = m + (1 - beta1) * (gg - m)
+            v = beta2 * v + (1 - beta2) * gg * gg
+            p = p - lr / (1 - beta1**step) * m / (np.sqrt(v) / (1 - beta2**step) ** 0.5 + eps)
+            want = [p, m, v]
+            for name, view, ref in zip(("param", "exp_avg", "exp_avg_sq"), views, want):
+                np.testing.assert_allclose(read(be, view), ref, rtol=tol, atol=tol,
+                                           err_msg=f"adam_step {dtype} step {step}: {name}")
+        for view in views:
+            assert outside_untouched(be, view, dtype), "adam_step wrote outside its views"
 
 
 def _ref_softmax(x, dim, log):

@@ -102,6 +102,7 @@ if SIMULATOR:
 index_to_position = cuda.jit(device=True)(indexing.index_to_position)
 to_index = cuda.jit(device=True)(indexing.to_index)
 broadcast_index = cuda.jit(device=True)(indexing.broadcast_index)
+coalesce = indexing.coalesce  # host side, before each strided launch
 
 
 def grid_1d(n, block=None):
@@ -144,27 +145,3 @@ def cached(key, factory):
     if k is None:
         k = _CACHE[key] = factory()
     return k
-
-
-def coalesce(shape, strides_list):
-    """Drop size-1 dims and merge dims contiguous w.r.t. each other in every operand.
-
-    Returns ``(shape, [strides per operand])`` as tuples, never 0-d (a scalar becomes ``(1,)``).
-    Fewer dims mean less index arithmetic per element and fewer compiled specialisations.
-    """
-    out_shape = []
-    out_strides = [[] for _ in strides_list]
-    for d, s in enumerate(shape):
-        if s == 1:
-            continue
-        if out_shape and all(st[-1] == ss[d] * s for st, ss in zip(out_strides, strides_list)):
-            out_shape[-1] *= s
-            for st, ss in zip(out_strides, strides_list):
-                st[-1] = ss[d]
-            continue
-        out_shape.append(s)
-        for st, ss in zip(out_strides, strides_list):
-            st.append(ss[d])
-    if not out_shape:
-        return (1,), [(0,) for _ in strides_list]
-    return tuple(out_shape), [tuple(st) for st in out_strides]

@@ -25,6 +25,7 @@ from . import _index as X
 from . import _matmul as M
 from . import _reduce as R
 from . import _scalar as S
+from . import _updates as U
 from . import transfers
 from ._launch import MAX_BLOCKS, ROW_BLOCK, SIMULATOR, cached, coalesce, grid_1d, grid_rows, launch
 
@@ -75,7 +76,7 @@ class CudaBackend:
     name = "cuda"
     device = "cuda"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "fill"})
+    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "fill"})
     simulator = SIMULATOR
 
     # --- storage -------------------------------------------------------------------------------
@@ -350,3 +351,16 @@ class CudaBackend:
                    lambda: CE.cross_entropy_backward_kernel(acc, len(oshape)))
         launch(k, *grid_rows(nrows), x.storage, xs, xo, xl, target.storage, ts, to, weight.storage,
                ws, wo, lse.storage, es, eo, g.storage, gs, go, dx.storage, ds, do, dl, oshape, nrows, C)
+
+    # --- fused optimizer update ------------------------------------------------------------------
+    def adam_step(self, p, g, m, v, *, lr, beta1, beta2, eps, weight_decay, decoupled, maximize,
+                  step_size, bias_correction2_sqrt):
+        n = p.size
+        if n == 0:
+            return
+        acc = _acc(p.storage.dtype)
+        decay, l2 = (1.0 - lr * weight_decay, 0.0) if decoupled else (1.0, float(weight_decay))
+        k = cached(("adam", str(acc)), lambda: U.adam_kernel(acc))
+        launch(k, *grid_1d(n), p.storage, p.offset, g.storage, g.offset, m.storage, m.offset,
+               v.storage, v.offset, n, -1.0 if maximize else 1.0, decay, l2, 1.0 - beta1, beta2,
+               eps, step_size, bias_correction2_sqrt)

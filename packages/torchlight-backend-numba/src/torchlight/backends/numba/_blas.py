@@ -1,61 +1,152 @@
-"""Float matmul: single-threaded BLAS calls, one slice of the product per numba thread.
+"""Float matmul: BLAS's ``sgemm`` / ``dgemm`` called from inside numba's parallel loop.
 
-On a 2-core machine OpenBLAS's own threads and numba's ``prange`` workers cannot both run two
-threads: OpenBLAS workers spin for a while after each call, and a numba parallel region started
-in that window waits for a worker that is not scheduled (measured on the GPT step: 403 ms with
-both pools at two threads, 144 ms with BLAS at one; ``docs/developer/performance.md``). So the
-backend gives BLAS one thread (``OPENBLAS_NUM_THREADS=1``) and parallelises the product itself:
-it is cut into as many slices as numba has threads — along the leading batch dim when it has at
-least that many entries (attention's ``(B, H, T, T)`` products), else along the rows of the
-output (a linear layer's ``(B·T, C) @ (C, 4C)``) — and each slice is one ``np.matmul`` on its
-own Python thread. numpy releases the GIL inside BLAS, so the slices run in parallel, and
-between calls the workers sleep on a queue instead of spinning.
+``prange`` runs over (batch entry, block of output rows) pairs and each iteration is one
+single-threaded BLAS call on its block, so numba's thread pool is the only one that runs — the
+threads that just finished an elementwise kernel pick up the matmul. Why not BLAS's own threads:
+OpenBLAS's workers and numba's (OpenMP's, here) both spin for a while after each parallel call,
+and on a 2-core machine whichever pool is spinning takes the core the other one needs (measured
+on the GPT step: 403 ms with both at 2 threads; 144 ms with BLAS at 1 thread and the product
+sliced over a Python thread pool, which still waited for numba's spinning workers, 2.2 ms
+instead of 1.1 ms per (2048, 128) @ (128, 512); 1.1 ms from inside ``prange``).
 
-Products below ``SPLIT_MIN`` multiply-adds (env ``TORCHLIGHT_NUMBA_MATMUL_SPLIT_MIN``, default
-2^20) stay one call: a thread hand-off costs tens of microseconds.
+BLAS itself comes from ``scipy.linalg.cython_blas``, the function pointers numba documents for
+calling compiled code (``numba.extending.get_cython_function_address``); the pointer is a kernel
+*argument*, so numba's on-disk cache stays valid across processes. On first use the BLAS
+libraries of the process are set to one thread each (``threadpoolctl``): the parallelism is
+numba's.
+
+BLAS is column-major, our rows are row-major: a row-major ``C = A·B`` is the column-major
+``Cᵀ = Bᵀ·Aᵀ``, and a row-major matrix *is* its transpose in column-major order with the row
+stride as leading dimension. So each call is ``gemm(opB, opA, m, rows, k, 1, B, ldb, A, lda, 0,
+C, ldc)``, with ``op = "N"`` for an operand whose columns are unit-stride and ``"T"`` for one
+whose rows are (a transposed view), and no operand is ever copied for its layout.
 """
 
+import ctypes
 import os
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from numba import get_num_threads
-from torchlight.tensor.backend.numpy import blas_operands
+from numba import get_num_threads, prange
+from torchlight.tensor.backend.numpy import as_array
+from torchlight.tensor.indexing import coalesce
 
-__all__ = ["SPLIT_MIN", "matmul"]
+from ._jit import kernel
+from ._matmul import _batch3
 
-SPLIT_MIN = int(os.environ.get("TORCHLIGHT_NUMBA_MATMUL_SPLIT_MIN", str(1 << 20)))
-_pools = {}
+__all__ = ["SPLIT_MIN", "blas_strides", "gemm", "gemm_for", "gemm_kernel"]
 
-
-def _pool(workers):
-    if workers not in _pools:
-        _pools[workers] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="torchlight-blas")
-    return _pools[workers]
-
-
-def _bounds(n, parts):
-    step = -(-n // parts)
-    return [(i, min(i + step, n)) for i in range(0, n, step)]
+# Products below SPLIT_MIN multiply-adds run one BLAS call on the calling thread (a parallel
+# region costs microseconds to open); above it the rows are cut into one block per thread.
+SPLIT_MIN = int(os.environ.get("TORCHLIGHT_NUMBA_MATMUL_SPLIT_MIN", str(1 << 18)))
+_N, _T = 78, 84  # ord("N"), ord("T"): Fortran's trans arguments
+_GEMM = {}  # dtype -> ctypes function pointer
 
 
-def matmul(x, y, o):
-    """``o[...] = x @ y`` for numpy arrays whose batch dims are already equal."""
-    x, y = blas_operands(x, y)
+def gemm_for(dtype):
+    """The ``?gemm`` of scipy's BLAS for ``dtype`` (None for other dtypes); the first call caps
+    the process's BLAS libraries at one thread."""
+    if not _GEMM:
+        import scipy.linalg.cython_blas  # noqa: F401  (loads the BLAS library before the cap)
+        from threadpoolctl import threadpool_limits
+
+        from numba.extending import get_cython_function_address
+
+        threadpool_limits(1, user_api="blas")
+        sig = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 13)  # Fortran: every argument by pointer
+        for dt, name in ((np.float32, "sgemm"), (np.float64, "dgemm")):
+            _GEMM[np.dtype(dt)] = sig(get_cython_function_address("scipy.linalg.cython_blas", name))
+    return _GEMM.get(dtype)
+
+
+def blas_strides(rows, cols, rs, cs):
+    """Strides of a ``rows × cols`` matrix as BLAS can take them, or None when it cannot.
+
+    BLAS wants one unit stride and the other at least the matching extent (its leading
+    dimension). A size-1 dim's stride is meaningless (often 0 after a broadcast), so it is
+    replaced by a valid one; broadcast (0) or negative strides on real dims give None.
+    """
+    if rows == 1:
+        rs = cols if cs == 1 else 1  # one row: row-major (ld = cols) or column-major (ld = cs)
+    if cols == 1:
+        cs = 1 if rs != 1 else rows
+    if cs == 1 and rs >= max(cols, 1):
+        return rs, 1
+    if rs == 1 and cs >= max(rows, 1):
+        return 1, cs
+    return None
+
+
+@kernel
+def gemm_kernel(gemm, a, abs_, ao, ars, acs, b, bbs, bo, brs, bcs, out, obs, oo, ors,
+                bshape, nbatch, n, k, m, parts):
+    """``out[q, i, :] = Σ_t a[q, i, t] · b[q, t, :]``, one BLAS call per (batch entry, row block).
+
+    ``a``, ``b``, ``out`` are flat storages; each matrix has one unit stride (``blas_strides``),
+    ``out``'s columns are unit-stride. ``parts`` row blocks per batch entry.
+    """
+    step = (n + parts - 1) // parts
+    for t in prange(nbatch * parts):
+        q = t // parts
+        lo = (t - q * parts) * step
+        rows = min(step, n - lo)
+        if rows <= 0:
+            continue
+        pa, pb, po = _batch3(q, bshape, abs_, bbs, obs)
+        dims = np.empty(6, np.int32)  # Fortran takes every scalar by reference
+        scal = np.empty(2, out.dtype)
+        ops = np.empty(2, np.uint8)
+        scal[0] = 1.0
+        scal[1] = 0.0
+        # Bᵀ (m × k, column-major): B's rows are its columns when B's columns are unit-stride
+        ops[0] = _N if bcs == 1 else _T
+        dims[3] = brs if bcs == 1 else bcs
+        ops[1] = _N if acs == 1 else _T
+        dims[4] = ars if acs == 1 else acs
+        dims[0] = m
+        dims[1] = rows
+        dims[2] = k
+        dims[5] = ors
+        gemm(ops[0:].ctypes, ops[1:].ctypes, dims[0:].ctypes, dims[1:].ctypes, dims[2:].ctypes,
+             scal[0:].ctypes, b[bo + pb:].ctypes, dims[3:].ctypes,
+             a[ao + pa + lo * ars:].ctypes, dims[4:].ctypes, scal[1:].ctypes,
+             out[oo + po + lo * ors:].ctypes, dims[5:].ctypes)
+
+
+def _i64(t):
+    return np.array(t, dtype=np.int64)
+
+
+def _packed(array):
+    """``(storage, offset, batch strides, matrix strides)`` of a C-contiguous numpy array."""
+    st = tuple(s // array.itemsize for s in array.strides)
+    return array.reshape(-1), 0, st[:-2], st[-2:]
+
+
+def _operand(v, rows, cols):
+    """A matmul operand as ``gemm_kernel`` takes it: the view's own storage when BLAS can read
+    its matrices in place (``blas_strides``), else a packed copy."""
+    st = blas_strides(rows, cols, *v.strides[-2:])
+    if st is None:
+        return _packed(np.ascontiguousarray(as_array(v)))
+    return v.storage, v.offset, v.strides[:-2], st
+
+
+def gemm(a, b, out, nbatch, n, k, m):
+    """``out = a @ b`` for views with equal batch dims (``nbatch`` entries of ``n×k @ k×m``).
+
+    One block of rows per thread when there are fewer batch entries than threads, else one
+    call per entry; ``out`` needs unit-stride columns, else the product goes through a
+    contiguous temporary."""
+    (sa, oa, ba, (ars, acs)), (sb, ob, bb, (brs, bcs)) = _operand(a, n, k), _operand(b, k, m)
+    st = blas_strides(n, m, *out.strides[-2:])
+    tmp = None if st is not None and st[1] == 1 else np.empty(out.shape, out.storage.dtype)
+    so, oo, bo, (ors, _) = _operand(out, n, m) if tmp is None else _packed(tmp)
+    bshape, (abs_, bbs, obs) = coalesce(out.shape[:-2], (ba, bb, bo))
     threads = get_num_threads()
-    if threads < 2 or o.size * x.shape[-1] < SPLIT_MIN:
-        np.matmul(x, y, out=o)
-        return
-    if o.ndim > 2 and o.shape[0] >= threads:
-        slices = [(x[a:b], y[a:b], o[a:b]) for a, b in _bounds(o.shape[0], threads)]
-    elif o.shape[-2] >= threads:
-        rows = _bounds(o.shape[-2], threads)
-        slices = [(x[..., a:b, :], y, o[..., a:b, :]) for a, b in rows]
-    else:
-        np.matmul(x, y, out=o)
-        return
-    futures = [_pool(threads - 1).submit(np.matmul, xs, ys, out=os_) for xs, ys, os_ in slices[1:]]
-    np.matmul(*slices[0][:2], out=slices[0][2])  # the calling thread takes the first slice
-    for f in futures:
-        f.result()
+    parts = 1 if nbatch >= threads else min(n, -(-threads // nbatch))
+    gemm_kernel.pick(nbatch * n * k * m, SPLIT_MIN)(
+        gemm_for(out.storage.dtype), sa, _i64(abs_), oa, ars, acs, sb, _i64(bbs), ob, brs, bcs,
+        so, _i64(obs), oo, ors, _i64(bshape), nbatch, n, k, m, parts)
+    if tmp is not None:
+        as_array(out)[...] = tmp

@@ -36,9 +36,8 @@ __all__ = ["cross_entropy_rows", "cross_entropy_backward_rows"]
 def _ce_row(x, p, xc, target, wi, C, acc):
     """(lse, loss) of the row at x[p::xc]."""
     if xc == 1:
-        row = x[p:p + C]
-        m = row_max(row, C)
-        total = row_sumexp(row, m, C, acc)
+        m = row_max(x, p, C)
+        total = row_sumexp(x, p, m, C, acc)
     else:
         m = x[p]
         for j in range(1, C):

@@ -15,9 +15,13 @@ from types import FunctionType
 
 from numba import get_num_threads, njit
 
-__all__ = ["kernel", "helper", "Kernel", "PARALLEL_MIN", "JIT_OPTIONS"]
+__all__ = ["kernel", "helper", "sum_helper", "Kernel", "PARALLEL_MIN", "JIT_OPTIONS", "SUM_OPTIONS"]
 
 JIT_OPTIONS = dict(cache=True, error_model="numpy", fastmath=False)
+# Sums only: "reassoc" lets LLVM split ``t += v`` into SIMD partial sums (no nnan/ninf, so NaN and
+# inf propagate as before). The order of the partial sums is fixed by the compiled vector width,
+# not by the thread count, so results stay reproducible on a machine.
+SUM_OPTIONS = dict(JIT_OPTIONS, fastmath={"reassoc"})
 PARALLEL_MIN = int(os.environ.get("TORCHLIGHT_NUMBA_PARALLEL_MIN", "32768"))
 
 
@@ -53,3 +57,10 @@ def helper(fn):
     is its own LLVM library, ~15 ns with array arguments): fine per row or block, too much per
     short row — ``_fused._row`` is therefore ``inline="always"`` instead."""
     return njit(**JIT_OPTIONS)(fn)
+
+
+def sum_helper(fn):
+    """A serial helper that only sums (``SUM_OPTIONS``): with ``fastmath`` off, ``t += v`` is one
+    serial chain of adds (~0.25 ns per value even with four hand-made lanes); with ``reassoc``
+    the loop becomes SIMD code, measured 4.5× faster on rows of 64 float32 values."""
+    return njit(**SUM_OPTIONS)(fn)

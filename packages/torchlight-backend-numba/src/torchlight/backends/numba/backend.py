@@ -18,6 +18,7 @@ import numpy as np
 from torchlight.tensor.backend.numpy import NumpyBackend, as_array
 from torchlight.tensor.backend.protocol import API_VERSION
 from torchlight.tensor.errors import BackendError
+from torchlight.tensor.indexing import coalesce
 
 from . import _blas as B
 from . import _cross_entropy as CE
@@ -27,6 +28,8 @@ from . import _fused as F
 from . import _index as X
 from . import _matmul as M
 from . import _reduce as R
+from . import _tiled as T
+from . import _updates as U
 from ._scalar import CMP_CODES, MAP_CODES, ZIP_CODES
 
 __all__ = ["NumbaBackend"]
@@ -37,6 +40,7 @@ _BOOL_MAP = {"copy", "logical_not"}
 _INT_ZIP = {"add", "sub", "mul", "pow", "maximum", "minimum"}
 _BOOL_AS_CMP = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or", "minimum": "logical_and"}
 _RED = {"sum": R.SUM, "prod": R.PROD, "max": R.MAX, "min": R.MIN}
+_COMBINE = {R.SUM: np.sum, R.PROD: np.prod, R.MAX: np.max, R.MIN: np.min}  # partial results
 
 # Which elementwise ops run a numba kernel and which the numpy backend's ufunc code, by
 # measurement (README, "elementwise routing"): numpy's ufunc loops are SIMD — exp, tanh and
@@ -55,33 +59,17 @@ FLAT_MIN = int(os.environ.get("TORCHLIGHT_NUMBA_FLAT_MIN", str(1 << 16)))
 FLAT_ZIP_MIN = max(FLAT_MIN, 1 << 19)
 _FLAT_FUSED = {"gelu_tanh_back"}  # compute-bound zips: FLAT_MIN, both operands arrays
 _F32 = np.dtype(np.float32)
+# where / float32 arithmetic zips whose operands are full, repeated tiles or scalars (_tiled.py)
+# from this many elements: below, the strided where and numpy's broadcasting loops cost about the
+# same as the Python that sets up the tiles (measured on one core; see README)
+TILE_MIN = 1 << 12
+TILE_ZIP_MIN = 1 << 16
 _CHUNKS = 64  # row chunks of the cross-entropy kernel: scratch per chunk, enough to balance threads
 _TINY_MATMUL = 4096  # n*k*m below which the JIT loop beats np.matmul's call overhead
 
 
 def _arr(t):
     return np.array(t, dtype=_I64)
-
-
-def coalesce(shape, strides_list):
-    """Drop size-1 dims and merge adjacent dims that are contiguous w.r.t. each other in every
-    operand. Returns ``(shape, [strides per operand])``, never 0-d (a scalar becomes ``(1,)``)."""
-    out_shape = []
-    out_strides = [[] for _ in strides_list]
-    for d, s in enumerate(shape):
-        if s == 1:
-            continue
-        if out_shape and all(st[-1] == ss[d] * s for st, ss in zip(out_strides, strides_list)):
-            out_shape[-1] *= s
-            for st, ss in zip(out_strides, strides_list):
-                st[-1] = ss[d]
-            continue
-        out_shape.append(s)
-        for st, ss in zip(out_strides, strides_list):
-            st.append(ss[d])
-    if not out_shape:
-        return (1,), [(0,) for _ in strides_list]
-    return tuple(out_shape), [tuple(st) for st in out_strides]
 
 
 def _flat(v):
@@ -105,7 +93,7 @@ class NumbaBackend:
     name = "numba"
     device = "numba"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm", "cross_entropy"})
+    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam"})
 
     def __init__(self, numpy_ufuncs=None):
         if numpy_ufuncs is None:
@@ -169,6 +157,12 @@ class NumbaBackend:
                 L.zip32.pick(n)(L.FLAT_ZIP[op], mode, sa[a.offset:a.offset + (n if mode != 2 else 1)],
                                 sb[b.offset:b.offset + (n if mode != 1 else 1)], so[out.offset:out.offset + n], n)
                 return
+        if n >= TILE_ZIP_MIN and op in T.TILE_ZIP and sa.dtype == _F32 and so.dtype == _F32 and _flat(out):
+            tiles = T.plan((a, b), n, need_repeat=True)  # a bias row added to every row, say
+            if tiles is not None:
+                rowlen, ((ta, astep), (tb, bstep)) = tiles
+                T.zip_tiles.pick(n)(T.TILE_ZIP[op], ta, astep, tb, bstep, so[out.offset:out.offset + n], rowlen, n)
+                return
         if self.numpy_ufuncs and not (kind == "f" and op in _NUMBA_ZIP) and not (kind == "i" and op == "pow"):
             self._np.zip(op, a, b, out)
             return
@@ -191,6 +185,13 @@ class NumbaBackend:
         n = out.size
         if n == 0:
             return
+        if n >= TILE_MIN and _flat(out):
+            tiles = T.plan((cond, a, b), n, need_repeat=False)  # masked_fill's broadcast mask, say
+            if tiles is not None:
+                rowlen, ((tc, cstep), (ta, astep), (tb, bstep)) = tiles
+                T.where_tiles.pick(n)(tc, cstep, ta, astep, tb, bstep,
+                                      out.storage[out.offset:out.offset + n], rowlen, n)
+                return
         shape, (cs, as_, bs, os_) = coalesce(out.shape, (cond.strides, a.strides, b.strides, out.strides))
         E.where_strided.pick(n)(cond.storage, _arr(cs), cond.offset, a.storage, _arr(as_), a.offset,
                         b.storage, _arr(bs), b.offset, out.storage, _arr(os_), out.offset, _arr(shape), n)
@@ -221,14 +222,17 @@ class NumbaBackend:
             acc = np.float64 if x.dtype.kind == "f" else np.int64
             partial = np.empty((nout, nchunks), dtype=acc)
             R.reduce_split.par(code, x, xo, _arr(oshape), _arr(oxs), partial, nred, rxs[0], chunk)
-            combine = {R.SUM: np.sum, R.PROD: np.prod, R.MAX: np.max, R.MIN: np.min}[code]
-            res = combine(partial, axis=1)
+            res = _COMBINE[code](partial, axis=1)
             as_array(out)[...] = res.reshape(out.shape)
             return
         if len(rshape) == 1 and len(oshape) == 1 and oxs[0] == 1 and nred > 1 and oshape[0] >= 64:
-            acc = np.empty(oshape[0], np.float64 if x.dtype.kind == "f" else np.int64)
-            R.reduce_cols.pick(a.size)(code, x, xo, nred, rxs[0], oshape[0], out.storage, out.offset,
-                                       oos[0], acc)
+            # sum(dim=0) of a matrix with contiguous rows: partial results per chunk of rows
+            # (the chunk count depends on the row count only), combined in chunk order
+            nchunks = max(1, min(R.COL_CHUNKS, nred // R.COL_CHUNK_ROWS))
+            partial = np.empty((nchunks, oshape[0]), np.float64 if x.dtype.kind == "f" else np.int64)
+            R.reduce_cols.pick(a.size)(code, x, xo, nred, rxs[0], oshape[0], partial)
+            res = partial[0] if nchunks == 1 else _COMBINE[code](partial, axis=0)
+            as_array(out)[...] = res.reshape(out.shape)
             return
         R.reduce_kernel.pick(a.size)(code, x, xo, _arr(oshape), _arr(oxs), out.storage, _arr(oos), out.offset,
                         _arr(rshape), _arr(rxs), nout, nred)
@@ -239,13 +243,15 @@ class NumbaBackend:
             return
         n, k = a.shape[-2:]
         m = b.shape[-1]
-        if out.storage.dtype.kind == "f" and n * k * m >= _TINY_MATMUL:
-            B.matmul(as_array(a), as_array(b), as_array(out))  # BLAS, sliced over numba's threads
-            return
         batch = out.shape[:-2]
         nbatch = 1
         for s in batch:
             nbatch *= s
+        dtype = out.storage.dtype
+        if (dtype.kind == "f" and k and nbatch * n * k * m >= _TINY_MATMUL
+                and a.storage.dtype == dtype == b.storage.dtype and B.gemm_for(dtype) is not None):
+            B.gemm(a, b, out, nbatch, n, k, m)
+            return
         bshape, (abs_, bbs, obs) = coalesce(batch, (a.strides[:-2], b.strides[:-2], out.strides[:-2]))
         M.matmul_kernel.pick(nbatch * n * k * m)(a.storage, _arr(abs_), a.offset, a.strides[-2], a.strides[-1],
                         b.storage, _arr(bbs), b.offset, b.strides[-2], b.strides[-1],
@@ -371,3 +377,14 @@ class NumbaBackend:
                                                    lse.storage, lse.offset, lse.strides[0],
                                                    g.storage, g.offset, g.strides[0],
                                                    dx.storage, dx.offset, dx.strides[0], dx.strides[1], n, c)
+
+    # --- fused optimizer update ------------------------------------------------------------------
+    def adam_step(self, p, g, m, v, *, lr, beta1, beta2, eps, weight_decay, decoupled, maximize,
+                  step_size, bias_correction2_sqrt):
+        n = p.size
+        if n == 0:
+            return
+        decay, l2 = (1.0 - lr * weight_decay, 0.0) if decoupled else (1.0, float(weight_decay))
+        U.adam_kernel.pick(n)(p.storage, p.offset, g.storage, g.offset, m.storage, m.offset,
+                              v.storage, v.offset, n, -1.0 if maximize else 1.0, decay, l2,
+                              1.0 - beta1, beta2, eps, step_size, bias_correction2_sqrt)

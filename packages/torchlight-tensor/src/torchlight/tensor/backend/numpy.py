@@ -172,7 +172,7 @@ class NumpyBackend:
     name = "numpy"
     device = "cpu"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm", "cross_entropy"})
+    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam"})
 
     # --- storage -----------------------------------------------------------------------------
     def empty(self, n, dtype):
@@ -297,6 +297,27 @@ class NumpyBackend:
         d *= (as_array(g) * w)[:, None]
         if not w.all():  # 0 · inf would leave NaN in a dropped row
             d[w == 0] = 0
+
+    def adam_step(self, p, g, m, v, *, lr, beta1, beta2, eps, weight_decay, decoupled, maximize,
+                  step_size, bias_correction2_sqrt):
+        pa, ga, ma, va = as_array(p), as_array(g), as_array(m), as_array(v)
+        if maximize:
+            ga = -ga
+        if weight_decay:
+            if decoupled:
+                pa *= 1 - lr * weight_decay
+            else:
+                ga = ga + weight_decay * pa
+        w = 1 - beta1  # m.lerp_(g, w), PyTorch's two-sided formula
+        if w < 0.5:
+            ma += (ga - ma) * w
+        else:
+            ma[...] = ga - (ga - ma) * (1 - w)
+        va *= beta2
+        va += ga * ga * (1 - beta2)
+        denom = np.sqrt(va) / bias_correction2_sqrt
+        denom += eps
+        pa += ma / denom * -step_size
 
 def _load():
     return NumpyBackend()

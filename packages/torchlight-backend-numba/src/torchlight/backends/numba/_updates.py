@@ -1,0 +1,39 @@
+"""Fused optimizer update: one Adam/AdamW step of a contiguous parameter in one ``prange`` pass.
+
+The composite update is ~a dozen elementwise ops per parameter, each a pass over memory and a
+trip through torchlight's Python dispatch; here each element is read once, updated in
+registers and written once (formula: ``torchlight.tensor.functions.updates``). The arithmetic
+runs in float64 — the hyperparameters are float64 scalars — and rounds once on the store, so a
+float32 result is within an ulp or two of the composite's op-by-op float32 rounding.
+"""
+
+import math
+
+from numba import prange
+
+from ._jit import kernel
+
+__all__ = ["adam_kernel"]
+
+
+@kernel
+def adam_kernel(p, po, g, go, m, mo, v, vo, n, sign, decay, l2, w1, beta2, eps, step_size, bc2_sqrt):
+    """``p``, ``g``, ``m``, ``v``: storages with the parameter's ``n`` values from their offsets.
+
+    ``sign`` −1 maximises; ``decay`` = 1 − lr·λ (AdamW) or 1; ``l2`` = λ (Adam) or 0;
+    ``w1`` = 1 − β1, the lerp weight of the first moment.
+    """
+    for i in prange(n):
+        gi = sign * g[go + i]
+        pi = p[po + i]
+        gi = gi + l2 * pi
+        pi = pi * decay
+        mi = m[mo + i]
+        if w1 < 0.5:  # m.lerp_(g, w1): PyTorch's two-sided formula, exact at both ends
+            mi = mi + (gi - mi) * w1
+        else:
+            mi = gi - (gi - mi) * (1.0 - w1)
+        vi = v[vo + i] * beta2 + gi * gi * (1.0 - beta2)
+        m[mo + i] = mi
+        v[vo + i] = vi
+        p[po + i] = pi - step_size * (mi / (math.sqrt(vi) / bc2_sqrt + eps))
