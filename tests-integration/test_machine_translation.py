@@ -4,13 +4,11 @@ Tatoeba pairs (``$TORCHLIGHT_DATA``, else ``../shared/data`` next to the repo)."
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -23,20 +21,9 @@ MODULES = ("data", "model", "train", "post")
 
 
 @pytest.fixture(scope="module")
-def mt():
-    """The project's modules, imported from its folder without leaking their generic names."""
-    pytest.importorskip("torchlight.nn")
-    pytest.importorskip("torchlight.data")
-    saved = {n: sys.modules.pop(n) for n in MODULES if n in sys.modules}
-    sys.path.insert(0, str(PROJECT))
-    try:
-        yield SimpleNamespace(**{n: importlib.import_module(n) for n in MODULES})
-    finally:
-        sys.path.remove(str(PROJECT))
-        for n in MODULES:
-            sys.modules.pop(n, None)
-        sys.modules.update(saved)
-        tl.set_default_device("cpu")
+def mt(project_modules):
+    with project_modules(PROJECT, MODULES) as modules:
+        yield modules
 
 
 def _toy(mt, src_lens=(3, 5, 2), tgt_lens=(4, 2, 6), seed=0):

@@ -3,11 +3,8 @@ on the real tiny Shakespeare text (``$TORCHLIGHT_DATA``, else ``../shared/data``
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -19,21 +16,9 @@ MODULES = ("corpus", "model", "train", "post", "sample")
 
 
 @pytest.fixture(scope="module")
-def gpt():
-    """The project's modules, imported from its folder without leaking their generic names
-    (``model``, ``train``, ...) into other tests."""
-    pytest.importorskip("torchlight.nn")
-    pytest.importorskip("torchlight.data")
-    saved = {n: sys.modules.pop(n) for n in MODULES if n in sys.modules}
-    sys.path.insert(0, str(PROJECT))
-    try:
-        yield SimpleNamespace(**{n: importlib.import_module(n) for n in MODULES})
-    finally:
-        sys.path.remove(str(PROJECT))
-        for n in MODULES:
-            sys.modules.pop(n, None)
-        sys.modules.update(saved)
-        tl.set_default_device("cpu")
+def gpt(project_modules):
+    with project_modules(PROJECT, MODULES) as modules:
+        yield modules
 
 
 @pytest.fixture(scope="module")

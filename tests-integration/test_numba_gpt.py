@@ -6,7 +6,6 @@ different orders, so bit-equality is not expected). Slow; skipped when torchligh
 numba backend or the mini-GPT project is missing.
 """
 
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,14 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 
 
-def _losses(device, steps=20):
-    pytest.importorskip("torchlight.nn")
-    pytest.importorskip("torchlight.backends.numba.backend")
-    sys.path.insert(0, str(ROOT / "projects" / "mini-gpt"))
-    try:
-        model_mod = pytest.importorskip("model")
-    finally:
-        sys.path.pop(0)
+def _losses(model_mod, device, steps=20):
     tl.manual_seed(0)
     cfg = model_mod.GPTConfig(vocab_size=65, block_size=32, n_layer=2, n_head=4, n_embd=64, dropout=0.0)
     model = model_mod.GPT(cfg).to(device)
@@ -47,8 +39,10 @@ def _losses(device, steps=20):
     return losses
 
 
-def test_gpt_loss_curve_matches_numpy_backend():
-    cpu = _losses("cpu")
-    numba = _losses("numba")
+def test_gpt_loss_curve_matches_numpy_backend(project_modules):
+    pytest.importorskip("torchlight.backends.numba.backend")
+    with project_modules(ROOT / "projects" / "mini-gpt", ("model",)) as project:
+        cpu = _losses(project.model, "cpu")
+        numba = _losses(project.model, "numba")
     assert cpu[-1] < 0.8 * cpu[0], cpu
     np.testing.assert_allclose(numba, cpu, rtol=2e-4, atol=2e-4)
