@@ -86,6 +86,28 @@ def test_zero_transfers_fused_cross_entropy():
     assert np.all(np.isfinite(be.to_numpy(loss))) and np.allclose(be.to_numpy(dx).sum(1), 0)
 
 
+
+def test_zero_transfers_label_smoothing_with_class_weights():
+    """The composite path of ``cross_entropy`` (label smoothing) keeps the targets on the device
+    too, with class weights and ignored entries: the one thing that crosses is the flag that
+    says no target outside [0, C) is a real one (1 byte; PyTorch asserts on the device)."""
+    rng = np.random.default_rng(1)
+    x = tl.tensor(rng.standard_normal((8, 5)), device="cuda", requires_grad=True)
+    y = rng.integers(0, 5, 8)
+    y[2] = -100
+    target = tl.tensor(y, device="cuda")
+    w = tl.tensor(rng.uniform(0.5, 2.0, 5), device="cuda")
+    def step():
+        loss = nn.functional.cross_entropy(x, target, weight=w, label_smoothing=0.1)
+        loss.backward()
+        return loss
+
+    step()  # the first backward caches its seed gradient (ones) on the device
+    with transfers.counting(trace=True) as c:
+        loss = step()
+    assert (c.h2d, c.d2h, c.d2h_bytes) == (0, 1, 1), _sites(c.log)
+    assert np.isfinite(loss.item()) and x.grad.shape == (8, 5)
+
 def test_kernels_refuse_host_arrays():
     from torchlight.backends.cuda import _launch
     from torchlight.tensor.errors import BackendError

@@ -103,6 +103,10 @@ def test_cross_entropy_errors():
         F.cross_entropy(x, tl.tensor([0, 4, 1]))
     with pytest.raises(IndexError, match="out of bounds"):
         F.cross_entropy(x, tl.tensor([0, -1, 1]))
+    for eps in (0.0, 0.1):  # ignored entries lie outside [0, C) too: only a real one is an error
+        with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+            F.cross_entropy(x, tl.tensor([-100, 7, 1]), label_smoothing=eps)
+        assert np.isfinite(F.cross_entropy(x, tl.tensor([-100, 3, 1]), label_smoothing=eps).item())
     with pytest.raises(tl.ShapeError, match="target of shape"):
         F.cross_entropy(x, tl.tensor([0, 1]))
     with pytest.raises(tl.DTypeError):

@@ -111,12 +111,12 @@ def _target_info(input, target, weight, ignore_index, name):
     # Computed on the target's device: a GPU training step reads nothing back to check targets.
     t = target.reshape(-1)
     lo, hi = index_range(t)
-    if lo < 0 or hi >= c:  # maybe only ignored entries are outside [0, C): check exactly
-        host = t.to_numpy()
-        bad = host[(host != ignore_index) & ((host < 0) | (host >= c))]
-        if bad.size:
-            raise tl.TensorIndexError(f"{name}: Target {int(bad[0])} is out of bounds for {c} classes")
     valid = t != ignore_index
+    if lo < 0 or hi >= c:  # maybe only ignored entries are outside [0, C): check exactly, on the
+        bad = valid & ((t < 0) | (t >= c))  # device, so that one flag crosses to the host
+        if bad.any().item():
+            first = int(t.to_numpy()[bad.to_numpy()][0])
+            raise tl.TensorIndexError(f"{name}: Target {first} is out of bounds for {c} classes")
     safe = tl.where(valid, t, 0)
     set_index_range(safe, 0, max(min(hi, c - 1), 0))
     w_t = valid.to(input.dtype)
@@ -166,17 +166,16 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         if reduction == "sum":
             return -prod.sum()
         return -prod.sum() / (input.numel() // c)
+    safe, w_t = _target_info(input, target, weight, ignore_index, "cross_entropy")
     if label_smoothing == 0:  # the fused kernel: no N×C log-probabilities kept for backward
-        safe, w_t = _target_info(input, target, weight, ignore_index, "cross_entropy")
         loss = cross_entropy_rows(_classes_last(input), safe, w_t)
         return _weighted_reduction(loss, w_t, target.shape, reduction)
-    logp = input.log_softmax(cdim)
-    nll = nll_loss(logp, target, weight, ignore_index, reduction)
-    safe, w_t = _target_info(input, target, weight, ignore_index, "cross_entropy")
-    rows = _classes_last(logp)
+    rows = _classes_last(input.log_softmax(cdim))
+    picked = rows.gather(1, safe.unsqueeze(1)).squeeze(1)  # nll_loss on the same targets
+    nll = _weighted_reduction(-picked * w_t, w_t, target.shape, reduction)
     if weight is not None:
         rows = rows * weight.detach().to(input.dtype)
-    valid = (w_t != 0) if weight is None else tl.tensor(target.to_numpy().reshape(-1) != ignore_index, device=input.device)
+    valid = (w_t != 0) if weight is None else (target.reshape(-1) != ignore_index)  # on the device
     smooth = -rows.sum(1) * valid.to(input.dtype)
     if reduction == "none":
         smooth = smooth.reshape(target.shape)
@@ -199,8 +198,8 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
             f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) is deprecated. "
             "Please ensure they have the same size."
         )
-    arr = input.to_numpy()
-    if arr.size and (arr.min() < 0 or arr.max() > 1):
+    # two scalars cross to the host, not the whole input (it may live on a GPU)
+    if input.numel() and (input.detach().min().item() < 0 or input.detach().max().item() > 1):
         raise ValueError("binary_cross_entropy: all elements of input should be between 0 and 1 (use binary_cross_entropy_with_logits for logits)")
     loss = -(target * _log_clamped(input) + (1.0 - target) * _log_clamped(1.0 - input))
     if weight is not None:
