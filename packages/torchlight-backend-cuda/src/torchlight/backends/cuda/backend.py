@@ -17,6 +17,7 @@ from numba import cuda
 
 from torchlight.tensor.backend.protocol import API_VERSION
 from torchlight.tensor.errors import BackendError
+from torchlight.tensor.indexing import prod
 
 from . import _cross_entropy as CE
 from . import _elementwise as E
@@ -211,9 +212,7 @@ class CudaBackend:
         n, kk = a.shape[-2:]
         m = b.shape[-1]
         batch = out.shape[:-2]
-        nbatch = 1
-        for s in batch:
-            nbatch *= s
+        nbatch = prod(batch)
         bshape, (abs_, bbs, obs) = coalesce(batch, (a.strides[:-2], b.strides[:-2], out.strides[:-2]))
         acc = _acc(out.storage.dtype)
         BM, BN, BK, TM, TN = MATMUL_TILE

@@ -18,7 +18,7 @@ import numpy as np
 from torchlight.tensor.backend.numpy import NumpyBackend, as_array
 from torchlight.tensor.backend.protocol import API_VERSION
 from torchlight.tensor.errors import BackendError
-from torchlight.tensor.indexing import coalesce
+from torchlight.tensor.indexing import coalesce, prod
 
 from . import _blas as B
 from . import _cross_entropy as CE
@@ -244,9 +244,7 @@ class NumbaBackend:
         n, k = a.shape[-2:]
         m = b.shape[-1]
         batch = out.shape[:-2]
-        nbatch = 1
-        for s in batch:
-            nbatch *= s
+        nbatch = prod(batch)
         dtype = out.storage.dtype
         if (dtype.kind == "f" and k and nbatch * n * k * m >= _TINY_MATMUL
                 and a.storage.dtype == dtype == b.storage.dtype and B.gemm_for(dtype) is not None):
