@@ -1,5 +1,5 @@
-"""Float matmul through BLAS from numba's threads (``_blas.py``) against numpy's ``@``: row
-blocks, batch entries, transposed / sliced / broadcast operands read in place or packed, an
+"""Float matmul through BLAS from numba's threads (``_blas.py``) against numpy's ``@``: row and
+column blocks, batch entries, transposed / sliced / broadcast operands read in place or packed, an
 output without unit-stride columns, and the layout rule ``blas_strides``."""
 
 import numba
@@ -29,10 +29,13 @@ def _t(a):
 
 @pytest.mark.parametrize("xs, ys", [
     ((70, 50), (50, 30)),              # rows split
+    ((30, 50), (50, 70)),              # columns split (more columns than rows)
     ((4, 60, 50), (4, 50, 20)),        # batch entries
     ((1, 60, 50), (1, 50, 20)),        # one batch entry: rows split
+    ((1, 20, 50), (1, 50, 61)),        # one batch entry: columns split, uneven
     ((3, 2, 1, 40), (3, 2, 40, 50)),   # one row per entry
-    ((1, 500), (500, 30)),             # one row: nothing to split
+    ((1, 500), (500, 30)),             # one row: columns split
+    ((500, 30), (30, 1)),              # one column: rows split
     ((3, 40, 50), (50, 60)),           # broadcast weight (batch stride 0)
 ])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
