@@ -89,3 +89,17 @@ def test_output_without_unit_stride_columns(split_everything):
 ])
 def test_blas_strides(rows, cols, rs, cs, expect):
     assert _blas.blas_strides(rows, cols, rs, cs) == expect
+
+
+def test_without_scipy_matmul_falls_back_to_numpy_with_a_warning(monkeypatch):
+    def missing():
+        raise ImportError("No module named 'scipy'")
+
+    monkeypatch.setattr(_blas, "_GEMM", {})
+    monkeypatch.setattr(_blas, "_load", missing)
+    rng = np.random.default_rng(3)
+    x, y = rng.standard_normal((40, 30)), rng.standard_normal((30, 20))
+    with pytest.warns(RuntimeWarning, match="fall back to np.matmul"):
+        got = (_t(x) @ _t(y)).numpy()
+    np.testing.assert_allclose(got, x @ y, rtol=1e-12)
+    np.testing.assert_allclose((_t(x) @ _t(y)).numpy(), x @ y, rtol=1e-12)  # warned once only

@@ -24,6 +24,7 @@ whose rows are (a transposed view), and no operand is ever copied for its layout
 
 import ctypes
 import os
+import warnings
 
 import numpy as np
 
@@ -40,22 +41,34 @@ __all__ = ["SPLIT_MIN", "blas_strides", "gemm", "gemm_for", "gemm_kernel"]
 # region costs microseconds to open); above it the rows are cut into one block per thread.
 SPLIT_MIN = int(os.environ.get("TORCHLIGHT_NUMBA_MATMUL_SPLIT_MIN", str(1 << 18)))
 _N, _T = 78, 84  # ord("N"), ord("T"): Fortran's trans arguments
-_GEMM = {}  # dtype -> ctypes function pointer
+_GEMM = {}  # dtype -> ctypes function pointer; {None: None} once loading failed
+
+
+def _load():
+    """scipy's ``sgemm``/``dgemm`` as ctypes function pointers; caps BLAS at one thread."""
+    import scipy.linalg.cython_blas  # noqa: F401  (loads the BLAS library before the cap)
+    from threadpoolctl import threadpool_limits
+
+    from numba.extending import get_cython_function_address
+
+    threadpool_limits(1, user_api="blas")
+    sig = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 13)  # Fortran: every argument by pointer
+    return {np.dtype(dt): sig(get_cython_function_address("scipy.linalg.cython_blas", name))
+            for dt, name in ((np.float32, "sgemm"), (np.float64, "dgemm"))}
 
 
 def gemm_for(dtype):
-    """The ``?gemm`` of scipy's BLAS for ``dtype`` (None for other dtypes); the first call caps
-    the process's BLAS libraries at one thread."""
+    """The ``?gemm`` of scipy's BLAS for ``dtype`` (None for other dtypes, or when scipy or
+    threadpoolctl is missing: the backend then multiplies through ``np.matmul``, with a warning
+    once). The first call caps the process's BLAS libraries at one thread."""
     if not _GEMM:
-        import scipy.linalg.cython_blas  # noqa: F401  (loads the BLAS library before the cap)
-        from threadpoolctl import threadpool_limits
-
-        from numba.extending import get_cython_function_address
-
-        threadpool_limits(1, user_api="blas")
-        sig = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 13)  # Fortran: every argument by pointer
-        for dt, name in ((np.float32, "sgemm"), (np.float64, "dgemm")):
-            _GEMM[np.dtype(dt)] = sig(get_cython_function_address("scipy.linalg.cython_blas", name))
+        try:
+            _GEMM.update(_load())
+        except ImportError as exc:
+            _GEMM[None] = None
+            warnings.warn(f"torchlight numba backend: {exc}; float matmuls fall back to np.matmul, "
+                          "which competes with numba's threads for the cores "
+                          "(pip install scipy threadpoolctl)", RuntimeWarning, stacklevel=3)
     return _GEMM.get(dtype)
 
 

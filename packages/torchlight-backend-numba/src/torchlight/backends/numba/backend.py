@@ -246,9 +246,11 @@ class NumbaBackend:
         batch = out.shape[:-2]
         nbatch = prod(batch)
         dtype = out.storage.dtype
-        if (dtype.kind == "f" and k and nbatch * n * k * m >= _TINY_MATMUL
-                and a.storage.dtype == dtype == b.storage.dtype and B.gemm_for(dtype) is not None):
-            B.gemm(a, b, out, nbatch, n, k, m)
+        if dtype.kind == "f" and k and nbatch * n * k * m >= _TINY_MATMUL and a.storage.dtype == dtype == b.storage.dtype:
+            if B.gemm_for(dtype) is not None:
+                B.gemm(a, b, out, nbatch, n, k, m)  # BLAS from numba's threads
+            else:
+                self._np.matmul(a, b, out)
             return
         bshape, (abs_, bbs, obs) = coalesce(batch, (a.strides[:-2], b.strides[:-2], out.strides[:-2]))
         M.matmul_kernel.pick(nbatch * n * k * m)(a.storage, _arr(abs_), a.offset, a.strides[-2], a.strides[-1],
