@@ -8,12 +8,16 @@ elements, so calls whose work is below ``PARALLEL_MIN`` elements (env
 ``TORCHLIGHT_NUMBA_PARALLEL_MIN``, default 32768) take the serial copy. The copy gets its own
 ``__qualname__`` so numba's on-disk cache (keyed by file, qualified name and signature, not by
 compile flags) keeps the two apart. Both are compiled lazily, per signature, on first use.
+Every cached function is registered with ``_freshness.refresh``, which empties numba's cache of
+it when any source of this backend changed (numba checks only the function's own file).
 """
 
 import os
 from types import FunctionType
 
 from numba import get_num_threads, njit
+
+from ._freshness import refresh
 
 __all__ = ["kernel", "helper", "sum_helper", "Kernel", "PARALLEL_MIN", "JIT_OPTIONS", "SUM_OPTIONS"]
 
@@ -36,6 +40,8 @@ class Kernel:
         copy.__qualname__ = fn.__qualname__ + "_serial"
         copy.__module__ = fn.__module__
         self.ser = njit(**JIT_OPTIONS)(copy)
+        refresh(self.par)
+        refresh(self.ser)
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
 
@@ -56,11 +62,15 @@ def helper(fn):
     """A serial device function called from kernels. The call stays a call (each compiled function
     is its own LLVM library, ~15 ns with array arguments): fine per row or block, too much per
     short row — ``_fused._row`` is therefore ``inline="always"`` instead."""
-    return njit(**JIT_OPTIONS)(fn)
+    d = njit(**JIT_OPTIONS)(fn)
+    refresh(d)
+    return d
 
 
 def sum_helper(fn):
     """A serial helper that only sums (``SUM_OPTIONS``): with ``fastmath`` off, ``t += v`` is one
     serial chain of adds (~0.25 ns per value even with four hand-made lanes); with ``reassoc``
     the loop becomes SIMD code, measured 4.5× faster on rows of 64 float32 values."""
-    return njit(**SUM_OPTIONS)(fn)
+    d = njit(**SUM_OPTIONS)(fn)
+    refresh(d)
+    return d
