@@ -165,12 +165,22 @@ def demo(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """Side-by-side benchmarks (PyTorch too, when it is installed)."""
-    script = ROOT / "tests-integration" / "benchmarks" / "run_all.py"
-    if not script.exists():
-        session.skip(f"{script.relative_to(ROOT)} does not exist yet")
+    """The backends side by side: ``bench_backends.py`` (numpy backend, numba backend, PyTorch CPU
+    in one process), then the GPT step's phases (``bench_gpt_phases.py``). PyTorch 2.13.0 is
+    installed when it can be (pip's ``PIP_FIND_LINKS`` is passed on to uv); otherwise its columns
+    stay empty. ``nox -s bench -- --threads 2 [--quick]``: ``--threads N`` goes to both scripts,
+    the rest to ``bench_backends.py``."""
     install_editable(session)
-    session.run("python", str(script), *session.posargs)
+    links = os.environ.get("PIP_FIND_LINKS")
+    try:
+        session.install("torch==2.13.0", *(["--find-links", links] if links else []))
+    except nox.command.CommandFailed:
+        session.log("torch==2.13.0 is not installable here: the benchmarks run without PyTorch")
+    scripts = ROOT / "tests-integration" / "benchmarks"
+    args = list(session.posargs)
+    threads = args[args.index("--threads"):args.index("--threads") + 2] if "--threads" in args else []
+    session.run("python", str(scripts / "bench_backends.py"), *args)
+    session.run("python", str(scripts / "bench_gpt_phases.py"), *threads)
 
 
 @nox.session
