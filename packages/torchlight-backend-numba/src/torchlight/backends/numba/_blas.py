@@ -38,7 +38,7 @@ from ._matmul import _batch3
 __all__ = ["SPLIT_MIN", "blas_strides", "gemm", "gemm_for", "gemm_kernel"]
 
 # Products below SPLIT_MIN multiply-adds run one BLAS call on the calling thread (a parallel
-# region costs microseconds to open); above it the rows are cut into one block per thread.
+# region costs microseconds to open); above it each output is cut into one block per thread.
 SPLIT_MIN = int(os.environ.get("TORCHLIGHT_NUMBA_MATMUL_SPLIT_MIN", str(1 << 18)))
 _N, _T = 78, 84  # ord("N"), ord("T"): Fortran's trans arguments
 _GEMM = {}  # dtype -> ctypes function pointer; {None: None} once loading failed
@@ -161,14 +161,16 @@ def gemm(a, b, out, nbatch, n, k, m):
     (sa, oa, ba, (ars, acs)), (sb, ob, bb, (brs, bcs)) = _operand(a, n, k), _operand(b, k, m)
     st = blas_strides(n, m, *out.strides[-2:])
     tmp = None if st is not None and st[1] == 1 else np.empty(out.shape, out.storage.dtype)
-    so, oo, bo, (ors, _) = _operand(out, n, m) if tmp is None else _packed(tmp)
+    so, oo, bo, (ors, _) = (out.storage, out.offset, out.strides[:-2], st) if tmp is None else _packed(tmp)
     bshape, (abs_, bbs, obs) = coalesce(out.shape[:-2], (ba, bb, bo))
-    # blocks per batch entry, for one per thread, along the output's longer side (measured on
-    # the GPT's and the MLP's products: the better of the two in all nine shapes, 5-10% apart)
-    need = -(-get_num_threads() // nbatch)
-    rparts, cparts = (min(n, need), 1) if n >= m else (1, min(m, need))
-    gemm_kernel.pick(nbatch * n * k * m, SPLIT_MIN)(
-        gemm_for(out.storage.dtype), sa, _i64(abs_), oa, ars, acs, sb, _i64(bbs), ob, brs, bcs,
+    run = gemm_kernel.pick(nbatch * n * k * m, SPLIT_MIN)
+    rparts = cparts = 1
+    if run is gemm_kernel.par:
+        # blocks per batch entry, for one per thread, along the output's longer side (measured on
+        # the GPT's and the MLP's products: the better of the two in all nine shapes, 5-10% apart)
+        need = -(-get_num_threads() // nbatch)
+        rparts, cparts = (min(n, need), 1) if n >= m else (1, min(m, need))
+    run(gemm_for(out.storage.dtype), sa, _i64(abs_), oa, ars, acs, sb, _i64(bbs), ob, brs, bcs,
         so, _i64(obs), oo, ors, _i64(bshape), nbatch, n, k, m, rparts, cparts)
     if tmp is not None:
         as_array(out)[...] = tmp
