@@ -108,7 +108,7 @@ def test_every_kernel_compiles_to_ptx(monkeypatch):
             xl, tgt, vec = _td((3, 5), dt, permute=True), _td((3,), "int64"), _td((3,), dt)
             be.cross_entropy(xl, tgt, vec, vec, vec)
             be.cross_entropy_backward(xl, tgt, vec, vec, vec, _td((3, 5), dt))
-            be.adam_step(a, a, a, a, lr=0.1, beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.1,
-                         decoupled=True, maximize=False, step_size=0.1, bias_correction2_sqrt=0.1)
+            be.adam_step(a, a, a, a, beta1=0.9, beta2=0.99, eps=1e-8, decay=0.99, l2=0.0,
+                         maximize=False, step_size=0.1, bias_correction2_sqrt=0.1)
     assert not failures, "\n".join(failures)
     assert len(compiled) > 40

@@ -249,10 +249,10 @@ class FusedConformance:
         tol = 2e-6 if dtype == "float32" else 1e-13
         for step in (1, 2, 3):
             g = sample(rng, shape, dtype)
-            be.adam_step(*views[:1], make_view(be, g, "offset")[0], *views[1:], lr=lr, beta1=beta1,
-                         beta2=beta2, eps=eps, weight_decay=weight_decay, decoupled=decoupled,
-                         maximize=maximize, step_size=lr / (1 - beta1**step),
-                         bias_correction2_sqrt=(1 - beta2**step) ** 0.5)
+            be.adam_step(*views[:1], make_view(be, g, "offset")[0], *views[1:], beta1=beta1,
+                         beta2=beta2, eps=eps, decay=1 - lr * weight_decay if decoupled else 1.0,
+                         l2=0.0 if decoupled else weight_decay, maximize=maximize,
+                         step_size=lr / (1 - beta1**step), bias_correction2_sqrt=(1 - beta2**step) ** 0.5)
             p, m, v = want
             gg = -_f64(g) if maximize else _f64(g)
             if decoupled:

@@ -352,13 +352,12 @@ class CudaBackend:
                ws, wo, lse.storage, es, eo, g.storage, gs, go, dx.storage, ds, do, dl, oshape, nrows, C)
 
     # --- fused optimizer update ------------------------------------------------------------------
-    def adam_step(self, p, g, m, v, *, lr, beta1, beta2, eps, weight_decay, decoupled, maximize,
-                  step_size, bias_correction2_sqrt):
+    def adam_step(self, p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,
+                  bias_correction2_sqrt):
         n = p.size
         if n == 0:
             return
         acc = _acc(p.storage.dtype)
-        decay, l2 = (1.0 - lr * weight_decay, 0.0) if decoupled else (1.0, float(weight_decay))
         k = cached(("adam", str(acc)), lambda: U.adam_kernel(acc))
         launch(k, *grid_1d(n), p.storage, p.offset, g.storage, g.offset, m.storage, m.offset,
                v.storage, v.offset, n, -1.0 if maximize else 1.0, decay, l2, 1.0 - beta1, beta2,

@@ -379,12 +379,11 @@ class NumbaBackend:
                                                    dx.storage, dx.offset, dx.strides[0], dx.strides[1], n, c)
 
     # --- fused optimizer update ------------------------------------------------------------------
-    def adam_step(self, p, g, m, v, *, lr, beta1, beta2, eps, weight_decay, decoupled, maximize,
-                  step_size, bias_correction2_sqrt):
+    def adam_step(self, p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,
+                  bias_correction2_sqrt):
         n = p.size
         if n == 0:
             return
-        decay, l2 = (1.0 - lr * weight_decay, 0.0) if decoupled else (1.0, float(weight_decay))
         U.adam_kernel.pick(n)(p.storage, p.offset, g.storage, g.offset, m.storage, m.offset,
                               v.storage, v.offset, n, -1.0 if maximize else 1.0, decay, l2,
                               1.0 - beta1, beta2, eps, step_size, bias_correction2_sqrt)

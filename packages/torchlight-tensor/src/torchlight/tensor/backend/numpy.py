@@ -298,16 +298,15 @@ class NumpyBackend:
         if not w.all():  # 0 · inf would leave NaN in a dropped row
             d[w == 0] = 0
 
-    def adam_step(self, p, g, m, v, *, lr, beta1, beta2, eps, weight_decay, decoupled, maximize,
-                  step_size, bias_correction2_sqrt):
+    def adam_step(self, p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,
+                  bias_correction2_sqrt):
         pa, ga, ma, va = as_array(p), as_array(g), as_array(m), as_array(v)
         if maximize:
             ga = -ga
-        if weight_decay:
-            if decoupled:
-                pa *= 1 - lr * weight_decay
-            else:
-                ga = ga + weight_decay * pa
+        if decay != 1:
+            pa *= decay
+        if l2:
+            ga = ga + l2 * pa
         w = 1 - beta1  # m.lerp_(g, w), PyTorch's two-sided formula
         if w < 0.5:
             ma += (ga - ma) * w

@@ -28,9 +28,10 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  x (N, C) logits, target (N,) int64 in [0, C), weight (N,) per-row weight (0: row dropped);
                  lse = logsumexp(x, 1); loss = weight·(lse - x[i, target]); dx = g·weight·(softmax(x) - onehot),
                  loss and dx exactly 0 on rows of weight 0
-    "adam":      adam_step(p, g, m, v, *, lr, beta1, beta2, eps, weight_decay, decoupled, maximize,
-                 step_size, bias_correction2_sqrt): one Adam/AdamW update of p, m, v in place
-                 (contiguous views of one shape and float dtype; formula in functions/updates.py)
+    "adam":      adam_step(p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,
+                 bias_correction2_sqrt): one Adam/AdamW update of p, m, v in place (contiguous
+                 views of one shape and float dtype; decay = 1 - lr·λ for AdamW else 1, l2 = λ for
+                 Adam else 0; formula in functions/updates.py)
     "fill", "compile"                     (declared by backends that provide them)
 
 Adding an op: a name here + a conformance-kit entry + a fallback, or an ``API_VERSION`` bump.
