@@ -31,12 +31,11 @@ NaN propagates through ``row_max``. Every sum of float32 values accumulates in f
 """
 
 import numpy as np
-from llvmlite import ir
 
 from numba import types
-from numba.extending import intrinsic, overload
+from numba.extending import overload
 
-from ._fastexp import exp_nonpos
+from ._fastexp import exp_nonpos, f32_bits, f32_from_bits
 from ._jit import JIT_OPTIONS, helper, sum_helper
 
 __all__ = ["LANES", "row_max", "row_sum", "row_dot", "row_sqdev", "row_sumexp", "row_exp_store"]
@@ -46,58 +45,15 @@ SIGN_OFF = np.int32(0x7fffffff)  # every bit but the sign; also the key of a NaN
 INF_BITS = np.int32(0x7f800000)  # bits of +inf: |bits| above it is a NaN
 
 
-def _bits(v):
-    """The bits of the float32 ``v`` as an int32 (pure Python for ``NUMBA_DISABLE_JIT=1``)."""
-    return np.array([v], np.float32).view(np.int32)[0]
-
-
-def _f32_from_bits(b):
-    """The float32 whose bits are the int32 ``b`` (pure Python for ``NUMBA_DISABLE_JIT=1``)."""
-    return np.array([b], np.int32).view(np.float32)[0]
-
-
-# one LLVM bitcast each; ``row.view(np.int32)`` does the same per row but costs ~10 ns per call
-@intrinsic
-def _bits_ir(typingctx, v):
-    if v != types.float32:
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], ir.IntType(32))
-
-    return types.int32(types.float32), codegen
-
-
-@intrinsic
-def _f32_from_bits_ir(typingctx, b):
-    if b != types.int32:
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], ir.FloatType())
-
-    return types.float32(types.int32), codegen
-
-
-@overload(_bits, jit_options=JIT_OPTIONS, inline="always")
-def _bits_ov(v):
-    return lambda v: _bits_ir(v)
-
-
-@overload(_f32_from_bits, jit_options=JIT_OPTIONS, inline="always")
-def _f32_from_bits_ov(b):
-    return lambda b: _f32_from_bits_ir(b)
-
-
 def _row_max_f32(x, p, n):
     r = x[p:p + n]
     m = np.int32(-2147483648)
     for j in range(n):
-        b = _bits(r[j])
+        b = f32_bits(r[j])
         k = np.int32(b ^ ((b >> 31) & SIGN_OFF))  # numba widens int32 arithmetic to int64
         k = SIGN_OFF if (b & SIGN_OFF) > INF_BITS else k  # any NaN: the largest key
         m = k if k > m else m
-    return _f32_from_bits(np.int32(m ^ ((m >> 31) & SIGN_OFF)))
+    return f32_from_bits(np.int32(m ^ ((m >> 31) & SIGN_OFF)))
 
 
 def _row_max_lanes(x, p, n):
