@@ -27,7 +27,7 @@ from numba import prange
 
 from ._fastexp import exp_nonpos
 from ._jit import helper, kernel
-from ._rowops import LANES, row_max, row_sumexp
+from ._rowops import LANES, row_max, row_max_strided, row_sumexp
 
 __all__ = ["cross_entropy_rows", "cross_entropy_backward_rows"]
 
@@ -39,11 +39,7 @@ def _ce_row(x, p, xc, target, wi, C, acc):
         m = row_max(x, p, C)
         total = row_sumexp(x, p, m, C, acc)
     else:
-        m = x[p]
-        for j in range(1, C):
-            v = x[p + j * xc]
-            if v > m or v != v:
-                m = v
+        m = row_max_strided(x, p, xc, C)
         total = 0.0
         for j in range(C):
             total += exp_nonpos(x[p + j * xc] - m)

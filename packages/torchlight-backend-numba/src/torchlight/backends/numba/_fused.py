@@ -23,7 +23,7 @@ from numba import njit, prange
 
 from ._fastexp import exp_nonpos
 from ._jit import JIT_OPTIONS, helper, kernel, sum_helper
-from ._rowops import row_dot, row_exp_store, row_max, row_sqdev, row_sum
+from ._rowops import row_dot, row_exp_store, row_max, row_max_strided, row_sqdev, row_sum
 
 __all__ = ["softmax_rows", "softmax_backward_rows", "layernorm_rows", "layernorm_backward_rows"]
 
@@ -72,11 +72,7 @@ def softmax_rows(x, xs, xo, xl, out, os, oo, ol, shape, nrows, L, log):
         if xl == 1 and ol == 1:
             _softmax_row_contig(x, px, out, po, L, log)
             continue
-        m = x[px]
-        for j in range(1, L):
-            v = x[px + j * xl]
-            if v > m or v != v:
-                m = v
+        m = row_max_strided(x, px, xl, L)
         total = 0.0
         for j in range(L):
             e = exp_nonpos(x[px + j * xl] - m)

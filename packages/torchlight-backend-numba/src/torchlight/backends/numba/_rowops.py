@@ -38,7 +38,7 @@ from numba.extending import overload
 from ._fastexp import exp_nonpos, f32_bits, f32_from_bits
 from ._jit import JIT_OPTIONS, helper, sum_helper
 
-__all__ = ["LANES", "row_max", "row_sum", "row_dot", "row_sqdev", "row_sumexp", "row_exp_store"]
+__all__ = ["LANES", "row_max", "row_max_strided", "row_sum", "row_dot", "row_sqdev", "row_sumexp", "row_exp_store"]
 
 LANES = 16
 SIGN_OFF = np.int32(0x7fffffff)  # every bit but the sign; also the key of a NaN
@@ -102,6 +102,17 @@ def row_max(x, p, n):
 def _row_max_ov(x, p, n):
     # the implementation itself, not a call to another compiled function (~15 ns per row)
     return _row_max_f32 if x.dtype == types.float32 else _row_max_lanes
+
+
+@helper
+def row_max_strided(x, p, s, n):
+    """max of x[p], x[p + s], ..., n values (n >= 1; any stride); NaN if any is NaN."""
+    m = x[p]
+    for j in range(1, n):
+        v = x[p + j * s]
+        if v > m or v != v:
+            m = v
+    return m
 
 
 @sum_helper
