@@ -43,7 +43,7 @@ def _ce_row(x, p, xc, target, wi, C, acc):
         total = 0.0
         for j in range(C):
             total += exp_nonpos(x[p + j * xc] - m)
-    le = m + math.log(total)
+    le = np.float64(m) + math.log(total)  # float64 in plain Python too (float32 + float stays float32)
     if wi == 0:
         return le, 0.0
     return le, wi * (le - x[p + target * xc])
