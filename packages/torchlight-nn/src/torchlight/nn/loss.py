@@ -132,8 +132,13 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     if reduction not in _REDUCTIONS:
         _reduce(None, reduction)
     safe, w_t = _target_info(input, target, weight, ignore_index, "nll_loss")
-    picked = _classes_last(input).gather(1, safe.unsqueeze(1)).squeeze(1)
-    return _weighted_reduction(-picked * w_t, w_t, target.shape, reduction)
+    return _nll(_classes_last(input), safe, w_t, target.shape, reduction)
+
+
+def _nll(rows, safe, w_t, shape, reduction):
+    """``-w_t · rows[i, safe_i]`` reduced: NLL of validated targets over (N, C) log-probabilities."""
+    picked = rows.gather(1, safe.unsqueeze(1)).squeeze(1)
+    return _weighted_reduction(-picked * w_t, w_t, shape, reduction)
 
 
 def _weighted_reduction(loss, w_t, shape, reduction):
@@ -171,8 +176,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         loss = cross_entropy_rows(_classes_last(input), safe, w_t)
         return _weighted_reduction(loss, w_t, target.shape, reduction)
     rows = _classes_last(input.log_softmax(cdim))
-    picked = rows.gather(1, safe.unsqueeze(1)).squeeze(1)  # nll_loss on the same targets
-    nll = _weighted_reduction(-picked * w_t, w_t, target.shape, reduction)
+    nll = _nll(rows, safe, w_t, target.shape, reduction)
     if weight is not None:
         rows = rows * weight.detach().to(input.dtype)
     valid = (w_t != 0) if weight is None else (target.reshape(-1) != ignore_index)  # on the device
