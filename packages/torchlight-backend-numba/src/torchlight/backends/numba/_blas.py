@@ -1,13 +1,14 @@
 """Float matmul: BLAS's ``sgemm`` / ``dgemm`` called from inside numba's parallel loop.
 
-``prange`` runs over (batch entry, block of output rows) pairs and each iteration is one
+``prange`` runs over (batch entry, block of output rows or columns) pairs and each iteration is one
 single-threaded BLAS call on its block, so numba's thread pool is the only one that runs — the
 threads that just finished an elementwise kernel pick up the matmul. Why not BLAS's own threads:
 OpenBLAS's workers and numba's (OpenMP's, here) both spin for a while after each parallel call,
 and on a 2-core machine whichever pool is spinning takes the core the other one needs (measured
 on the GPT step: 403 ms with both at 2 threads; 144 ms with BLAS at 1 thread and the product
-sliced over a Python thread pool, which still waited for numba's spinning workers, 2.2 ms
-instead of 1.1 ms per (2048, 128) @ (128, 512); 1.1 ms from inside ``prange``).
+sliced over a Python thread pool, which still waited for numba's spinning workers —
+``tests-integration/benchmarks/bench_numba_kernels.py``: (2048, 128) @ (128, 512) 1.17 ms alone,
+2.20 ms right after a ``prange`` kernel, 1.15 ms from inside ``prange``).
 
 BLAS itself comes from ``scipy.linalg.cython_blas``, the function pointers numba documents for
 calling compiled code (``numba.extending.get_cython_function_address``); the pointer is a kernel
