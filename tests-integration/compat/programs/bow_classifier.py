@@ -25,7 +25,7 @@ LABEL_TO_IX = {"SPANISH": 0, "ENGLISH": 1}
 
 class BoWClassifier(nn.Module):
     def __init__(self, num_labels, vocab_size):
-        super(BoWClassifier, self).__init__()
+        super().__init__()
         self.linear = nn.Linear(vocab_size, num_labels)
 
     def forward(self, bow_vec):

@@ -127,9 +127,11 @@ class AdvancedIndex(Function):
         ctx.shape = x.shape
         ctx.save_for_backward(positions)
         flat = x.reshape(-1)
-        out = alloc(positions.shape, x.dtype, x.backend)
-        x.backend.take(flat._td, 0, positions._td, out._td)
-        return out
+        # take's index is 1-D by contract: gather flat, then give the result the index's shape
+        # (a 0-d result for x[i, j] with 0-d tensors i, j; 2-D for x[idx2d])
+        out = alloc((positions.numel(),), x.dtype, x.backend)
+        x.backend.take(flat._td, 0, positions.reshape(-1)._td, out._td)
+        return out.reshape(positions.shape)
 
     @staticmethod
     def backward(ctx, g):
