@@ -212,10 +212,12 @@ def release(session: nox.Session) -> None:
         with tarfile.open(sdist) as tar:
             tar.extractall(unpacked, filter="data")
         tests_dir = next(unpacked.glob("*/tests"))
+        # a tool of this check, not a requirement of the tests: one worker per core
+        session.run("uv", "pip", "install", "--quiet", "--python", py, "pytest-xdist")
         # from outside any checkout, so `torchlight` resolves to the installed wheels only
         with session.chdir(tmp):
             session.run(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--import-mode=importlib",
-                        "-m", "not slow", "-x", str(tests_dir), external=True,
+                        "-m", "not slow", "-x", "-n", str(os.cpu_count() or 1), str(tests_dir), external=True,
                         env={"TORCHLIGHT_HYPOTHESIS_PROFILE": "ci"})
 
 
