@@ -108,6 +108,7 @@ from .tensor.functional import (  # noqa: E402
 )
 from .tensor.random import Generator, default_generator, initial_seed, manual_seed, seed  # noqa: E402
 from .tensor.tensor import Tensor  # noqa: E402
+from .tensor.typeinfo import finfo, iinfo  # noqa: E402
 
 float32 = _dtypes.float32
 float64 = _dtypes.float64
