@@ -34,7 +34,7 @@ ORACLE = {
 
 def _run(framework, program, args, tmp_path):
     record = tmp_path / f"{framework}.json"
-    env = dict(os.environ, TORCHLIGHT_DEVICE="cpu", OPENBLAS_NUM_THREADS="1")
+    env = dict(os.environ, TORCHLIGHT_DEVICE="cpu", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     result = subprocess.run(
         [sys.executable, str(RUNNER), "--framework", framework, "--record", str(record),
          "--weights", str(tmp_path / "weights.npz"), str(PROGRAMS / program), *map(str, args)],

@@ -175,3 +175,26 @@ def test_runner_usage_errors(tmp_path):
     assert r.returncode == 2 and "missing.py" in r.stderr
     r = _run(["--help"], tmp_path)
     assert r.returncode == 0 and "TORCHLIGHT_DEVICE" in r.stdout
+
+
+def test_runner_spawned_children_recreate_main_with_the_aliases(tmp_path):
+    # multiprocessing's spawn (how DataLoader starts workers) re-creates __main__ in the child;
+    # the function below lives in the script and imports torch there too
+    (tmp_path / "pool.py").write_text(textwrap.dedent("""
+        import multiprocessing
+        import torch
+
+        def norm(n):
+            return torch.arange(n, dtype=torch.float32).pow(2).sum().item()
+
+        print("body", __name__)
+        if __name__ == "__main__":
+            with multiprocessing.get_context("spawn").Pool(2) as pool:
+                print("results", pool.map(norm, [2, 3, 4]))
+    """))
+    r = _run(["pool.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "body __main__" and lines[-1] == "results [1.0, 5.0, 14.0]"
+    assert lines.count("body __mp_main__") == 2  # each child ran the module body, not the guard
+    assert "RuntimeWarning" not in r.stderr
