@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 PROGRAMS = Path(__file__).parent / "programs"
-# "loss 1.23", "loss: 1.23", "loss=1.23", "loss_d 1.23" (one group per loss name)
-LOSS_RE = re.compile(r"\b(loss\w*)[:= ]\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))", re.IGNORECASE)
+# "loss 1.23", "loss: 1.23", "loss=1.23", "loss_d 1.23", "val_loss 1.2" (one list per loss name)
+LOSS_RE = re.compile(r"\b(\w*loss\w*)[:= ]\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))", re.IGNORECASE)
 
 
 def parse_losses(stdout: str) -> dict:
@@ -28,9 +28,14 @@ def numba_available() -> bool:
     return any(name == "numba" and status == "available" for name, status, _ in backend_status())
 
 
+# A numba run costs 20-45 s on a busy 2-core machine (numba's import and kernel cache), so those
+# are marked slow; the cpu runs are the quick check.
 DEVICES = [
     "cpu",
-    pytest.param("numba", marks=pytest.mark.skipif(not numba_available(), reason="numba backend not available")),
+    pytest.param("numba", marks=[
+        pytest.mark.slow,
+        pytest.mark.skipif(not numba_available(), reason="numba backend not available"),
+    ]),
 ]
 
 
