@@ -11,6 +11,7 @@ from .function import Context, Function, History
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck
 from .scalar import Scalar
+from .variable import Variable
 
 __all__ = [
     "AutogradError",
@@ -27,4 +28,5 @@ __all__ = [
     "no_grad",
     "set_grad_enabled",
     "topological_order",
+    "Variable",
 ]
