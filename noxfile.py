@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import sys
 import tarfile
@@ -284,9 +285,10 @@ def install_check(session: nox.Session) -> None:
         shutil.rmtree(venv, ignore_errors=True)
         session.run(sys.executable, "-m", "venv", str(venv), external=True)
         bindir = venv / ("Scripts" if os.name == "nt" else "bin")
-        env = {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(venv)}
         session.log(f"[{block['name']}]\n{block['code']}")
-        session.run("bash", "-euo", "pipefail", "-c", block["code"], env=env, external=True)
+        # activated as a user would, so `python` in the block is the fresh environment's
+        script = f"source {shlex.quote(str(bindir / 'activate'))}\n{block['code']}"
+        session.run("bash", "-euo", "pipefail", "-c", script, external=True)
         expected = sorted(n.strip() for n in block["expects"].split(","))
         check = ("import sys, importlib.metadata as md, torchlight\n"
                  "got = sorted({d.metadata['Name'].lower() for d in md.distributions()\n"
