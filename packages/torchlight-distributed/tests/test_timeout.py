@@ -13,7 +13,7 @@ TIMEOUT = 2.0
 LIMIT = TIMEOUT + deadline.QUERY_GRACE_S + 20
 
 
-@pytest.mark.parametrize("mode", ["barrier", "all_reduce", "broadcast_object", "ddp"])
+@pytest.mark.parametrize("mode", ["barrier", "all_reduce", "broadcast_object", "ddp", "leave"])
 def test_hung_rank_is_named_and_the_job_ends(mpi, mode):
     res = mpi("hang.py", mode, str(TIMEOUT), timeout=90)
     assert res.returncode != 0, res.output

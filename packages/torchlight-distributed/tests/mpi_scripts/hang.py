@@ -2,8 +2,10 @@
 name it and end the job.
 
 argv[1], the collective the others wait in: ``barrier``, ``all_reduce``, ``broadcast_object``,
-``ddp`` (the gradient all-reduce at the end of backward); argv[2], the timeout in seconds, or
-``env`` to take it from $TORCHLIGHT_COLLECTIVE_TIMEOUT. The last rank is the one that hangs.
+``ddp`` (the gradient all-reduce at the end of backward), or ``leave`` (the last rank does not
+hang but ends its script with status 0 while the others wait in a barrier); argv[2], the
+timeout in seconds, or ``env`` to take it from $TORCHLIGHT_COLLECTIVE_TIMEOUT. The last rank is
+the one that hangs.
 """
 
 import sys
@@ -20,9 +22,11 @@ model = dist.DistributedDataParallel(nn.Linear(3, 2))
 dist.barrier()  # everyone is here: collectives work while every rank takes part
 dist.all_reduce(tl.ones(2))
 if r == n - 1:
+    if mode == "leave":
+        sys.exit(0)
     time.sleep(120)  # the hang: no MPI call, no exception, no exit
     print("should not be reached", flush=True)
-if mode == "barrier":
+if mode in ("barrier", "leave"):
     dist.barrier()
 elif mode == "all_reduce":
     dist.all_reduce(tl.ones(4))

@@ -160,7 +160,7 @@ def _timed_out(ctrl, MPI, what: str, timeout: float) -> CollectiveTimeoutError:
     parts = []
     if silent:
         parts.append(f"rank(s) {', '.join(map(str, silent))} did not arrive and do not answer "
-                     "(hung, or busy outside any collective for that long)")
+                     "(hung, already finished, or busy outside any collective for that long)")
     for r, (seq, name) in sorted(elsewhere.items()):
         parts.append(f"rank {r} is waiting in collective #{seq} ({name})")
     waiting = sorted(r for r in answers if r not in elsewhere)
