@@ -39,9 +39,13 @@ from .comm import DistributedError, _import_mpi
 __all__ = ["CollectiveTimeoutError", "collective_timeout", "set_collective_timeout", "wait",
            "arrive", "DEFAULT_TIMEOUT_S", "ENV_VAR", "QUERY_GRACE_S", "SPIN_S"]
 
+#: The environment variable holding the collective timeout in seconds.
 ENV_VAR = "TORCHLIGHT_COLLECTIVE_TIMEOUT"
+#: The collective timeout when neither ``init(timeout=...)`` nor the environment sets one.
 DEFAULT_TIMEOUT_S = 1800.0
+#: Seconds a timed-out rank waits for the other ranks to say where they are.
 QUERY_GRACE_S = 3.0
+#: Seconds a wait spins on ``Test`` before it starts napping between polls.
 SPIN_S = 1.0
 _NAP_MAX_S = 1e-4
 _PROBE_EVERY_S = 0.01

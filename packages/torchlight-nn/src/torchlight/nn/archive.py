@@ -33,16 +33,21 @@ import zipfile
 import numpy as np
 
 __all__ = ["read_entry", "temp_prefix", "remove_stale_temps", "CHUNK", "DEFLATE_MAX_RATIO",
-           "NPY_HEADER_MAX", "MANIFEST_MAX_BYTES", "STALE_AFTER_S"]
+           "NPY_HEADER_MAX", "MANIFEST_MAX_BYTES", "STALE_AFTER_S", "PLAIN_KINDS"]
 
-CHUNK = 1 << 20  # bytes streamed per read
-DEFLATE_MAX_RATIO = 1032  # deflate's largest possible expansion (zlib's documented bound)
-NPY_HEADER_MAX = 1 << 16  # magic + header bytes accepted (numpy writes 128 for a checkpoint's arrays)
-MANIFEST_MAX_BYTES = 1 << 28  # 256 MiB of JSON: about two million tensors
+#: Bytes of an entry streamed per read (the most of it ever held outside its array).
+CHUNK = 1 << 20
+#: Deflate's largest possible expansion of its input (zlib's documented bound).
+DEFLATE_MAX_RATIO = 1032
+#: Most bytes of ``.npy`` magic and header accepted (numpy writes 128 for a checkpoint's arrays).
+NPY_HEADER_MAX = 1 << 16
+#: Largest manifest accepted: 256 MiB of JSON, about two million tensors.
+MANIFEST_MAX_BYTES = 1 << 28
+#: Seconds after which an untouched temporary file counts as stale whoever made it.
 STALE_AFTER_S = 24 * 3600.0
 
-# numpy array kinds that round-trip through .npy without pickle: bool, ints, floats, complex,
-# bytes and unicode strings.
+#: numpy array kinds that round-trip through ``.npy`` without pickle: bool, ints, floats,
+#: complex, bytes and unicode strings.
 PLAIN_KINDS = "biufcSU"
 
 

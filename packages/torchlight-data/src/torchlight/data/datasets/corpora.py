@@ -81,7 +81,13 @@ def _read_text(resource: Resource, root, download, verify, progress,
 
 def decode_file(data: bytes, path, encoding: str = "utf-8", errors: str = "strict") -> str:
     """``data`` (the bytes of the file ``path``) decoded; a bad byte raises
-    :class:`~torchlight.data.DecodingError` naming the file, the offset and what to do."""
+    :class:`~torchlight.data.DecodingError` naming the file, the offset and what to do.
+
+    >>> decode_file(b"caf\\xc3\\xa9", "menu.txt")
+    'café'
+    >>> decode_file(b"caf\\xe9", "menu.txt", errors="replace")
+    'caf\ufffd'
+    """
     try:
         return data.decode(encoding, errors)
     except LookupError as exc:
