@@ -1,4 +1,5 @@
-"""The zip side of checkpoints: reading an entry without trusting the file, and stale temp files.
+"""The file side of checkpoints: reading an entry without trusting the file, durable renames, and
+the temporary files of killed saves.
 
 A checkpoint is read from a file that may be truncated, corrupt or built to hurt. Nothing in it
 is believed before it is checked against something cheaper to verify:
@@ -32,7 +33,7 @@ import zipfile
 
 import numpy as np
 
-__all__ = ["read_entry", "temp_prefix", "remove_stale_temps", "CHUNK", "DEFLATE_MAX_RATIO",
+__all__ = ["read_entry", "temp_prefix", "remove_stale_temps", "default_mode", "fsync_dir", "CHUNK", "DEFLATE_MAX_RATIO",
            "NPY_HEADER_MAX", "MANIFEST_MAX_BYTES", "STALE_AFTER_S", "PLAIN_KINDS"]
 
 #: Bytes of an entry streamed per read (the most of it ever held outside its array).
@@ -129,6 +130,29 @@ def _fill(member, arr: np.ndarray, fail) -> None:
 
 
 # --- temporary files -----------------------------------------------------------------------------
+def default_mode() -> int:
+    """The permission bits a new file gets here (``0o666`` less the umask): a checkpoint written
+    through a temporary file ends up with the mode ``open`` would have given it."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def fsync_dir(directory: str) -> None:
+    """Make a rename in ``directory`` durable (POSIX); a no-op where directories cannot be
+    opened (Windows)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def _host() -> str:
     return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname())[:64] or "host"
 

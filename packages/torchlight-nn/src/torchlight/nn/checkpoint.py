@@ -46,7 +46,15 @@ import torchlight as tl
 from torchlight import Tensor, TorchlightError
 from torchlight.tensor.dtypes import as_dtype
 
-from .archive import MANIFEST_MAX_BYTES, PLAIN_KINDS, read_entry, remove_stale_temps, temp_prefix
+from .archive import (
+    MANIFEST_MAX_BYTES,
+    PLAIN_KINDS,
+    default_mode,
+    fsync_dir,
+    read_entry,
+    remove_stale_temps,
+    temp_prefix,
+)
 
 __all__ = ["save", "load", "save_state", "load_state", "CheckpointError", "FORMAT", "VERSION"]
 
@@ -190,7 +198,7 @@ def save(obj, path, *, compress: bool = False) -> None:
     try:
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
-        mode = _default_mode()
+        mode = default_mode()
 
     base = os.path.basename(path)
     fd, tmp = tempfile.mkstemp(prefix=temp_prefix(base), suffix=".tmp", dir=directory)
@@ -207,28 +215,8 @@ def save(obj, path, *, compress: bool = False) -> None:
         except FileNotFoundError:
             pass
         raise
-    _fsync_dir(directory)
+    fsync_dir(directory)
     remove_stale_temps(directory, base)
-
-
-def _default_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def _fsync_dir(directory: str) -> None:
-    """Make the rename durable (POSIX); a no-op where directories cannot be opened (Windows)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # --- decoding --------------------------------------------------------------------------------------
