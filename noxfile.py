@@ -253,7 +253,7 @@ def lowest(session: nox.Session) -> None:
     session.run("python", "-c", "import numpy, numba, scipy; print('numpy', numpy.__version__, "
                 "'numba', numba.__version__, 'scipy', scipy.__version__)")
     session.run("pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q", "-m", "not slow",
-                *(session.posargs or [str(PACKAGES / n / "tests") for n in LOWEST]))
+                *(session.posargs or [str(t) for n in LOWEST if (t := PACKAGES / n / "tests").is_dir()]))
 
 
 INSTALL_PAGE = ROOT / "docs" / "installation.md"
