@@ -38,6 +38,7 @@ from .tensor.errors import (  # noqa: E402
     ShapeError,
     TensorIndexError,
 )
+from .tensor.dlpack import from_dlpack  # noqa: E402
 from .tensor.factories import (  # noqa: E402
     arange,
     as_tensor,
@@ -126,6 +127,7 @@ _LAZY = {
     "optim": ("torchlight.optim", "torchlight-nn"),
     "data": ("torchlight.data", "torchlight-data"),
     "jit": ("torchlight.jit", "torchlight-tensor"),
+    "onnx": ("torchlight.onnx", "torchlight-tensor"),
     "distributed": ("torchlight.distributed", "torchlight-distributed"),
     "testing": ("torchlight.testing", "torchlight-testing"),
     "autograd": ("torchlight.autograd", "torchlight-autograd"),
