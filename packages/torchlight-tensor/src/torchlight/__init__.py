@@ -31,6 +31,7 @@ from .tensor.backend import (  # noqa: E402
     register_backend,
     set_default_device,
 )
+from .tensor.dlpack import from_dlpack  # noqa: E402
 from .tensor.errors import (  # noqa: E402
     BackendError,
     DeviceUnavailableError,
@@ -38,7 +39,6 @@ from .tensor.errors import (  # noqa: E402
     ShapeError,
     TensorIndexError,
 )
-from .tensor.dlpack import from_dlpack  # noqa: E402
 from .tensor.factories import (  # noqa: E402
     arange,
     as_tensor,
