@@ -309,5 +309,4 @@ OPS = {
     "IndexSelect": _index_select,
     "Gather": _gather,
     "_Clone": _identity,
-    "_Move": _identity,
 }
