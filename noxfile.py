@@ -30,7 +30,9 @@ META = PACKAGES / "torchlight"
 # mpi4py comes in as that distribution's dependency and finds this MPI through the MPI ABI.
 # scikit-learn: the bundled datasets of projects/sklearn-examples (smoke-tested in tests-integration)
 # pytest-xdist: the CUDA-simulator run of the conformance kit, one worker per core
-TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis", "tqdm", "matplotlib", "sacrebleu", "mpich", "scikit-learn"]
+# onnx, onnxruntime: torchlight.onnx.export's tests run the exported graphs (optional extra)
+TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis", "tqdm", "matplotlib", "sacrebleu", "mpich", "scikit-learn",
+              "onnx", "onnxruntime"]
 
 
 def distributions() -> list[Path]:
