@@ -14,6 +14,6 @@ with the limits of a trace (no data-dependent control flow). Writing the file ne
 """
 
 from .errors import OnnxExportError
-from .export import DEFAULT_OPSET, export
+from .export import export
 
-__all__ = ["export", "OnnxExportError", "DEFAULT_OPSET"]
+__all__ = ["export", "OnnxExportError"]
