@@ -277,7 +277,7 @@ def _mathjax(session: nox.Session) -> Path:
 def _docs_env(session: nox.Session) -> None:
     _require_dot(session)
     session.env["TORCHLIGHT_MATHJAX_STATIC"] = str(_mathjax(session))
-    session.install(*DOCS_TOOLS, "pytest", "hypothesis")
+    session.install(*DOCS_TOOLS, "pytest", "hypothesis", "onnx", "onnxruntime")  # interop.md runs an export
     install_editable(session)
     set_test_env(session)
 

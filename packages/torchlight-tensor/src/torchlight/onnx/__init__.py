@@ -14,6 +14,6 @@ with the limits of a trace (no data-dependent control flow). Writing the file ne
 """
 
 from .errors import OnnxExportError
-from .export import export
+from .exporter import export
 
 __all__ = ["export", "OnnxExportError"]

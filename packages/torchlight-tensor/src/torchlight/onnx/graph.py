@@ -18,7 +18,7 @@ import numpy as np
 
 from .errors import OnnxExportError
 
-__all__ = ["GraphBuilder", "Value", "onnx_dtype", "MIN_OPSET", "INT64_MAX"]
+__all__ = ["GraphBuilder", "Value", "onnx_dtype"]
 
 MIN_OPSET = 13  # Unsqueeze/Squeeze/ReduceSum take axes as inputs, Softmax is per-axis
 INT64_MAX = np.iinfo(np.int64).max  # "to the end" in Slice

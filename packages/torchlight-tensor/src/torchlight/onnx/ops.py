@@ -310,3 +310,4 @@ OPS = {
     "Gather": _gather,
     "_Clone": _identity,
 }
+"""Function class name -> translation ``fn(g, node, args) -> name`` (see the module docstring)."""

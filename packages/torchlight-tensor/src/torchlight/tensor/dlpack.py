@@ -32,8 +32,10 @@ from .storage import TensorData
 
 __all__ = ["from_dlpack", "dlpack_source", "DLPACK_DEVICES", "host_view"]
 
-# DLPack device types (dlpack.h: kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged) -> torchlight device
+# DLPack device types (dlpack.h): kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged
 DLPACK_DEVICES = {1: "cpu", 2: "cuda", 3: "cpu", 13: "cuda"}
+"""DLPack device type -> the torchlight device that holds such memory (pinned host memory is
+host memory; managed memory is reached through the CUDA backend)."""
 
 
 def host_view(td):

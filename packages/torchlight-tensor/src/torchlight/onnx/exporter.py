@@ -15,7 +15,7 @@ from .errors import OnnxExportError
 from .graph import GraphBuilder, Value, onnx_dtype
 from .ops import translate
 
-__all__ = ["export", "DEFAULT_OPSET"]
+__all__ = ["export"]
 
 DEFAULT_OPSET = 17  # LayerNormalization is a single node from opset 17 (PyTorch's default too)
 
