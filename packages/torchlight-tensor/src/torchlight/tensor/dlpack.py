@@ -134,8 +134,8 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
         td, dt = backend.from_dlpack(ext_tensor, copy)
         return wrap(td, backend, dt)
     backend = get_backend(device if device is not None else kind)
-    kwargs = {} if copy is None else {"copy": copy}
-    arr = np.from_dlpack(ext_tensor, **kwargs)
+    # copy=False is passed on (the producer must not copy either); a requested copy is made once, below
+    arr = np.from_dlpack(ext_tensor, copy=False) if copy is False else np.from_dlpack(ext_tensor)
     return from_host_array(arr, backend, copy)
 
 
