@@ -31,7 +31,9 @@ META = PACKAGES / "torchlight"
 # mpi4py comes in as that distribution's dependency and finds this MPI through the MPI ABI.
 # scikit-learn: the bundled datasets of projects/sklearn-examples (smoke-tested in tests-integration)
 # pytest-xdist: the CUDA-simulator run of the conformance kit, one worker per core
-TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis", "tqdm", "matplotlib", "sacrebleu", "mpich", "scikit-learn"]
+# onnx, onnxruntime: torchlight.onnx.export's tests run the exported graphs (optional extra)
+TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis", "tqdm", "matplotlib", "sacrebleu", "mpich", "scikit-learn",
+              "onnx", "onnxruntime"]
 
 
 def distributions() -> list[Path]:
@@ -428,7 +430,7 @@ def _mathjax(session: nox.Session) -> Path:
 def _docs_env(session: nox.Session) -> None:
     _require_dot(session)
     session.env["TORCHLIGHT_MATHJAX_STATIC"] = str(_mathjax(session))
-    session.install(*DOCS_TOOLS, "pytest", "hypothesis")
+    session.install(*DOCS_TOOLS, "pytest", "hypothesis", "onnx", "onnxruntime")  # interop.md runs an export
     install_editable(session)
     set_test_env(session)
 
