@@ -247,7 +247,7 @@ def declared_minimums(names: list[str]) -> list[str]:
 def lowest(session: nox.Session) -> None:
     """The test suites against the oldest third-party versions the metadata declares (numpy,
     numba, scipy, ... at their ``>=`` bounds), so a declared bound is one that was tested."""
-    session.install(*declared_minimums(LOWEST), "pytest", "hypothesis")
+    session.install(*declared_minimums(LOWEST), "pytest-xdist")
     session.install("--no-deps", *[x for n in LOWEST for x in ("-e", str(PACKAGES / n))])
     set_test_env(session)
     # its own numba cache: kernels compiled by another numba version must not be shared
@@ -255,6 +255,7 @@ def lowest(session: nox.Session) -> None:
     session.run("python", "-c", "import numpy, numba, scipy; print('numpy', numpy.__version__, "
                 "'numba', numba.__version__, 'scipy', scipy.__version__)")
     session.run("pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q", "-m", "not slow",
+                "-n", str(os.cpu_count() or 1),
                 *(session.posargs or [str(t) for n in LOWEST if (t := PACKAGES / n / "tests").is_dir()]))
 
 
