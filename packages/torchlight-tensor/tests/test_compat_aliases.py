@@ -198,3 +198,25 @@ def test_runner_spawned_children_recreate_main_with_the_aliases(tmp_path):
     assert lines[0] == "body __main__" and lines[-1] == "results [1.0, 5.0, 14.0]"
     assert lines.count("body __mp_main__") == 2  # each child ran the module body, not the guard
     assert "RuntimeWarning" not in r.stderr
+
+
+def test_alias_into_a_distribution_that_is_not_installed_names_it(tmp_path):
+    # a finder that hides torchlight.nn stands in for torchlight-nn not being installed
+    code = textwrap.dedent("""
+        import sys
+        class Hide:
+            def find_spec(self, name, path=None, target=None):
+                if name == "torchlight.nn" or name.startswith("torchlight.nn."):
+                    raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        sys.meta_path.insert(0, Hide())
+        from torchlight import compat
+        compat.install()
+        try:
+            import torch.nn.functional
+        except ImportError as exc:
+            print(exc)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "torch.nn is aliased to torchlight.nn" in r.stdout
+    assert "pip install torchlight-nn" in r.stdout

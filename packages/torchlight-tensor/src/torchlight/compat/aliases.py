@@ -86,21 +86,28 @@ def resolve(name: str):
     return ALIASES[best] + name[len(best):]
 
 
+def _importable(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        return False
+    return True
+
+
 def _missing(alias: str, target: str, exc: ImportError) -> ImportError:
-    dist = next((d for m, d in _DISTRIBUTIONS.items() if _is_under(target, m)), None)
-    missing = getattr(exc, "name", None) or target
-    if dist is not None and _is_under(missing, next(m for m in _DISTRIBUTIONS if _is_under(target, m))):
-        try:
-            importlib.import_module(next(m for m in _DISTRIBUTIONS if _is_under(target, m)))
-        except ImportError:
-            return ImportError(
-                f"{alias} is aliased to {target}, which is provided by the distribution {dist!r}; "
-                f"it is not installed: pip install {dist} (or the meta-package `torchlight`)",
-                name=alias,
-            )
+    """The error for an alias whose target cannot be imported: the distribution to install when
+    the target's torchlight portion is absent, otherwise the module torchlight lacks."""
+    portion = next((m for m in _DISTRIBUTIONS if _is_under(target, m)), None)
+    if portion is not None and not _importable(portion):
+        dist = _DISTRIBUTIONS[portion]
+        return ImportError(
+            f"{alias} is aliased to {target}, which is provided by the distribution {dist!r}; "
+            f"it is not installed: pip install {dist} (or the meta-package `torchlight`)",
+            name=alias,
+        )
     return ImportError(
-        f"{alias} is aliased to {target}, which does not exist ({missing} is missing): torchlight "
-        f"has no counterpart of this PyTorch module; see the porting guide "
+        f"{alias} is aliased to {target}, which does not exist ({exc.name or target} is missing): "
+        f"torchlight has no counterpart of this PyTorch module; see the porting guide "
         f"(docs/porting-from-pytorch.md) for the supported surface",
         name=alias,
     )
