@@ -102,7 +102,7 @@ def _missing(alias: str, target: str, exc: ImportError) -> ImportError:
         dist = _DISTRIBUTIONS[portion]
         return ImportError(
             f"{alias} is aliased to {target}, which is provided by the distribution {dist!r}; "
-            f"it is not installed: pip install {dist} (or the meta-package `torchlight`)",
+            f"it is not installed: install {dist} (see the installation page of the docs)",
             name=alias,
         )
     return ImportError(
