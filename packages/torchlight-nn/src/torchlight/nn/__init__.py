@@ -12,6 +12,7 @@ resolved lazily from the ``checkpoint`` module.
 import importlib
 
 from . import functional, init, utils
+from .attention import MultiheadAttention
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d
@@ -38,7 +39,14 @@ from .pooling import (
     MaxPool1d,
     MaxPool2d,
 )
-from .rnn import GRU, LSTM, GRUCell, LSTMCell
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "Module", "Parameter", "Buffer", "StateDictError", "IncompatibleKeys",
@@ -46,7 +54,9 @@ __all__ = [
     "Identity", "Linear", "Flatten", "Unflatten", "Embedding", "Dropout",
     "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d", "LayerNorm", "BatchNorm1d", "BatchNorm2d",
-    "GRUCell", "GRU", "LSTMCell", "LSTM",
+    "GRUCell", "GRU", "LSTMCell", "LSTM", "RNNCell", "RNN",
+    "MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",
+    "TransformerDecoder", "TransformerDecoderLayer",
     "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softplus", "Softmax", "LogSoftmax",
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss",

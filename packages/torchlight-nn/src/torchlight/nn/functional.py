@@ -39,7 +39,8 @@ __all__ = [
     "one_hot", "pad", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "mse_loss", "l1_loss", "smooth_l1_loss",
     "huber_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
-    "binary_cross_entropy_with_logits", "kl_div",
+    "binary_cross_entropy_with_logits", "kl_div", "scaled_dot_product_attention",
+    "multi_head_attention_forward",
 ]
 
 
@@ -182,3 +183,7 @@ def one_hot(tensor, num_classes=-1):
 def pad(input, pad, mode="constant", value=0.0):
     """PyTorch's ``F.pad``: ``(left, right)`` pairs starting from the last dimension."""
     return tl.pad(input, pad, mode=mode, value=value)
+
+
+# Imported last: attention's own module-level import of this module must find it complete.
+from .attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402

@@ -1,4 +1,8 @@
-"""Recurrent layers: ``GRUCell``, ``GRU``, ``LSTMCell``, ``LSTM`` with PyTorch's parameters.
+"""Recurrent layers: ``RNNCell``, ``RNN``, ``GRUCell``, ``GRU``, ``LSTMCell``, ``LSTM`` with PyTorch's parameters.
+
+Elman RNN (``weight_ih: (H, I)``, ``weight_hh: (H, H)``, ``act`` = tanh or relu)::
+
+    h' = act(W_ih x + b_ih + W_hh h + b_hh)
 
 GRU (gates stacked in the order r, z, n in ``weight_ih: (3H, I)`` and ``weight_hh: (3H, H)``)::
 
@@ -31,7 +35,8 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["GRUCell", "LSTMCell", "GRU", "LSTM", "gru_cell", "lstm_cell"]
+__all__ = ["RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "rnn_tanh_cell", "rnn_relu_cell", "gru_cell",
+           "lstm_cell"]
 
 
 def _gru_step(gi, h, w_hh, b_hh):
@@ -47,6 +52,20 @@ def _gru_step(gi, h, w_hh, b_hh):
     return n + z * (h - n)  # = (1 - z) n + z h
 
 
+def _rnn_step(gi, h, w_hh, b_hh, nonlinearity):
+    """One Elman step given ``gi = x W_ihᵀ + b_ih`` (``(N, H)``)."""
+    pre = gi + h @ w_hh.T
+    if b_hh is not None:
+        pre = pre + b_hh
+    return pre.tanh() if nonlinearity == "tanh" else pre.relu()
+
+
+def _check_nonlinearity(nonlinearity):
+    if nonlinearity not in ("tanh", "relu"):
+        raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+    return nonlinearity
+
+
 def _lstm_step(gi, h, c, w_hh, b_hh):
     """One LSTM step given ``gi = x W_ihᵀ + b_ih`` (``(N, 4H)``); returns ``(h', c')``."""
     gates = gi + h @ w_hh.T
@@ -55,6 +74,14 @@ def _lstm_step(gi, h, c, w_hh, b_hh):
     i, f, g, o = gates.chunk(4, -1)
     c = f.sigmoid() * c + i.sigmoid() * g.tanh()
     return o.sigmoid() * c.tanh(), c
+
+
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    return _rnn_step(F.linear(input, w_ih, b_ih), hx, w_hh, b_hh, "tanh")
+
+
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    return _rnn_step(F.linear(input, w_ih, b_ih), hx, w_hh, b_hh, "relu")
 
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
@@ -104,6 +131,25 @@ class _CellBase(Module):
 
     def extra_repr(self):
         return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
+
+
+class RNNCell(_CellBase):
+    """``RNNCell(input_size, hidden_size, bias=True, nonlinearity='tanh')``:
+    ``h' = act(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh)`` (``h`` defaults to 0).
+
+    >>> nn.RNNCell(3, 5)(tl.randn(2, 3)).shape
+    (2, 5)
+    """
+
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
+        self.nonlinearity = _check_nonlinearity(nonlinearity)
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+
+    def forward(self, input, hx=None):
+        x, batched, zeros = self._prepare(input, hx)
+        h = zeros if hx is None else (hx if batched else hx.unsqueeze(0))
+        out = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh, self.nonlinearity)
+        return out if batched else out.squeeze(0)
 
 
 class GRUCell(_CellBase):
@@ -165,6 +211,13 @@ class _RNNBase(Module):
     def reset_parameters(self):
         _uniform_reset(self)
 
+    def flatten_parameters(self):
+        """A no-op kept for PyTorch compatibility: there it packs the weights into one cuDNN
+        buffer; here every step already reads the parameters directly.
+
+        >>> nn.LSTM(4, 8).flatten_parameters()
+        """
+
     def _weights(self, layer, d):
         sfx = f"_l{layer}" + ("_reverse" if d else "")
         p = self._parameters
@@ -207,8 +260,10 @@ class _RNNBase(Module):
                 for t in (range(steps) if d == 0 else reversed(range(steps))):
                     if self._lstm:
                         h, c = _lstm_step(gi[t], h, c, w_hh, b_hh)
-                    else:
+                    elif self._gates == 3:
                         h = _gru_step(gi[t], h, w_hh, b_hh)
+                    else:
+                        h = _rnn_step(gi[t], h, w_hh, b_hh, self.nonlinearity)
                     seq[t] = h
                 outs.append(tl.stack(seq, 0))
                 h_n.append(h)
@@ -239,6 +294,22 @@ class _RNNBase(Module):
         if self.bidirectional:
             s += ", bidirectional=True"
         return s
+
+
+class RNN(_RNNBase):
+    """``RNN(input_size, hidden_size, num_layers=1, nonlinearity='tanh', bias=True, batch_first=False,
+    dropout=0, bidirectional=False)``; ``forward(input, h0=None) -> (output, h_n)``, shapes as :class:`GRU`.
+
+    >>> out, h = nn.RNN(3, 5, num_layers=2)(tl.randn(7, 2, 3))
+    >>> out.shape, h.shape
+    ((7, 2, 5), (2, 2, 5))
+    """
+
+    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, device=None, dtype=None):
+        self.nonlinearity = _check_nonlinearity(nonlinearity)
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         device=device, dtype=dtype)
 
 
 class GRU(_RNNBase):
