@@ -12,8 +12,8 @@ resolved lazily from the ``checkpoint`` module.
 import importlib
 
 from . import functional, init, utils
-from .attention import MultiheadAttention
 from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
+from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d
 from .linear import Dropout, Embedding, Flatten, Identity, Linear, Unflatten
