@@ -11,11 +11,36 @@ resolved lazily from the ``checkpoint`` module.
 
 import importlib
 
-from . import functional, init, utils
-from .activation import GELU, LeakyReLU, LogSoftmax, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
+from . import functional, init, parallel, utils
+from .activation import (
+    CELU,
+    ELU,
+    GELU,
+    GLU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    PReLU,
+    ReLU,
+    ReLU6,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softmin,
+    Softplus,
+    Softsign,
+    Tanh,
+    Threshold,
+)
 from .attention import MultiheadAttention
-from .container import ModuleDict, ModuleList, Sequential
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d
+from .distance import CosineSimilarity, PairwiseDistance
 from .linear import Dropout, Embedding, Flatten, Identity, Linear, Unflatten
 from .loss import (
     BCELoss,
@@ -29,7 +54,8 @@ from .loss import (
     SmoothL1Loss,
 )
 from .module import IncompatibleKeys, Module, StateDictError
-from .normalization import BatchNorm1d, BatchNorm2d, LayerNorm
+from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from .parallel import DataParallel
 from .parameter import Buffer, Parameter
 from .pooling import (
     AdaptiveAvgPool1d,
@@ -50,17 +76,20 @@ from .transformer import (
 
 __all__ = [
     "Module", "Parameter", "Buffer", "StateDictError", "IncompatibleKeys",
-    "Sequential", "ModuleList", "ModuleDict",
+    "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
     "Identity", "Linear", "Flatten", "Unflatten", "Embedding", "Dropout",
     "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
-    "AdaptiveAvgPool2d", "LayerNorm", "BatchNorm1d", "BatchNorm2d",
+    "AdaptiveAvgPool2d", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "RMSNorm",
     "GRUCell", "GRU", "LSTMCell", "LSTM", "RNNCell", "RNN",
     "MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",
     "TransformerDecoder", "TransformerDecoderLayer",
     "ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softplus", "Softmax", "LogSoftmax",
+    "ELU", "SELU", "CELU", "Mish", "Hardtanh", "ReLU6", "Hardsigmoid", "Hardswish", "Softsign", "LogSigmoid", "GLU",
+    "PReLU", "Softmin", "Threshold", "CosineSimilarity", "PairwiseDistance",
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
     "BCEWithLogitsLoss", "KLDivLoss",
-    "functional", "init", "utils",
+    "DataParallel",
+    "functional", "init", "utils", "parallel", "modules",
 ]
 
 _LAZY = {"checkpoint": None, "save_state": "save_state", "load_state": "load_state"}

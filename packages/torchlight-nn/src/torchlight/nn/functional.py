@@ -23,7 +23,7 @@ from .loss import (
     nll_loss,
     smooth_l1_loss,
 )
-from .normalization import batch_norm
+from .normalization import batch_norm, group_norm, rms_norm
 from .pooling import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -40,6 +40,8 @@ __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "mse_loss", "l1_loss", "smooth_l1_loss",
     "huber_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "kl_div", "scaled_dot_product_attention",
+    "elu", "selu", "celu", "mish", "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign", "glu", "prelu",
+    "softmin", "threshold", "group_norm", "rms_norm", "cosine_similarity", "pairwise_distance",
     "multi_head_attention_forward",
 ]
 
@@ -183,6 +185,168 @@ def one_hot(tensor, num_classes=-1):
 def pad(input, pad, mode="constant", value=0.0):
     """PyTorch's ``F.pad``: ``(left, right)`` pairs starting from the last dimension."""
     return tl.pad(input, pad, mode=mode, value=value)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _exp_minus_one_neg(input):
+    # exp(min(x, 0)) - 1: the branch where() discards for x > 0 must stay finite, or its zero
+    # gradient times exp(x) = inf would give NaN.
+    return input.clamp(max=0.0).exp() - 1.0
+
+
+def elu(input, alpha=1.0, inplace=False):
+    """``x`` for ``x > 0``, ``α (eˣ − 1)`` otherwise.
+
+    >>> F.elu(tl.tensor([-1.0, 2.0])).tolist()
+    [-0.6321206092834473, 2.0]
+    """
+    return tl.where(input > 0, input, _exp_minus_one_neg(input) * alpha)
+
+
+def selu(input, inplace=False):
+    """``scale · elu(x, α)`` with Klambauer et al.'s ``α ≈ 1.6733``, ``scale ≈ 1.0507``.
+
+    >>> round(F.selu(tl.tensor([1.0])).item(), 4)
+    1.0507
+    """
+    return elu(input, _SELU_ALPHA) * _SELU_SCALE
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """``max(0, x) + min(0, α (e^{x/α} − 1))``.
+
+    >>> round(F.celu(tl.tensor([-1.0]), alpha=2.0).item(), 4)
+    -0.7869
+    """
+    return tl.where(input > 0, input, _exp_minus_one_neg(input / alpha) * alpha)
+
+
+def mish(input, inplace=False):
+    """``x · tanh(softplus(x))`` (Misra, 2019).
+
+    >>> round(F.mish(tl.tensor([1.0])).item(), 4)
+    0.8651
+    """
+    return input * softplus(input).tanh()
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """``x`` clamped to ``[min_val, max_val]``.
+
+    >>> F.hardtanh(tl.tensor([-3.0, 0.5, 2.0])).tolist()
+    [-1.0, 0.5, 1.0]
+    """
+    return input.clamp(min_val, max_val)
+
+
+def relu6(input, inplace=False):
+    """``min(max(x, 0), 6)``.
+
+    >>> F.relu6(tl.tensor([-1.0, 3.0, 9.0])).tolist()
+    [0.0, 3.0, 6.0]
+    """
+    return input.clamp(0.0, 6.0)
+
+
+def hardsigmoid(input, inplace=False):
+    """``relu6(x + 3) / 6``: 0 below −3, 1 above 3, linear between.
+
+    >>> F.hardsigmoid(tl.tensor([-4.0, 0.0, 4.0])).tolist()
+    [0.0, 0.5, 1.0]
+    """
+    return (input + 3.0).clamp(0.0, 6.0) / 6.0
+
+
+def hardswish(input, inplace=False):
+    """``x · relu6(x + 3) / 6`` (MobileNetV3).
+
+    >>> F.hardswish(tl.tensor([-4.0, 1.0, 4.0])).tolist()
+    [-0.0, 0.6666666865348816, 4.0]
+    """
+    return input * hardsigmoid(input)
+
+
+def softsign(input):
+    """``x / (1 + |x|)``.
+
+    >>> F.softsign(tl.tensor([1.0, -3.0])).tolist()
+    [0.5, -0.75]
+    """
+    return input / (input.abs() + 1.0)
+
+
+def glu(input, dim=-1):
+    """Gated linear unit: split ``input`` in halves ``a, b`` along ``dim``; ``a · σ(b)``. The
+    size of ``dim`` must be even; the result has half of it.
+
+    >>> F.glu(tl.tensor([[1.0, 2.0, 0.0, 0.0]])).tolist()
+    [[0.5, 1.0]]
+    """
+    if input.shape[dim] % 2:
+        raise tl.ShapeError(f"glu: halving dimension must be even, but dimension {dim} is size {input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def prelu(input, weight):
+    """``max(0, x) + w · min(0, x)`` with a learnt slope ``w``: one value, or one per channel
+    (dim 1 of the input).
+
+    >>> F.prelu(tl.tensor([[-2.0, 3.0]]), tl.tensor([0.25])).tolist()
+    [[-0.5, 3.0]]
+    """
+    w = weight
+    if weight.numel() > 1:
+        if input.ndim < 2 or input.shape[1] != weight.numel():
+            raise tl.ShapeError(f"prelu: {weight.numel()} slopes need an input with that many channels (dim 1), "
+                                f"got shape {input.shape}")
+        w = weight.reshape((input.shape[1],) + (1,) * (input.ndim - 2))
+    return input.relu() + w * input.clamp(max=0.0)
+
+
+def softmin(input, dim=None):
+    """``softmax(-x)`` along ``dim``.
+
+    >>> [round(v, 4) for v in F.softmin(tl.tensor([0.0, 1.0]), dim=0).tolist()]
+    [0.7311, 0.2689]
+    """
+    return softmax(-input, dim)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """``x`` where ``x > threshold``, else ``value``.
+
+    >>> F.threshold(tl.tensor([0.5, 2.0]), 1.0, -1.0).tolist()
+    [-1.0, 2.0]
+    """
+    return tl.where(input > threshold, input, tl.full_like(input, value))
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``x1·x2 / max(‖x1‖ ‖x2‖, eps)`` along ``dim`` (inputs broadcast; ``dim`` is reduced).
+
+    >>> F.cosine_similarity(tl.tensor([[1.0, 0.0]]), tl.tensor([[1.0, 1.0]])).tolist()
+    [0.7071067690849304]
+    """
+    dot = (x1 * x2).sum(dim)
+    n1 = (x1 * x1).sum(dim)
+    n2 = (x2 * x2).sum(dim)
+    return dot / (n1 * n2).clamp(min=eps * eps).sqrt()
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """``‖x1 − x2 + eps‖_p`` over the last dim (PyTorch adds ``eps`` to the difference).
+
+    >>> round(F.pairwise_distance(tl.tensor([[0.0, 0.0]]), tl.tensor([[3.0, 4.0]])).item(), 4)
+    5.0
+    """
+    d = x1 - x2 + eps
+    if p == math.inf:
+        return d.abs().amax(-1, keepdim=keepdim)
+    return (d.abs() ** p).sum(-1, keepdim=keepdim) ** (1.0 / p)
 
 
 # Imported last: attention's own module-level import of this module must find it complete.

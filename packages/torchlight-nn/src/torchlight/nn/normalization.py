@@ -17,8 +17,13 @@ backward pass is autograd through the expression above (so gradients flow throug
 too, which is what makes train-mode batch norm's gradient differ from eval mode's).
 
 Layer norm normalises over the trailing ``normalized_shape`` dims of every sample and uses the
-backend's fused kernel (``tl.layer_norm``) when it offers one.
+backend's fused kernel (``tl.layer_norm``) when it offers one. Group norm splits the ``C``
+channels into ``G`` groups and normalises each sample's group (its ``C/G`` channels and all
+positions) the same way, with a per-channel affine. RMS norm only rescales:
+``y = x / sqrt(mean(x²) + eps) · w`` over the trailing dims.
 """
+
+import numpy as np
 
 import torchlight as tl
 
@@ -26,7 +31,7 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["batch_norm", "LayerNorm", "BatchNorm1d", "BatchNorm2d"]
+__all__ = ["batch_norm", "group_norm", "rms_norm", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "RMSNorm"]
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
@@ -181,3 +186,109 @@ class BatchNorm2d(_BatchNorm):
     """Batch norm over ``(N, C, H, W)`` input."""
 
     _dims = (4,)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise ``(N, C, *)`` input over groups of ``C / num_groups`` channels (and all
+    positions) per sample: ``(x − μ_g) / sqrt(σ²_g + eps) · w_c + b_c`` (biased variance).
+
+    >>> y = F.group_norm(tl.arange(8.0).reshape(1, 4, 2), 2)
+    >>> [round(v, 4) for v in y[0, 0].tolist()]
+    [-1.3416, -0.4472]
+    """
+    if input.ndim < 2:
+        raise tl.ShapeError(f"group_norm: expected input of shape (N, C, *), got {input.shape}")
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise ValueError(f"group_norm: num_channels ({c}) must be divisible by num_groups ({num_groups})")
+    x = input.reshape(n, num_groups, -1)
+    mean = x.mean(-1, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(-1, keepdim=True)
+    y = (centered * (var + eps).rsqrt()).reshape(input.shape)
+    affine_shape = (c,) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        y = y * weight.reshape(affine_shape)
+    if bias is not None:
+        y = y + bias.reshape(affine_shape)
+    return y
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``x / sqrt(mean(x²) + eps) · w`` over the trailing ``normalized_shape`` dims; ``eps=None``
+    means the machine epsilon of the input's dtype (PyTorch's default).
+
+    >>> [round(v, 4) for v in F.rms_norm(tl.tensor([3.0, 4.0]), (2,)).tolist()]
+    [0.8485, 1.1314]
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise tl.ShapeError(f"rms_norm: input shape {input.shape} does not end with normalized_shape {shape}")
+    if eps is None:
+        eps = float(np.finfo(np.float64 if input.dtype is tl.float64 else np.float32).eps)
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    y = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return y if weight is None else y * weight
+
+
+class GroupNorm(Module):
+    """``GroupNorm(num_groups, num_channels, eps=1e-5, affine=True)``: :func:`group_norm` with a
+    per-channel ``weight`` (ones) and ``bias`` (zeros); input ``(N, C, *)``.
+
+    >>> gn = nn.GroupNorm(2, 4)
+    >>> gn(tl.randn(3, 4, 5)).shape
+    (3, 4, 5)
+    """
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        if affine:
+            self.weight = Parameter(tl.ones(num_channels, dtype=dtype, device=device))
+            self.bias = Parameter(tl.zeros(num_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self):
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input):
+        if input.ndim < 2 or input.shape[1] != self.num_channels:
+            raise tl.ShapeError(f"GroupNorm: expected input of shape (N, {self.num_channels}, *), got {input.shape}")
+        return group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class RMSNorm(Module):
+    """``RMSNorm(normalized_shape, eps=None, elementwise_affine=True)``: :func:`rms_norm` with a
+    ``weight`` of ones (no bias), as in PyTorch.
+
+    >>> nn.RMSNorm(8)(tl.randn(2, 8)).shape
+    (2, 8)
+    """
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps, self.elementwise_affine = shape, eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(tl.ones(*shape, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+
+    def reset_parameters(self):
+        if self.weight is not None:
+            init.ones_(self.weight)
+
+    def forward(self, input):
+        return rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
