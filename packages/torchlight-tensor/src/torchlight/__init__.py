@@ -129,6 +129,7 @@ _LAZY = {
     "distributed": ("torchlight.distributed", "torchlight-distributed"),
     "testing": ("torchlight.testing", "torchlight-testing"),
     "autograd": ("torchlight.autograd", "torchlight-autograd"),
+    "distributions": ("torchlight.distributions", "torchlight-nn"),
 }
 
 
