@@ -234,7 +234,7 @@ def test_lbfgs_fixed_step_matches_numpy_two_loop():
         x = tl.tensor(x0, dtype=tl.float64, requires_grad=True)
         opt = LBFGS([x], **kw)
 
-        def closure():
+        def closure(opt=opt, x=x):
             opt.zero_grad()
             loss = 0.5 * (x @ (At @ x)) - bt @ x
             loss.backward()

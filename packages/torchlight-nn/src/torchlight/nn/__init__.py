@@ -11,7 +11,7 @@ resolved lazily from the ``checkpoint`` module.
 
 import importlib
 
-from . import functional, init, parallel, utils
+from . import functional, init, modules, parallel, utils
 from .activation import (
     CELU,
     ELU,

@@ -1,0 +1,105 @@
+"""``torchlight.nn.modules``: the import paths of ``torch.nn.modules`` for programs that use them.
+
+Every class here is the one ``torchlight.nn`` exports; the submodules (``module``, ``linear``,
+``activation``, ``container``, ``conv``, ``loss``, ``normalization``, ``batchnorm``, ``pooling``,
+``rnn``, ``sparse``, ``dropout``, ``flatten``, ``distance``, ``transformer``) mirror PyTorch's file layout.
+
+>>> from torchlight.nn.modules.linear import Linear
+>>> Linear is nn.Linear
+True
+"""
+
+from . import (
+    activation,
+    batchnorm,
+    container,
+    conv,
+    distance,
+    dropout,
+    flatten,
+    linear,
+    loss,
+    module,
+    normalization,
+    pooling,
+    rnn,
+    sparse,
+    transformer,
+)
+from .activation import (
+    CELU,
+    ELU,
+    GELU,
+    GLU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LeakyReLU,
+    LogSigmoid,
+    LogSoftmax,
+    Mish,
+    MultiheadAttention,
+    PReLU,
+    ReLU,
+    ReLU6,
+    Sigmoid,
+    SiLU,
+    Softmax,
+    Softmin,
+    Softplus,
+    Softsign,
+    Tanh,
+    Threshold,
+)
+from .batchnorm import BatchNorm1d, BatchNorm2d
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import Conv1d, Conv2d
+from .distance import CosineSimilarity, PairwiseDistance
+from .dropout import Dropout
+from .flatten import Flatten, Unflatten
+from .linear import Identity, Linear
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
+from .module import Module
+from .normalization import GroupNorm, LayerNorm, RMSNorm
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .sparse import Embedding
+from .transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
+
+__all__ = [
+    "Module", "Identity", "Linear", "CELU", "ELU", "GELU", "GLU", "SELU", "Hardsigmoid", "Hardswish",
+    "Hardtanh", "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU", "ReLU6", "Sigmoid", "SiLU",
+    "Softmax", "Softmin", "Softplus", "Softsign", "Tanh", "Threshold", "MultiheadAttention", "ModuleDict",
+    "ModuleList", "ParameterDict", "ParameterList", "Sequential", "Conv1d", "Conv2d", "BCELoss",
+    "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "KLDivLoss", "L1Loss", "MSELoss", "NLLLoss",
+    "SmoothL1Loss", "GroupNorm", "LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d", "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d", "GRU", "LSTM", "RNN", "GRUCell",
+    "LSTMCell", "RNNCell", "Embedding", "Dropout", "Flatten", "Unflatten", "CosineSimilarity",
+    "PairwiseDistance", "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
+    "TransformerEncoderLayer", "activation", "batchnorm", "container", "conv", "distance", "dropout",
+    "flatten", "linear", "loss", "module", "normalization", "pooling", "rnn", "sparse", "transformer",
+]

@@ -1,0 +1,6 @@
+"""``torchlight.nn.modules.sparse``: the import path of ``torch.nn.modules.sparse`` (the same classes as
+``torchlight.nn``)."""
+
+from ..linear import Embedding
+
+__all__ = ["Embedding"]
