@@ -77,10 +77,22 @@ def _lstm_step(gi, h, c, w_hh, b_hh):
 
 
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One Elman step ``tanh(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh)``: ``input (N, I)``, ``hx (N, H)`` → ``(N, H)``.
+
+    >>> from torchlight.nn.rnn import rnn_tanh_cell
+    >>> rnn_tanh_cell(tl.zeros(2, 3), tl.zeros(2, 4), tl.ones(4, 3), tl.ones(4, 4)).tolist()
+    [[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]
+    """
     return _rnn_step(F.linear(input, w_ih, b_ih), hx, w_hh, b_hh, "tanh")
 
 
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One Elman step with ReLU: ``relu(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh)``; shapes as :func:`rnn_tanh_cell`.
+
+    >>> from torchlight.nn.rnn import rnn_relu_cell
+    >>> rnn_relu_cell(tl.ones(1, 2), tl.zeros(1, 1), -tl.ones(1, 2), tl.ones(1, 1)).tolist()
+    [[0.0]]
+    """
     return _rnn_step(F.linear(input, w_ih, b_ih), hx, w_hh, b_hh, "relu")
 
 
