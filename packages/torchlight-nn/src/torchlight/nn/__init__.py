@@ -40,8 +40,9 @@ from .activation import (
 from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d
+from .conv_transpose import ConvTranspose1d, ConvTranspose2d
 from .distance import CosineSimilarity, PairwiseDistance
-from .linear import Dropout, Embedding, Flatten, Identity, Linear, Unflatten
+from .linear import Dropout, Dropout1d, Dropout2d, Embedding, Flatten, Identity, Linear, Unflatten
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -55,6 +56,7 @@ from .loss import (
 )
 from .module import IncompatibleKeys, Module, StateDictError
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
+from .padding import ConstantPad1d, ConstantPad2d, ZeroPad1d, ZeroPad2d
 from .parallel import DataParallel
 from .parameter import Buffer, Parameter
 from .pooling import (
@@ -73,11 +75,14 @@ from .transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from .upsampling import PixelShuffle, PixelUnshuffle, Upsample
 
 __all__ = [
     "Module", "Parameter", "Buffer", "StateDictError", "IncompatibleKeys",
     "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
-    "Identity", "Linear", "Flatten", "Unflatten", "Embedding", "Dropout",
+    "Identity", "Linear", "Flatten", "Unflatten", "Embedding", "Dropout", "Dropout1d", "Dropout2d",
+    "ConvTranspose1d", "ConvTranspose2d", "Upsample", "PixelShuffle", "PixelUnshuffle", "ZeroPad1d", "ZeroPad2d",
+    "ConstantPad1d", "ConstantPad2d",
     "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "RMSNorm",
     "GRUCell", "GRU", "LSTMCell", "LSTM", "RNNCell", "RNN",

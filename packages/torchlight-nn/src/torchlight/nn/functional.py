@@ -41,7 +41,8 @@ __all__ = [
     "huber_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "kl_div", "scaled_dot_product_attention",
     "elu", "selu", "celu", "mish", "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign", "glu", "prelu",
-    "softmin", "threshold", "group_norm", "rms_norm", "cosine_similarity", "pairwise_distance",
+    "softmin", "threshold", "group_norm", "rms_norm", "dropout1d", "dropout2d", "conv_transpose1d",
+    "conv_transpose2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "cosine_similarity", "pairwise_distance",
     "multi_head_attention_forward",
 ]
 
@@ -139,6 +140,42 @@ def dropout(input, p=0.5, training=True, inplace=False, generator=None):
         return input * 0.0
     keep = tl.rand(*input.shape, dtype=input.dtype, device=input.device, generator=generator) >= p
     return input * keep.to(input.dtype) * (1.0 / (1.0 - p))
+
+
+def _channel_dropout(input, p, training, nd, name):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if input.ndim not in (nd + 1, nd + 2):
+        raise tl.ShapeError(f"{name}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D input, got shape {input.shape}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    # one keep/drop draw per (sample, channel), broadcast over the spatial dims
+    mask_shape = tuple(input.shape[: input.ndim - nd]) + (1,) * nd
+    keep = tl.rand(*mask_shape, dtype=input.dtype, device=input.device) >= p
+    return input * keep.to(input.dtype) * (1.0 / (1.0 - p))
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of ``(N, C, L)`` (or ``(C, L)``) with probability ``p``, scaling the
+    rest by ``1/(1-p)``; the identity when not training.
+
+    >>> F.dropout1d(tl.ones(2, 3, 4), 0.5, training=False).shape
+    (2, 3, 4)
+    """
+    return _channel_dropout(input, p, training, 1, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of ``(N, C, H, W)`` (or ``(C, H, W)``) with probability ``p``
+    (Tompson et al.'s spatial dropout), scaling the rest by ``1/(1-p)``.
+
+    >>> y = F.dropout2d(tl.ones(1, 8, 2, 2), 0.5)
+    >>> sorted(set(y.sum((2, 3)).tolist()[0])) in ([0.0, 8.0], [0.0], [8.0])
+    True
+    """
+    return _channel_dropout(input, p, training, 2, "dropout2d")
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None):
@@ -351,3 +388,5 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 # Imported last: attention's own module-level import of this module must find it complete.
 from .attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402
+from .conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: E402
+from .upsampling import interpolate, pixel_shuffle, pixel_unshuffle, upsample  # noqa: E402

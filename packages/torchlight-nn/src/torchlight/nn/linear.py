@@ -17,7 +17,7 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["Identity", "Linear", "Flatten", "Unflatten", "Embedding", "Dropout"]
+__all__ = ["Identity", "Linear", "Flatten", "Unflatten", "Embedding", "Dropout", "Dropout1d", "Dropout2d"]
 
 
 class Identity(Module):
@@ -143,3 +143,25 @@ class Dropout(Module):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(Dropout):
+    """``Dropout1d(p=0.5)``: drops whole channels of ``(N, C, L)`` input in training mode.
+
+    >>> nn.Dropout1d(0.2).eval()(tl.ones(2, 3, 4)).shape
+    (2, 3, 4)
+    """
+
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training)
+
+
+class Dropout2d(Dropout):
+    """``Dropout2d(p=0.5)``: drops whole channels of ``(N, C, H, W)`` input in training mode.
+
+    >>> nn.Dropout2d(0.2).eval()(tl.ones(2, 3, 4, 4)).shape
+    (2, 3, 4, 4)
+    """
+
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training)

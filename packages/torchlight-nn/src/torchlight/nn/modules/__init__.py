@@ -2,7 +2,8 @@
 
 Every class here is the one ``torchlight.nn`` exports; the submodules (``module``, ``linear``,
 ``activation``, ``container``, ``conv``, ``loss``, ``normalization``, ``batchnorm``, ``pooling``,
-``rnn``, ``sparse``, ``dropout``, ``flatten``, ``distance``, ``transformer``) mirror PyTorch's file layout.
+``rnn``, ``sparse``, ``dropout``, ``flatten``, ``distance``, ``transformer``, ``upsampling``,
+``pixelshuffle``, ``padding``) mirror PyTorch's file layout.
 
 >>> from torchlight.nn.modules.linear import Linear
 >>> Linear is nn.Linear
@@ -54,9 +55,9 @@ from .activation import (
 )
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
-from .conv import Conv1d, Conv2d
+from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .distance import CosineSimilarity, PairwiseDistance
-from .dropout import Dropout
+from .dropout import Dropout, Dropout1d, Dropout2d
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear
 from .loss import (
@@ -72,6 +73,8 @@ from .loss import (
 )
 from .module import Module
 from .normalization import GroupNorm, LayerNorm, RMSNorm
+from .padding import ConstantPad1d, ConstantPad2d, ZeroPad1d, ZeroPad2d
+from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -89,8 +92,11 @@ from .transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from .upsampling import Upsample
 
 __all__ = [
+    "ConvTranspose1d", "ConvTranspose2d", "Dropout1d", "Dropout2d", "ConstantPad1d", "ConstantPad2d", "ZeroPad1d",
+    "ZeroPad2d", "PixelShuffle", "PixelUnshuffle", "Upsample", "padding", "pixelshuffle", "upsampling",
     "Module", "Identity", "Linear", "CELU", "ELU", "GELU", "GLU", "SELU", "Hardsigmoid", "Hardswish",
     "Hardtanh", "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU", "ReLU6", "Sigmoid", "SiLU",
     "Softmax", "Softmin", "Softplus", "Softsign", "Tanh", "Threshold", "MultiheadAttention", "ModuleDict",

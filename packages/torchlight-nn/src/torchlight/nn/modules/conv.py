@@ -2,5 +2,6 @@
 ``torchlight.nn``)."""
 
 from ..conv import Conv1d, Conv2d
+from ..conv_transpose import ConvTranspose1d, ConvTranspose2d
 
-__all__ = ["Conv1d", "Conv2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
