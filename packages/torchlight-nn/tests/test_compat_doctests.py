@@ -16,7 +16,7 @@ MODULES = [
     "torchlight.nn.parallel", "torchlight.nn.parallel.data_parallel", "torchlight.nn.modules",
     "torchlight.nn.conv_transpose", "torchlight.nn.upsampling", "torchlight.nn.padding", "torchlight.nn.linear",
     "torchlight.nn.utils.rnn", "torchlight.optim.adadelta", "torchlight.optim.adamax", "torchlight.optim.nadam",
-    "torchlight.optim.radam", "torchlight.optim.lbfgs", "torchlight.distributions",
+    "torchlight.optim.radam", "torchlight.optim.lbfgs", "torchlight.optim.cyclic_schedulers", "torchlight.distributions",
     "torchlight.distributions.distribution", "torchlight.distributions.normal", "torchlight.distributions.uniform",
     "torchlight.distributions.categorical", "torchlight.distributions.bernoulli", "torchlight.distributions.kl",
 ]

@@ -24,7 +24,7 @@ from .optimizer import Optimizer
 __all__ = [
     "LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
     "LinearLR", "ExponentialLR", "CosineAnnealingLR", "SequentialLR", "OneCycleLR",
-    "ReduceLROnPlateau",
+    "ReduceLROnPlateau", "PolynomialLR", "CosineAnnealingWarmRestarts", "CyclicLR", "ChainedScheduler",
 ]
 
 _EPOCH_DEPRECATION = (
@@ -583,3 +583,13 @@ class ReduceLROnPlateau(LRScheduler):
     def load_state_dict(self, state_dict):
         super().load_state_dict(state_dict)
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
+
+
+# Defined in their own module (which needs LRScheduler from this one) and imported last, so that
+# ``torchlight.optim.lr_scheduler.CyclicLR`` is where PyTorch programs look for it.
+from .cyclic_schedulers import (  # noqa: E402
+    ChainedScheduler,
+    CosineAnnealingWarmRestarts,
+    CyclicLR,
+    PolynomialLR,
+)
