@@ -54,6 +54,17 @@ from .loss import (
     NLLLoss,
     SmoothL1Loss,
 )
+from .margin_loss import (
+    CosineEmbeddingLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    MarginRankingLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    PoissonNLLLoss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+)
 from .module import IncompatibleKeys, Module, StateDictError
 from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
 from .padding import ConstantPad1d, ConstantPad2d, ZeroPad1d, ZeroPad2d
@@ -92,7 +103,9 @@ __all__ = [
     "ELU", "SELU", "CELU", "Mish", "Hardtanh", "ReLU6", "Hardsigmoid", "Hardswish", "Softsign", "LogSigmoid", "GLU",
     "PReLU", "Softmin", "Threshold", "CosineSimilarity", "PairwiseDistance",
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
-    "BCEWithLogitsLoss", "KLDivLoss",
+    "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss",
+    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "GaussianNLLLoss",
+    "PoissonNLLLoss",
     "DataParallel",
     "functional", "init", "utils", "parallel", "modules",
 ]

@@ -42,7 +42,9 @@ __all__ = [
     "binary_cross_entropy_with_logits", "kl_div", "scaled_dot_product_attention",
     "elu", "selu", "celu", "mish", "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign", "glu", "prelu",
     "softmin", "threshold", "group_norm", "rms_norm", "dropout1d", "dropout2d", "conv_transpose1d",
-    "conv_transpose2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "cosine_similarity", "pairwise_distance",
+    "conv_transpose2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "margin_ranking_loss",
+    "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
+    "cosine_embedding_loss", "triplet_margin_loss", "gaussian_nll_loss", "poisson_nll_loss", "cosine_similarity", "pairwise_distance",
     "multi_head_attention_forward",
 ]
 
@@ -389,4 +391,15 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 # Imported last: attention's own module-level import of this module must find it complete.
 from .attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402
 from .conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: E402
+from .margin_loss import (  # noqa: E402
+    cosine_embedding_loss,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    multi_margin_loss,
+    multilabel_soft_margin_loss,
+    poisson_nll_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+)
 from .upsampling import interpolate, pixel_shuffle, pixel_unshuffle, upsample  # noqa: E402

@@ -63,13 +63,22 @@ from .linear import Identity, Linear
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
+    CosineEmbeddingLoss,
     CrossEntropyLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
     HuberLoss,
     KLDivLoss,
     L1Loss,
+    MarginRankingLoss,
     MSELoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     NLLLoss,
+    PoissonNLLLoss,
     SmoothL1Loss,
+    SoftMarginLoss,
+    TripletMarginLoss,
 )
 from .module import Module
 from .normalization import GroupNorm, LayerNorm, RMSNorm
@@ -95,6 +104,8 @@ from .transformer import (
 from .upsampling import Upsample
 
 __all__ = [
+    "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss",
+    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
     "ConvTranspose1d", "ConvTranspose2d", "Dropout1d", "Dropout2d", "ConstantPad1d", "ConstantPad2d", "ZeroPad1d",
     "ZeroPad2d", "PixelShuffle", "PixelUnshuffle", "Upsample", "padding", "pixelshuffle", "upsampling",
     "Module", "Identity", "Linear", "CELU", "ELU", "GELU", "GLU", "SELU", "Hardsigmoid", "Hardswish",
