@@ -245,3 +245,37 @@ def test_rnn_module_flatten_parameters_and_module_methods():
     assert m.get_submodule("2") is m[2] and [n for n, _ in m.named_modules()] == ["", "0", "1", "2"]
     m.register_buffer("steps", tl.zeros(1), persistent=False)
     assert "steps" not in m.state_dict()
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf])
+def test_embedding_max_norm_renormalises_looked_up_rows(norm_type):
+    rng = np.random.default_rng(6)
+    w0 = rng.standard_normal((6, 4)) * 3
+    emb = nn.Embedding(6, 4, max_norm=1.5, norm_type=norm_type).double()
+    with tl.no_grad():
+        emb.weight.copy_(T(w0))
+    idx = tl.tensor(np.array([[0, 2], [2, 5]]))
+    out = emb(idx)
+    norms = np.linalg.norm(w0, ord=norm_type, axis=1)
+    want = w0.copy()
+    for r in (0, 2, 5):
+        if norms[r] > 1.5:
+            want[r] = w0[r] * 1.5 / (norms[r] + 1e-7)
+    np.testing.assert_allclose(A(emb.weight), want, rtol=1e-12)  # untouched rows 1, 3, 4 keep their norm
+    np.testing.assert_allclose(A(out), want[A(idx)], rtol=1e-12)
+    out.sum().backward()
+    assert emb.weight.grad is not None
+    with pytest.raises(NotImplementedError):
+        nn.Embedding(3, 2, sparse=True)
+    pre = nn.Embedding.from_pretrained(T(w0), max_norm=1.0)
+    assert pre.max_norm == 1.0 and not pre.weight.requires_grad
+
+
+def test_module_cuda_and_load_state_dict_assign():
+    m = nn.Linear(2, 2)
+    if "cuda" not in tl.available_backends():
+        with pytest.raises(tl.TorchlightError):
+            m.cuda()
+    src = nn.Linear(2, 2)
+    m.load_state_dict(src.state_dict(), assign=True)
+    assert np.array_equal(A(m.weight), A(src.weight))

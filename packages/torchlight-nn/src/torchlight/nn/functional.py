@@ -180,13 +180,39 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     return _channel_dropout(input, p, training, 2, "dropout2d")
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None):
-    """Rows of ``weight`` picked by the int64 ``input``; the ``padding_idx`` row gets no gradient."""
-    if max_norm is not None:
-        raise NotImplementedError("embedding: max_norm is not supported")
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` picked by the int64 ``input``; the ``padding_idx`` row gets no gradient.
+
+    With ``max_norm``, the looked-up rows whose ``norm_type``-norm exceeds it are first scaled
+    in place (outside autograd) by ``max_norm / (norm + 1e-7)``, as in PyTorch.
+
+    >>> w = tl.tensor([[3.0, 4.0], [0.3, 0.4]])
+    >>> F.embedding(tl.tensor([0]), w, max_norm=1.0).tolist(), w[1].tolist()
+    ([[0.6000000238418579, 0.800000011920929]], [0.30000001192092896, 0.4000000059604645])
+    """
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: scale_grad_by_freq and sparse gradients are not supported")
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
     return tl.embedding(input, weight, padding_idx)
+
+
+def _embedding_renorm_(weight, input, max_norm, norm_type):
+    import numpy as np
+
+    with tl.no_grad():
+        used = np.zeros(weight.shape[0], dtype=bool)
+        used[np.unique(input.detach().numpy())] = True
+        w = weight.detach()
+        if norm_type == math.inf:
+            norms = w.abs().amax(1)
+        else:
+            norms = (w.abs() ** norm_type).sum(1) ** (1.0 / norm_type)
+        shrink = tl.tensor(used, device=w.device) * (norms > max_norm)
+        scale = tl.where(shrink, max_norm / (norms + 1e-7), 1.0).to(w.dtype)
+        w.mul_(scale.unsqueeze(1))
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):

@@ -5,7 +5,9 @@ initialisation, reproduced here, is ``kaiming_uniform_(W, a=sqrt(5))`` — which
 ``W ~ U(-1/sqrt(in), 1/sqrt(in))`` — and ``b ~ U(-1/sqrt(in), 1/sqrt(in))``.
 
 ``Embedding(num, dim)`` is a lookup table initialised ``N(0, 1)``; with ``padding_idx`` that row
-starts at zero and never receives a gradient (so it stays zero under any optimizer).
+starts at zero and never receives a gradient (so it stays zero under any optimizer). With
+``max_norm``, every row a forward looks up whose ``norm_type``-norm exceeds ``max_norm`` is first
+rescaled in place to norm ``max_norm`` (PyTorch's renormalisation, outside autograd).
 """
 
 import math
@@ -86,13 +88,22 @@ class Unflatten(Module):
 
 
 class Embedding(Module):
-    """``Embedding(num_embeddings, embedding_dim, padding_idx=None)``: ``weight[input]``."""
+    """``Embedding(num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0)``:
+    ``weight[input]``.
 
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, _weight=None,
-                 _freeze=False, device=None, dtype=None):
+    >>> emb = nn.Embedding(10, 3, max_norm=1.0)
+    >>> out = emb(tl.tensor([[1, 2], [4, 9]]))
+    >>> out.shape, bool((emb.weight[1].detach() ** 2).sum().sqrt() <= 1.0 + 1e-6)
+    ((2, 2, 3), True)
+    """
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
         super().__init__()
-        if max_norm is not None:
-            raise NotImplementedError("Embedding: max_norm is not supported")
+        if scale_grad_by_freq or sparse:
+            raise NotImplementedError("Embedding: scale_grad_by_freq and sparse gradients are not supported")
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise ValueError(f"padding_idx {padding_idx} must be within num_embeddings ({num_embeddings})")
@@ -114,15 +125,17 @@ class Embedding(Module):
                 self.weight[self.padding_idx] = 0.0
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None):
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, sparse=False):
         """An embedding whose weight is ``embeddings`` (2-D), frozen by default."""
         if embeddings.ndim != 2:
             raise tl.ShapeError(f"Embeddings parameter is expected to be 2-dimensional, got shape {embeddings.shape}")
         rows, cols = embeddings.shape
-        return cls(rows, cols, padding_idx=padding_idx, _weight=embeddings.detach(), _freeze=freeze)
+        return cls(rows, cols, padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
+                   scale_grad_by_freq=scale_grad_by_freq, sparse=sparse, _weight=embeddings.detach(), _freeze=freeze)
 
     def forward(self, input):
-        return F.embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type)
 
     def extra_repr(self):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
