@@ -34,6 +34,7 @@ from . import functional as F
 from . import init
 from .module import Module
 from .parameter import Parameter
+from .utils.rnn import PackedSequence, pad_packed_sequence
 
 __all__ = ["RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "rnn_tanh_cell", "rnn_relu_cell", "gru_cell",
            "lstm_cell"]
@@ -236,6 +237,30 @@ class _RNNBase(Module):
         return p["weight_ih" + sfx], p["weight_hh" + sfx], p.get("bias_ih" + sfx), p.get("bias_hh" + sfx)
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
+        return self._forward(input, hx)
+
+    def _forward_packed(self, packed, hx):
+        # Run time-major over the sorted, padded batch; steps past a sequence's end leave its
+        # state unchanged (masks), so h_n is each sequence's last real state, in both directions.
+        padded, _ = pad_packed_sequence(packed._replace(unsorted_indices=None))
+        sizes = [int(b) for b in packed.batch_sizes.tolist()]
+        lengths = [sum(bs > b for bs in sizes) for b in range(padded.shape[1])]  # sorted order
+        if hx is not None and packed.sorted_indices is not None:
+            idx = packed.sorted_indices
+            hx = (hx[0].index_select(1, idx), hx[1].index_select(1, idx)) if self._lstm else hx.index_select(1, idx)
+        steps = tl.arange(padded.shape[0], device=padded.device).reshape(-1, 1, 1)
+        masks = steps < tl.tensor(lengths, device=padded.device).reshape(1, -1, 1)  # (T, B, 1)
+        out, state = self._forward(padded, hx, masks=masks, time_major=True)
+        data = tl.cat([out[t, :bs] for t, bs in enumerate(sizes)], 0)
+        if packed.unsorted_indices is not None:
+            idx = packed.unsorted_indices
+            state = (state[0].index_select(1, idx), state[1].index_select(1, idx)) if self._lstm \
+                else state.index_select(1, idx)
+        return PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices), state
+
+    def _forward(self, input, hx=None, masks=None, time_major=False):
         name = type(self).__name__
         if input.ndim not in (2, 3):
             raise tl.ShapeError(f"{name}: expected 2-D (unbatched) or 3-D input, got shape {input.shape}")
@@ -243,7 +268,7 @@ class _RNNBase(Module):
             raise tl.ShapeError(f"{name}: input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.shape[-1]}")
         batched = input.ndim == 3
         x = input if batched else input.unsqueeze(1)
-        if batched and self.batch_first:
+        if batched and self.batch_first and not time_major:
             x = x.transpose(0, 1)  # work time-major: (T, N, I)
         steps, n = x.shape[0], x.shape[1]
         dirs = 2 if self.bidirectional else 1
@@ -270,12 +295,16 @@ class _RNNBase(Module):
                 c = None if c0 is None else c0[layer * dirs + d]
                 seq = [None] * steps
                 for t in (range(steps) if d == 0 else reversed(range(steps))):
+                    h_prev, c_prev = h, c
                     if self._lstm:
                         h, c = _lstm_step(gi[t], h, c, w_hh, b_hh)
                     elif self._gates == 3:
                         h = _gru_step(gi[t], h, w_hh, b_hh)
                     else:
                         h = _rnn_step(gi[t], h, w_hh, b_hh, self.nonlinearity)
+                    if masks is not None:  # packed input: finished sequences keep their state
+                        h = tl.where(masks[t], h, h_prev)
+                        c = None if c is None else tl.where(masks[t], c, c_prev)
                     seq[t] = h
                 outs.append(tl.stack(seq, 0))
                 h_n.append(h)
@@ -286,7 +315,7 @@ class _RNNBase(Module):
         output = layer_in
         h_n = tl.stack(h_n, 0)
         c_n = tl.stack(c_n, 0) if self._lstm else None
-        if batched and self.batch_first:
+        if batched and self.batch_first and not time_major:
             output = output.transpose(0, 1)
         if not batched:
             output, h_n = output.squeeze(1), h_n.squeeze(1)
