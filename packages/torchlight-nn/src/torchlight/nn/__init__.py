@@ -42,6 +42,7 @@ from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Seq
 from .conv import Conv1d, Conv2d
 from .conv_transpose import ConvTranspose1d, ConvTranspose2d
 from .distance import CosineSimilarity, PairwiseDistance
+from .fold import Fold, Unfold
 from .linear import Dropout, Dropout1d, Dropout2d, Embedding, Flatten, Identity, Linear, Unflatten
 from .loss import (
     BCELoss,
@@ -73,6 +74,8 @@ from .parameter import Buffer, Parameter
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
     MaxPool1d,
@@ -93,7 +96,7 @@ __all__ = [
     "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
     "Identity", "Linear", "Flatten", "Unflatten", "Embedding", "Dropout", "Dropout1d", "Dropout2d",
     "ConvTranspose1d", "ConvTranspose2d", "Upsample", "PixelShuffle", "PixelUnshuffle", "ZeroPad1d", "ZeroPad2d",
-    "ConstantPad1d", "ConstantPad2d",
+    "ConstantPad1d", "ConstantPad2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Fold", "Unfold",
     "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "RMSNorm",
     "GRUCell", "GRU", "LSTMCell", "LSTM", "RNNCell", "RNN",

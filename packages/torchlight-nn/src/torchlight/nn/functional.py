@@ -27,6 +27,8 @@ from .normalization import batch_norm, group_norm, rms_norm
 from .pooling import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
     avg_pool1d,
     avg_pool2d,
     max_pool1d,
@@ -44,7 +46,8 @@ __all__ = [
     "softmin", "threshold", "group_norm", "rms_norm", "dropout1d", "dropout2d", "conv_transpose1d",
     "conv_transpose2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "margin_ranking_loss",
     "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
-    "cosine_embedding_loss", "triplet_margin_loss", "gaussian_nll_loss", "poisson_nll_loss", "cosine_similarity", "pairwise_distance",
+    "cosine_embedding_loss", "triplet_margin_loss", "gaussian_nll_loss", "poisson_nll_loss",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "gumbel_softmax", "unfold", "fold", "cosine_similarity", "pairwise_distance",
     "multi_head_attention_forward",
 ]
 
@@ -129,6 +132,83 @@ def softmax(input, dim=None):
 
 def log_softmax(input, dim=None):
     return input.log_softmax(_implicit_dim(input.ndim) if dim is None else dim)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """A differentiable sample from the categorical ``softmax(logits)`` (Jang et al.):
+    ``softmax((logits + g) / tau)`` with Gumbel noise ``g = −log(−log u)``, ``u ~ U(0, 1)``. With
+    ``hard=True`` the result is the one-hot of its argmax in the forward pass and the soft sample's
+    gradient in the backward pass (straight-through: ``y_hard − y_soft.detach() + y_soft``).
+
+    >>> y = F.gumbel_softmax(tl.zeros(4, 3), hard=True)
+    >>> y.sum(-1).tolist(), sorted(set(y.flatten().tolist()))
+    ([1.0, 1.0, 1.0, 1.0], [0.0, 1.0])
+    """
+    u = tl.rand(*logits.shape, dtype=logits.dtype, device=logits.device)
+    gumbels = -((u.clamp(min=eps)).log().neg().clamp(min=eps)).log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.argmax(dim).unsqueeze(dim if dim >= 0 else y_soft.ndim + dim)
+    positions = tl.arange(y_soft.shape[dim], device=y_soft.device)
+    shape = [1] * y_soft.ndim
+    shape[dim] = -1
+    y_hard = (positions.reshape(*shape) == index).to(y_soft.dtype)
+    return y_hard - y_soft.detach() + y_soft
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """im2col: every ``kh×kw`` patch of ``(N, C, H, W)`` as a column of ``(N, C·kh·kw, L)``
+    (``L`` patches, row-major; features channel-major, as PyTorch).
+
+    >>> F.unfold(tl.arange(9.0).reshape(1, 1, 3, 3), 2).tolist()
+    [[[0.0, 1.0, 3.0, 4.0], [1.0, 2.0, 4.0, 5.0], [3.0, 4.0, 6.0, 7.0], [4.0, 5.0, 7.0, 8.0]]]
+    """
+    from .conv import _tuple, windows
+
+    if input.ndim != 4:
+        raise tl.ShapeError(f"unfold: expected a 4-D (N, C, H, W) input, got shape {input.shape}")
+    kernel, dilation = _tuple(kernel_size, 2, "kernel_size"), _tuple(dilation, 2, "dilation")
+    padding, stride = _tuple(padding, 2, "padding"), _tuple(stride, 2, "stride")
+    x = tl.pad(input, [padding[1], padding[1], padding[0], padding[0]]) if any(padding) else input
+    win = windows(x, kernel, stride, dilation)  # (N, C, oh, ow, kh, kw)
+    n, c, oh, ow = win.shape[:4]
+    return win.permute(0, 1, 4, 5, 2, 3).reshape(n, c * kernel[0] * kernel[1], oh * ow)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """col2im, the adjoint of :func:`unfold`: sums the columns of ``(N, C·kh·kw, L)`` back into
+    ``(N, C, H, W)`` (overlapping patch entries add up). It is a transposed convolution of the
+    columns with one-hot kernels, one group per channel.
+
+    >>> x = tl.arange(9.0).reshape(1, 1, 3, 3)
+    >>> F.fold(F.unfold(x, 2), (3, 3), 2)[0, 0].tolist()
+    [[0.0, 2.0, 2.0], [6.0, 16.0, 10.0], [6.0, 14.0, 8.0]]
+    """
+    from .conv import _tuple
+    from .conv_transpose import conv_transpose2d
+
+    out_hw, kernel = _tuple(output_size, 2, "output_size"), _tuple(kernel_size, 2, "kernel_size")
+    dilation, padding, stride = _tuple(dilation, 2, "dilation"), _tuple(padding, 2, "padding"), _tuple(stride, 2, "stride")
+    batched = input.ndim == 3
+    cols = input if batched else input.unsqueeze(0)
+    n, ck, length = cols.shape
+    kk = kernel[0] * kernel[1]
+    if ck % kk:
+        raise tl.ShapeError(f"fold: expected size of input's dimension 1 to be divisible by the product of "
+                            f"kernel_size, but got input.size(1)={ck} and kernel_size={kernel}")
+    blocks = [(out_hw[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(2)]
+    if blocks[0] * blocks[1] != length:
+        raise tl.ShapeError(f"fold: {length} columns do not match the {blocks[0]}×{blocks[1]} patches of "
+                            f"output_size {out_hw}")
+    eye = tl.eye(kk, dtype=input.dtype, device=input.device).reshape(kk, 1, kernel[0], kernel[1])
+    weight = eye.repeat(ck // kk, 1, 1, 1)  # (C·kk, 1, kh, kw): channel c's k-th column → offset k
+    # rows/cols that unfold's windows never reached at the bottom/right (a stride remainder) come
+    # back as output_padding, so the result has exactly output_size
+    remainder = tuple((out_hw[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) % stride[i] for i in range(2))
+    y = conv_transpose2d(cols.reshape(n, ck, blocks[0], blocks[1]), weight, None, stride, padding,
+                         remainder, ck // kk, dilation)
+    return y if batched else y.squeeze(0)
 
 
 def dropout(input, p=0.5, training=True, inplace=False, generator=None):

@@ -3,7 +3,7 @@
 Every class here is the one ``torchlight.nn`` exports; the submodules (``module``, ``linear``,
 ``activation``, ``container``, ``conv``, ``loss``, ``normalization``, ``batchnorm``, ``pooling``,
 ``rnn``, ``sparse``, ``dropout``, ``flatten``, ``distance``, ``transformer``, ``upsampling``,
-``pixelshuffle``, ``padding``) mirror PyTorch's file layout.
+``pixelshuffle``, ``padding``, ``fold``) mirror PyTorch's file layout.
 
 >>> from torchlight.nn.modules.linear import Linear
 >>> Linear is nn.Linear
@@ -59,6 +59,7 @@ from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import Dropout, Dropout1d, Dropout2d
 from .flatten import Flatten, Unflatten
+from .fold import Fold, Unfold
 from .linear import Identity, Linear
 from .loss import (
     BCELoss,
@@ -87,6 +88,8 @@ from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
     MaxPool1d,
@@ -104,6 +107,7 @@ from .transformer import (
 from .upsampling import Upsample
 
 __all__ = [
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Fold", "Unfold", "fold",
     "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss",
     "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
     "ConvTranspose1d", "ConvTranspose2d", "Dropout1d", "Dropout2d", "ConstantPad1d", "ConstantPad2d", "ZeroPad1d",

@@ -4,10 +4,15 @@
 from ..pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
     AvgPool1d,
     AvgPool2d,
     MaxPool1d,
     MaxPool2d,
 )
 
-__all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d"]
+__all__ = [
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
+    "MaxPool1d", "MaxPool2d",
+]
