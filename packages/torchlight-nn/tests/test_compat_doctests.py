@@ -15,7 +15,7 @@ MODULES = [
     "torchlight.nn.functional", "torchlight.nn.normalization", "torchlight.nn.container", "torchlight.nn.distance",
     "torchlight.nn.parallel", "torchlight.nn.parallel.data_parallel", "torchlight.nn.modules",
     "torchlight.nn.conv_transpose", "torchlight.nn.upsampling", "torchlight.nn.padding", "torchlight.nn.linear",
-    "torchlight.nn.margin_loss", "torchlight.nn.fold", "torchlight.nn.pooling",
+    "torchlight.nn.margin_loss", "torchlight.nn.fold", "torchlight.nn.pooling", "torchlight.nn.padding",
     "torchlight.nn.utils.rnn", "torchlight.optim.adadelta", "torchlight.optim.adamax", "torchlight.optim.nadam",
     "torchlight.optim.radam", "torchlight.optim.lbfgs", "torchlight.optim.cyclic_schedulers", "torchlight.distributions",
     "torchlight.distributions.distribution", "torchlight.distributions.normal", "torchlight.distributions.uniform",

@@ -23,7 +23,7 @@ from .loss import (
     nll_loss,
     smooth_l1_loss,
 )
-from .normalization import batch_norm, group_norm, rms_norm
+from .normalization import batch_norm, group_norm, instance_norm, rms_norm
 from .pooling import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -47,7 +47,7 @@ __all__ = [
     "conv_transpose2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "margin_ranking_loss",
     "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
     "cosine_embedding_loss", "triplet_margin_loss", "gaussian_nll_loss", "poisson_nll_loss",
-    "adaptive_max_pool1d", "adaptive_max_pool2d", "gumbel_softmax", "unfold", "fold", "cosine_similarity", "pairwise_distance",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "gumbel_softmax", "unfold", "fold", "instance_norm", "cosine_similarity", "pairwise_distance",
     "multi_head_attention_forward",
 ]
 
@@ -328,8 +328,17 @@ def one_hot(tensor, num_classes=-1):
 
 
 def pad(input, pad, mode="constant", value=0.0):
-    """PyTorch's ``F.pad``: ``(left, right)`` pairs starting from the last dimension."""
-    return tl.pad(input, pad, mode=mode, value=value)
+    """PyTorch's ``F.pad``: ``(left, right)`` pairs starting from the last dimension; ``mode`` is
+    ``'constant'`` (with ``value``), ``'reflect'``, ``'replicate'`` or ``'circular'``.
+
+    >>> F.pad(tl.tensor([[1.0, 2.0]]), (1, 1), mode="replicate").tolist()
+    [[1.0, 1.0, 2.0, 2.0]]
+    """
+    if mode == "constant":
+        return tl.pad(input, pad, mode=mode, value=0.0 if value is None else value)
+    from .padding import index_pad
+
+    return index_pad(input, pad, mode)
 
 
 _SELU_ALPHA = 1.6732632423543772848170429916717

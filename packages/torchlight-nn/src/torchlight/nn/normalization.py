@@ -19,7 +19,8 @@ too, which is what makes train-mode batch norm's gradient differ from eval mode'
 Layer norm normalises over the trailing ``normalized_shape`` dims of every sample and uses the
 backend's fused kernel (``tl.layer_norm``) when it offers one. Group norm splits the ``C``
 channels into ``G`` groups and normalises each sample's group (its ``C/G`` channels and all
-positions) the same way, with a per-channel affine. RMS norm only rescales:
+positions) the same way, with a per-channel affine; instance norm is group norm with one channel
+per group (optionally tracking running statistics like batch norm). RMS norm only rescales:
 ``y = x / sqrt(mean(x²) + eps) · w`` over the trailing dims.
 """
 
@@ -31,7 +32,8 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["batch_norm", "group_norm", "rms_norm", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "RMSNorm"]
+__all__ = ["batch_norm", "group_norm", "rms_norm", "instance_norm", "LayerNorm", "BatchNorm1d", "BatchNorm2d",
+           "GroupNorm", "RMSNorm", "InstanceNorm1d", "InstanceNorm2d"]
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
@@ -292,3 +294,95 @@ class RMSNorm(Module):
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Normalise each channel of each sample of ``(N, C, *)`` over its positions:
+    ``(x − μ_nc) / sqrt(σ²_nc + eps) · w_c + b_c``. With running statistics and
+    ``use_input_stats``, they are updated (momentum as batch norm, the batch average of the
+    per-instance mean and unbiased variance); ``use_input_stats=False`` normalises with them.
+
+    >>> y = F.instance_norm(tl.tensor([[[1.0, 3.0], [0.0, 4.0]]]))
+    >>> [[round(v, 4) for v in row] for row in y[0].tolist()]
+    [[-1.0, 1.0], [-1.0, 1.0]]
+    """
+    if input.ndim < 3:
+        raise tl.ShapeError(f"instance_norm: expected input of shape (N, C, *) with positions, got {input.shape}")
+    n, c = input.shape[:2]
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: use_input_stats=False needs running_mean and running_var")
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    if running_mean is not None and running_var is not None:
+        with tl.no_grad():
+            x = input.detach().reshape(n, c, -1)
+            m = x.shape[-1]
+            mean = x.mean(-1)
+            var = ((x - mean.unsqueeze(-1)) ** 2).sum(-1) / max(m - 1, 1)
+            running_mean.mul_(1 - momentum).add_(mean.mean(0) * momentum)
+            running_var.mul_(1 - momentum).add_(var.mean(0) * momentum)
+    return group_norm(input, c, weight, bias, eps)
+
+
+class _InstanceNorm(Module):
+    _dims = 0
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
+                 dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(tl.ones(num_features, dtype=dtype, device=device))
+            self.bias = Parameter(tl.zeros(num_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", tl.zeros(num_features, dtype=dtype, device=device))
+            self.register_buffer("running_var", tl.ones(num_features, dtype=dtype, device=device))
+            self.register_buffer("num_batches_tracked", tl.tensor(0))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def forward(self, input):
+        unbatched = input.ndim == self._dims + 1
+        x = input.unsqueeze(0) if unbatched else input
+        if x.ndim != self._dims + 2 or x.shape[1] != self.num_features:
+            raise tl.ShapeError(f"{type(self).__name__}: expected input of shape (N, {self.num_features}, ...) with "
+                                f"{self._dims} spatial dims, got {input.shape}")
+        use_input_stats = self.training or not self.track_running_stats
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked = self.num_batches_tracked + 1
+        y = instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats,
+                          self.momentum, self.eps)
+        return y.squeeze(0) if unbatched else y
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """``InstanceNorm1d(num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False)``
+    on ``(N, C, L)`` (or ``(C, L)``).
+
+    >>> nn.InstanceNorm1d(3)(tl.randn(2, 3, 5)).shape
+    (2, 3, 5)
+    """
+
+    _dims = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """``InstanceNorm2d(num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False)``
+    on ``(N, C, H, W)`` (or ``(C, H, W)``); the normalisation of style-transfer networks.
+
+    >>> nn.InstanceNorm2d(3, affine=True)(tl.randn(2, 3, 4, 4)).shape
+    (2, 3, 4, 4)
+    """
+
+    _dims = 2

@@ -3,7 +3,7 @@
 Every class here is the one ``torchlight.nn`` exports; the submodules (``module``, ``linear``,
 ``activation``, ``container``, ``conv``, ``loss``, ``normalization``, ``batchnorm``, ``pooling``,
 ``rnn``, ``sparse``, ``dropout``, ``flatten``, ``distance``, ``transformer``, ``upsampling``,
-``pixelshuffle``, ``padding``, ``fold``) mirror PyTorch's file layout.
+``pixelshuffle``, ``padding``, ``fold``, ``instancenorm``) mirror PyTorch's file layout.
 
 >>> from torchlight.nn.modules.linear import Linear
 >>> Linear is nn.Linear
@@ -60,6 +60,7 @@ from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import Dropout, Dropout1d, Dropout2d
 from .flatten import Flatten, Unflatten
 from .fold import Fold, Unfold
+from .instancenorm import InstanceNorm1d, InstanceNorm2d
 from .linear import Identity, Linear
 from .loss import (
     BCELoss,
@@ -83,7 +84,18 @@ from .loss import (
 )
 from .module import Module
 from .normalization import GroupNorm, LayerNorm, RMSNorm
-from .padding import ConstantPad1d, ConstantPad2d, ZeroPad1d, ZeroPad2d
+from .padding import (
+    CircularPad1d,
+    CircularPad2d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ZeroPad1d,
+    ZeroPad2d,
+)
 from .pixelshuffle import PixelShuffle, PixelUnshuffle
 from .pooling import (
     AdaptiveAvgPool1d,
@@ -107,6 +119,8 @@ from .transformer import (
 from .upsampling import Upsample
 
 __all__ = [
+    "InstanceNorm1d", "InstanceNorm2d", "instancenorm",
+    "CircularPad1d", "CircularPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Fold", "Unfold", "fold",
     "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss",
     "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
