@@ -20,6 +20,7 @@ MODULES = [
     "torchlight.optim.radam", "torchlight.optim.lbfgs", "torchlight.optim.cyclic_schedulers", "torchlight.distributions",
     "torchlight.distributions.distribution", "torchlight.distributions.normal", "torchlight.distributions.uniform",
     "torchlight.distributions.categorical", "torchlight.distributions.bernoulli", "torchlight.distributions.kl",
+    "torchlight.distributions.independent",
 ]
 
 

@@ -156,3 +156,37 @@ def test_kl_divergence():
                                [math.log(3.0), math.inf])
     with pytest.raises(NotImplementedError, match="register_kl"):
         D.kl_divergence(D.Normal(0.0, 1.0), D.Uniform(0.0, 1.0))
+
+
+def test_independent_diagonal_gaussian():
+    rng = np.random.default_rng(8)
+    loc, scale = rng.standard_normal((4, 3)), rng.uniform(0.5, 2, (4, 3))
+    d = D.Independent(D.Normal(T(loc), T(scale)), 1)
+    assert d.batch_shape == (4,) and d.event_shape == (3,) and d.has_rsample
+    x = rng.standard_normal((2, 4, 3))
+    want = stats.multivariate_normal  # a diagonal covariance: the product of the marginals
+    ref = np.stack([[want.logpdf(x[s, b], loc[b], np.diag(scale[b] ** 2)) for b in range(4)] for s in range(2)])
+    np.testing.assert_allclose(A(d.log_prob(T(x))), ref, rtol=1e-10)
+    np.testing.assert_allclose(A(d.entropy()), [want.entropy(loc[b], np.diag(scale[b] ** 2)) for b in range(4)],
+                               rtol=1e-10)
+    assert d.rsample((5,)).shape == (5, 4, 3)
+    q = D.Independent(D.Normal(T(loc * 0), T(scale * 0 + 1)), 1)
+    kl = A(D.kl_divergence(d, q))
+    want_kl = (np.log(1 / scale) + (scale**2 + loc**2) / 2 - 0.5).sum(1)
+    np.testing.assert_allclose(kl, want_kl, rtol=1e-12)
+    with pytest.raises(ValueError):
+        D.Independent(D.Normal(T(loc), T(scale)), 3)
+
+
+def test_lr_scheduler_old_base_name():
+    from torchlight.optim.lr_scheduler import LRScheduler, _LRScheduler
+
+    class Halving(_LRScheduler):
+        def get_lr(self):
+            return [b * 0.5**self.last_epoch for b in self.base_lrs]
+
+    opt = tl.optim.SGD([tl.zeros(1, requires_grad=True)], lr=1.0)
+    s = Halving(opt)
+    opt.step()
+    s.step()
+    assert _LRScheduler is LRScheduler and s.get_last_lr() == [0.5]

@@ -3,7 +3,7 @@
 ``Normal``, ``Uniform``, ``Categorical`` and ``Bernoulli`` each offer ``sample``, ``log_prob``,
 ``entropy``, ``mean``/``variance`` (``Normal`` and ``Uniform`` also ``rsample``, the
 reparameterised, differentiable draw), and ``kl_divergence`` has closed forms for same-type
-pairs. Typical uses: a policy's action distribution (``Categorical(logits=net(x))``), a VAE's
+pairs; ``Independent`` turns batch dims into event dims (a diagonal Gaussian). Typical uses: a policy's action distribution (``Categorical(logits=net(x))``), a VAE's
 latent (``Normal(mu, sigma).rsample()``).
 
 >>> import torchlight.distributions as D
@@ -15,8 +15,10 @@ latent (``Normal(mu, sigma).rsample()``).
 from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .distribution import Distribution
+from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .normal import Normal
 from .uniform import Uniform
 
-__all__ = ["Distribution", "Normal", "Uniform", "Categorical", "Bernoulli", "kl_divergence", "register_kl"]
+__all__ = ["Distribution", "Normal", "Uniform", "Categorical", "Bernoulli", "Independent", "kl_divergence",
+           "register_kl"]

@@ -4,6 +4,7 @@
 * Categorical–Categorical: ``Σ_k p_k (log p_k − log q_k)``
 * Bernoulli–Bernoulli: the two-class case of the above
 * Uniform–Uniform: ``log((hq − lq)/(hp − lp))`` when ``[lp, hp] ⊆ [lq, hq]``, else ``inf``
+* Independent–Independent: the base pair's KL summed over the reinterpreted dims
 
 ``register_kl(type_p, type_q)`` adds a pair, as in PyTorch.
 """
@@ -14,6 +15,7 @@ import torchlight as tl
 
 from .bernoulli import Bernoulli
 from .categorical import Categorical
+from .independent import Independent
 from .normal import Normal
 from .uniform import Uniform
 
@@ -75,3 +77,10 @@ def _kl_uniform_uniform(p, q):
     result = ((q.high - q.low) / (p.high - p.low)).log()
     inside = (q.low <= p.low) * (p.high <= q.high)
     return tl.where(inside, result, math.inf)
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p, q):
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError("kl_divergence of Independent distributions with different event dims")
+    return p._sum_rightmost(kl_divergence(p.base_dist, q.base_dist))

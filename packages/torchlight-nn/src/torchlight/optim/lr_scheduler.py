@@ -22,7 +22,7 @@ from collections import Counter
 from .optimizer import Optimizer
 
 __all__ = [
-    "LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
+    "LRScheduler", "_LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
     "LinearLR", "ExponentialLR", "CosineAnnealingLR", "SequentialLR", "OneCycleLR",
     "ReduceLROnPlateau", "PolynomialLR", "CosineAnnealingWarmRestarts", "CyclicLR", "ChainedScheduler",
 ]
@@ -124,6 +124,11 @@ class LRScheduler:
 
     def __repr__(self):
         return f"{type(self).__name__}(last_epoch={self.last_epoch}, last_lr={self._last_lr})"
+
+
+_LRScheduler = LRScheduler
+"""The base class's name before PyTorch 2.0 (``torch.optim.lr_scheduler._LRScheduler``), still
+subclassed by many custom schedulers."""
 
 
 class LambdaLR(LRScheduler):
