@@ -42,6 +42,7 @@ from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Seq
 from .conv import Conv1d, Conv2d
 from .conv_transpose import ConvTranspose1d, ConvTranspose2d
 from .distance import CosineSimilarity, PairwiseDistance
+from .embedding_bag import EmbeddingBag
 from .fold import Fold, Unfold
 from .linear import Dropout, Dropout1d, Dropout2d, Embedding, Flatten, Identity, Linear, Unflatten
 from .loss import (
@@ -117,6 +118,7 @@ __all__ = [
     "ConvTranspose1d", "ConvTranspose2d", "Upsample", "PixelShuffle", "PixelUnshuffle", "ZeroPad1d", "ZeroPad2d",
     "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
     "CircularPad1d", "CircularPad2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Fold", "Unfold",
+    "EmbeddingBag",
     "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "RMSNorm",
     "InstanceNorm1d", "InstanceNorm2d",

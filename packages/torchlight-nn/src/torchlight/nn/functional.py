@@ -47,7 +47,7 @@ __all__ = [
     "conv_transpose2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "margin_ranking_loss",
     "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
     "cosine_embedding_loss", "triplet_margin_loss", "gaussian_nll_loss", "poisson_nll_loss",
-    "adaptive_max_pool1d", "adaptive_max_pool2d", "gumbel_softmax", "unfold", "fold", "instance_norm", "cosine_similarity", "pairwise_distance",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "gumbel_softmax", "unfold", "fold", "instance_norm", "embedding_bag", "cosine_similarity", "pairwise_distance",
     "multi_head_attention_forward",
 ]
 
@@ -506,6 +506,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 # Imported last: attention's own module-level import of this module must find it complete.
 from .attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402
 from .conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: E402
+from .embedding_bag import embedding_bag  # noqa: E402
 from .margin_loss import (  # noqa: E402
     cosine_embedding_loss,
     gaussian_nll_loss,

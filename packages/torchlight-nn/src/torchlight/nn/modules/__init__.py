@@ -108,7 +108,7 @@ from .pooling import (
     MaxPool2d,
 )
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
 from .transformer import (
     Transformer,
     TransformerDecoder,
@@ -119,6 +119,7 @@ from .transformer import (
 from .upsampling import Upsample
 
 __all__ = [
+    "EmbeddingBag",
     "InstanceNorm1d", "InstanceNorm2d", "instancenorm",
     "CircularPad1d", "CircularPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Fold", "Unfold", "fold",
