@@ -16,7 +16,7 @@ MODULES = [
     "torchlight.nn.parallel", "torchlight.nn.parallel.data_parallel", "torchlight.nn.modules",
     "torchlight.nn.conv_transpose", "torchlight.nn.upsampling", "torchlight.nn.padding", "torchlight.nn.linear",
     "torchlight.nn.margin_loss", "torchlight.nn.fold", "torchlight.nn.pooling", "torchlight.nn.padding",
-    "torchlight.nn.embedding_bag",
+    "torchlight.nn.embedding_bag", "torchlight.nn.sampling_grid",
     "torchlight.nn.utils.rnn", "torchlight.nn.utils.weight_norm", "torchlight.nn.utils.spectral_norm",
     "torchlight.optim.adadelta", "torchlight.optim.adamax", "torchlight.optim.nadam",
     "torchlight.optim.radam", "torchlight.optim.lbfgs", "torchlight.optim.cyclic_schedulers", "torchlight.distributions",

@@ -47,7 +47,8 @@ __all__ = [
     "conv_transpose2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "margin_ranking_loss",
     "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
     "cosine_embedding_loss", "triplet_margin_loss", "gaussian_nll_loss", "poisson_nll_loss",
-    "adaptive_max_pool1d", "adaptive_max_pool2d", "gumbel_softmax", "unfold", "fold", "instance_norm", "embedding_bag", "cosine_similarity", "pairwise_distance",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "gumbel_softmax", "unfold", "fold", "instance_norm", "embedding_bag", "affine_grid",
+    "grid_sample", "cosine_similarity", "pairwise_distance",
     "multi_head_attention_forward",
 ]
 
@@ -503,7 +504,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return (d.abs() ** p).sum(-1, keepdim=keepdim) ** (1.0 / p)
 
 
-# Imported last: attention's own module-level import of this module must find it complete.
+# Imported last: these modules import this one at module level and must find it complete.
 from .attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402
 from .conv_transpose import conv_transpose1d, conv_transpose2d  # noqa: E402
 from .embedding_bag import embedding_bag  # noqa: E402
@@ -518,4 +519,5 @@ from .margin_loss import (  # noqa: E402
     soft_margin_loss,
     triplet_margin_loss,
 )
+from .sampling_grid import affine_grid, grid_sample  # noqa: E402
 from .upsampling import interpolate, pixel_shuffle, pixel_unshuffle, upsample  # noqa: E402
