@@ -6,6 +6,8 @@ documented mask conventions) in float64 numpy, from the modules' own parameters.
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import torchlight as tl
 import torchlight.nn as nn
@@ -347,3 +349,23 @@ def test_rnn_against_numpy(nonlinearity):
     np.testing.assert_allclose(A(h), ref, atol=1e-12)
     with pytest.raises(ValueError, match="nonlinearity"):
         nn.RNN(3, 4, nonlinearity="sigmoid")
+
+
+@given(lead=st.lists(st.integers(1, 3), max_size=2), L=st.integers(1, 5), S=st.integers(1, 5), E=st.integers(1, 4),
+       Ev=st.integers(1, 3), causal=st.booleans())
+def test_sdpa_shapes_property(lead, L, S, E, Ev, causal):
+    rng = np.random.default_rng(len(lead) * 1000 + L * 100 + S * 10 + E)
+    q, k = rng.standard_normal((*lead, L, E)), rng.standard_normal((*lead, S, E))
+    v = rng.standard_normal((*lead, S, Ev))
+    mask = np.where(np.tril(np.ones((L, S), bool)), 0.0, -np.inf) if causal else None
+    got = F.scaled_dot_product_attention(T(q), T(k), T(v), is_causal=causal)
+    assert got.shape == (*lead, L, Ev)
+    np.testing.assert_allclose(A(got), np_sdpa(q, k, v, mask), atol=1e-12)
+
+
+def test_decoder_layer_gradcheck():
+    rng = np.random.default_rng(10)
+    layer = nn.TransformerDecoderLayer(4, 2, 6, dropout=0.0).double()
+    tgt_mask = nn.Transformer.generate_square_subsequent_mask(3, dtype=tl.float64)
+    args = (T(rng.standard_normal((3, 1, 4)), True), T(rng.standard_normal((2, 1, 4)), True))
+    assert tl.gradcheck(lambda t, m: layer(t, m, tgt_mask=tgt_mask), args)
