@@ -6,7 +6,7 @@ documented mask conventions) in float64 numpy, from the modules' own parameters.
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import torchlight as tl
@@ -351,6 +351,7 @@ def test_rnn_against_numpy(nonlinearity):
         nn.RNN(3, 4, nonlinearity="sigmoid")
 
 
+@settings(deadline=None, max_examples=30)
 @given(lead=st.lists(st.integers(1, 3), max_size=2), L=st.integers(1, 5), S=st.integers(1, 5), E=st.integers(1, 4),
        Ev=st.integers(1, 3), causal=st.booleans())
 def test_sdpa_shapes_property(lead, L, S, E, Ev, causal):
