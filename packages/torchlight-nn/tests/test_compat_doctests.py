@@ -19,7 +19,7 @@ MODULES = [
     "torchlight.nn.embedding_bag", "torchlight.nn.sampling_grid",
     "torchlight.nn.utils.rnn", "torchlight.nn.utils.weight_norm", "torchlight.nn.utils.spectral_norm",
     "torchlight.optim.adadelta", "torchlight.optim.adamax", "torchlight.optim.nadam",
-    "torchlight.optim.radam", "torchlight.optim.lbfgs", "torchlight.optim.cyclic_schedulers", "torchlight.distributions",
+    "torchlight.optim.radam", "torchlight.optim.lbfgs", "torchlight.optim.cyclic_schedulers", "torchlight.optim.swa_utils", "torchlight.distributions",
     "torchlight.distributions.distribution", "torchlight.distributions.normal", "torchlight.distributions.uniform",
     "torchlight.distributions.categorical", "torchlight.distributions.bernoulli", "torchlight.distributions.kl",
     "torchlight.distributions.independent",

@@ -5,7 +5,7 @@
 >>> loss.backward(); opt.step(); opt.zero_grad(); sched.step()
 """
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
@@ -18,4 +18,4 @@ from .rmsprop import RMSprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "OptimizerError", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam",
-           "RAdam", "LBFGS", "lr_scheduler"]
+           "RAdam", "LBFGS", "lr_scheduler", "swa_utils"]
