@@ -84,3 +84,21 @@ def test_torch_utils_data_names_and_module_paths():
     from torchlight.data.dataloader import default_collate, get_worker_info
 
     assert DL is DataLoader and default_collate is data.default_collate and get_worker_info() is None
+
+
+def test_distributed_sampler_is_resolved_lazily():
+    import subprocess
+    import sys
+
+    code = ("import sys, torchlight.data, torchlight.data.distributed; "
+            "print(any(m.startswith('torchlight.distributed') for m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    pytest.importorskip("torchlight.distributed")
+    from torchlight.data.distributed import DistributedSampler
+    from torchlight.distributed import DistributedSampler as Original
+
+    assert DistributedSampler is Original and data.DistributedSampler is Original
+    shard = list(DistributedSampler(list(range(10)), num_replicas=2, rank=1, shuffle=False))
+    assert shard == [1, 3, 5, 7, 9]
+    with pytest.raises(AttributeError):
+        data.NoSuchThing  # noqa: B018
