@@ -202,8 +202,8 @@ def test_mha_gradcheck():
     blocked = tl.tensor(np.array([[False, True, False], [False, False, True], [False, False, False]]))
 
     def f(x, w_in, b_in, w_out, b_out):
-        return F.multi_head_attention_forward(x, x, x, 2, w_in, b_in, w_out, b_out, key_padding_mask=pad,
-                                              attn_mask=blocked)[0]
+        return F.multi_head_attention_forward(x, x, x, 4, 2, w_in, b_in, None, None, False, 0.0, w_out, b_out,
+                                              key_padding_mask=pad, attn_mask=blocked)[0]
 
     assert tl.gradcheck(f, (x, w_in, b_in, w_out, b_out))
     # through the module: gradients reach every parameter

@@ -96,18 +96,47 @@ def _repeat_heads(t, heads):
     return t.unsqueeze(-3).expand(*lead, h, heads // h, *rest).reshape(*lead, heads, *rest)
 
 
-def multi_head_attention_forward(query, key, value, num_heads, in_proj_weight, in_proj_bias, out_proj_weight,
-                                 out_proj_bias, dropout_p=0.0, training=True, key_padding_mask=None,
-                                 need_weights=True, attn_mask=None, average_attn_weights=True,
-                                 q_proj_weight=None, k_proj_weight=None, v_proj_weight=None):
-    """The maths of :class:`MultiheadAttention` on sequence-first inputs.
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """PyTorch's ``F.multi_head_attention_forward``: the maths of :class:`MultiheadAttention` on
+    sequence-first inputs.
 
     ``query (L, N, E)``, ``key (S, N, Ek)``, ``value (S, N, Ev)`` → ``(out (L, N, E), weights)``
     where ``weights`` is ``(N, L, S)`` averaged over heads, ``(N, H, L, S)`` with
-    ``average_attn_weights=False``, or ``None`` without ``need_weights``. Bool masks are
-    ``True`` where attention is *not* allowed; ``attn_mask`` is ``(L, S)`` or ``(N·H, L, S)``,
-    ``key_padding_mask`` is ``(N, S)``.
+    ``average_attn_weights=False``, or ``None`` without ``need_weights``. Bool masks are ``True``
+    where attention is *not* allowed; ``attn_mask`` is ``(L, S)`` or ``(N·H, L, S)``,
+    ``key_padding_mask`` is ``(N, S)``. With ``use_separate_proj_weight`` the projections are
+    ``q/k/v_proj_weight`` instead of ``in_proj_weight``. ``bias_k``/``bias_v``/``static_k``/
+    ``static_v`` must be ``None`` and ``add_zero_attn`` False (those options are not supported).
+
+    >>> x = tl.randn(3, 2, 4)
+    >>> out, w = F.multi_head_attention_forward(x, x, x, 4, 2, tl.randn(12, 4), tl.zeros(12), None, None, False,
+    ...                                         0.0, tl.randn(4, 4), tl.zeros(4))
+    >>> out.shape, w.shape
+    ((3, 2, 4), (2, 3, 3))
     """
+    if bias_k is not None or bias_v is not None or add_zero_attn or static_k is not None or static_v is not None:
+        raise NotImplementedError("multi_head_attention_forward: bias_k/bias_v, add_zero_attn and static_k/static_v "
+                                  "are not supported")
+    if query.shape[-1] != embed_dim_to_check:
+        raise tl.ShapeError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {query.shape[-1]}")
+    if is_causal and attn_mask is None:
+        raise ValueError("multi_head_attention_forward: is_causal is a hint; pass the causal attn_mask as well")
+    if use_separate_proj_weight:
+        in_proj_weight = None
+    return _mha_forward(query, key, value, num_heads, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias,
+                        dropout_p, training, key_padding_mask, need_weights, attn_mask, average_attn_weights,
+                        q_proj_weight, k_proj_weight, v_proj_weight)
+
+
+def _mha_forward(query, key, value, num_heads, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias,
+                 dropout_p=0.0, training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                 average_attn_weights=True, q_proj_weight=None, k_proj_weight=None, v_proj_weight=None):
+    # shapes and mask conventions: see multi_head_attention_forward
     L, N, E = query.shape
     S = key.shape[0]
     if E % num_heads:
@@ -236,7 +265,7 @@ class MultiheadAttention(Module):
             raise tl.ShapeError(f"MultiheadAttention: expected query with {self.embed_dim} features, got {query.shape[-1]}")
         if key.shape[:2] != value.shape[:2]:
             raise tl.ShapeError(f"MultiheadAttention: key {key.shape} and value {value.shape} must share sequence and batch dims")
-        out, weights = multi_head_attention_forward(
+        out, weights = _mha_forward(
             query, key, value, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.out_proj.weight,
             self.out_proj.bias, self.dropout, self.training, key_padding_mask, need_weights, attn_mask,
             average_attn_weights, self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
