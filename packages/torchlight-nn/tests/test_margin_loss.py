@@ -104,3 +104,17 @@ def test_poisson_nll_loss():
     np.testing.assert_allclose(A(F.poisson_nll_loss(T(x), T(y), full=True, reduction="none")),
                                np.exp(x) - y * x + stirling, atol=1e-12)
     assert tl.gradcheck(lambda v: F.poisson_nll_loss(v, T(y), full=True), (T(x, True),))
+
+
+def test_legacy_size_average_and_reduce_keywords():
+    x, y = T([1.0, 2.0, 4.0]), T([0.0, 0.0, 0.0])
+    with pytest.warns(UserWarning, match="reduction='sum'"):
+        assert F.mse_loss(x, y, size_average=False).item() == 21.0
+    with pytest.warns(UserWarning, match="reduction='none'"):
+        assert nn.L1Loss(reduce=False)(x, y).tolist() == [1.0, 2.0, 4.0]
+    with pytest.warns(UserWarning):
+        assert nn.CrossEntropyLoss(size_average=False)(T([[0.0, 0.0]]), tl.tensor([1])).item() == pytest.approx(
+            math.log(2))
+    with pytest.warns(UserWarning):
+        assert nn.MarginRankingLoss(0.5, size_average=True)(x, y, T([1.0, 1.0, 1.0])).item() == 0.0
+    assert nn.MSELoss(reduction="sum")(x, y).item() == 21.0  # the modern spelling, no warning

@@ -23,7 +23,7 @@ import math
 import torchlight as tl
 
 from .functional import logsigmoid, pairwise_distance, softplus
-from .loss import _Loss, _reduce, _WeightedLoss
+from .loss import _Loss, _reduce, _WeightedLoss, legacy_reduction_args
 
 __all__ = [
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
@@ -35,6 +35,7 @@ __all__ = [
 _COS_EPS = 1e-12  # PyTorch's EPSILON in cosine_embedding_loss
 
 
+@legacy_reduction_args
 def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):
     """``max(0, −y·(x1 − x2) + margin)``: ``x1`` should rank above ``x2`` where ``y = 1``.
 
@@ -44,6 +45,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, reduction="mean"):
     return _reduce((-target * (input1 - input2) + margin).clamp(min=0.0), reduction)
 
 
+@legacy_reduction_args
 def hinge_embedding_loss(input, target, margin=1.0, reduction="mean"):
     """``x`` where ``y = 1``, ``max(0, margin − x)`` where ``y = −1`` (``x`` is usually a distance).
 
@@ -54,6 +56,7 @@ def hinge_embedding_loss(input, target, margin=1.0, reduction="mean"):
     return _reduce(loss, reduction)
 
 
+@legacy_reduction_args
 def soft_margin_loss(input, target, reduction="mean"):
     """``log(1 + exp(−y·x))``, the two-class logistic loss with labels ±1.
 
@@ -63,6 +66,7 @@ def soft_margin_loss(input, target, reduction="mean"):
     return _reduce(softplus(-target * input, threshold=None), reduction)
 
 
+@legacy_reduction_args
 def multilabel_soft_margin_loss(input, target, weight=None, reduction="mean"):
     """Per sample ``−mean_c w_c [y_c log σ(x_c) + (1 − y_c) log σ(−x_c)]`` for ``(N, C)`` logits
     and 0/1 targets.
@@ -76,6 +80,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, reduction="mean"):
     return _reduce(loss.mean(-1), reduction)
 
 
+@legacy_reduction_args
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, reduction="mean"):
     """Multi-class hinge loss on ``(N, C)`` scores and class indices ``(N,)``: per sample
     ``Σ_{c ≠ y} w_y·max(0, margin − x_y + x_c)^p / C`` (``p`` is 1 or 2).
@@ -97,6 +102,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, reduction="me
     return _reduce(loss, reduction)
 
 
+@legacy_reduction_args
 def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
     """``1 − cos(x1, x2)`` for similar pairs (``y = 1``), ``max(0, cos − margin)`` for
     dissimilar ones (``y = −1``); rows of ``(N, D)`` inputs.
@@ -110,6 +116,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
     return _reduce(loss, reduction)
 
 
+@legacy_reduction_args
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, reduction="mean"):
     """``max(d(a, p) − d(a, n) + margin, 0)`` with ``d(u, v) = ‖u − v + eps‖_p`` (Schroff et al.).
 
@@ -143,6 +150,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
+@legacy_reduction_args
 def poisson_nll_loss(input, target, log_input=True, full=False, eps=1e-8, reduction="mean"):
     """Negative log-likelihood of counts ``target`` under a Poisson of rate ``exp(input)``
     (``log_input``) or ``input``; ``full`` adds Stirling's approximation of ``log(y!)``.
@@ -165,6 +173,7 @@ class MarginRankingLoss(_Loss):
     0.0
     """
 
+    @legacy_reduction_args
     def __init__(self, margin=0.0, reduction="mean"):
         super().__init__(reduction)
         self.margin = margin
@@ -180,6 +189,7 @@ class HingeEmbeddingLoss(_Loss):
     0.75
     """
 
+    @legacy_reduction_args
     def __init__(self, margin=1.0, reduction="mean"):
         super().__init__(reduction)
         self.margin = margin
@@ -217,6 +227,7 @@ class MultiMarginLoss(_WeightedLoss):
     0.0
     """
 
+    @legacy_reduction_args
     def __init__(self, p=1, margin=1.0, weight=None, reduction="mean"):
         super().__init__(weight, reduction)
         if p not in (1, 2):
@@ -234,6 +245,7 @@ class CosineEmbeddingLoss(_Loss):
     0.0
     """
 
+    @legacy_reduction_args
     def __init__(self, margin=0.0, reduction="mean"):
         super().__init__(reduction)
         self.margin = margin
@@ -250,6 +262,7 @@ class TripletMarginLoss(_Loss):
     0.0
     """
 
+    @legacy_reduction_args
     def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction="mean"):
         super().__init__(reduction)
         if margin <= 0:
@@ -268,6 +281,7 @@ class GaussianNLLLoss(_Loss):
     0.9189
     """
 
+    @legacy_reduction_args
     def __init__(self, full=False, eps=1e-6, reduction="mean"):
         super().__init__(reduction)
         self.full, self.eps = full, eps
@@ -283,6 +297,7 @@ class PoissonNLLLoss(_Loss):
     1.0
     """
 
+    @legacy_reduction_args
     def __init__(self, log_input=True, full=False, eps=1e-8, reduction="mean"):
         super().__init__(reduction)
         self.log_input, self.full, self.eps = log_input, full, eps
