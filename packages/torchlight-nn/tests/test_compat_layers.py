@@ -280,3 +280,19 @@ def test_module_cuda_and_load_state_dict_assign():
     src = nn.Linear(2, 2)
     m.load_state_dict(src.state_dict(), assign=True)
     assert np.array_equal(A(m.weight), A(src.weight))
+
+
+def test_bilinear_and_softmax2d():
+    rng = np.random.default_rng(7)
+    m = nn.Bilinear(3, 4, 2).double()
+    x1, x2 = rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 5, 4))
+    want = np.einsum("...i,kij,...j->...k", x1, A(m.weight), x2) + A(m.bias)
+    np.testing.assert_allclose(A(m(T(x1), T(x2))), want, atol=1e-12)
+    assert np.abs(A(m.weight)).max() <= 1 / math.sqrt(3) and sorted(m.state_dict()) == ["bias", "weight"]
+    w = T(rng.standard_normal((2, 3, 4)), True)
+    assert tl.gradcheck(lambda a, b, c: F.bilinear(a, b, c), (T(x1[0], True), T(x2[0], True), w))
+    x = rng.standard_normal((2, 3, 4, 5))
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(A(nn.Softmax2d()(T(x))), e / e.sum(1, keepdims=True), atol=1e-12)
+    with pytest.raises(tl.ShapeError):
+        nn.Softmax2d()(T(x[0, 0]))

@@ -31,6 +31,7 @@ from .activation import (
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2d,
     Softmin,
     Softplus,
     Softsign,
@@ -44,7 +45,17 @@ from .conv_transpose import ConvTranspose1d, ConvTranspose2d
 from .distance import CosineSimilarity, PairwiseDistance
 from .embedding_bag import EmbeddingBag
 from .fold import Fold, Unfold
-from .linear import Dropout, Dropout1d, Dropout2d, Embedding, Flatten, Identity, Linear, Unflatten
+from .linear import (
+    Bilinear,
+    Dropout,
+    Dropout1d,
+    Dropout2d,
+    Embedding,
+    Flatten,
+    Identity,
+    Linear,
+    Unflatten,
+)
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -118,7 +129,7 @@ __all__ = [
     "ConvTranspose1d", "ConvTranspose2d", "Upsample", "PixelShuffle", "PixelUnshuffle", "ZeroPad1d", "ZeroPad2d",
     "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
     "CircularPad1d", "CircularPad2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "Fold", "Unfold",
-    "EmbeddingBag",
+    "EmbeddingBag", "Bilinear", "Softmax2d",
     "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "RMSNorm",
     "InstanceNorm1d", "InstanceNorm2d",

@@ -18,7 +18,7 @@ from .parameter import Parameter
 
 __all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softplus", "Softmax", "LogSoftmax", "ELU", "SELU",
            "CELU", "Mish", "Hardtanh", "ReLU6", "Hardsigmoid", "Hardswish", "Softsign", "LogSigmoid", "GLU", "PReLU",
-           "Softmin", "Threshold"]
+           "Softmin", "Threshold", "Softmax2d"]
 
 
 class ReLU(Module):
@@ -336,3 +336,17 @@ class Threshold(Module):
 
     def extra_repr(self):
         return f"threshold={self.threshold}, value={self.value}"
+
+
+class Softmax2d(Module):
+    """``Softmax2d()``: softmax over the channels (dim −3) at every position of ``(N, C, H, W)``
+    or ``(C, H, W)`` input.
+
+    >>> nn.Softmax2d()(tl.zeros(1, 4, 2, 2))[0, :, 0, 0].tolist()
+    [0.25, 0.25, 0.25, 0.25]
+    """
+
+    def forward(self, input):
+        if input.ndim not in (3, 4):
+            raise tl.ShapeError(f"Softmax2d: expected input of 3 or 4 dimensions, got shape {input.shape}")
+        return F.softmax(input, -3)

@@ -47,7 +47,7 @@ __all__ = [
     "conv_transpose2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "margin_ranking_loss",
     "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
     "cosine_embedding_loss", "triplet_margin_loss", "gaussian_nll_loss", "poisson_nll_loss",
-    "adaptive_max_pool1d", "adaptive_max_pool2d", "gumbel_softmax", "unfold", "fold", "instance_norm", "embedding_bag", "affine_grid",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "gumbel_softmax", "unfold", "fold", "instance_norm", "embedding_bag", "affine_grid", "bilinear",
     "grid_sample", "cosine_similarity", "pairwise_distance",
     "multi_head_attention_forward",
 ]
@@ -70,6 +70,24 @@ def linear(input, weight, bias=None):
         y = y.reshape(lead + (weight.shape[0],))
     else:
         y = input @ weight.T
+    return y if bias is None else y + bias
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``y_k = x1ᵀ W_k x2 + b_k`` for ``x1 (*, in1)``, ``x2 (*, in2)``, ``W (out, in1, in2)``: one
+    matmul ``x1 · W`` (as ``(in1, out·in2)``) then a product with ``x2`` summed over ``in2``.
+
+    >>> F.bilinear(tl.ones(1, 2), tl.ones(1, 3), tl.ones(4, 2, 3)).tolist()
+    [[6.0, 6.0, 6.0, 6.0]]
+    """
+    out, in1, in2 = weight.shape
+    if input1.shape[-1] != in1 or input2.shape[-1] != in2:
+        raise tl.ShapeError(f"bilinear: inputs with {input1.shape[-1]} and {input2.shape[-1]} features do not match "
+                            f"the weight {tuple(weight.shape)}")
+    lead = input1.shape[:-1]
+    x1 = input1.reshape(-1, in1)
+    t = (x1 @ weight.permute(1, 0, 2).reshape(in1, out * in2)).reshape(-1, out, in2)
+    y = (t * input2.reshape(-1, 1, in2)).sum(-1).reshape(*lead, out)
     return y if bias is None else y + bias
 
 

@@ -19,7 +19,7 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["Identity", "Linear", "Flatten", "Unflatten", "Embedding", "Dropout", "Dropout1d", "Dropout2d"]
+__all__ = ["Identity", "Linear", "Bilinear", "Flatten", "Unflatten", "Embedding", "Dropout", "Dropout1d", "Dropout2d"]
 
 
 class Identity(Module):
@@ -57,6 +57,39 @@ class Linear(Module):
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class Bilinear(Module):
+    """``Bilinear(in1_features, in2_features, out_features, bias=True)``:
+    ``y_k = x1ᵀ W_k x2 + b_k`` with ``W: (out, in1, in2)``; inputs ``(*, in1)`` and ``(*, in2)``.
+    Weight and bias start as ``U(−1/sqrt(in1), 1/sqrt(in1))``, as in PyTorch.
+
+    >>> nn.Bilinear(3, 4, 2)(tl.randn(5, 3), tl.randn(5, 4)).shape
+    (5, 2)
+    """
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
+        self.weight = Parameter(tl.empty(out_features, in1_features, in2_features, dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(tl.empty(out_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        bound = 1 / math.sqrt(self.in1_features)
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
 class Flatten(Module):

@@ -47,6 +47,7 @@ from .activation import (
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2d,
     Softmin,
     Softplus,
     Softsign,
@@ -61,7 +62,7 @@ from .dropout import Dropout, Dropout1d, Dropout2d
 from .flatten import Flatten, Unflatten
 from .fold import Fold, Unfold
 from .instancenorm import InstanceNorm1d, InstanceNorm2d
-from .linear import Identity, Linear
+from .linear import Bilinear, Identity, Linear
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -119,6 +120,7 @@ from .transformer import (
 from .upsampling import Upsample
 
 __all__ = [
+    "Bilinear", "Softmax2d",
     "EmbeddingBag",
     "InstanceNorm1d", "InstanceNorm2d", "instancenorm",
     "CircularPad1d", "CircularPad2d", "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",

@@ -20,6 +20,7 @@ from ..activation import (
     Sigmoid,
     SiLU,
     Softmax,
+    Softmax2d,
     Softmin,
     Softplus,
     Softsign,
@@ -28,4 +29,4 @@ from ..activation import (
 )
 from ..attention import MultiheadAttention
 
-__all__ = ["CELU", "ELU", "GELU", "GLU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU", "ReLU6", "Sigmoid", "SiLU", "Softmax", "Softmin", "Softplus", "Softsign", "Tanh", "Threshold", "MultiheadAttention"]
+__all__ = ["Softmax2d", "CELU", "ELU", "GELU", "GLU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU", "ReLU6", "Sigmoid", "SiLU", "Softmax", "Softmin", "Softplus", "Softsign", "Tanh", "Threshold", "MultiheadAttention"]
