@@ -31,6 +31,7 @@ from .tensor.backend import (  # noqa: E402
     register_backend,
     set_default_device,
 )
+from .tensor.dlpack import from_dlpack  # noqa: E402
 from .tensor.errors import (  # noqa: E402
     BackendError,
     DeviceUnavailableError,
@@ -118,14 +119,13 @@ double = _dtypes.float64
 long = _dtypes.int64
 dtype = _dtypes.DType
 
-__version__ = "0.1.0"
-
 # Lazily imported portions: attribute -> (module, distribution that provides it)
 _LAZY = {
     "nn": ("torchlight.nn", "torchlight-nn"),
     "optim": ("torchlight.optim", "torchlight-nn"),
     "data": ("torchlight.data", "torchlight-data"),
     "jit": ("torchlight.jit", "torchlight-tensor"),
+    "onnx": ("torchlight.onnx", "torchlight-tensor"),
     "distributed": ("torchlight.distributed", "torchlight-distributed"),
     "testing": ("torchlight.testing", "torchlight-testing"),
     "autograd": ("torchlight.autograd", "torchlight-autograd"),
@@ -134,6 +134,12 @@ _LAZY = {
 
 
 def __getattr__(name):
+    if name == "__version__":
+        # one version for every distribution (the repository's VERSION file), read from the
+        # installed metadata on first use rather than typed here a second time
+        from importlib.metadata import version
+
+        return version("torchlight-tensor")
     if name in _LAZY:
         module, dist = _LAZY[name]
         try:
@@ -143,7 +149,10 @@ def __getattr__(name):
                 raise
             raise ImportError(
                 f"torchlight.{name} is provided by the distribution {dist!r}, which is not "
-                f"installed: pip install {dist} (or the meta-package `torchlight`)"
+                f"installed. From a checkout of the torchlight repository: "
+                f"`python -m pip install ./packages/{dist}`; from release wheels: "
+                f"`python -m pip install --no-index --find-links <wheel-dir> {dist}` "
+                f"(see the installation page of the docs)"
             ) from None
         globals()[name] = mod
         return mod
