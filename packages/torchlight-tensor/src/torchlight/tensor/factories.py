@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from . import dtypes
+from .backend.protocol import HOST_MEMORY
 from .backend.registry import get_backend
 from .dispatch import alloc, set_index_range, wrap
 from .errors import DTypeError, ShapeError
@@ -98,13 +99,29 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def from_numpy(array):
-    """A cpu tensor sharing memory with a C-contiguous ``array`` (copied when not contiguous)."""
+    """A tensor sharing memory with a C-contiguous ``array`` (copied when not contiguous, or when
+    its dtype is not one of torchlight's).
+
+    It lives on the default device when that device keeps its data in host memory (the
+    ``"host_memory"`` backend capability, e.g. ``cpu`` and ``numba``), so writes through either
+    side stay visible; otherwise (a GPU default device) on ``cpu``, as in PyTorch.
+
+    >>> import numpy as np, torchlight as tl
+    >>> a = np.arange(3.0)
+    >>> t = tl.from_numpy(a)
+    >>> a[0] = 7.0
+    >>> t.tolist()
+    [7.0, 1.0, 2.0]
+    """
     if not isinstance(array, np.ndarray):
         raise DTypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
     dt = dtypes.as_dtype(array.dtype)
     if array.dtype != dt.np or not array.flags.c_contiguous:
         array = np.ascontiguousarray(array, dtype=dt.np)
-    return wrap(TensorData(array.reshape(-1), array.shape), get_backend("cpu"), dt)
+    backend = get_backend()
+    if HOST_MEMORY not in backend.capabilities:
+        backend = get_backend("cpu")
+    return wrap(TensorData(array.reshape(-1), array.shape), backend, dt)
 
 
 def _filled(shape, value, dtype, device, requires_grad):

@@ -11,6 +11,7 @@ from torchlight.autograd import engine
 from torchlight.autograd.grad_mode import GradMode
 
 from . import dispatch, dtypes
+from .device import device_named as _device
 from .errors import AutogradError, DTypeError, ShapeError
 from .functions import activation, index, linalg, pointwise, reductions, shape
 
@@ -64,8 +65,9 @@ class Tensor:
         return self.dtype.itemsize
 
     @property
-    def device(self) -> str:
-        return getattr(self.backend, "device", self.backend.name)
+    def device(self):
+        """The :class:`~torchlight.device` holding the data (equal to its name: ``x.device == "cpu"``)."""
+        return _device(getattr(self.backend, "device", self.backend.name))
 
     @property
     def is_leaf(self) -> bool:
@@ -287,7 +289,7 @@ class Tensor:
     def __reduce__(self):
         # Pickle / deepcopy by value and device *name*: the copy uses the registered backend
         # singleton, so it combines with other tensors (worker processes rely on this).
-        return (_rebuild, (self.to_numpy(), self.dtype.name, self.device, self.requires_grad))
+        return (_rebuild, (self.to_numpy(), self.dtype.name, str(self.device), self.requires_grad))
 
     # --- arithmetic ----------------------------------------------------------------------------
     def __add__(self, o):

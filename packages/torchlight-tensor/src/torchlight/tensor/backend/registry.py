@@ -13,6 +13,7 @@ silent fallback to another device.
 import os
 from importlib.metadata import entry_points
 
+from ..device import as_device_name, device
 from ..errors import BackendError, DeviceUnavailableError
 from .protocol import API_VERSION, BackendSpec
 
@@ -82,14 +83,19 @@ def _describe() -> str:
 
 
 def get_backend(name=None):
-    """The backend object for a device name (``None``: the default device)."""
+    """The backend object for a device (a name such as ``"cpu"``/``"cuda:0"``, a
+    :class:`~torchlight.device`, or ``None`` for the default device)."""
     global _default_backend
     if name is None:
         if _default_backend is None:
             _default_backend = get_backend(get_default_device())
         return _default_backend
-    if not isinstance(name, str):  # already a backend object
+    if isinstance(name, device):
+        name = as_device_name(name)
+    elif not isinstance(name, str):  # already a backend object
         return name
+    elif ":" in name:
+        name = as_device_name(name)
     key = ALIASES.get(name, name)
     if key in _loaded:
         return _loaded[key]
@@ -145,6 +151,8 @@ def backend_status() -> list:
 def set_default_device(name) -> None:
     """Make ``name`` the device of new tensors (validated now, so mistakes surface here)."""
     global _default, _default_backend
+    if isinstance(name, device):
+        name = str(name)
     if name is not None:
         get_backend(name)
     _default = name

@@ -19,8 +19,9 @@ class MatMul(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        out = alloc(a.shape[:-1] + (b.shape[-1],), a.dtype, a.backend)
-        a.backend.matmul(a._td, b._td, out._td)
+        backend = a.backend if a.backend is b.backend else same_backend(a, b)
+        out = alloc(a.shape[:-1] + (b.shape[-1],), a.dtype, backend)
+        backend.matmul(a._td, b._td, out._td)
         return out
 
     @staticmethod

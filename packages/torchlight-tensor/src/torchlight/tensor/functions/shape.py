@@ -5,7 +5,7 @@ broadcast dims, ``view`` by a reshape, a slice by writing the gradient into a ze
 
 from torchlight.autograd import Function
 
-from ..dispatch import alloc, normalize_dim, sum_to, view_of
+from ..dispatch import alloc, common_backend, normalize_dim, same_backend, sum_to, view_of
 from ..errors import ShapeError
 from ..storage import TensorData, infer_shape
 
@@ -207,11 +207,12 @@ class Cat(Function):
         ctx.dim, ctx.sizes = dim, [x.shape[dim] for x in xs]
         shape = list(ref.shape)
         shape[dim] = sum(ctx.sizes)
-        out = alloc(tuple(shape), ref.dtype, ref.backend)
+        backend = common_backend(*xs)
+        out = alloc(tuple(shape), ref.dtype, backend)
         start = 0
         for x, n in zip(xs, ctx.sizes):
             target = out._td.slice(dim, start, start + n, 1)
-            ref.backend.map("copy", x._td, target)
+            backend.map("copy", x._td, target)
             start += n
         return out
 
@@ -245,8 +246,6 @@ def cat(tensors, dim=0):
                 f"{tensors[0].shape} outside dimension {dim}"
             )
         if t.backend is not tensors[0].backend:
-            from ..dispatch import same_backend
-
             same_backend(tensors[0], t)
     return Cat.apply(dim, *[to_dtype(t, dt) for t in tensors])
 
