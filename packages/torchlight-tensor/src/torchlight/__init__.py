@@ -18,7 +18,9 @@ from torchlight.autograd import (  # noqa: E402
     TorchlightError,
     enable_grad,
     gradcheck,
+    inference_mode,
     is_grad_enabled,
+    is_inference_mode_enabled,
     no_grad,
     set_grad_enabled,
 )
@@ -38,6 +40,8 @@ from .tensor.errors import (  # noqa: E402
     ShapeError,
     TensorIndexError,
 )
+from .tensor.device import device  # noqa: E402
+from .tensor.dtypes import get_default_dtype, set_default_dtype  # noqa: E402
 from .tensor.factories import (  # noqa: E402
     arange,
     as_tensor,
@@ -48,6 +52,7 @@ from .tensor.factories import (  # noqa: E402
     full,
     full_like,
     linspace,
+    logspace,
     ones,
     ones_like,
     rand,
@@ -61,19 +66,33 @@ from .tensor.factories import (  # noqa: E402
 )
 from .tensor.functional import (  # noqa: E402
     abs,
+    allclose,
     amax,
     amin,
     argmax,
     argmin,
+    argsort,
+    bmm,
     cat,
     chunk,
     clamp,
+    clip,
     cos,
+    cumsum,
+    diag,
+    dot,
+    einsum,
     embedding,
+    equal,
     exp,
+    flatten,
+    flip,
     gather,
     gelu,
     index_select,
+    is_floating_point,
+    is_tensor,
+    isclose,
     layer_norm,
     log,
     log_softmax,
@@ -85,29 +104,56 @@ from .tensor.functional import (  # noqa: E402
     mean,
     min,
     minimum,
+    mm,
+    narrow,
+    neg,
+    norm,
+    numel,
+    outer,
     pad,
+    permute,
+    pow,
     prod,
     relu,
+    repeat_interleave,
+    reshape,
+    roll,
     rsqrt,
     scatter_add,
+    select,
     sigmoid,
+    sign,
     silu,
     sin,
     softmax,
     softplus,
+    sort,
     split,
     sqrt,
+    square,
+    squeeze,
     stack,
     std,
     sum,
+    t,
     tanh,
+    topk,
+    transpose,
     tril,
     triu,
+    unbind,
+    unsqueeze,
     var,
     where,
 )
 from .tensor.random import Generator, default_generator, initial_seed, manual_seed, seed  # noqa: E402
+from .tensor.sampling import bernoulli, multinomial, randperm  # noqa: E402
 from .tensor.tensor import Tensor  # noqa: E402
+from .tensor.typed import BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor  # noqa: E402
+
+from . import accelerator, amp, cuda, serialization  # noqa: E402
+from .amp import autocast  # noqa: E402
+from .serialization import load, save  # noqa: E402
 
 float32 = _dtypes.float32
 float64 = _dtypes.float64
@@ -117,6 +163,9 @@ float = _dtypes.float32  # noqa: A001
 double = _dtypes.float64
 long = _dtypes.int64
 dtype = _dtypes.DType
+float16 = _dtypes.float16  # named so programs import; any use raises DTypeError (see UnsupportedDType)
+half = _dtypes.float16
+bfloat16 = _dtypes.bfloat16
 
 __version__ = "0.1.0"
 
@@ -147,16 +196,6 @@ def __getattr__(name):
         globals()[name] = mod
         return mod
     raise AttributeError(f"module 'torchlight' has no attribute {name!r}")
-
-
-def save(obj, path):
-    """Save tensors/state dicts to ``.npz`` (provided by torchlight-nn's checkpoint module)."""
-    return __getattr__("nn").checkpoint.save(obj, path)
-
-
-def load(path):
-    """Load what :func:`save` wrote, without pickle."""
-    return __getattr__("nn").checkpoint.load(path)
 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("importlib", "pkgutil")]

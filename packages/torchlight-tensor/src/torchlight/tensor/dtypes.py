@@ -8,7 +8,10 @@ import numpy as np
 
 from .errors import DTypeError
 
-__all__ = ["DType", "float32", "float64", "int64", "bool_", "promote", "as_dtype", "DTYPES"]
+__all__ = [
+    "DType", "float32", "float64", "int64", "bool_", "promote", "as_dtype", "DTYPES",
+    "UnsupportedDType", "float16", "bfloat16", "get_default_dtype", "set_default_dtype",
+]
 
 
 class DType:
@@ -44,10 +47,55 @@ _BY_NAME = {d.name: d for d in DTYPES}
 _BY_NAME.update({"float": float32, "double": float64, "long": int64, "bool_": bool_})
 
 
+class UnsupportedDType:
+    """A PyTorch dtype name torchlight knows but does not compute in (``tl.float16``,
+    ``tl.half``, ``tl.bfloat16``): it exists so programs that *mention* it import and compare,
+    and any use (``dtype=``, ``.to``, ``autocast``) raises a :class:`DTypeError` that says so.
+
+    >>> import torchlight as tl
+    >>> tl.float16
+    torchlight.float16
+    >>> tl.zeros(2, dtype=tl.float16)
+    Traceback (most recent call last):
+    ...
+    torchlight.tensor.errors.DTypeError: torchlight does not compute in float16: ...
+    """
+
+    __slots__ = ("name", "itemsize")
+    is_floating_point = True
+
+    def __init__(self, name, itemsize):
+        self.name = name
+        self.itemsize = itemsize
+
+    def __repr__(self):
+        return f"torchlight.{self.name}"
+
+    def __reduce__(self):
+        return self.name
+
+
+float16 = UnsupportedDType("float16", 2)
+bfloat16 = UnsupportedDType("bfloat16", 2)
+_UNSUPPORTED = {"float16": float16, "half": float16, "bfloat16": bfloat16}
+
+
+def unsupported(dtype):
+    """The :class:`DTypeError` for a dtype torchlight does not compute in."""
+    return DTypeError(
+        f"torchlight does not compute in {dtype.name}: its floating dtypes are float32 (the "
+        "default) and float64. Use float32 (with autocast: enabled=False or dtype=torchlight.float32)."
+    )
+
+
 def as_dtype(dtype) -> DType:
     """Accept a torchlight dtype, a numpy dtype/type or a name; reject what torchlight lacks."""
     if isinstance(dtype, DType):
         return dtype
+    if isinstance(dtype, str) and dtype in _UNSUPPORTED:
+        dtype = _UNSUPPORTED[dtype]
+    if isinstance(dtype, UnsupportedDType):
+        raise unsupported(dtype)
     if isinstance(dtype, str) and dtype in _BY_NAME:
         return _BY_NAME[dtype]
     if dtype is float:
@@ -96,3 +144,27 @@ def promote_scalar(t: DType, value) -> DType:
     if t.is_floating_point or s.rank <= t.rank:
         return t
     return s
+
+
+def get_default_dtype() -> DType:
+    """The dtype of new floating tensors (Python floats, ``zeros``, ``rand``...): float32.
+
+    >>> import torchlight as tl
+    >>> tl.get_default_dtype()
+    torchlight.float32
+    """
+    return float32
+
+
+def set_default_dtype(dtype) -> None:
+    """Accepts float32, the only default torchlight has; any other dtype raises a
+    :class:`DTypeError` (pass ``dtype=torchlight.float64`` to the factories instead).
+
+    >>> import torchlight as tl
+    >>> tl.set_default_dtype(tl.float32)
+    """
+    if as_dtype(dtype) is not float32:
+        raise DTypeError(
+            f"set_default_dtype({dtype!r}): torchlight's default floating dtype is always float32; "
+            "pass dtype=torchlight.float64 to the factories (or call .double()) where you need float64"
+        )

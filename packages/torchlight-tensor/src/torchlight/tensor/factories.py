@@ -1,6 +1,7 @@
 """Creating tensors: from data, filled, ranges, random; plus ``cat``/``stack``/``where``.
 
-Every factory takes ``dtype=``, ``device=`` (a backend name such as ``"cpu"`` or ``"numba"``) and
+Every factory takes ``dtype=``, ``device=`` (a backend name such as ``"cpu"`` or ``"numba"``, or a
+:class:`~torchlight.device`) and
 ``requires_grad=``. Data is built on the host with numpy and handed to the backend once.
 """
 
@@ -19,7 +20,7 @@ from .storage import TensorData
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
     "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "arange", "linspace", "eye",
-    "rand", "randn", "randint", "from_numpy_on",
+    "rand", "randn", "randint", "from_numpy_on", "logspace",
 ]
 
 
@@ -200,6 +201,18 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     dt = dtypes.as_dtype(dtype or dtypes.float32)
     return from_numpy_on(np.linspace(start, end, int(steps)), get_backend(device), dt, requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    """``steps`` values ``base ** v`` for ``v`` evenly spaced from ``start`` to ``end``.
+
+    >>> import torchlight as tl
+    >>> tl.logspace(0, 2, 3).tolist()
+    [1.0, 10.0, 100.0]
+    """
+    dt = dtypes.as_dtype(dtype or dtypes.float32)
+    arr = np.logspace(start, end, int(steps), base=base)
+    return from_numpy_on(arr, get_backend(device), dt, requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):

@@ -13,7 +13,7 @@ from torchlight.autograd.grad_mode import GradMode
 from . import dispatch, dtypes
 from .device import device_named as _device
 from .errors import AutogradError, DTypeError, ShapeError
-from .functions import activation, index, linalg, pointwise, reductions, shape
+from .functions import activation, closeness, index, linalg, pointwise, reductions, reorder, shape, sorting
 
 __all__ = ["Tensor"]
 
@@ -53,7 +53,25 @@ class Tensor:
         return self._td.size
 
     def stride(self, dim=None):
-        return self._td.strides if dim is None else self._td.strides[dim]
+        return self._td.strides if dim is None else self._td.strides[dispatch.normalize_dim(dim, self.ndim)]
+
+    def ndimension(self) -> int:
+        """The number of dims (``dim()``'s older name)."""
+        return len(self._td.shape)
+
+    def nelement(self) -> int:
+        """The number of elements (``numel()``'s older name)."""
+        return self._td.size
+
+    @property
+    def is_cuda(self) -> bool:
+        """True when the tensor is on a ``cuda`` device (PyTorch's attribute)."""
+        return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        """True when the tensor is on the built-in ``cpu`` device."""
+        return self.device.type == "cpu"
 
     def storage_offset(self) -> int:
         return self._td.offset
@@ -227,6 +245,99 @@ class Tensor:
     def cpu(self):
         return self.to("cpu")
 
+    def cuda(self, device=None):
+        """``to("cuda")`` (``device`` may name an index: ``cuda(0)``); raises when no usable
+        cuda backend is installed."""
+        return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
+
+    def int(self):
+        """An integer copy; torchlight's integer dtype is int64 (PyTorch's ``int()`` gives int32)."""
+        return self.to(dtypes.int64)
+
+    def half(self):
+        """float16: not a dtype torchlight computes in, so this raises a clear ``DTypeError``."""
+        return self.to(dtypes.as_dtype("float16"))
+
+    def bfloat16(self):
+        """bfloat16: not a dtype torchlight computes in, so this raises a clear ``DTypeError``."""
+        return self.to(dtypes.as_dtype("bfloat16"))
+
+    def type(self, dtype=None, non_blocking=False):
+        """No argument: PyTorch's type string (``"torch.FloatTensor"``). With a dtype or a type
+        string (``"torch.LongTensor"``): the tensor converted to it.
+
+        >>> import torchlight as tl
+        >>> x = tl.tensor([1.5, 2.5])
+        >>> x.type(), x.type("torch.LongTensor").tolist(), x.type(tl.float64).dtype
+        ('torch.FloatTensor', [1, 2], torchlight.float64)
+        """
+        from .typed import dtype_of_type_string, type_string
+
+        if dtype is None:
+            return type_string(self)
+        if isinstance(dtype, str) and "Tensor" in dtype:
+            dt, dev = dtype_of_type_string(dtype)
+            out = self.to(dt)
+            return out if dev is None else out.to(dev)
+        if isinstance(dtype, type) and hasattr(dtype, "dtype") and isinstance(dtype.dtype, dtypes.DType):
+            return self.to(dtype.dtype)  # tl.LongTensor and friends
+        return self.to(dtypes.as_dtype(dtype))
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        """A new tensor from ``data`` with this tensor's dtype and device unless given.
+
+        >>> import torchlight as tl
+        >>> tl.ones(2, dtype=tl.float64).new_tensor([1, 2]).dtype
+        torchlight.float64
+        """
+        from .factories import tensor
+
+        return tensor(data, dtype=dtype or self.dtype, device=device or self.backend, requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        """Zeros of ``size`` with this tensor's dtype and device unless given.
+
+        >>> import torchlight as tl
+        >>> tl.ones(3, dtype=tl.int64).new_zeros(2, 2).tolist()
+        [[0, 0], [0, 0]]
+        """
+        from .factories import zeros
+
+        return zeros(*size, dtype=dtype or self.dtype, device=device or self.backend, requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        """Ones of ``size`` with this tensor's dtype and device unless given.
+
+        >>> import torchlight as tl
+        >>> tl.zeros(1).new_ones((2,)).tolist()
+        [1.0, 1.0]
+        """
+        from .factories import ones
+
+        return ones(*size, dtype=dtype or self.dtype, device=device or self.backend, requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        """``size`` filled with ``fill_value``, this tensor's dtype and device unless given.
+
+        >>> import torchlight as tl
+        >>> tl.zeros(1).new_full((2,), 7).tolist()
+        [7.0, 7.0]
+        """
+        from .factories import full
+
+        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.backend, requires_grad=requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        """An uninitialised tensor of ``size``, this tensor's dtype and device unless given.
+
+        >>> import torchlight as tl
+        >>> tl.zeros(1, dtype=tl.int64).new_empty(2, 3).shape
+        (2, 3)
+        """
+        from .factories import empty
+
+        return empty(*size, dtype=dtype or self.dtype, device=device or self.backend, requires_grad=requires_grad)
+
     def float(self):
         return self.to(dtypes.float32)
 
@@ -260,6 +371,13 @@ class Tensor:
         elif self.requires_grad:
             extra.append("requires_grad=True")
         return f"tensor({arr}{''.join(', ' + e for e in extra)})"
+
+    def __format__(self, spec):
+        """``format(t, ".2f")`` / f-strings: a 0-d tensor formats as its Python number; other
+        tensors format as ``str(t)`` and refuse a format spec (as in PyTorch)."""
+        if self.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
 
     def __bool__(self):
         if self._td.size != 1:
@@ -372,8 +490,35 @@ class Tensor:
     div = __truediv__
     pow = __pow__
     matmul = __matmul__
-    mm = __matmul__
-    bmm = __matmul__
+
+    def mm(self, mat2):
+        """2-D matrix product (see :func:`torchlight.mm`)."""
+        return linalg.mm(self, mat2)
+
+    def bmm(self, mat2):
+        """3-D batched matrix product (see :func:`torchlight.bmm`)."""
+        return linalg.bmm(self, mat2)
+
+    def dot(self, other):
+        return linalg.dot(self, other)
+
+    def outer(self, other):
+        return linalg.outer(self, other)
+
+    def diag(self, diagonal=0):
+        return linalg.diag(self, diagonal)
+
+    def norm(self, p="fro", dim=None, keepdim=False):
+        return linalg.norm(self, p, dim, keepdim)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return closeness.isclose(self, other, rtol, atol, equal_nan)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        return closeness.allclose(self, other, rtol, atol, equal_nan)
+
+    def equal(self, other):
+        return closeness.equal(self, other)
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
     def maximum(self, o):
@@ -503,6 +648,36 @@ class Tensor:
     def softmax(self, dim=-1):
         return activation.softmax(self, dim)
 
+    def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's name
+        """The ``k`` largest elements along ``dim``, with indices (see :func:`torchlight.topk`)."""
+        return sorting.topk(self, k, dim, largest, sorted)
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        return sorting.sort(self, dim, descending, stable)
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        return sorting.argsort(self, dim, descending, stable)
+
+    def cumsum(self, dim, dtype=None):
+        return reorder.cumsum(self, dim, dtype)
+
+    def multinomial(self, num_samples, replacement=False, generator=None):
+        from .sampling import multinomial
+
+        return multinomial(self, num_samples, replacement, generator)
+
+    def bernoulli(self, p=None, generator=None):
+        from .sampling import bernoulli
+
+        return bernoulli(self, p, generator)
+
+    def bernoulli_(self, p=0.5, generator=None):
+        """Fill in place with 1 (probability ``p``, a number or a tensor) or 0."""
+        from .sampling import bernoulli
+
+        probs = p if isinstance(p, Tensor) else self.detach().new_full(self.shape, float(p))
+        return self.copy_(bernoulli(probs.to(self.dtype).expand(self.shape).contiguous(), generator=generator))
+
     def log_softmax(self, dim=-1):
         return activation.log_softmax(self, dim)
 
@@ -566,6 +741,21 @@ class Tensor:
 
     def triu(self, diagonal=0):
         return shape_ops.triu(self, diagonal)
+
+    def roll(self, shifts, dims=None):
+        return reorder.roll(self, shifts, dims)
+
+    def flip(self, *dims):
+        return reorder.flip(self, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims)
+
+    def repeat_interleave(self, repeats, dim=None):
+        return reorder.repeat_interleave(self, repeats, dim)
+
+    def unbind(self, dim=0):
+        return reorder.unbind(self, dim)
+
+    def select(self, dim, index):
+        return reorder.select(self, dim, index)
 
     def repeat(self, *sizes):
         """Tile the tensor: view as (1, s0, 1, s1, ...), expand to (r0, s0, r1, s1, ...), flatten pairs."""

@@ -80,6 +80,17 @@ class CudaBackend:
     capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "fill"})
     simulator = SIMULATOR
 
+    # --- device queries (optional attributes, read by torchlight.cuda) ---------------------------
+    def synchronize(self):
+        """Wait until every queued kernel has finished."""
+        cuda.synchronize()
+
+    @property
+    def device_name(self):
+        """The GPU's name as the driver reports it (``"NVIDIA H200"``)."""
+        name = cuda.get_current_device().name
+        return name.decode() if isinstance(name, bytes) else str(name)
+
     # --- storage -------------------------------------------------------------------------------
     def empty(self, n, dtype):
         return cuda.device_array(n, dtype=dtype.np)

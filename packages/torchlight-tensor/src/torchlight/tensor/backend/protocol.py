@@ -34,6 +34,11 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  Adam else 0; formula in functions/updates.py)
     "fill", "compile"                     (declared by backends that provide them)
 
+Optional device queries (read with ``getattr``; answered for ``torchlight.cuda``)::
+
+    synchronize()                         wait for queued work (absent: nothing is ever queued)
+    device_name                           the hardware's name, e.g. "NVIDIA H200"
+
 Memory capability (not an op: a promise about where storage lives)::
 
     "host_memory": storage is a 1-D numpy ndarray in host memory; ``from_numpy(array)`` may return

@@ -24,6 +24,7 @@ __all__ = [
     "backend_status",
     "set_default_device",
     "get_default_device",
+    "backend_usable",
 ]
 
 GROUP = "torchlight.backends"
@@ -126,6 +127,20 @@ def get_backend(name=None):
         raise BackendError(f"backend {name!r} failed to load: {type(exc).__name__}: {exc}") from exc
     _loaded[key] = backend
     return backend
+
+
+def backend_usable(name) -> bool:
+    """True when backend ``name`` is installed, not broken, implements this API version and its
+    hardware/runtime is present (``get_backend(name)`` would succeed). Never raises and loads
+    nothing heavy, so ``torchlight.cuda.is_available()`` is cheap."""
+    _discover()
+    key = ALIASES.get(name, name)
+    if key in _loaded:
+        return True
+    spec = _specs.get(key)
+    if spec is None or key in _broken or spec.api_version != API_VERSION:
+        return False
+    return spec.is_available()
 
 
 def available_backends() -> list:
