@@ -352,6 +352,77 @@ CASES = {
             lambda w: tl.embedding(_idx([[0, 2, 0], [3, 3, 3]]), w), In(4, 3)
         ),  # repeats accumulate
     ],
+    # --- ordering, reordering, products (PyTorch-compatibility surface) ---------------------------
+    "Tensor.topk": [
+        Case(lambda x: x.topk(2).values, In(*M, kind="distinct")),
+        Case(lambda x: x.topk(1, dim=0, largest=False).values, In(*M, kind="distinct"), id="dim0_smallest"),
+    ],
+    "functional.topk": [Case(lambda x: tl.topk(x, 2, dim=1).values, In(*M, kind="distinct"))],
+    "Tensor.sort": [
+        Case(lambda x: x.sort().values, In(*M, kind="distinct")),
+        Case(lambda x: x.sort(0, descending=True).values, In(3, 2, kind="distinct"), id="dim0_desc"),
+    ],
+    "functional.sort": [Case(lambda x: tl.sort(x, dim=0).values, In(*M, kind="distinct"))],
+    "Tensor.roll": [
+        Case(lambda x: x.roll(1, 1), In(*M)),
+        Case(lambda x: x.roll(-4), In(*M), id="flat"),
+        Case(lambda x: x.roll((1, 2), (0, 1)), In(*M), id="two_dims"),
+    ],
+    "functional.roll": [Case(lambda x: tl.roll(x, 2, 1), In(*M))],
+    "Tensor.flip": [Case(lambda x: x.flip(0, 1), In(*M)), Case(lambda x: x.flip([1]), In(*M), id="list")],
+    "functional.flip": [Case(lambda x: tl.flip(x, (0,)), In(*M))],
+    "Tensor.cumsum": [Case(lambda x: x.cumsum(1), In(*M)), Case(lambda x: x.cumsum(0), In(*M), id="dim0")],
+    "functional.cumsum": [Case(lambda x: tl.cumsum(x, -1), In(*M))],
+    "Tensor.repeat_interleave": [
+        Case(lambda x: x.repeat_interleave(2, dim=1), In(*M)),
+        Case(lambda x: x.repeat_interleave(tl.tensor([2, 0]), dim=0), In(*M), id="counts"),
+    ],
+    "functional.repeat_interleave": [Case(lambda x: tl.repeat_interleave(x, 3), In(*M))],
+    "Tensor.unbind": [Case(lambda x: x.unbind(1)[2], In(*M))],
+    "functional.unbind": [Case(lambda x: tl.unbind(x)[1], In(*M))],
+    "Tensor.select": [Case(lambda x: x.select(1, -1), In(*M))],
+    "functional.select": [Case(lambda x: tl.select(x, 0, 1), In(*M))],
+    "Tensor.mm": [Case(lambda a, b: a.mm(b), In(2, 3), In(3, 2))],
+    "functional.mm": [Case(lambda a, b: tl.mm(a, b), In(2, 3), In(3, 4))],
+    "Tensor.bmm": [Case(lambda a, b: a.bmm(b), In(2, 2, 3), In(2, 3, 2))],
+    "functional.bmm": [Case(lambda a, b: tl.bmm(a, b), In(2, 2, 3), In(2, 3, 2))],
+    "Tensor.dot": [Case(lambda a, b: a.dot(b), In(3), In(3))],
+    "functional.dot": [Case(lambda a, b: tl.dot(a, b), In(3), In(3))],
+    "Tensor.outer": [Case(lambda a, b: a.outer(b), In(2), In(3))],
+    "functional.outer": [Case(lambda a, b: tl.outer(a, b), In(3), In(2))],
+    "Tensor.diag": [
+        Case(lambda x: x.diag(), In(3)),
+        Case(lambda x: x.diag(1), In(*M), id="matrix_above"),
+        Case(lambda x: x.diag(-1), In(2), id="vector_below"),
+    ],
+    "functional.diag": [Case(lambda x: tl.diag(x), In(3, 3))],
+    "functional.einsum": [
+        Case(lambda a, b: tl.einsum("ij,jk->ik", a, b), In(2, 3), In(3, 2)),
+        Case(lambda a, b: tl.einsum("bij,bkj->bik", a, b), In(2, 2, 3), In(2, 2, 3), id="batched"),
+        Case(lambda a, b: tl.einsum("...i,...i", a, b), In(2, 3), In(2, 3), id="ellipsis_implicit"),
+        Case(lambda a: tl.einsum("ij->ji", a), In(*M), id="transpose"),
+    ],
+    "Tensor.norm": [
+        Case(lambda x: x.norm(), In(*M, kind="nonzero")),
+        Case(lambda x: x.norm(1, dim=1), In(*M, kind="nonzero"), id="p1"),
+        Case(lambda x: x.norm(3, dim=0, keepdim=True), In(*M, kind="nonzero"), id="p3"),
+    ],
+    "functional.norm": [Case(lambda x: tl.norm(x, dim=-1), In(*M, kind="nonzero"))],
+    "functional.pow": [
+        Case(lambda a, b: tl.pow(a, b), In(*M, kind="positive"), In(*M)),
+        Case(lambda a: tl.pow(a, 3), In(*M), id="scalar_exponent"),
+    ],
+    "functional.flatten": [Case(lambda x: tl.flatten(x), In(2, 3, 2))],
+    "functional.reshape": [Case(lambda x: tl.reshape(x, (3, 2)), In(*M))],
+    "functional.transpose": [Case(lambda x: tl.transpose(x, 0, 1), In(*M))],
+    "functional.permute": [Case(lambda x: tl.permute(x, (2, 0, 1)), In(2, 3, 2))],
+    "functional.squeeze": [Case(lambda x: tl.squeeze(x.unsqueeze(1)), In(*M))],
+    "functional.unsqueeze": [Case(lambda x: tl.unsqueeze(x, -1), In(*M))],
+    "functional.narrow": [Case(lambda x: tl.narrow(x, 1, 1, 2), In(*M))],
+    "functional.t": [Case(lambda x: tl.t(x), In(*M))],
+    "functional.clip": [Case(lambda x: tl.clip(x, -0.3, 0.4), In(*M))],
+    "functional.neg": [Case(lambda x: tl.neg(x), In(*M))],
+    "functional.square": [Case(lambda x: tl.square(x), In(*M))],
 }
 
 
@@ -475,6 +546,19 @@ NOT_DIFFERENTIABLE = {
         ],
         "in-place op: checked in test_autograd_tensor.py",
     ),
+    # the PyTorch-compatibility surface without gradients
+    **dict.fromkeys(
+        ["argsort", "functional.argsort", "isclose", "functional.isclose", "allclose",
+         "functional.allclose", "equal", "functional.equal", "multinomial", "bernoulli",
+         "functional.is_tensor", "int", "half", "bfloat16"],
+        "integer/bool/Python result, a random draw, or a dtype torchlight refuses: no gradient",
+    ),
+    **dict.fromkeys(
+        ["ndimension", "nelement", "is_cuda", "is_cpu", "type", "cuda", "new_tensor", "new_zeros",
+         "new_ones", "new_full", "new_empty"],
+        "metadata / new tensors that are not functions of this one",
+    ),
+    "bernoulli_": "in-place random fill: no gradient",
     # a float32 cast cannot be finite-differenced at float64 precision: exact test below
     "float": "float64 -> float32 cast: gradient checked exactly in test_cast_gradients_are_exact",
 }
