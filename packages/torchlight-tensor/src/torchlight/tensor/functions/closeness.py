@@ -19,9 +19,12 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = operands(input.detach(), other.detach() if hasattr(other, "detach") else other)
     if not a.dtype.is_floating_point:
         return a == b
-    exact = a == b  # covers equal infinities
-    finite = (a - b).abs() <= atol + rtol * b.abs()
-    close = exact | finite
+    inf = float("inf")
+    both_finite = (a.abs() < inf) & (b.abs() < inf)  # False for NaN too
+    # compare finite values only (zeros stand in elsewhere: inf - inf would warn and give NaN)
+    fa, fb = a.masked_fill(~both_finite, 0.0), b.masked_fill(~both_finite, 0.0)
+    within = both_finite & ((fa - fb).abs() <= atol + rtol * fb.abs())
+    close = (a == b) | within  # a == b: equal infinities
     if equal_nan:
         close = close | ((a != a) & (b != b))
     return close

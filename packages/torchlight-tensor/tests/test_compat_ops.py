@@ -1,0 +1,217 @@
+"""Forward values of the PyTorch-compatibility ops against numpy, on contiguous and on
+non-contiguous (transposed, step-sliced) inputs. Gradients are in test_gradcheck.py."""
+
+import numpy as np
+import pytest
+from tltensor_helpers import Maker
+
+import torchlight as tl
+
+LAYOUTS = ("contiguous", "permuted", "sliced")
+
+
+def _pair(shape, layout, seed=0, kind="float"):
+    arr, t = Maker(seed, kind=kind).build(shape, layout)
+    return np.array(arr), t
+
+
+# --- ordering ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_matches_numpy(layout, dim, descending):
+    a, t = _pair((4, 5), layout)
+    v, i = t.sort(dim, descending=descending)
+    want = np.sort(a, axis=dim)
+    if descending:
+        want = np.flip(want, axis=dim)
+    np.testing.assert_array_equal(v.numpy(), want)
+    np.testing.assert_array_equal(np.take_along_axis(a, i.numpy(), axis=dim), want)
+    np.testing.assert_array_equal(t.argsort(dim, descending=descending).numpy(), i.numpy())
+    assert i.dtype == tl.int64
+
+
+def test_sort_is_stable_both_ways_and_puts_nan_last():
+    t = tl.tensor([2, 1, 2, 1, 3])
+    assert t.sort(stable=True).indices.tolist() == [1, 3, 0, 2, 4]
+    assert t.sort(descending=True, stable=True).indices.tolist() == [4, 0, 2, 1, 3]
+    assert tl.tensor([1.0, float("nan"), 0.0]).sort().indices.tolist() == [2, 0, 1]
+    assert tl.tensor([True, False]).sort().values.tolist() == [False, True]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_matches_numpy(layout, largest):
+    a, t = _pair((3, 6), layout, seed=1)
+    r = t.topk(4, dim=1, largest=largest)
+    values, indices = r  # unpackable
+    assert r.values is values and r.indices is indices
+    order = np.argsort(-a if largest else a, axis=1)[:, :4]
+    np.testing.assert_array_equal(indices.numpy(), order)
+    np.testing.assert_array_equal(values.numpy(), np.take_along_axis(a, order, axis=1))
+    r0 = tl.topk(t, 2, dim=0)
+    np.testing.assert_array_equal(r0.values.numpy(), -np.sort(-a, axis=0)[:2])
+
+
+def test_topk_k_out_of_range_and_edge_cases():
+    with pytest.raises(tl.TensorIndexError, match="k=4"):
+        tl.ones(3).topk(4)
+    assert tl.ones(3).topk(0).values.shape == (0,)
+    assert tl.tensor(2.0).topk(1).values.item() == 2.0
+
+
+def test_topk_gradient_reaches_the_selected_elements():
+    x = tl.tensor([1.0, 5.0, 3.0, 4.0], requires_grad=True)
+    x.topk(2).values.sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0, 0.0, 1.0]
+
+
+# --- reordering ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_roll_flip_cumsum_match_numpy(layout):
+    a, t = _pair((3, 4), layout, seed=2)
+    np.testing.assert_array_equal(t.roll(1, 1).numpy(), np.roll(a, 1, 1))
+    np.testing.assert_array_equal(t.roll(-5).numpy(), np.roll(a, -5))
+    np.testing.assert_array_equal(t.roll((1, -1), (0, 1)).numpy(), np.roll(a, (1, -1), (0, 1)))
+    np.testing.assert_array_equal(t.flip(0).numpy(), np.flip(a, 0))
+    np.testing.assert_array_equal(tl.flip(t, (0, 1)).numpy(), np.flip(a, (0, 1)))
+    np.testing.assert_allclose(t.cumsum(1).numpy(), np.cumsum(a, 1), rtol=1e-12)
+    np.testing.assert_allclose(tl.cumsum(t, 0).numpy(), np.cumsum(a, 0), rtol=1e-12)
+
+
+def test_cumsum_integers_are_exact():
+    t = tl.tensor([2**40, 1, 2, 3])
+    assert t.cumsum(0).tolist() == np.cumsum([2**40, 1, 2, 3]).tolist()
+    assert tl.tensor([True, True, False]).cumsum(0).tolist() == [1, 2, 2]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_repeat_interleave_unbind_select_match_numpy(layout):
+    a, t = _pair((2, 3), layout, seed=3)
+    np.testing.assert_array_equal(t.repeat_interleave(2).numpy(), np.repeat(a, 2))
+    np.testing.assert_array_equal(t.repeat_interleave(2, dim=1).numpy(), np.repeat(a, 2, axis=1))
+    np.testing.assert_array_equal(
+        t.repeat_interleave(tl.tensor([0, 3]), dim=0).numpy(), np.repeat(a, [0, 3], axis=0)
+    )
+    for k, s in enumerate(t.unbind(1)):
+        np.testing.assert_array_equal(s.numpy(), a[:, k])
+    np.testing.assert_array_equal(t.select(0, -1).numpy(), a[-1])
+
+
+# --- products ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_mm_bmm_dot_outer_match_numpy(layout):
+    a, t = _pair((3, 4), layout, seed=4)
+    b, u = _pair((4, 2), layout, seed=5)
+    np.testing.assert_allclose(tl.mm(t, u).numpy(), a @ b, rtol=1e-12)
+    np.testing.assert_allclose(t.mm(u).numpy(), a @ b, rtol=1e-12)
+    a3, t3 = _pair((2, 3, 4), layout, seed=6)
+    b3, u3 = _pair((2, 4, 5), layout, seed=7)
+    np.testing.assert_allclose(tl.bmm(t3, u3).numpy(), a3 @ b3, rtol=1e-12)
+    np.testing.assert_allclose(tl.dot(t[0], u[:, 0]).item(), a[0] @ b[:, 0], rtol=1e-12)
+    np.testing.assert_allclose(tl.outer(t[0], u[0]).numpy(), np.outer(a[0], b[0]), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "a_shape, b_shape, fn",
+    [
+        ((2, 3), (3, 4), "bmm"),
+        ((2, 2, 3), (2, 3, 4), "mm"),
+        ((3,), (3, 4), "mm"),
+        ((2, 2, 3), (3, 3, 4), "bmm"),
+        ((2, 2, 3), (1, 3, 4), "bmm"),  # bmm does not broadcast
+    ],
+)
+def test_mm_bmm_reject_wrong_ranks(a_shape, b_shape, fn):
+    with pytest.raises(tl.ShapeError, match=fn):
+        getattr(tl.ones(*a_shape), fn)(tl.ones(*b_shape))
+
+
+def test_diag_matches_numpy():
+    v = np.array([1.0, 2.0, 3.0])
+    for k in (-1, 0, 2):
+        np.testing.assert_array_equal(tl.diag(tl.tensor(v), k).numpy(), np.diag(v, k))
+    m = np.arange(12.0).reshape(3, 4)
+    for k in (-2, 0, 1, 3):
+        np.testing.assert_array_equal(tl.tensor(m).diag(k).numpy(), np.diag(m, k))
+    np.testing.assert_array_equal(tl.tensor(m).T.diag().numpy(), np.diag(m.T))
+
+
+@pytest.mark.parametrize(
+    "eq, shapes",
+    [
+        ("ij,jk->ik", [(2, 3), (3, 4)]),
+        ("bij,bjk->bik", [(2, 2, 3), (2, 3, 4)]),
+        ("bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]),
+        ("i,j->ij", [(3,), (4,)]),
+        ("ij->j", [(3, 4)]),
+        ("ij", [(3, 4)]),
+        ("ji", [(3, 4)]),
+        ("...ij,...jk->...ik", [(2, 3, 4), (4, 5)]),
+        ("i,i", [(5,), (5,)]),
+        ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+    ],
+)
+def test_einsum_matches_numpy(eq, shapes):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    tensors = [tl.tensor(a).transpose(0, -1).contiguous().transpose(0, -1) for a in arrays]  # strided
+    np.testing.assert_allclose(tl.einsum(eq, *tensors).numpy(), np.einsum(eq, *arrays), rtol=1e-10, atol=1e-12)
+
+
+def test_einsum_rejects_a_repeated_index():
+    with pytest.raises(tl.ShapeError, match="repeated"):
+        tl.einsum("ii->i", tl.ones(2, 2))
+
+
+@pytest.mark.parametrize("p", ["fro", 1, 2, 3, float("inf")])
+def test_norm_matches_numpy(p):
+    a, t = _pair((3, 4), "permuted", seed=8)
+    ord_ = 2 if p == "fro" else p
+    np.testing.assert_allclose(t.norm(p).item(), np.linalg.norm(a.reshape(-1), ord_), rtol=1e-12)
+    np.testing.assert_allclose(tl.norm(t, p, dim=1).numpy(), np.linalg.norm(a, ord_, axis=1), rtol=1e-12)
+
+
+# --- comparisons ---------------------------------------------------------------------------------
+
+
+def test_isclose_allclose_equal_match_numpy():
+    a = np.array([1.0, 2.0, np.inf, -np.inf, np.nan, 1e-9])
+    b = np.array([1.0 + 1e-7, 2.1, np.inf, np.inf, np.nan, 0.0])
+    np.testing.assert_array_equal(tl.isclose(tl.tensor(a), tl.tensor(b)).numpy(), np.isclose(a, b))
+    np.testing.assert_array_equal(
+        tl.tensor(a).isclose(tl.tensor(b), equal_nan=True).numpy(), np.isclose(a, b, equal_nan=True)
+    )
+    assert tl.allclose(tl.ones(3), tl.ones(3) + 1e-9) and not tl.allclose(tl.ones(3), tl.ones(3) * 2)
+    assert tl.equal(tl.tensor([1, 2]), tl.tensor([1, 2]))
+    assert not tl.equal(tl.tensor([1, 2]), tl.tensor([1, 3]))
+    assert not tl.equal(tl.ones(2), tl.ones(3))
+
+
+# --- functional spellings ------------------------------------------------------------------------
+
+
+def test_functional_spellings_match_methods():
+    a, t = _pair((2, 3, 4), "sliced", seed=9)
+    np.testing.assert_allclose(tl.pow(t, 2).numpy(), a**2)
+    np.testing.assert_allclose(tl.pow(2.0, t).numpy(), 2.0**a, rtol=1e-12)
+    assert tl.flatten(t, 1).shape == (2, 12)
+    assert tl.reshape(t, (6, 4)).shape == (6, 4)
+    np.testing.assert_array_equal(tl.transpose(t, 0, 2).numpy(), a.transpose(2, 1, 0))
+    np.testing.assert_array_equal(tl.permute(t, (1, 2, 0)).numpy(), a.transpose(1, 2, 0))
+    assert tl.squeeze(tl.unsqueeze(t, 1)).shape == (2, 3, 4)
+    np.testing.assert_array_equal(tl.narrow(t, 2, 1, 2).numpy(), a[:, :, 1:3])
+    np.testing.assert_array_equal(tl.t(t[0]).numpy(), a[0].T)
+    np.testing.assert_array_equal(tl.clip(t, -1, 1).numpy(), np.clip(a, -1, 1))
+    np.testing.assert_array_equal(tl.neg(t).numpy(), -a)
+    np.testing.assert_array_equal(tl.square(t).numpy(), a * a)
+    np.testing.assert_array_equal(tl.sign(t).numpy(), np.sign(a))
+    assert tl.numel(t) == 24 and tl.is_tensor(t) and not tl.is_tensor(a)
+    assert tl.is_floating_point(t) and not tl.is_floating_point(tl.arange(2))
+    np.testing.assert_allclose(tl.logspace(0, 3, 4, base=2.0).numpy(), [1, 2, 4, 8])
