@@ -25,6 +25,9 @@ from torchlight.autograd import (  # noqa: E402
     set_grad_enabled,
 )
 
+from . import accelerator, amp, cuda, serialization  # noqa: E402
+from .amp import autocast  # noqa: E402
+from .serialization import load, save  # noqa: E402
 from .tensor import dtypes as _dtypes  # noqa: E402
 from .tensor.backend import (  # noqa: E402
     available_backends,
@@ -33,6 +36,8 @@ from .tensor.backend import (  # noqa: E402
     register_backend,
     set_default_device,
 )
+from .tensor.device import device  # noqa: E402
+from .tensor.dtypes import get_default_dtype, set_default_dtype  # noqa: E402
 from .tensor.errors import (  # noqa: E402
     BackendError,
     DeviceUnavailableError,
@@ -40,8 +45,6 @@ from .tensor.errors import (  # noqa: E402
     ShapeError,
     TensorIndexError,
 )
-from .tensor.device import device  # noqa: E402
-from .tensor.dtypes import get_default_dtype, set_default_dtype  # noqa: E402
 from .tensor.factories import (  # noqa: E402
     arange,
     as_tensor,
@@ -150,10 +153,6 @@ from .tensor.random import Generator, default_generator, initial_seed, manual_se
 from .tensor.sampling import bernoulli, multinomial, randperm  # noqa: E402
 from .tensor.tensor import Tensor  # noqa: E402
 from .tensor.typed import BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor  # noqa: E402
-
-from . import accelerator, amp, cuda, serialization  # noqa: E402
-from .amp import autocast  # noqa: E402
-from .serialization import load, save  # noqa: E402
 
 float32 = _dtypes.float32
 float64 = _dtypes.float64

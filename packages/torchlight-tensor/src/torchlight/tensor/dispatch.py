@@ -8,8 +8,8 @@ shape, expand inputs with stride 0, cast to a common dtype, allocate ``out``, th
 
 import operator
 
-from .errors import BackendError, DTypeError, ShapeError, TensorIndexError
 from .backend.protocol import HOST_MEMORY
+from .errors import BackendError, DTypeError, ShapeError, TensorIndexError
 from .indexing import shape_broadcast
 from .storage import TensorData
 

@@ -120,6 +120,14 @@ def as_dtype(dtype) -> DType:
     )
 
 
+def names_a_dtype(obj) -> bool:
+    """True when ``obj`` spells a dtype (a DType, a half-precision name, a Python/numpy type or a
+    dtype name) rather than a device — how ``Tensor.to(x)`` tells ``to(dtype)`` from ``to(device)``."""
+    if isinstance(obj, (DType, UnsupportedDType, type, np.dtype)):
+        return True
+    return isinstance(obj, str) and (obj in _BY_NAME or obj in _UNSUPPORTED)
+
+
 def from_numpy_dtype(npd) -> DType:
     return _BY_NP.get(npd) or as_dtype(npd)
 

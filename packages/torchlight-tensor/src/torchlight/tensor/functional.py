@@ -1,13 +1,13 @@
 """Function-style spellings of tensor ops (``tl.exp(x)``, ``tl.cat([...])``), as in PyTorch."""
 
 from .functions import linalg
+from .functions.activation import layer_norm, log_softmax, softmax
 from .functions.closeness import allclose, equal, isclose
+from .functions.index import embedding as _embedding
 from .functions.linalg import bmm, diag, dot, einsum, mm, norm, outer
 from .functions.reorder import cumsum, flip, repeat_interleave, roll, select, unbind
-from .functions.sorting import argsort, sort, topk
-from .functions.activation import layer_norm, log_softmax, softmax
-from .functions.index import embedding as _embedding
 from .functions.shape import cat, chunk, pad, split, stack, tril, triu
+from .functions.sorting import argsort, sort, topk
 from .tensor import where
 
 __all__ = [

@@ -13,7 +13,17 @@ from torchlight.autograd.grad_mode import GradMode
 from . import dispatch, dtypes
 from .device import device_named as _device
 from .errors import AutogradError, DTypeError, ShapeError
-from .functions import activation, closeness, index, linalg, pointwise, reductions, reorder, shape, sorting
+from .functions import (
+    activation,
+    closeness,
+    index,
+    linalg,
+    pointwise,
+    reductions,
+    reorder,
+    shape,
+    sorting,
+)
 
 __all__ = ["Tensor"]
 
@@ -227,7 +237,9 @@ class Tensor:
 
     def to(self, *args, dtype=None, device=None):
         for a in args:
-            if isinstance(a, (dtypes.DType, type)) or (isinstance(a, str) and a in ("float32", "float64", "int64", "bool")):
+            if isinstance(a, Tensor):  # to(other): other's dtype and device
+                dtype, device = a.dtype, a.backend
+            elif dtypes.names_a_dtype(a):
                 dtype = a
             else:
                 device = a
