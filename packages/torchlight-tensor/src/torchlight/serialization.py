@@ -30,10 +30,11 @@ def save(obj, f, **kwargs):
     state_dict = getattr(obj, "state_dict", None)
     if callable(state_dict):
         kind = type(obj).__name__
+        name = "model" if hasattr(obj, "forward") else "optimizer" if hasattr(obj, "step") else "obj"
         raise TypeError(
             f"torchlight.save does not save whole objects (got a {kind}): checkpoints hold data, "
-            f"never pickled code. Save its state instead: torchlight.save(obj.state_dict(), path), "
-            f"and restore with obj.load_state_dict(torchlight.load(path))"
+            f"never pickled code. Save its state instead: torchlight.save({name}.state_dict(), path), "
+            f"and restore with {name}.load_state_dict(torchlight.load(path))"
         )
     return _checkpoint().save(obj, f, **kwargs)
 
