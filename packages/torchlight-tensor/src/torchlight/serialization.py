@@ -4,9 +4,9 @@ What can be saved: tensors, numbers, strings, ``None`` and dicts/lists/tuples of
 particular ``model.state_dict()`` and ``optimizer.state_dict()``. The file is an ``.npz`` archive
 with a JSON manifest (written by ``torchlight.nn.checkpoint``, in the torchlight-nn
 distribution), so loading a file never runs code from it. A whole object (a module, an
-optimizer) is refused: PyTorch pickles it, which ties the file to the program's classes and
-makes loading run code; save its ``state_dict()`` and rebuild the object, then
-``load_state_dict``.
+optimizer) is refused with a ``CheckpointError``: PyTorch pickles it, which ties the file to
+the program's classes and makes loading run code; save its ``state_dict()``, and to restore,
+build the object and call ``load_state_dict``.
 """
 
 __all__ = ["save", "load"]
@@ -27,16 +27,17 @@ def save(obj, f, **kwargs):
     >>> tl.load(path)["w"].tolist()
     [1.0, 1.0]
     """
+    checkpoint = _checkpoint()
     state_dict = getattr(obj, "state_dict", None)
     if callable(state_dict):
         kind = type(obj).__name__
         name = "model" if hasattr(obj, "forward") else "optimizer" if hasattr(obj, "step") else "obj"
-        raise TypeError(
+        raise checkpoint.CheckpointError(
             f"torchlight.save does not save whole objects (got a {kind}): checkpoints hold data, "
             f"never pickled code. Save its state instead: torchlight.save({name}.state_dict(), path), "
             f"and restore with {name}.load_state_dict(torchlight.load(path))"
         )
-    return _checkpoint().save(obj, f, **kwargs)
+    return checkpoint.save(obj, f, **kwargs)
 
 
 def load(f, map_location=None, weights_only=None):
