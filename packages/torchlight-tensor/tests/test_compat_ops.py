@@ -215,3 +215,94 @@ def test_functional_spellings_match_methods():
     assert tl.numel(t) == 24 and tl.is_tensor(t) and not tl.is_tensor(a)
     assert tl.is_floating_point(t) and not tl.is_floating_point(tl.arange(2))
     np.testing.assert_allclose(tl.logspace(0, 3, 4, base=2.0).numpy(), [1, 2, 4, 8])
+
+
+# --- scatter, selection, rounding ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_scatter_matches_numpy(layout):
+    a, t = _pair((3, 4), layout, seed=10)
+    idx = np.array([[3, 0], [1, 2], [0, 0]])
+    src = np.arange(6.0).reshape(3, 2) + 10
+    want = a.copy()
+    np.put_along_axis(want, idx, src, axis=1)
+    want[2, 0] = 14.5  # index 0 twice in row 2: torchlight writes their mean (PyTorch: unspecified)
+    np.testing.assert_allclose(t.scatter(1, tl.tensor(idx), tl.tensor(src)).numpy(), want)
+    onehot = tl.zeros(2, 4).scatter_(1, tl.tensor([[1], [3]]), 1.0)
+    np.testing.assert_array_equal(onehot.numpy(), np.eye(4)[[1, 3]])
+    ints = tl.arange(4).scatter(0, tl.tensor([2]), 9)
+    assert ints.tolist() == [0, 1, 9, 3] and ints.dtype == tl.int64
+
+
+def test_nonzero_argwhere_masked_select_match_numpy():
+    a = np.array([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]])
+    t = tl.tensor(a).T.contiguous().T  # a strided view
+    np.testing.assert_array_equal(t.nonzero().numpy(), np.argwhere(a))
+    np.testing.assert_array_equal(tl.argwhere(t).numpy(), np.argwhere(a))
+    for got, want in zip(t.nonzero(as_tuple=True), np.nonzero(a)):
+        np.testing.assert_array_equal(got.numpy(), want)
+    assert tl.tensor(0.0).nonzero().shape == (0, 0) and tl.tensor(2.0).nonzero().shape == (1, 0)
+    np.testing.assert_array_equal(tl.masked_select(t, t > 0).numpy(), a[a > 0])
+    np.testing.assert_array_equal(t.masked_select(tl.tensor([True, False, True])).numpy(), a[:, [0, 2]].reshape(-1))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_rounding_matches_numpy(layout):
+    a, t = _pair((3, 4), layout, seed=11)
+    a, t = a * 3, t * 3
+    for name in ("floor", "ceil", "trunc", "round"):
+        np.testing.assert_array_equal(getattr(t, name)().numpy(), getattr(np, name)(a))
+        np.testing.assert_array_equal(getattr(tl, name)(t).numpy(), getattr(np, name)(a))
+    np.testing.assert_array_equal(t.round(decimals=2).numpy(), np.round(a, 2))
+    assert tl.tensor([0.5, 1.5, 2.5]).round().tolist() == [0.0, 2.0, 2.0]  # half to even
+    assert tl.arange(3).floor().tolist() == [0, 1, 2]
+
+
+def test_rounding_has_a_zero_gradient():
+    x = tl.tensor([0.3, 1.7], requires_grad=True)
+    (x.floor() + x.round() + x.ceil() + x.trunc()).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0]
+
+
+def test_integer_division_and_remainder_are_exact_and_pythonic():
+    a = np.array([7, -7, 2**62 + 1, 0])
+    b = np.array([2, 2, 3, -5])
+    ta, tb = tl.tensor(a), tl.tensor(b)
+    np.testing.assert_array_equal((ta // tb).numpy(), a // b)
+    np.testing.assert_array_equal((ta % tb).numpy(), a % b)
+    np.testing.assert_array_equal((ta // 3).numpy(), a // 3)
+    np.testing.assert_array_equal((100 // tb).numpy(), 100 // b)
+    np.testing.assert_array_equal((100 % tb).numpy(), 100 % b)
+    assert tl.div(ta, tb, rounding_mode="trunc").tolist() == [3, -3, (2**62 + 1) // 3, 0]  # exact
+    np.testing.assert_allclose(tl.div(ta, tb).numpy(), a / b)
+    with pytest.raises(ZeroDivisionError):
+        ta // tl.tensor([1, 0, 1, 1])
+
+
+def test_float_floor_divide_and_remainder_match_numpy():
+    a, t = _pair((2, 3), "permuted", seed=12)
+    np.testing.assert_allclose((t // 0.7).numpy(), np.floor_divide(a, 0.7))
+    np.testing.assert_allclose((t % 0.7).numpy(), np.remainder(a, 0.7), atol=1e-12)
+    np.testing.assert_allclose(tl.remainder(t, -0.7).numpy(), np.remainder(a, -0.7), atol=1e-12)
+    np.testing.assert_allclose(tl.div(t, 0.7, rounding_mode="floor").numpy(), np.floor(a / 0.7))
+    with pytest.raises(ValueError, match="rounding_mode"):
+        tl.div(t, 2, rounding_mode="up")
+
+
+def test_float32_matmul_precision_is_recorded():
+    tl.set_float32_matmul_precision("medium")
+    try:
+        assert tl.get_float32_matmul_precision() == "medium"
+    finally:
+        tl.set_float32_matmul_precision("highest")
+    with pytest.raises(tl.DTypeError):
+        tl.set_float32_matmul_precision("fast")
+
+
+def test_to_accepts_pytorch_keywords():
+    x = tl.ones(2)
+    assert x.to("cpu", non_blocking=True) is x
+    y = x.to(x, copy=True)
+    assert y is not x and y.tolist() == [1.0, 1.0]
+    assert x.to(tl.arange(2)).dtype == tl.int64

@@ -421,6 +421,24 @@ CASES = {
     "functional.clip": [Case(lambda x: tl.clip(x, -0.3, 0.4), In(*M))],
     "functional.neg": [Case(lambda x: tl.neg(x), In(*M))],
     "functional.square": [Case(lambda x: tl.square(x), In(*M))],
+    "Tensor.scatter": [
+        Case(lambda x, s: x.scatter(1, _idx([[2, 0], [1, 1]]), s), In(*M), In(2, 2)),
+        Case(lambda x: x.scatter(0, _idx([[1, 0, 1]]), 0.5), In(*M), id="value"),
+    ],
+    "functional.scatter": [Case(lambda x, s: tl.scatter(x, 0, _idx([[1, 0, 1]]), s), In(*M), In(1, 3))],
+    "Tensor.masked_select": [Case(lambda x: x.masked_select(_mask((3,))), In(*M))],
+    "functional.masked_select": [Case(lambda x: tl.masked_select(x, _mask((2, 3))), In(*M))],
+    "Tensor.remainder": [
+        Case(lambda a, b: a.remainder(b), In(*M, kind="positive"), In(*M, kind="positive")),
+    ],
+    "functional.remainder": [Case(lambda a: tl.remainder(a, 0.7), In(*M))],
+    "Tensor.__mod__": [Case(lambda a: a % 0.9, In(*M))],
+    "Tensor.__rmod__": [Case(lambda b: 2.5 % b, In(*M, kind="positive"))],
+    "Tensor.div": [
+        Case(lambda a, b: a.div(b), In(*M), In(*M, kind="nonzero")),
+        Case(lambda a, b: a.div(b, rounding_mode="floor"), In(*M), In(*M, kind="nonzero"), id="floor"),
+    ],
+    "functional.div": [Case(lambda a, b: tl.div(a, b), In(*M), In(*M, kind="nonzero"))],
 }
 
 
@@ -557,6 +575,13 @@ NOT_DIFFERENTIABLE = {
         "metadata / new tensors that are not functions of this one",
     ),
     "bernoulli_": "in-place random fill: no gradient",
+    **dict.fromkeys(
+        ["floor", "ceil", "trunc", "round", "floor_divide", "__floordiv__", "__rfloordiv__",
+         "functional.floor", "functional.ceil", "functional.trunc", "functional.round",
+         "functional.floor_divide", "nonzero", "argwhere", "functional.nonzero", "functional.argwhere"],
+        "piecewise constant (zero gradient, checked in test_compat_ops.py) or an index result",
+    ),
+    "scatter_": "in-place op: forward checked in test_compat_ops.py",
     # a float32 cast cannot be finite-differenced at float64 precision: exact test below
     "float": "float64 -> float32 cast: gradient checked exactly in test_cast_gradients_are_exact",
 }

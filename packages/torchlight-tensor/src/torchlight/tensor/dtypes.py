@@ -11,6 +11,7 @@ from .errors import DTypeError
 __all__ = [
     "DType", "float32", "float64", "int64", "bool_", "promote", "as_dtype", "DTYPES",
     "UnsupportedDType", "float16", "bfloat16", "get_default_dtype", "set_default_dtype",
+    "set_float32_matmul_precision", "get_float32_matmul_precision",
 ]
 
 
@@ -176,3 +177,35 @@ def set_default_dtype(dtype) -> None:
             f"set_default_dtype({dtype!r}): torchlight's default floating dtype is always float32; "
             "pass dtype=torchlight.float64 to the factories (or call .double()) where you need float64"
         )
+
+
+_MATMUL_PRECISIONS = ("highest", "high", "medium")
+_matmul_precision = ["highest"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Record PyTorch's float32 matmul precision hint (``"highest"``, ``"high"``, ``"medium"``).
+
+    In PyTorch ``"high"``/``"medium"`` *allow* faster, less precise internal formats (TF32,
+    bfloat16); torchlight's products are always full float32, which every setting permits, so
+    the value is only remembered for :func:`get_float32_matmul_precision`.
+
+    >>> import torchlight as tl
+    >>> tl.set_float32_matmul_precision("high")
+    >>> tl.get_float32_matmul_precision()
+    'high'
+    >>> tl.set_float32_matmul_precision("highest")
+    """
+    if precision not in _MATMUL_PRECISIONS:
+        raise DTypeError(f"set_float32_matmul_precision: expected one of {_MATMUL_PRECISIONS}, got {precision!r}")
+    _matmul_precision[0] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    """The last value given to :func:`set_float32_matmul_precision` (``"highest"`` by default).
+
+    >>> import torchlight as tl
+    >>> tl.get_float32_matmul_precision() in ("highest", "high", "medium")
+    True
+    """
+    return _matmul_precision[0]

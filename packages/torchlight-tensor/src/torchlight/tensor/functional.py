@@ -4,8 +4,10 @@ from .functions import linalg
 from .functions.activation import layer_norm, log_softmax, softmax
 from .functions.closeness import allclose, equal, isclose
 from .functions.index import embedding as _embedding
+from .functions.index import masked_select, nonzero, scatter
 from .functions.linalg import bmm, diag, dot, einsum, mm, norm, outer
 from .functions.reorder import cumsum, flip, repeat_interleave, roll, select, unbind
+from .functions.rounding import ceil, div, floor, floor_divide, remainder, round, trunc
 from .functions.shape import cat, chunk, pad, split, stack, tril, triu
 from .functions.sorting import argsort, sort, topk
 from .tensor import where
@@ -19,7 +21,9 @@ __all__ = [
     "pow", "mm", "bmm", "dot", "outer", "diag", "einsum", "norm", "flatten", "reshape", "transpose",
     "permute", "squeeze", "unsqueeze", "narrow", "t", "clip", "neg", "square", "sign", "numel",
     "is_tensor", "is_floating_point", "isclose", "allclose", "equal", "cumsum", "flip", "roll",
-    "repeat_interleave", "select", "unbind", "sort", "argsort", "topk",
+    "repeat_interleave", "select", "unbind", "sort", "argsort", "topk", "scatter", "nonzero",
+    "masked_select", "argwhere", "floor", "ceil", "trunc", "round", "floor_divide", "remainder",
+    "div",
 ]
 
 def abs(x):
@@ -323,3 +327,13 @@ def is_floating_point(input):
     (True, False)
     """
     return input.is_floating_point()
+
+
+def argwhere(input):
+    """The ``(count, ndim)`` int64 indices of the non-zero elements (``nonzero(input)``).
+
+    >>> import torchlight as tl
+    >>> tl.argwhere(tl.tensor([0, 7, 7])).tolist()
+    [[1], [2]]
+    """
+    return nonzero(input)

@@ -21,6 +21,7 @@ from .functions import (
     pointwise,
     reductions,
     reorder,
+    rounding,
     shape,
     sorting,
 )
@@ -235,7 +236,17 @@ class Tensor:
     def tolist(self):
         return self.numpy_view().tolist()
 
-    def to(self, *args, dtype=None, device=None):
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)`` (other's dtype and
+        device). Returns ``self`` when nothing changes, unless ``copy=True``. ``non_blocking`` and
+        ``memory_format`` are accepted for PyTorch compatibility (every transfer completes before
+        ``to`` returns; tensors are always strided).
+
+        >>> import torchlight as tl
+        >>> x = tl.ones(2)
+        >>> x.to("cpu", non_blocking=True) is x, x.to(tl.float64).dtype, x.to(x, copy=True) is x
+        (True, torchlight.float64, False)
+        """
         for a in args:
             if isinstance(a, Tensor):  # to(other): other's dtype and device
                 dtype, device = a.dtype, a.backend
@@ -252,7 +263,7 @@ class Tensor:
                 out = _Move.apply(out, target)
         if dtype is not None:
             out = _P.to_dtype(out, dtypes.as_dtype(dtype))
-        return out
+        return out.clone() if copy and out is self else out
 
     def cpu(self):
         return self.to("cpu")
@@ -496,10 +507,43 @@ class Tensor:
     def logical_not(self):
         return _P.MapNoGrad.apply(self.bool(), "logical_not")
 
+    def __floordiv__(self, o):
+        return rounding.floor_divide(self, o)
+
+    def __rfloordiv__(self, o):
+        return rounding.floor_divide(dispatch.scalar_like(o, self, dtypes.promote_scalar(self.dtype, o)), self)
+
+    def __mod__(self, o):
+        return rounding.remainder(self, o)
+
+    def __rmod__(self, o):
+        return rounding.remainder(dispatch.scalar_like(o, self, dtypes.promote_scalar(self.dtype, o)), self)
+
     add = lambda self, o, alpha=1: self + (o * alpha if alpha != 1 else o)  # noqa: E731
     sub = lambda self, o, alpha=1: self - (o * alpha if alpha != 1 else o)  # noqa: E731
     mul = __mul__
-    div = __truediv__
+
+    def div(self, other, rounding_mode=None):
+        """``self / other``; ``rounding_mode`` "trunc" or "floor" rounds the quotient."""
+        return rounding.div(self, other, rounding_mode)
+
+    def floor_divide(self, other):
+        return rounding.floor_divide(self, other)
+
+    def remainder(self, other):
+        return rounding.remainder(self, other)
+
+    def floor(self):
+        return rounding.floor(self)
+
+    def ceil(self):
+        return rounding.ceil(self)
+
+    def trunc(self):
+        return rounding.trunc(self)
+
+    def round(self, decimals=0):
+        return rounding.round(self, decimals)
     pow = __pow__
     matmul = __matmul__
 
@@ -808,6 +852,24 @@ class Tensor:
 
     def masked_fill(self, mask, value):
         return index.masked_fill(self, mask, value)
+
+    def scatter(self, dim, index_, src=None, value=None):
+        """Out-of-place scatter (see :func:`torchlight.tensor.functions.index.scatter`)."""
+        return index.scatter(self, dim, index_, value if src is None else src)
+
+    def scatter_(self, dim, index_, src=None, value=None):
+        """In-place :meth:`scatter` (``x.zero_().scatter_(1, idx, 1.0)`` builds one-hots)."""
+        return self.copy_(index.scatter(self.detach(), dim, index_, value if src is None else src))
+
+    def nonzero(self, as_tuple=False):
+        return index.nonzero(self, as_tuple)
+
+    def argwhere(self):
+        """``nonzero()``: the ``(count, ndim)`` indices of the non-zero elements."""
+        return index.nonzero(self)
+
+    def masked_select(self, mask):
+        return index.masked_select(self, mask)
 
     # --- in place ------------------------------------------------------------------------------
     def _check_inplace(self, name):
