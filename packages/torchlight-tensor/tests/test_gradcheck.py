@@ -123,7 +123,10 @@ CASES = {
         Case(lambda a: a / 4.0, In(*M), id="scalar"),
     ],
     "Tensor.__rtruediv__": [Case(lambda a: 2.0 / a, In(*M, kind="nonzero"))],
-    "Tensor.div": [Case(lambda a, b: a.div(b), In(*M), In(2, 1, kind="nonzero"))],
+    "Tensor.div": [
+        Case(lambda a, b: a.div(b), In(*M), In(2, 1, kind="nonzero")),
+        Case(lambda a, b: a.div(b, rounding_mode="floor"), In(*M), In(*M, kind="nonzero"), id="floor"),
+    ],
     "Tensor.__pow__": [
         Case(lambda a, b: a**b, In(*M, kind="positive"), In(*M)),
         Case(lambda a, b: a**b, In(2, 3, kind="positive"), In(3), id="broadcast"),
@@ -434,10 +437,6 @@ CASES = {
     "functional.remainder": [Case(lambda a: tl.remainder(a, 0.7), In(*M))],
     "Tensor.__mod__": [Case(lambda a: a % 0.9, In(*M))],
     "Tensor.__rmod__": [Case(lambda b: 2.5 % b, In(*M, kind="positive"))],
-    "Tensor.div": [
-        Case(lambda a, b: a.div(b), In(*M), In(*M, kind="nonzero")),
-        Case(lambda a, b: a.div(b, rounding_mode="floor"), In(*M), In(*M, kind="nonzero"), id="floor"),
-    ],
     "functional.div": [Case(lambda a, b: tl.div(a, b), In(*M), In(*M, kind="nonzero"))],
 }
 
