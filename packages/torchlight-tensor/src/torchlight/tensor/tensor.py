@@ -508,15 +508,19 @@ class Tensor:
         return _P.MapNoGrad.apply(self.bool(), "logical_not")
 
     def __floordiv__(self, o):
+        """``self // o``: floor division (exact for integers; see :func:`torchlight.floor_divide`)."""
         return rounding.floor_divide(self, o)
 
     def __rfloordiv__(self, o):
+        """``o // self`` for a number ``o``."""
         return rounding.floor_divide(dispatch.scalar_like(o, self, dtypes.promote_scalar(self.dtype, o)), self)
 
     def __mod__(self, o):
+        """``self % o``: remainder with the divisor's sign (see :func:`torchlight.remainder`)."""
         return rounding.remainder(self, o)
 
     def __rmod__(self, o):
+        """``o % self`` for a number ``o``."""
         return rounding.remainder(dispatch.scalar_like(o, self, dtypes.promote_scalar(self.dtype, o)), self)
 
     add = lambda self, o, alpha=1: self + (o * alpha if alpha != 1 else o)  # noqa: E731
@@ -528,21 +532,27 @@ class Tensor:
         return rounding.div(self, other, rounding_mode)
 
     def floor_divide(self, other):
+        """``floor(self / other)`` (see :func:`torchlight.floor_divide`)."""
         return rounding.floor_divide(self, other)
 
     def remainder(self, other):
+        """``self - other·floor(self / other)`` (see :func:`torchlight.remainder`)."""
         return rounding.remainder(self, other)
 
     def floor(self):
+        """Round down elementwise; zero gradient (see :func:`torchlight.floor`)."""
         return rounding.floor(self)
 
     def ceil(self):
+        """Round up elementwise; zero gradient (see :func:`torchlight.ceil`)."""
         return rounding.ceil(self)
 
     def trunc(self):
+        """Round towards zero elementwise; zero gradient (see :func:`torchlight.trunc`)."""
         return rounding.trunc(self)
 
     def round(self, decimals=0):
+        """Round half to even, to ``decimals`` places (see :func:`torchlight.round`)."""
         return rounding.round(self, decimals)
     pow = __pow__
     matmul = __matmul__
@@ -556,24 +566,31 @@ class Tensor:
         return linalg.bmm(self, mat2)
 
     def dot(self, other):
+        """Inner product of two 1-D tensors (see :func:`torchlight.dot`)."""
         return linalg.dot(self, other)
 
     def outer(self, other):
+        """Outer product of two 1-D tensors (see :func:`torchlight.outer`)."""
         return linalg.outer(self, other)
 
     def diag(self, diagonal=0):
+        """Diagonal matrix from a vector, or a matrix's diagonal (see :func:`torchlight.diag`)."""
         return linalg.diag(self, diagonal)
 
     def norm(self, p="fro", dim=None, keepdim=False):
+        """Vector p-norm over ``dim`` (see :func:`torchlight.norm`)."""
         return linalg.norm(self, p, dim, keepdim)
 
     def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """Elementwise closeness test (see :func:`torchlight.isclose`)."""
         return closeness.isclose(self, other, rtol, atol, equal_nan)
 
     def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """True when every element is close (see :func:`torchlight.allclose`)."""
         return closeness.allclose(self, other, rtol, atol, equal_nan)
 
     def equal(self, other):
+        """True when shapes and values are equal (see :func:`torchlight.equal`)."""
         return closeness.equal(self, other)
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
@@ -709,20 +726,25 @@ class Tensor:
         return sorting.topk(self, k, dim, largest, sorted)
 
     def sort(self, dim=-1, descending=False, stable=False):
+        """``(values, indices)`` sorted along ``dim`` (see :func:`torchlight.sort`)."""
         return sorting.sort(self, dim, descending, stable)
 
     def argsort(self, dim=-1, descending=False, stable=False):
+        """Indices that sort along ``dim`` (see :func:`torchlight.argsort`)."""
         return sorting.argsort(self, dim, descending, stable)
 
     def cumsum(self, dim, dtype=None):
+        """Running sum along ``dim`` (see :func:`torchlight.cumsum`)."""
         return reorder.cumsum(self, dim, dtype)
 
     def multinomial(self, num_samples, replacement=False, generator=None):
+        """Category indices drawn from these weights (see :func:`torchlight.multinomial`)."""
         from .sampling import multinomial
 
         return multinomial(self, num_samples, replacement, generator)
 
     def bernoulli(self, p=None, generator=None):
+        """1 with probability given by the elements (or ``p``), else 0 (see :func:`torchlight.bernoulli`)."""
         from .sampling import bernoulli
 
         return bernoulli(self, p, generator)
@@ -799,18 +821,23 @@ class Tensor:
         return shape_ops.triu(self, diagonal)
 
     def roll(self, shifts, dims=None):
+        """Shift elements with wrap-around (see :func:`torchlight.roll`)."""
         return reorder.roll(self, shifts, dims)
 
     def flip(self, *dims):
+        """Reverse the order along ``dims`` (see :func:`torchlight.flip`)."""
         return reorder.flip(self, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims)
 
     def repeat_interleave(self, repeats, dim=None):
+        """Repeat each element (see :func:`torchlight.repeat_interleave`)."""
         return reorder.repeat_interleave(self, repeats, dim)
 
     def unbind(self, dim=0):
+        """The slices along ``dim`` as a tuple (see :func:`torchlight.unbind`)."""
         return reorder.unbind(self, dim)
 
     def select(self, dim, index):
+        """The slice at ``index`` along ``dim`` (see :func:`torchlight.select`)."""
         return reorder.select(self, dim, index)
 
     def repeat(self, *sizes):
@@ -862,6 +889,7 @@ class Tensor:
         return self.copy_(index.scatter(self.detach(), dim, index_, value if src is None else src))
 
     def nonzero(self, as_tuple=False):
+        """Indices of the non-zero elements (see :func:`torchlight.nonzero`)."""
         return index.nonzero(self, as_tuple)
 
     def argwhere(self):
@@ -869,6 +897,7 @@ class Tensor:
         return index.nonzero(self)
 
     def masked_select(self, mask):
+        """The elements where ``mask`` holds, 1-D (see :func:`torchlight.masked_select`)."""
         return index.masked_select(self, mask)
 
     # --- in place ------------------------------------------------------------------------------

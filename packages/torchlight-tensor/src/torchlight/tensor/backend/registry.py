@@ -94,6 +94,11 @@ def get_backend(name=None):
     if isinstance(name, device):
         name = as_device_name(name)
     elif not isinstance(name, str):  # already a backend object
+        if not hasattr(name, "capabilities") or not hasattr(name, "from_numpy"):
+            raise BackendError(
+                f"expected a device (a name such as 'cpu' or 'cuda:0', or a torchlight.device), "
+                f"got {name!r} of type {type(name).__name__}"
+            )
         return name
     elif ":" in name:
         name = as_device_name(name)
