@@ -121,11 +121,24 @@ def test_half_precision_names_exist_but_refuse_use():
     assert tl.tensor(np.ones(2, np.float16)).dtype == tl.float32
 
 
-def test_default_dtype():
+def test_default_dtype_float64_reaches_every_float_default():
     assert tl.get_default_dtype() == tl.float32
-    tl.set_default_dtype(tl.float32)
-    with pytest.raises(tl.DTypeError, match="always float32"):
-        tl.set_default_dtype(tl.float64)
+    tl.set_default_dtype(tl.float64)
+    try:
+        assert tl.get_default_dtype() == tl.float64
+        for t in (tl.zeros(2), tl.ones(2), tl.empty(2), tl.full((2,), 1.5), tl.tensor([0.5]),
+                  tl.tensor(2.0), tl.rand(2), tl.randn(2), tl.arange(0.0, 1.0, 0.5), tl.linspace(0, 1, 3),
+                  tl.logspace(0, 1, 2), tl.eye(2), tl.arange(3).mean(), tl.arange(3).exp(),
+                  tl.arange(3) / 2, tl.where(tl.tensor([True]), 1.0, 2.0)):
+            assert t.dtype == tl.float64, t
+        assert tl.tensor(np.ones(2, np.float32)).dtype == tl.float32  # arrays keep their dtype
+        assert tl.ones(2).float().dtype == tl.float32 and tl.arange(2).dtype == tl.int64
+        assert "dtype" not in repr(tl.ones(1)) and "dtype=torchlight.float32" in repr(tl.ones(1).float())
+        with pytest.raises(tl.DTypeError):
+            tl.set_default_dtype(tl.int64)
+    finally:
+        tl.set_default_dtype(tl.float32)
+    assert tl.zeros(1).dtype == tl.float32
 
 
 # --- sampling ------------------------------------------------------------------------------------

@@ -139,12 +139,12 @@ def promote(a: DType, b: DType) -> DType:
 
 
 def scalar_dtype(value) -> DType:
-    """dtype a Python scalar would get as a tensor of its own (PyTorch: float -> float32)."""
+    """dtype a Python scalar would get as a tensor of its own (float -> the default dtype)."""
     if isinstance(value, bool):
         return bool_
     if isinstance(value, int):
         return int64
-    return float32
+    return _default[0]
 
 
 def promote_scalar(t: DType, value) -> DType:
@@ -155,28 +155,34 @@ def promote_scalar(t: DType, value) -> DType:
     return s
 
 
+_default = [float32]  # the default floating dtype; one element so it can be rebound in place
+
+
 def get_default_dtype() -> DType:
-    """The dtype of new floating tensors (Python floats, ``zeros``, ``rand``...): float32.
+    """The dtype of new floating tensors (Python floats, ``zeros``, ``rand``, integer tensors
+    promoted by ``mean``/``exp``...): float32 unless :func:`set_default_dtype` changed it.
 
     >>> import torchlight as tl
     >>> tl.get_default_dtype()
     torchlight.float32
     """
-    return float32
+    return _default[0]
 
 
 def set_default_dtype(dtype) -> None:
-    """Accepts float32, the only default torchlight has; any other dtype raises a
-    :class:`DTypeError` (pass ``dtype=torchlight.float64`` to the factories instead).
+    """Make ``dtype`` (float32 or float64) the default floating dtype, as in PyTorch; a
+    process-wide setting. Tensors that exist keep their dtype.
 
     >>> import torchlight as tl
+    >>> tl.set_default_dtype(tl.float64)
+    >>> tl.zeros(1).dtype, tl.tensor([0.5]).dtype
+    (torchlight.float64, torchlight.float64)
     >>> tl.set_default_dtype(tl.float32)
     """
-    if as_dtype(dtype) is not float32:
-        raise DTypeError(
-            f"set_default_dtype({dtype!r}): torchlight's default floating dtype is always float32; "
-            "pass dtype=torchlight.float64 to the factories (or call .double()) where you need float64"
-        )
+    dt = as_dtype(dtype)
+    if not dt.is_floating_point:
+        raise DTypeError(f"set_default_dtype: only floating dtypes (float32, float64) can be the default, got {dt}")
+    _default[0] = dt
 
 
 _MATMUL_PRECISIONS = ("highest", "high", "medium")

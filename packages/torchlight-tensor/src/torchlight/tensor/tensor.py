@@ -385,7 +385,7 @@ class Tensor:
     def __repr__(self):
         arr = np.array2string(self.numpy_view(), separator=", ", precision=4, prefix="tensor(")
         extra = []
-        if self.dtype not in (dtypes.float32, dtypes.int64, dtypes.bool_):
+        if self.dtype not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool_):
             extra.append(f"dtype={self.dtype}")
         if self.device != "cpu":
             extra.append(f"device='{self.device}'")
@@ -1003,7 +1003,7 @@ def where(condition, input, other):
         raise DTypeError("where: condition must be a bool tensor")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         # two Python scalars: PyTorch gives the default dtype for floats, int64 for ints
-        dt = dtypes.float32 if isinstance(input, float) or isinstance(other, float) else dtypes.int64
+        dt = dtypes.get_default_dtype() if isinstance(input, float) or isinstance(other, float) else dtypes.int64
         input = dispatch.scalar_like(input, condition, dt)
     if not isinstance(input, Tensor):
         other, input = _P.operands(other, input)

@@ -318,7 +318,7 @@ def scatter(x, dim, index, src):
         src = scalar_like(src, x).expand(index.shape)
     elif src.shape != index.shape:
         src = src[tuple(slice(0, n) for n in index.shape)]
-    counts = zeros(x.shape, dtype=x.dtype if x.dtype.is_floating_point else dtypes.float32, device=x.backend)
+    counts = zeros(x.shape, dtype=x.dtype if x.dtype.is_floating_point else dtypes.get_default_dtype(), device=x.backend)
     counts = scatter_add(counts, dim, index, counts.new_ones(index.shape))
     placed = scatter_add(x.detach().new_zeros(x.shape, dtype=counts.dtype), dim, index, src.to(counts.dtype))
     written = counts > 0
