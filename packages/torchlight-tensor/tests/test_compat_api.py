@@ -70,6 +70,15 @@ def test_typed_tensor_constructors_and_isinstance():
     assert isinstance(tl.arange(2), tl.LongTensor) and not isinstance([1], tl.LongTensor)
 
 
+def test_legacy_tensor_constructor():
+    assert tl.Tensor(2, 3).shape == (2, 3) and tl.Tensor(2, 3).dtype == tl.float32
+    t = tl.Tensor([1, 2])
+    assert t.dtype == tl.float32 and t.tolist() == [1.0, 2.0]
+    assert tl.Tensor([1, 2], dtype=tl.int64).dtype == tl.int64
+    assert tl.Tensor().shape == (0,)
+    assert isinstance(t, tl.Tensor)
+
+
 def test_type_strings_and_conversions():
     x = tl.tensor([1.7, -2.2])
     assert x.type() == "torch.FloatTensor"

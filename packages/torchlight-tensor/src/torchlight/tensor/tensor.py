@@ -37,10 +37,25 @@ class Tensor:
     __slots__ = ("_td", "backend", "dtype", "requires_grad", "grad", "_history", "_retains_grad",
                  "_version", "_base", "_hooks", "__weakref__", "__dict__")
 
-    def __init__(self, data, dtype=None, device=None, requires_grad=False):
-        from .factories import tensor
+    def __init__(self, *args, dtype=None, device=None, requires_grad=False):
+        """PyTorch's legacy constructor: ``Tensor(2, 3)`` is an uninitialised tensor of that
+        shape, ``Tensor(data)`` a copy of ``data``; both of the default float dtype unless
+        ``dtype`` is given (``tl.tensor(data)`` infers the dtype instead).
 
-        t = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        >>> import torchlight as tl
+        >>> tl.Tensor(2, 3).shape, tl.Tensor([1, 2]).dtype
+        ((2, 3), torchlight.float32)
+        """
+        from .factories import empty, tensor
+
+        if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            t = empty(*args, dtype=dtype or dtypes.get_default_dtype(), device=device, requires_grad=requires_grad)
+        elif len(args) == 1:
+            t = tensor(args[0], dtype=dtype or dtypes.get_default_dtype(), device=device, requires_grad=requires_grad)
+        elif not args:
+            t = empty(0, dtype=dtype or dtypes.get_default_dtype(), device=device, requires_grad=requires_grad)
+        else:
+            raise DTypeError(f"Tensor(...): pass sizes (ints) or one piece of data, got {args!r}")
         for name in ("_td", "backend", "dtype", "requires_grad", "grad", "_history",
                      "_retains_grad", "_version", "_base"):
             setattr(self, name, getattr(t, name))
