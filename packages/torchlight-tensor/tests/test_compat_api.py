@@ -373,3 +373,13 @@ def test_from_numpy_stays_on_cpu_when_the_default_device_is_not_host_memory(fres
         assert tl.zeros(2).device == "cuda"
     finally:
         tl.set_default_device(None)
+
+
+def test_compile_returns_the_model_itself():
+    def f(x):
+        return x * 3
+
+    assert tl.compile(f) is f and tl.compile(f, mode="max-autotune", fullgraph=True) is f
+    assert tl.compile()(f) is f
+    with pytest.raises(TypeError):
+        tl.compile(3)

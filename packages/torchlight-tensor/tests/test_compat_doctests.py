@@ -15,7 +15,8 @@ MODULES = [
     "torchlight.tensor.functions.closeness", "torchlight.tensor.functional", "torchlight.tensor.dtypes",
     "torchlight.tensor.factories", "torchlight.tensor.tensor", "torchlight.cuda", "torchlight.cuda.amp",
     "torchlight.amp.grad_scaler", "torchlight.amp.autocast_mode", "torchlight.accelerator",
-    "torchlight.autograd.grad_mode",
+    "torchlight.autograd.grad_mode", "torchlight.compiler", "torchlight.tensor.functions.rounding",
+    "torchlight.tensor.functions.index",
 ]
 FLAGS = doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL
 

@@ -27,6 +27,7 @@ from torchlight.autograd import (  # noqa: E402
 
 from . import accelerator, amp, cuda, serialization  # noqa: E402
 from .amp import autocast  # noqa: E402
+from .compiler import compile  # noqa: E402,A004
 from .serialization import load, save  # noqa: E402
 from .tensor import dtypes as _dtypes  # noqa: E402
 from .tensor.backend import (  # noqa: E402
