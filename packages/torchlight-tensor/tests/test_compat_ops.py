@@ -306,3 +306,21 @@ def test_to_accepts_pytorch_keywords():
     y = x.to(x, copy=True)
     assert y is not x and y.tolist() == [1.0, 1.0]
     assert x.to(tl.arange(2)).dtype == tl.int64
+
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid_matches_numpy(indexing):
+    xs = [np.arange(2.0), np.arange(3.0) * 10, np.arange(4.0) * 100]
+    ts = [tl.tensor(x) for x in xs]
+    for got, want in zip(tl.meshgrid(*ts, indexing=indexing), np.meshgrid(*xs, indexing=indexing)):
+        np.testing.assert_array_equal(got.numpy(), want)
+    for got, want in zip(tl.meshgrid(ts[:2], indexing=indexing), np.meshgrid(*xs[:2], indexing=indexing)):
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_small_tensor_queries():
+    x = tl.tensor([-1.0, 0.5, 2.0])
+    assert x.clamp_min(0).tolist() == [0.0, 0.5, 2.0] and x.clamp_max(1).tolist() == [-1.0, 0.5, 1.0]
+    assert not x.is_complex() and x.get_device() == -1
+    assert x.pin_memory() is x and not x.is_pinned()
+    assert tl.int32 is tl.int64 and tl.int is tl.int64

@@ -438,6 +438,12 @@ CASES = {
     "Tensor.__mod__": [Case(lambda a: a % 0.9, In(*M))],
     "Tensor.__rmod__": [Case(lambda b: 2.5 % b, In(*M, kind="positive"))],
     "functional.div": [Case(lambda a, b: tl.div(a, b), In(*M), In(*M, kind="nonzero"))],
+    "functional.meshgrid": [
+        Case(lambda a, b: sum(g * (k + 1) for k, g in enumerate(tl.meshgrid(a, b))), In(2), In(3)),
+        Case(lambda a, b: (lambda g: g[0] * 2.0 + g[1])(tl.meshgrid(a, b, indexing="xy")), In(2), In(3), id="xy"),
+    ],
+    "Tensor.clamp_min": [Case(lambda x: x.clamp_min(-0.2), In(*M))],
+    "Tensor.clamp_max": [Case(lambda x: x.clamp_max(0.3), In(*M))],
 }
 
 
@@ -570,7 +576,7 @@ NOT_DIFFERENTIABLE = {
     ),
     **dict.fromkeys(
         ["ndimension", "nelement", "is_cuda", "is_cpu", "type", "cuda", "new_tensor", "new_zeros",
-         "new_ones", "new_full", "new_empty"],
+         "new_ones", "new_full", "new_empty", "is_complex", "get_device", "pin_memory", "is_pinned"],
         "metadata / new tensors that are not functions of this one",
     ),
     "bernoulli_": "in-place random fill: no gradient",

@@ -117,6 +117,7 @@ from .tensor.functional import (  # noqa: E402
     max,
     maximum,
     mean,
+    meshgrid,
     min,
     minimum,
     mm,
@@ -178,6 +179,9 @@ bool = _dtypes.bool_  # noqa: A001 - PyTorch's name
 float = _dtypes.float32  # noqa: A001
 double = _dtypes.float64
 long = _dtypes.int64
+# one integer dtype: PyTorch's int32 names select it too (as tl.IntTensor and int32 numpy data do)
+int32 = _dtypes.int64
+int = _dtypes.int64  # noqa: A001
 dtype = _dtypes.DType
 float16 = _dtypes.float16  # named so programs import; any use raises DTypeError (see UnsupportedDType)
 half = _dtypes.float16

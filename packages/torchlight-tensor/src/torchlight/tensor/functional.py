@@ -8,7 +8,7 @@ from .functions.index import masked_select, nonzero, scatter
 from .functions.linalg import bmm, diag, dot, einsum, mm, norm, outer
 from .functions.reorder import cumsum, flip, repeat_interleave, roll, select, unbind
 from .functions.rounding import ceil, div, floor, floor_divide, remainder, round, trunc
-from .functions.shape import cat, chunk, pad, split, stack, tril, triu
+from .functions.shape import cat, chunk, meshgrid, pad, split, stack, tril, triu
 from .functions.sorting import argsort, sort, topk
 from .tensor import where
 
@@ -23,7 +23,7 @@ __all__ = [
     "is_tensor", "is_floating_point", "isclose", "allclose", "equal", "cumsum", "flip", "roll",
     "repeat_interleave", "select", "unbind", "sort", "argsort", "topk", "scatter", "nonzero",
     "masked_select", "argwhere", "floor", "ceil", "trunc", "round", "floor_divide", "remainder",
-    "div",
+    "div", "meshgrid",
 ]
 
 def abs(x):

@@ -99,6 +99,26 @@ class Tensor:
         """True when the tensor is on the built-in ``cpu`` device."""
         return self.device.type == "cpu"
 
+    def is_complex(self) -> bool:
+        """False: torchlight has no complex dtypes."""
+        return False
+
+    def get_device(self) -> int:
+        """PyTorch's device ordinal: -1 for data in host memory, else 0 (each backend drives one
+        device)."""
+        return -1 if dispatch.HOST_MEMORY in self.backend.capabilities else 0
+
+    def pin_memory(self):
+        """The tensor itself: pinning matters for host→GPU copies, and torchlight's transfers are
+        synchronous. Only host-memory tensors can be pinned (as in PyTorch)."""
+        if dispatch.HOST_MEMORY not in self.backend.capabilities:
+            raise DTypeError(f"pin_memory: only tensors in host memory can be pinned, this one is on '{self.device}'")
+        return self
+
+    def is_pinned(self) -> bool:
+        """False: torchlight does not page-lock memory."""
+        return False
+
     def storage_offset(self) -> int:
         return self._td.offset
 
@@ -681,6 +701,14 @@ class Tensor:
         return _P.Clamp.apply(self, min, max)
 
     clip = clamp
+
+    def clamp_min(self, min):
+        """``clamp(min=min)``."""
+        return self.clamp(min=min)
+
+    def clamp_max(self, max):
+        """``clamp(max=max)``."""
+        return self.clamp(max=max)
 
     def where(self, condition, other):
         """``where(condition, self, other)`` (PyTorch's ``Tensor.where``)."""

@@ -12,7 +12,7 @@ from ..storage import TensorData, infer_shape
 __all__ = [
     "View", "Permute", "Expand", "Restride", "Unfold", "Cat", "reshape", "view", "permute",
     "transpose", "expand", "squeeze", "unsqueeze", "flatten", "unfold", "cat", "stack", "split",
-    "chunk", "tril", "triu", "pad", "narrow",
+    "chunk", "tril", "triu", "pad", "narrow", "meshgrid",
 ]
 
 
@@ -339,3 +339,32 @@ def pad(x, pad, mode="constant", value=0.0):
     for k in range(len(pad) // 2):
         widths[x.ndim - 1 - k] = (pad[2 * k], pad[2 * k + 1])
     return Pad.apply(x, tuple(widths), value)
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids from 1-D tensors: with ``indexing="ij"`` output ``k`` has shape
+    ``(len(t0), len(t1), ...)`` and varies along dim ``k``; ``"xy"`` swaps the first two dims
+    (numpy's default). Each output is an expanded view (no copy), so gradients sum back.
+
+    >>> import torchlight as tl
+    >>> gy, gx = tl.meshgrid(tl.arange(2), tl.arange(3), indexing="ij")
+    >>> gy.tolist(), gx.tolist()
+    ([[0, 0, 0], [1, 1, 1]], [[0, 1, 2], [0, 1, 2]])
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ShapeError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    for t in tensors:
+        if t.ndim > 1:
+            raise ShapeError(f"meshgrid: expected 0-D or 1-D tensors, got shape {t.shape}")
+    tensors = [t.reshape(-1) for t in tensors]
+    swap = indexing == "xy" and len(tensors) >= 2
+    if swap:
+        tensors[0], tensors[1] = tensors[1], tensors[0]
+    shape = tuple(t.shape[0] for t in tensors)
+    n = len(tensors)
+    out = [t.reshape(tuple(-1 if k == i else 1 for k in range(n))).expand(shape) for i, t in enumerate(tensors)]
+    if swap:  # built with the first two inputs exchanged: hand them back in the caller's order
+        out[0], out[1] = out[1], out[0]
+    return tuple(out)
