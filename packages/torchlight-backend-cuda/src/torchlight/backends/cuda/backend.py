@@ -87,8 +87,11 @@ class CudaBackend:
 
     @property
     def device_name(self):
-        """The GPU's name as the driver reports it (``"NVIDIA H200"``)."""
-        name = cuda.get_current_device().name
+        """The GPU's name as the driver reports it (``"NVIDIA H200"``); numba's simulated
+        device has none."""
+        name = getattr(cuda.get_current_device(), "name", None)
+        if name is None:
+            return "numba CUDA simulator" if SIMULATOR else "unknown CUDA device"
         return name.decode() if isinstance(name, bytes) else str(name)
 
     # --- storage -------------------------------------------------------------------------------
