@@ -49,6 +49,16 @@ def test_device_objects_are_accepted_wherever_names_are():
         tl.zeros(1, device="cpu:1")
 
 
+def test_device_as_a_context_manager_sets_the_default(fresh_registry):
+    tl.register_backend("hosttwin", _HostTwin())
+    with tl.device("hosttwin"):
+        assert tl.zeros(1).device == "hosttwin"
+        with tl.device("cpu"):
+            assert tl.zeros(1).device == "cpu"
+        assert tl.ones(1).device == "hosttwin"
+    assert tl.zeros(1).device == "cpu" and tl.get_default_device() == "cpu"
+
+
 def test_tensor_device_pickles_and_reprs_as_before():
     x = tl.ones(2)
     y = pickle.loads(pickle.dumps(x))

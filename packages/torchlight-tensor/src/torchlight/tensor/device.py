@@ -26,6 +26,9 @@ class device:
     True
     >>> tl.zeros(2, device=d).device == "cpu"
     True
+    >>> with tl.device("cpu"):
+    ...     tl.zeros(1).device
+    device(type='cpu')
     """
 
     __slots__ = ("type", "index")
@@ -84,6 +87,23 @@ class device:
 
     def __reduce__(self):
         return (device, (str(self),))
+
+    def __enter__(self):
+        """``with tl.device("numba"):`` makes it the default device of new tensors inside."""
+        from .backend import registry
+
+        _PREVIOUS.append(registry._default)
+        registry.set_default_device(str(self))
+        return self
+
+    def __exit__(self, *exc):
+        from .backend import registry
+
+        registry.set_default_device(_PREVIOUS.pop())
+        return False
+
+
+_PREVIOUS = []  # default devices to restore, one per active ``with device(...)`` block
 
 
 def as_device_name(dev):
