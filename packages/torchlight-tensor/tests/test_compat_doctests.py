@@ -16,7 +16,7 @@ MODULES = [
     "torchlight.tensor.factories", "torchlight.tensor.tensor", "torchlight.cuda", "torchlight.cuda.amp",
     "torchlight.amp.grad_scaler", "torchlight.amp.autocast_mode", "torchlight.accelerator",
     "torchlight.autograd.grad_mode", "torchlight.compiler", "torchlight.tensor.functions.rounding",
-    "torchlight.tensor.functions.index",
+    "torchlight.tensor.functions.index", "torchlight.tensor.conveniences",
 ]
 FLAGS = doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL
 
