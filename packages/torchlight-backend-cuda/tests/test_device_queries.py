@@ -17,6 +17,10 @@ def test_cuda_namespace_answers_from_the_backend():
     name = tl.cuda.get_device_name()
     assert isinstance(name, str) and name and name != "cuda"
     tl.cuda.synchronize()
+    tl.cuda.empty_cache()
+    tl.cuda.set_device(0)
+    with pytest.raises(tl.BackendError):
+        tl.cuda.set_device(1)
     assert tl.accelerator.is_available() and tl.accelerator.current_accelerator() == "cuda:0"
 
 

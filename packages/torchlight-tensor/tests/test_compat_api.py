@@ -393,3 +393,41 @@ def test_compile_returns_the_model_itself():
     assert tl.compile()(f) is f
     with pytest.raises(TypeError):
         tl.compile(3)
+
+
+def test_size_is_a_tuple_with_numel():
+    x = tl.ones(2, 3, 4).permute(2, 0, 1)
+    s = x.size()
+    assert isinstance(s, tl.Size) and isinstance(s, tuple) and s == (4, 2, 3) and s == x.shape
+    assert s.numel() == 24 == x.numel() and tl.Size([]).numel() == 1
+    assert s[1:] == (2, 3) and isinstance(s[1:], tl.Size) and s[0] == 4
+    assert repr(tl.Size([2, 3])) == "torchlight.Size([2, 3])"
+    assert tl.zeros(s).shape == (4, 2, 3) and x.size(-1) == 3
+
+
+def test_finfo_iinfo_match_numpy():
+    for dt, npd in ((tl.float32, np.float32), (tl.float64, np.float64)):
+        f, n = tl.finfo(dt), np.finfo(npd)
+        assert (f.eps, f.max, f.min, f.tiny, f.bits) == (float(n.eps), float(n.max), float(n.min), float(n.tiny), n.bits)
+    assert tl.finfo().bits == 32
+    i = tl.iinfo(tl.int64)
+    assert (i.min, i.max, i.bits) == (-(2**63), 2**63 - 1, 64)
+    with pytest.raises(tl.DTypeError):
+        tl.finfo(tl.int64)
+    with pytest.raises(tl.DTypeError):
+        tl.iinfo(tl.float32)
+
+
+def test_generator_accepts_a_device():
+    g = tl.Generator(device="cpu").manual_seed(3)
+    h = tl.Generator(device=tl.device("cpu")).manual_seed(3)
+    assert tl.rand(3, generator=g).tolist() == tl.rand(3, generator=h).tolist()
+    assert tl.Generator(7).initial_seed() == 7
+
+
+def test_cuda_memory_calls_without_cuda(fresh_registry):
+    fresh_registry._discovered = True
+    fresh_registry._specs["numpy"] = BackendSpec("numpy", NumpyBackend)
+    tl.cuda.empty_cache()  # nothing held: a no-op
+    with pytest.raises(tl.BackendError):
+        tl.cuda.set_device(0)

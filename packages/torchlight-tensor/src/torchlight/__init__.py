@@ -39,8 +39,10 @@ from .tensor.backend import (  # noqa: E402
 )
 from .tensor.device import device  # noqa: E402
 from .tensor.dtypes import (  # noqa: E402
+    finfo,
     get_default_dtype,
     get_float32_matmul_precision,
+    iinfo,
     set_default_dtype,
     set_float32_matmul_precision,
 )
@@ -169,6 +171,7 @@ from .tensor.functional import (  # noqa: E402
 )
 from .tensor.random import Generator, default_generator, initial_seed, manual_seed, seed  # noqa: E402
 from .tensor.sampling import bernoulli, multinomial, randperm  # noqa: E402
+from .tensor.size import Size  # noqa: E402
 from .tensor.tensor import Tensor  # noqa: E402
 from .tensor.typed import BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor  # noqa: E402
 

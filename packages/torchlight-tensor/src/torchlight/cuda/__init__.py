@@ -15,7 +15,7 @@ from . import amp
 
 __all__ = [
     "is_available", "device_count", "current_device", "get_device_name", "synchronize",
-    "manual_seed", "manual_seed_all", "is_bf16_supported", "amp",
+    "manual_seed", "manual_seed_all", "is_bf16_supported", "amp", "empty_cache", "set_device",
 ]
 
 _NAME = "cuda"
@@ -109,3 +109,35 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
     False
     """
     return False
+
+
+def empty_cache() -> None:
+    """Return the GPU memory the backend holds on to but no tensor uses (its ``empty_cache()``,
+    when it has one); nothing to do when cuda is not usable.
+
+    >>> import torchlight as tl
+    >>> tl.cuda.empty_cache()
+    """
+    if not is_available():
+        return
+    release = getattr(_backend(), "empty_cache", None)
+    if release is not None:
+        release()
+
+
+def set_device(device) -> None:
+    """Select the current GPU: only index 0 exists (the backend drives one device).
+
+    >>> import torchlight as tl
+    >>> tl.cuda.set_device(0) if tl.cuda.is_available() else None
+    """
+    index = device if isinstance(device, int) else (_device_index(device))
+    if index:
+        raise DeviceUnavailableError(f"set_device({device!r}): the cuda backend drives one device, index 0")
+    _backend()
+
+
+def _device_index(device):
+    from ..tensor.device import device as _dev
+
+    return _dev(str(device)).index or 0

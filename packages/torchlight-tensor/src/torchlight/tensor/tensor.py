@@ -26,6 +26,7 @@ from .functions import (
     shape,
     sorting,
 )
+from .size import Size
 
 __all__ = ["Tensor"]
 
@@ -67,7 +68,8 @@ class Tensor(TensorConveniences):
         return self._td.shape
 
     def size(self, dim=None):
-        return self._td.shape if dim is None else self._td.shape[dispatch.normalize_dim(dim, self.ndim)]
+        """The sizes as a :class:`~torchlight.Size` (a tuple), or the size of dim ``dim``."""
+        return Size(self._td.shape) if dim is None else self._td.shape[dispatch.normalize_dim(dim, self.ndim)]
 
     @property
     def ndim(self) -> int:

@@ -85,6 +85,12 @@ class CudaBackend:
         """Wait until every queued kernel has finished."""
         cuda.synchronize()
 
+    def empty_cache(self):
+        """Free the device arrays numba has queued for deallocation now, not at its next flush."""
+        deallocations = getattr(cuda.current_context(), "deallocations", None)
+        if deallocations is not None:
+            deallocations.clear()
+
     @property
     def device_name(self):
         """The GPU's name as the driver reports it (``"NVIDIA H200"``); numba's simulated

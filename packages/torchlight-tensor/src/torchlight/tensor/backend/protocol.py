@@ -38,6 +38,7 @@ Optional device queries (read with ``getattr``; answered for ``torchlight.cuda``
 
     synchronize()                         wait for queued work (absent: nothing is ever queued)
     device_name                           the hardware's name, e.g. "NVIDIA H200"
+    empty_cache()                         release memory held for reuse but owned by no tensor
 
 Memory capability (not an op: a promise about where storage lives)::
 
