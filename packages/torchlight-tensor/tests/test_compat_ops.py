@@ -165,9 +165,13 @@ def test_einsum_matches_numpy(eq, shapes):
     np.testing.assert_allclose(tl.einsum(eq, *tensors).numpy(), np.einsum(eq, *arrays), rtol=1e-10, atol=1e-12)
 
 
-def test_einsum_rejects_a_repeated_index():
+def test_einsum_rejects_a_repeated_index_and_unknown_outputs():
     with pytest.raises(tl.ShapeError, match="repeated"):
         tl.einsum("ii->i", tl.ones(2, 2))
+    with pytest.raises(tl.ShapeError, match="output"):
+        tl.einsum("ij->ik", tl.ones(2, 2))
+    with pytest.raises(tl.ShapeError, match="operands"):
+        tl.einsum("ij,jk->ik", tl.ones(2, 2))
 
 
 @pytest.mark.parametrize("p", ["fro", 1, 2, 3, float("inf")])
@@ -231,8 +235,8 @@ def test_scatter_matches_numpy(layout):
     np.testing.assert_allclose(t.scatter(1, tl.tensor(idx), tl.tensor(src)).numpy(), want)
     onehot = tl.zeros(2, 4).scatter_(1, tl.tensor([[1], [3]]), 1.0)
     np.testing.assert_array_equal(onehot.numpy(), np.eye(4)[[1, 3]])
-    ints = tl.arange(4).scatter(0, tl.tensor([2]), 9)
-    assert ints.tolist() == [0, 1, 9, 3] and ints.dtype == tl.int64
+    ints = tl.arange(4).scatter(0, tl.tensor([2]), 2**40 + 1)
+    assert ints.tolist() == [0, 1, 2**40 + 1, 3] and ints.dtype == tl.int64
 
 
 def test_nonzero_argwhere_masked_select_match_numpy():

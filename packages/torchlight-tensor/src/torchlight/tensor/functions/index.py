@@ -304,7 +304,7 @@ def scatter(x, dim, index, src):
     ``scatter_add``: the written positions are those that receive a count, and the value there is
     the mean of what was scattered to it — exactly ``src``'s value unless an index repeats, where
     PyTorch leaves the winner unspecified. Differentiable in ``x`` (zero where overwritten) and
-    ``src``.
+    ``src``. Integer tensors go through float64, exact up to 2**53.
 
     >>> import torchlight as tl
     >>> tl.zeros(2, 3).scatter(1, tl.tensor([[2], [0]]), 1.0).tolist()
@@ -318,7 +318,7 @@ def scatter(x, dim, index, src):
         src = scalar_like(src, x).expand(index.shape)
     elif src.shape != index.shape:
         src = src[tuple(slice(0, n) for n in index.shape)]
-    counts = zeros(x.shape, dtype=x.dtype if x.dtype.is_floating_point else dtypes.get_default_dtype(), device=x.backend)
+    counts = zeros(x.shape, dtype=x.dtype if x.dtype.is_floating_point else dtypes.float64, device=x.backend)
     counts = scatter_add(counts, dim, index, counts.new_ones(index.shape))
     placed = scatter_add(x.detach().new_zeros(x.shape, dtype=counts.dtype), dim, index, src.to(counts.dtype))
     written = counts > 0

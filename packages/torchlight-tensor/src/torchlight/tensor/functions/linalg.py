@@ -206,7 +206,10 @@ def einsum(equation, *operands):
             for c in t:
                 counts[c] = counts.get(c, 0) + 1
         out = "".join(sorted(c for c in counts if c.isupper())) + "".join(sorted(c for c, k in counts.items() if k == 1 and not c.isupper()))
-    letters = list(out) + sorted({c for t in spelled for c in t} - set(out))
+    inputs = {c for t in spelled for c in t}
+    if set(out) - inputs or len(set(out)) != len(out):
+        raise ShapeError(f"einsum: output {out!r} must name distinct indices that appear in the inputs {spelled}")
+    letters = list(out) + sorted(inputs - set(out))
     product = None
     for term, t in zip(spelled, operands):
         present = [c for c in letters if c in term]
