@@ -3,7 +3,9 @@ non-contiguous (transposed, step-sliced) inputs. Gradients are in test_gradcheck
 
 import numpy as np
 import pytest
-from tltensor_helpers import Maker
+from hypothesis import given
+from hypothesis import strategies as st
+from tltensor_helpers import Maker, shapes
 
 import torchlight as tl
 
@@ -328,3 +330,20 @@ def test_small_tensor_queries():
     assert not x.is_complex() and x.get_device() == -1
     assert x.pin_memory() is x and not x.is_pinned()
     assert tl.int32 is tl.int64 and tl.int is tl.int64
+
+
+@given(shape=shapes(1, 4), layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**16), data=st.data())
+def test_reordering_ops_match_numpy_on_random_shapes(shape, layout, seed, data):
+    a, t = _pair(shape, layout, seed=seed, kind="ties")  # ties: the sort must stay stable
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    np.testing.assert_array_equal(t.sort(dim, stable=True).indices.numpy(), np.argsort(a, dim, kind="stable"))
+    np.testing.assert_array_equal(t.sort(dim).values.numpy(), np.sort(a, dim))
+    k = data.draw(st.integers(0, shape[dim]))
+    np.testing.assert_array_equal(t.topk(k, dim).values.numpy(), np.take(-np.sort(-a, dim), range(k), dim))
+    shift = data.draw(st.integers(-5, 5))
+    np.testing.assert_array_equal(t.roll(shift, dim).numpy(), np.roll(a, shift, dim))
+    np.testing.assert_array_equal(t.roll(shift).numpy(), np.roll(a, shift))
+    np.testing.assert_array_equal(t.flip(dim).numpy(), np.flip(a, dim))
+    np.testing.assert_allclose(t.cumsum(dim).numpy(), np.cumsum(a, dim), rtol=1e-12, atol=1e-12)
+    reps = data.draw(st.integers(0, 3))
+    np.testing.assert_array_equal(t.repeat_interleave(reps, dim).numpy(), np.repeat(a, reps, dim))
