@@ -17,7 +17,7 @@ MODULES = [
     "torchlight.amp.grad_scaler", "torchlight.amp.autocast_mode", "torchlight.accelerator",
     "torchlight.autograd.grad_mode", "torchlight.compiler", "torchlight.tensor.functions.rounding",
     "torchlight.tensor.functions.index", "torchlight.tensor.conveniences",
-    "torchlight.tensor.size", "torchlight.tensor.random",
+    "torchlight.tensor.size", "torchlight.tensor.random", "torchlight.tensor.functions.special",
 ]
 FLAGS = doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL
 

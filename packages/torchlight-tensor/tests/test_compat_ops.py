@@ -347,3 +347,42 @@ def test_reordering_ops_match_numpy_on_random_shapes(shape, layout, seed, data):
     np.testing.assert_allclose(t.cumsum(dim).numpy(), np.cumsum(a, dim), rtol=1e-12, atol=1e-12)
     reps = data.draw(st.integers(0, 3))
     np.testing.assert_array_equal(t.repeat_interleave(reps, dim).numpy(), np.repeat(a, reps, dim))
+
+
+def test_special_functions_match_numpy():
+    import math
+
+    a = np.array([1e-12, -1e-9, 1e-5, 0.5, -0.7, 3.0])
+    t = tl.tensor(a).reshape(2, 3).T.contiguous().T.reshape(-1)
+    np.testing.assert_allclose(tl.log1p(t).numpy(), np.log1p(a), rtol=1e-15)
+    np.testing.assert_allclose(tl.expm1(t).numpy(), np.expm1(a), rtol=1e-15)
+    p = np.abs(a) + 0.1
+    np.testing.assert_allclose(tl.log2(tl.tensor(p)).numpy(), np.log2(p), rtol=1e-14)
+    np.testing.assert_allclose(tl.log10(tl.tensor(p)).numpy(), np.log10(p), rtol=1e-14)
+    np.testing.assert_allclose(tl.exp2(t).numpy(), np.exp2(a), rtol=1e-14)
+    np.testing.assert_allclose(tl.erf(t).numpy(), [math.erf(v) for v in a], rtol=1e-14)
+    b, u = _pair((3, 4), "sliced", seed=13)
+    v, m = tl.var_mean(u, 1)
+    np.testing.assert_allclose(v.numpy(), b.var(1, ddof=1), rtol=1e-12)
+    np.testing.assert_allclose(m.numpy(), b.mean(1), rtol=1e-12)
+    s, m = tl.std_mean(u)
+    np.testing.assert_allclose(s.item(), b.std(ddof=1), rtol=1e-12)
+
+
+def test_inplace_unary_ops_match_their_out_of_place_versions():
+    a, t = _pair((2, 3), "permuted", seed=14)
+    for name in ("exp", "sqrt", "abs", "sigmoid", "tanh", "relu", "neg", "log"):
+        x = tl.tensor(np.abs(a) + 0.1) if name in ("sqrt", "log") else tl.tensor(a)
+        want = getattr(x, name)().numpy().copy()
+        out = getattr(x, name + "_")()
+        assert out is x
+        np.testing.assert_allclose(x.numpy(), want, rtol=1e-15)
+    x = t.clone()
+    x.pow_(2)
+    np.testing.assert_allclose(x.numpy(), a**2)
+    view = tl.zeros(2, 3)[:, 1]  # writes through a strided view reach the base
+    base = view._base
+    view.neg_().exp_()
+    assert base[:, 1].tolist() == [1.0, 1.0]
+    with pytest.raises(tl.AutogradError):
+        tl.ones(2, requires_grad=True).exp_()

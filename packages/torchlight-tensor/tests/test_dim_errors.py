@@ -108,6 +108,8 @@ DIM_OPS = {
     "functional.unbind": lambda x, d: tl.unbind(x, d),
     "functional.select": lambda x, d: tl.select(x, d, 0),
     "functional.norm": lambda x, d: tl.norm(x, dim=d),
+    "functional.var_mean": lambda x, d: tl.var_mean(x, d),
+    "functional.std_mean": lambda x, d: tl.std_mean(x, d),
 }
 
 # dim-like parameter names in signatures

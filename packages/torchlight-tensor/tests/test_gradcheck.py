@@ -442,6 +442,20 @@ CASES = {
         Case(lambda a, b: sum(g * (k + 1) for k, g in enumerate(tl.meshgrid(a, b))), In(2), In(3)),
         Case(lambda a, b: (lambda g: g[0] * 2.0 + g[1])(tl.meshgrid(a, b, indexing="xy")), In(2), In(3), id="xy"),
     ],
+    "Tensor.log1p": [Case(lambda x: x.log1p(), In(*M, kind="positive"))],
+    "functional.log1p": [Case(lambda x: tl.log1p(x * 1e-9), In(*M), id="tiny")],
+    "Tensor.expm1": [Case(lambda x: x.expm1(), In(*M))],
+    "functional.expm1": [Case(lambda x: tl.expm1(x * 1e-9), In(*M), id="tiny")],
+    "Tensor.log2": [Case(lambda x: x.log2(), In(*M, kind="positive"))],
+    "functional.log2": [Case(lambda x: tl.log2(x), In(*M, kind="positive"))],
+    "Tensor.log10": [Case(lambda x: x.log10(), In(*M, kind="positive"))],
+    "functional.log10": [Case(lambda x: tl.log10(x), In(*M, kind="positive"))],
+    "Tensor.exp2": [Case(lambda x: x.exp2(), In(*M))],
+    "functional.exp2": [Case(lambda x: tl.exp2(x), In(*M))],
+    "Tensor.erf": [Case(lambda x: x.erf(), In(*M))],
+    "functional.erf": [Case(lambda x: tl.erf(x), In(*M))],
+    "functional.var_mean": [Case(lambda x: (lambda v, m: v + m)(*tl.var_mean(x, 1)), In(*M))],
+    "functional.std_mean": [Case(lambda x: (lambda v, m: v * m)(*tl.std_mean(x, 1, correction=0)), In(2, 3))],
     "Tensor.clamp_min": [Case(lambda x: x.clamp_min(-0.2), In(*M))],
     "Tensor.clamp_max": [Case(lambda x: x.clamp_max(0.3), In(*M))],
 }
@@ -587,6 +601,10 @@ NOT_DIFFERENTIABLE = {
         "piecewise constant (zero gradient, checked in test_compat_ops.py) or an index result",
     ),
     "scatter_": "in-place op: forward checked in test_compat_ops.py",
+    **dict.fromkeys(
+        ["exp_", "log_", "sqrt_", "abs_", "neg_", "sigmoid_", "tanh_", "relu_", "pow_"],
+        "in-place op: checked in test_compat_ops.py",
+    ),
     # a float32 cast cannot be finite-differenced at float64 precision: exact test below
     "float": "float64 -> float32 cast: gradient checked exactly in test_cast_gradients_are_exact",
 }

@@ -10,6 +10,7 @@ from .functions.reorder import cumsum, flip, repeat_interleave, roll, select, un
 from .functions.rounding import ceil, div, floor, floor_divide, remainder, round, trunc
 from .functions.shape import cat, chunk, meshgrid, pad, split, stack, tril, triu
 from .functions.sorting import argsort, sort, topk
+from .functions.special import erf, exp2, expm1, log1p, log2, log10, std_mean, var_mean
 from .tensor import where
 
 __all__ = [
@@ -23,7 +24,7 @@ __all__ = [
     "is_tensor", "is_floating_point", "isclose", "allclose", "equal", "cumsum", "flip", "roll",
     "repeat_interleave", "select", "unbind", "sort", "argsort", "topk", "scatter", "nonzero",
     "masked_select", "argwhere", "floor", "ceil", "trunc", "round", "floor_divide", "remainder",
-    "div", "meshgrid",
+    "div", "meshgrid", "log1p", "expm1", "log2", "log10", "exp2", "erf", "var_mean", "std_mean",
 ]
 
 def abs(x):

@@ -25,6 +25,7 @@ from .functions import (
     rounding,
     shape,
     sorting,
+    special,
 )
 from .size import Size
 
@@ -537,6 +538,30 @@ class Tensor(TensorConveniences):
     def tanh(self):
         return _P.unary("tanh", self)
 
+    def log1p(self):
+        """``log(1 + x)``, accurate for tiny x (see :func:`torchlight.log1p`)."""
+        return special.log1p(self)
+
+    def expm1(self):
+        """``exp(x) - 1``, accurate for tiny x (see :func:`torchlight.expm1`)."""
+        return special.expm1(self)
+
+    def log2(self):
+        """Base-2 logarithm."""
+        return special.log2(self)
+
+    def log10(self):
+        """Base-10 logarithm."""
+        return special.log10(self)
+
+    def exp2(self):
+        """``2 ** x``."""
+        return special.exp2(self)
+
+    def erf(self):
+        """The error function (see :func:`torchlight.erf`)."""
+        return special.erf(self)
+
     def sigmoid(self):
         return _P.unary("sigmoid", self)
 
@@ -887,6 +912,48 @@ class Tensor(TensorConveniences):
         from .random import rng_of
 
         return self.copy_(_host(rng_of(generator).normal(mean, std, self.shape), self))
+
+    def _inplace_result(self, name, result):
+        """Write ``result`` (computed out of place from this tensor's data) into this tensor."""
+        self._check_inplace(name)
+        self.backend.map("copy", result._td, self._td)
+        return self
+
+    def exp_(self):
+        """In-place :meth:`exp`."""
+        return self._inplace_result("exp_", self.detach().exp())
+
+    def log_(self):
+        """In-place :meth:`log`."""
+        return self._inplace_result("log_", self.detach().log())
+
+    def sqrt_(self):
+        """In-place :meth:`sqrt`."""
+        return self._inplace_result("sqrt_", self.detach().sqrt())
+
+    def abs_(self):
+        """In-place :meth:`abs`."""
+        return self._inplace_result("abs_", self.detach().abs())
+
+    def neg_(self):
+        """In-place negation."""
+        return self._inplace_result("neg_", -self.detach())
+
+    def sigmoid_(self):
+        """In-place :meth:`sigmoid`."""
+        return self._inplace_result("sigmoid_", self.detach().sigmoid())
+
+    def tanh_(self):
+        """In-place :meth:`tanh`."""
+        return self._inplace_result("tanh_", self.detach().tanh())
+
+    def relu_(self):
+        """In-place :meth:`relu`."""
+        return self._inplace_result("relu_", self.detach().relu())
+
+    def pow_(self, exponent):
+        """In-place ``self ** exponent`` (the result keeps this tensor's dtype)."""
+        return self._inplace_result("pow_", (self.detach() ** exponent).to(self.dtype))
 
     def masked_fill_(self, mask, value):
         return self.copy_(self.detach().masked_fill(mask, value))

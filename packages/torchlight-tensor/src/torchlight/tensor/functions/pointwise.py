@@ -272,7 +272,9 @@ _RULES = {
     "cos": lambda x, g: -g * x.sin(),
     "square": lambda x, g: g * 2.0 * x,
     "reciprocal": lambda x, g: -g / (x * x),
+    "erf": lambda x, g: g * _TWO_OVER_SQRT_PI * (-(x * x)).exp(),
 }
+_TWO_OVER_SQRT_PI = 1.1283791670955126  # d/dx erf(x) = 2/√π · exp(-x²)
 
 
 def unary(op, x):
