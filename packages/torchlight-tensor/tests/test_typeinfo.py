@@ -24,7 +24,12 @@ def test_finfo_float32_is_ieee_single():
 def test_finfo_float64_and_default():
     f = tl.finfo(tl.float64)
     assert (f.bits, f.eps, f.tiny, f.resolution) == (64, 2.0 ** -52, 2.0 ** -1022, 1e-15)
-    assert tl.finfo().dtype == "float32"  # torchlight's default floating dtype
+    assert tl.finfo().dtype == "float32"  # the default dtype
+    tl.set_default_dtype(tl.float64)
+    try:
+        assert tl.finfo().dtype == "float64"
+    finally:
+        tl.set_default_dtype(tl.float32)
     assert tl.finfo(tl.double).eps == f.eps  # PyTorch's aliases are the same dtype
 
 

@@ -7,14 +7,14 @@ the constant numerical code adds to a denominator. The figures come from numpy's
 
 import numpy as np
 
-from .dtypes import as_dtype
+from .dtypes import as_dtype, get_default_dtype
 from .errors import DTypeError
 
 __all__ = ["finfo", "iinfo"]
 
 
 class finfo:  # noqa: N801 - PyTorch's name
-    """Limits of a floating dtype (default: float32, torchlight's default floating dtype).
+    """Limits of a floating dtype (default: the default dtype, :func:`torchlight.get_default_dtype`).
 
     Attributes: ``bits``, ``eps`` (smallest ``e`` with ``1 + e != 1``), ``max``, ``min``
     (``-max``), ``tiny`` / ``smallest_normal`` (smallest positive normal number),
@@ -28,7 +28,7 @@ class finfo:  # noqa: N801 - PyTorch's name
     """
 
     def __init__(self, dtype=None):
-        dt = as_dtype("float32" if dtype is None else dtype)
+        dt = get_default_dtype() if dtype is None else as_dtype(dtype)
         if not dt.is_floating_point:
             raise DTypeError(f"finfo needs a floating dtype, got {dt!r}; use iinfo for integer dtypes")
         info = np.finfo(dt.np)
