@@ -32,11 +32,15 @@ def test_resolve_longest_prefix_keeps_the_rest_of_the_name():
     assert resolve("torch.nn.modules.linear") == "torchlight.nn.modules.linear"
     assert resolve("torch.utils.data") == "torchlight.data"
     assert resolve("torch.utils.data.sampler") == "torchlight.data.sampler"
-    # the more specific entry wins over torch.utils.data
-    assert resolve("torch.utils.data.distributed") == ALIASES["torch.utils.data.distributed"]
     assert resolve("torch.utils") is None  # a namespace: no torchlight module of its own
     assert resolve("torchvision") is None  # a prefix on a dot boundary only
     assert resolve("torchlight.nn") is None
+
+
+def test_the_longest_matching_entry_wins(monkeypatch):
+    monkeypatch.setitem(ALIASES, "torch.utils.data.special", "torchlight.elsewhere")
+    assert resolve("torch.utils.data.special.part") == "torchlight.elsewhere.part"
+    assert resolve("torch.utils.data.specialist") == "torchlight.data.specialist"  # dot boundaries only
 
 
 def test_every_table_entry_is_a_torch_name_and_a_torchlight_name():

@@ -36,7 +36,7 @@ ALIASES = {
     "torch.optim.lr_scheduler": "torchlight.optim.lr_scheduler",
     "torch.utils.data": "torchlight.data",
     "torch.utils.data.dataloader": "torchlight.data.dataloader",
-    "torch.utils.data.distributed": "torchlight.distributed.sampler",
+    "torch.utils.data.distributed": "torchlight.data.distributed",
     "torch.distributed": "torchlight.distributed",
     "torch.cuda": "torchlight.cuda",
     "torch.amp": "torchlight.amp",
@@ -45,6 +45,7 @@ ALIASES = {
     "torch.onnx": "torchlight.onnx",
     "torch.serialization": "torchlight.serialization",
     "torch.jit": "torchlight.jit",
+    "torch.compiler": "torchlight.compiler",
 }
 
 #: PyTorch packages that only group mapped modules (``torch.utils`` holds ``torch.utils.data``);
