@@ -224,3 +224,15 @@ def test_alias_into_a_distribution_that_is_not_installed_names_it(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "torch.nn is aliased to torchlight.nn" in r.stdout
     assert "'torchlight-nn'" in r.stdout and "not installed" in r.stdout
+
+
+@pytest.mark.parametrize("alias", sorted(ALIASES))
+def test_every_alias_target_exists_when_its_distribution_is_installed(alias):
+    from torchlight.compat.aliases import _DISTRIBUTIONS
+
+    target = ALIASES[alias]
+    portion = next((m for m in _DISTRIBUTIONS if target == m or target.startswith(m + ".")), None)
+    if portion is not None:
+        pytest.importorskip(portion)
+    module = importlib.import_module(target)
+    assert module.__name__ == target
