@@ -7,7 +7,7 @@ set) or ``"finite"`` (adversarial or sampled objectives, which need not fall ste
 """
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -25,6 +25,19 @@ def write_names(folder):
         (folder / "data" / "names" / f"{lang}.txt").write_text("\n".join(items) + "\n", encoding="utf-8")
 
 
+def write_reviews(folder):
+    rng = np.random.default_rng(0)
+    positive = ["great", "wonderful", "loved", "excellent", "fun", "brilliant", "moving", "superb"]
+    negative = ["awful", "boring", "hated", "terrible", "dull", "weak", "messy", "poor"]
+    filler = ["the", "movie", "plot", "actors", "story", "was", "and", "a", "film", "really", "quite"]
+    lines = []
+    for i in range(120):
+        words = list(rng.choice(filler, 5)) + list(rng.choice(positive if i % 2 else negative, 2))
+        rng.shuffle(words)
+        lines.append(f"{i % 2}\t{' '.join(words)}")
+    (folder / "reviews.tsv").write_text("\n".join(lines) + "\n")
+
+
 def write_table(folder):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((240, 4))
@@ -40,7 +53,7 @@ class Program:
     expect: str = "decrease"  # or "finite"
     setup: object = None
     losses: tuple = ("loss",)
-    extra: list = field(default_factory=list)
+    slow: bool = False  # takes more than 20 s even on cpu (worker processes)
 
 
 PROGRAMS = {
@@ -65,11 +78,26 @@ PROGRAMS = {
     "gru_forecast": Program("gru_forecast.py", ["--series", 4, "--length", 40, "--window", 8, "--hidden", 8,
                                                 "--epochs", 3, "--horizon", 3]),
     "reinforce_bandit": Program("reinforce_bandit.py", ["--episodes", 10, "--log-interval", 2], expect="finite"),
+    "text_classification_bag": Program(
+        "text_classification_bag.py", ["reviews.tsv", "--epochs", 3], setup=write_reviews
+    ),
+    # the same with DataLoader worker processes: spawned children re-create the script's __main__
+    "text_classification_bag_workers": Program(
+        "text_classification_bag.py", ["reviews.tsv", "--epochs", 2, "--workers", 1], setup=write_reviews, slow=True
+    ),
 }
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def _cases():
+    for name in sorted(PROGRAMS):
+        for device in DEVICES:
+            if isinstance(device, str):
+                device = pytest.param(device)
+            marks = list(device.marks) + ([pytest.mark.slow] if PROGRAMS[name].slow else [])
+            yield pytest.param(name, device.values[0], marks=marks, id=f"{name}-{device.values[0]}")
+
+
+@pytest.mark.parametrize("name, device", list(_cases()))
 def test_program_runs_unchanged(name, device, tmp_path):
     prog = PROGRAMS[name]
     if prog.setup is not None:
