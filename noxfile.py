@@ -1,5 +1,5 @@
-"""The one entry point of the monorepo: ``nox -s tests``, ``wheels``, ``lint``, ``demo``, ``bench``,
-``docs``, ``doctest``, ``conformance``, ``gpu``.
+"""The one entry point of the monorepo: ``nox -s tests``, ``minimal``, ``oracle``, ``wheels``, ``lint``,
+``demo``, ``reproduce``, ``bench``, ``docs``, ``doctest``, ``conformance``, ``gpu``.
 
 Distributions are *discovered* (every ``packages/*/pyproject.toml``), never listed, so adding a
 distribution needs no change here and a session never breaks on one that does not exist yet.
@@ -75,6 +75,54 @@ def tests(session: nox.Session) -> None:
     # posargs hold only options)
     args = session.posargs or paths
     session.run("pytest", "--import-mode=importlib", *args)
+
+
+@nox.session
+def minimal(session: nox.Session) -> None:
+    """torchlight-tensor's tests with only what ``pip install torchlight-tensor`` brings (autograd,
+    numpy) plus pytest and hypothesis: no scipy, no other distribution. A test that needs more
+    skips with a reason naming the distribution to install."""
+    session.install("pytest", "hypothesis")
+    session.install("-e", str(PACKAGES / "torchlight-autograd"), "-e", str(PACKAGES / "torchlight-tensor"))
+    set_test_env(session)
+    session.run("python", "-c", "import importlib.util, sys; sys.exit("
+                "'scipy is installed: this session must run without it' "
+                "if importlib.util.find_spec('scipy') else 0)")
+    session.run("pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q",
+                *(session.posargs or ["packages/torchlight-tensor/tests"]))
+
+
+TORCH = "torch==2.13.0"  # the PyTorch the oracle tests and the benchmarks compare with (CPU wheel)
+
+
+def install_torch(session: nox.Session) -> bool:
+    """Install PyTorch CPU 2.13.0 if it can be; ``False`` (logged) when it cannot. pip's
+    ``PIP_FIND_LINKS`` (a local wheel directory) is passed on to uv, which does not read it."""
+    links = os.environ.get("PIP_FIND_LINKS")
+    try:
+        session.install(TORCH, *(["--find-links", links] if links else []))
+    except nox.command.CommandFailed:
+        session.log(f"{TORCH} is not installable here")
+        return False
+    return True
+
+
+#: every test that compares with PyTorch (marked ``oracle``; they skip where torch is missing)
+ORACLE_PATHS = ["packages/torchlight-nn/tests", "tests-integration/compat"]
+
+
+@nox.session
+def oracle(session: nox.Session) -> None:
+    """The tests that use PyTorch as an oracle (``-m oracle``), with PyTorch installed, so that
+    they run instead of skipping. Fails if PyTorch cannot be installed."""
+    session.install(*TEST_TOOLS)
+    install_editable(session)
+    if not install_torch(session):
+        session.error(f"{TORCH} could not be installed: the oracle tests would only skip")
+    set_test_env(session)
+    paths = [p for p in ORACLE_PATHS if (ROOT / p).is_dir()]
+    session.run("pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q", "-m", "oracle",
+                *(session.posargs or paths))
 
 
 def _requirements_of(wheel: Path) -> list[str]:
@@ -171,11 +219,8 @@ def bench(session: nox.Session) -> None:
     stay empty. ``nox -s bench -- --threads 2 [--quick]``: ``--threads N`` goes to both scripts,
     the rest to ``bench_backends.py``."""
     install_editable(session)
-    links = os.environ.get("PIP_FIND_LINKS")
-    try:
-        session.install("torch==2.13.0", *(["--find-links", links] if links else []))
-    except nox.command.CommandFailed:
-        session.log("torch==2.13.0 is not installable here: the benchmarks run without PyTorch")
+    if not install_torch(session):
+        session.log("the benchmarks run without PyTorch")
     scripts = ROOT / "tests-integration" / "benchmarks"
     args = list(session.posargs)
     threads = args[args.index("--threads"):args.index("--threads") + 2] if "--threads" in args else []
