@@ -107,22 +107,26 @@ def install_torch(session: nox.Session) -> bool:
     return True
 
 
-#: every test that compares with PyTorch (marked ``oracle``; they skip where torch is missing)
-ORACLE_PATHS = ["packages/torchlight-nn/tests", "tests-integration/compat"]
+#: the tests that compare with PyTorch (they skip where it is missing): the ``oracle``-marked tests
+#: of the distributions, and every test under tests-integration/compat
+ORACLE_DIRS = ["tests-integration/compat"]
 
 
 @nox.session
 def oracle(session: nox.Session) -> None:
-    """The tests that use PyTorch as an oracle (``-m oracle``), with PyTorch installed, so that
-    they run instead of skipping. Fails if PyTorch cannot be installed."""
+    """The tests that use PyTorch as an oracle, with PyTorch installed so that they run instead of
+    skipping. Fails if PyTorch cannot be installed."""
     session.install(*TEST_TOOLS)
     install_editable(session)
     if not install_torch(session):
         session.error(f"{TORCH} could not be installed: the oracle tests would only skip")
     set_test_env(session)
-    paths = [p for p in ORACLE_PATHS if (ROOT / p).is_dir()]
-    session.run("pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q", "-m", "oracle",
-                *(session.posargs or paths))
+    pytest = ["pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q", *session.posargs]
+    marked = [str(p.relative_to(ROOT)) for p in sorted(PACKAGES.glob("*/tests"))]
+    session.run(*pytest, "-m", "oracle", *marked)
+    dirs = [d for d in ORACLE_DIRS if (ROOT / d).is_dir()]
+    if dirs:
+        session.run(*pytest, *dirs)
 
 
 def _requirements_of(wheel: Path) -> list[str]:
