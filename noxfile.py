@@ -216,6 +216,19 @@ def demo(session: nox.Session) -> None:
 
 
 @nox.session
+def reproduce(session: nox.Session) -> None:
+    """One headline result: ``nox -s reproduce -- <project> [train.py flags]`` with <project> one of
+    mini-gpt, sentiment, translation, sklearn. Trains the project's headline configuration, evaluates
+    it and prints the metric beside the README's (``projects/reproduce.py``)."""
+    if not session.posargs:
+        session.error("name a project: nox -s reproduce -- mini-gpt|sentiment|translation|sklearn")
+    install_editable(session)
+    session.install("tqdm", "threadpoolctl", "matplotlib", "sacrebleu", "scikit-learn")
+    set_test_env(session)
+    session.run("python", "projects/reproduce.py", *session.posargs)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """The backends side by side: ``bench_backends.py`` (numpy backend, numba backend, PyTorch CPU
     in one process), then the GPT step's phases (``bench_gpt_phases.py``). PyTorch 2.13.0 is
