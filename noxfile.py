@@ -207,8 +207,8 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """The headline demo: the mini-GPT trains ~3 minutes on tiny Shakespeare and writes a
-    sample (``nox -s demo -- --minutes 1`` for a shorter run)."""
+    """The demo: the mini-GPT trains ~3 minutes on tiny Shakespeare and writes a sample
+    (``nox -s demo -- --minutes 1`` for a shorter run)."""
     install_editable(session)
     session.install("tqdm", "threadpoolctl", "matplotlib")
     set_test_env(session)
@@ -284,7 +284,7 @@ def gpu(session: nox.Session) -> None:
 
 # --- documentation ---------------------------------------------------------------------------
 DOCS = ROOT / "docs"
-DOCS_TOOLS = ["sphinx>=7.2,<9", "myst-parser>=3", "furo>=2024.1"]
+DOCS_TOOLS = ["sphinx>=7.2,<9", "myst-parser>=3", "furo>=2024.1", "sphinx-copybutton>=0.5"]
 MATHJAX = "mathjax@3.2.2"  # 3.x: its es5/tex-mml-chtml.js is what Sphinx's mathjax_path loads
 MATHJAX_CACHE = DOCS / "_build" / "_cache" / (MATHJAX.replace("@", "-") + "-local")
 # combined MathJax bundles we do not load (only es5/tex-mml-chtml.js is), plus the CDN redirector
