@@ -54,8 +54,9 @@ def install_editable(session: nox.Session) -> None:
 
 
 def set_test_env(session: nox.Session) -> None:
-    if "TORCHLIGHT_DATA" not in os.environ:
-        session.env["TORCHLIGHT_DATA"] = str(ROOT.parent / "shared" / "data")
+    shared = ROOT.parent / "shared" / "data"  # beside the checkout (when it exists; else cache/download)
+    if "TORCHLIGHT_DATA" not in os.environ and shared.is_dir():
+        session.env["TORCHLIGHT_DATA"] = str(shared)
     # Multi-threaded OpenBLAS on a busy 2-core machine makes small matmuls ~1000x slower.
     session.env.setdefault("OPENBLAS_NUM_THREADS", "1")
     if os.environ.get("CI") and "TORCHLIGHT_HYPOTHESIS_PROFILE" not in os.environ:
