@@ -41,17 +41,25 @@ def blas_operands(x, y):
     return x, y
 
 
-try:  # optional accelerator; math.erf below is exact to libm precision, just slower
-    from scipy.special import erf as _erf
-except ImportError:  # pragma: no cover - depends on the environment
-    _erf_py = np.frompyfunc(math.erf, 1, 1)
+_erf_py = np.frompyfunc(math.erf, 1, 1)
 
-    def _erf(x, out=None):
-        r = _erf_py(x).astype(x.dtype, copy=False)
-        if out is None:
-            return r
-        out[...] = r
-        return out
+
+def _erf_libm(x, out=None):
+    """``erf`` elementwise through ``math.erf`` (libm precision, one Python call per element): the
+    fallback when scipy is not installed. ``x`` may be 0-d, where ``frompyfunc`` returns a bare
+    Python float rather than an array, so the result is converted with ``np.asarray``."""
+    x = np.asarray(x)
+    r = np.asarray(_erf_py(x), dtype=x.dtype if x.dtype.kind == "f" else np.float64)
+    if out is None:
+        return r
+    out[...] = r
+    return out
+
+
+try:  # optional accelerator, vectorised; the libm fallback gives the same values, just slower
+    from scipy.special import erf as _erf
+except ImportError:  # pragma: no cover - depends on the environment (nox -s minimal runs without it)
+    _erf = _erf_libm
 
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
