@@ -22,6 +22,7 @@ from compat_helpers import PROGRAMS, check_finite, parse_losses
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not installed"),
     pytest.mark.slow,
+    pytest.mark.oracle,
 ]
 
 RUNNER = Path(__file__).parent / "oracle_runner.py"
