@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from compat_helpers import PROGRAMS, check_finite, parse_losses
+from test_programs import PROGRAMS as SUITE
 
 # each test starts PyTorch in a subprocess (15-30 s of import alone on a busy 2-core machine)
 pytestmark = [
@@ -60,25 +61,18 @@ def test_losses_agree_with_pytorch(program, tmp_path):
     np.testing.assert_allclose(a, b, rtol=1e-3, err_msg=f"{program}: losses over {len(a)} steps")
 
 
-def test_every_suite_program_is_a_pytorch_program(tmp_path):
+@pytest.mark.parametrize("name", sorted(SUITE))
+def test_every_suite_program_is_a_pytorch_program(name, tmp_path):
     """The premise of the suite: each program runs as it is under PyTorch itself, with the
     settings test_programs.py gives it, and prints finite losses."""
-    from test_programs import PROGRAMS as SUITE
-
+    prog = SUITE[name]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MPLBACKEND="Agg")
     env.pop("TORCHLIGHT_DEVICE", None)
-    failures = []
-    for name, prog in sorted(SUITE.items()):
-        folder = tmp_path / name
-        folder.mkdir()
-        if prog.setup is not None:
-            prog.setup(folder)
-        result = subprocess.run(
-            [sys.executable, str(PROGRAMS / prog.script), *map(str, prog.args)],
-            cwd=folder, env=env, capture_output=True, text=True, timeout=600,
-        )
-        if result.returncode != 0:
-            failures.append(f"{prog.script}: exit {result.returncode}\n{result.stderr[-1500:]}")
-            continue
-        check_finite(parse_losses(result.stdout))
-    assert not failures, "\n\n".join(failures)
+    if prog.setup is not None:
+        prog.setup(tmp_path)
+    result = subprocess.run(
+        [sys.executable, str(PROGRAMS / prog.script), *map(str, prog.args)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, f"{prog.script} under PyTorch exited {result.returncode}:\n{result.stderr[-3000:]}"
+    check_finite(parse_losses(result.stdout))
