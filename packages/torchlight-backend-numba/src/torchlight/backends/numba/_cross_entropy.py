@@ -14,6 +14,12 @@ the target element after the row loop, so the loop itself is branch-free (SIMD).
 ``nll_loss(log_softmax(x))`` this reads the logits once per pass and never materialises the
 ``(N, C)`` log-probabilities in the forward.
 
+A target outside ``[0, C)`` on a row of nonzero weight is never followed: the row's loss is NaN, its
+gradient row holds the softmax without the one-hot term, and ``flag`` records the target
+(``_index.flag_index``) for the backend to raise after the launch. The loss is formed as
+``(m - x[i, t]) + log Σ`` so that the large terms cancel first: with logits near 3e38, ``lse``
+itself rounds to ``m`` and ``lse - x[i, t]`` would be 0 instead of log C.
+
 Arguments are storages plus element strides/offsets: ``x`` has a row stride ``xr`` and a column
 stride ``xc`` (transposed, sliced, offset), the ``(N,)`` operands one
 stride each.
@@ -26,6 +32,7 @@ import numpy as np
 from numba import prange
 
 from ._fastexp import exp_nonpos
+from ._index import flag_index
 from ._jit import helper, kernel
 from ._rowops import LANES, row_max, row_max_strided, row_sumexp
 
@@ -33,7 +40,7 @@ __all__ = ["cross_entropy_rows", "cross_entropy_backward_rows"]
 
 
 @helper
-def _ce_row(x, p, xc, target, wi, C, acc):
+def _ce_row(x, p, xc, target, wi, C, acc, flag):
     """(lse, loss) of the row at x[p::xc]."""
     if xc == 1:
         m = row_max(x, p, C)
@@ -43,26 +50,30 @@ def _ce_row(x, p, xc, target, wi, C, acc):
         total = 0.0
         for j in range(C):
             total += exp_nonpos(x[p + j * xc] - m)
-    le = np.float64(m) + math.log(total)  # float64 in plain Python too (float32 + float stays float32)
+    logs = math.log(total)
+    le = np.float64(m) + logs  # float64 in plain Python too (float32 + float stays float32)
     if wi == 0:
         return le, 0.0
-    return le, wi * (le - x[p + target * xc])
+    if target < 0 or target >= C:
+        flag_index(flag, target, C)
+        return le, math.nan
+    return le, wi * (np.float64(m - x[p + target * xc]) + logs)
 
 
 @kernel
-def cross_entropy_rows(x, xo, xr, xc, t, to, ts, w, wo, ws, loss, lo, ls, lse, eo, es, n, C, nchunks):
+def cross_entropy_rows(x, xo, xr, xc, t, to, ts, w, wo, ws, loss, lo, ls, lse, eo, es, n, C, nchunks, flag):
     per = (n + nchunks - 1) // nchunks
     for c in prange(nchunks):
         acc = np.empty(LANES)  # row_sumexp's lanes: one allocation per chunk of rows, not per row
         for i in range(c * per, min(n, (c + 1) * per)):
-            le, li = _ce_row(x, xo + i * xr, xc, t[to + i * ts], w[wo + i * ws], C, acc)
+            le, li = _ce_row(x, xo + i * xr, xc, t[to + i * ts], w[wo + i * ws], C, acc, flag)
             lse[eo + i * es] = le
             loss[lo + i * ls] = li
 
 
 @kernel
 def cross_entropy_backward_rows(x, xo, xr, xc, t, to, ts, w, wo, ws, lse, eo, es, g, go, gs,
-                                dx, do, dr, dc, n, C):
+                                dx, do, dr, dc, n, C, flag):
     for i in prange(n):
         p = xo + i * xr
         q = do + i * dr
@@ -82,4 +93,7 @@ def cross_entropy_backward_rows(x, xo, xr, xc, t, to, ts, w, wo, ws, lse, eo, es
             for j in range(C):
                 dx[q + j * dc] = s * exp_nonpos(x[p + j * xc] - le)
         k = t[to + i * ts]
-        dx[q + k * dc] = s * (exp_nonpos(x[p + k * xc] - le) - 1.0)
+        if k < 0 or k >= C:
+            flag_index(flag, k, C)
+        else:
+            dx[q + k * dc] = s * (exp_nonpos(x[p + k * xc] - le) - 1.0)

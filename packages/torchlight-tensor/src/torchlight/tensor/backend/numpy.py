@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from .bounds import check_host
 from .protocol import API_VERSION, BackendSpec
 
 __all__ = ["NumpyBackend", "SPEC", "as_array", "blas_operands"]
@@ -206,21 +207,28 @@ class NumpyBackend:
         x, y = blas_operands(as_array(a), as_array(b))
         np.matmul(x, y, out=as_array(out))
 
+    # Indexing primitives check their index on the host first (bounds.py): numpy would wrap a
+    # negative index silently and raise a bare IndexError for a large one.
     def take(self, a, dim, index, out):
-        as_array(out)[...] = np.take(as_array(a), as_array(index), axis=dim)
+        x, idx = as_array(a), as_array(index)
+        check_host("take", idx, x.shape[dim])
+        as_array(out)[...] = np.take(x, idx, axis=dim)
 
     def put_add(self, out, dim, index, src):
-        o = as_array(out)
-        np.add.at(o, (slice(None),) * dim + (as_array(index),), as_array(src))
+        o, idx = as_array(out), as_array(index)
+        check_host("put_add", idx, o.shape[dim])
+        np.add.at(o, (slice(None),) * dim + (idx,), as_array(src))
 
     def gather(self, a, dim, index, out):
         idx = as_array(index)
+        check_host("gather", idx, as_array(a).shape[dim])
         # PyTorch lets index be smaller than the input in the other dims: read only that corner
         x = as_array(a)[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(idx.shape))]
         as_array(out)[...] = np.take_along_axis(x, idx, axis=dim)
 
     def scatter_add(self, out, dim, index, src):
         idx = as_array(index)
+        check_host("scatter_add", idx, as_array(out).shape[dim])
         grid = list(np.indices(idx.shape, sparse=True))
         grid[dim] = idx
         s = as_array(src)[tuple(slice(0, n) for n in idx.shape)]
@@ -275,6 +283,7 @@ class NumpyBackend:
         xv, t, w = as_array(x), as_array(target), as_array(weight)
         if xv.shape[0] == 0:
             return
+        check_host("cross_entropy", t, xv.shape[1])
         m = xv.max(axis=1)
         e = np.subtract(xv, m[:, None])
         np.exp(e, out=e)
@@ -290,6 +299,7 @@ class NumpyBackend:
         xv, t, w = as_array(x), as_array(target), as_array(weight)
         if xv.shape[0] == 0:
             return
+        check_host("cross_entropy_backward", t, xv.shape[1])
         d = as_array(dx)  # written in place: this is the biggest array of a language model's step
         np.subtract(xv, as_array(lse)[:, None], out=d)
         np.exp(d, out=d)
