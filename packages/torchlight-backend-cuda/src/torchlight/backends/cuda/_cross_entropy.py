@@ -22,12 +22,16 @@ for rows of magnitude 1e4 in float32, ``m + log s`` rounds ``log s`` to the ulp 
 and the subtraction would keep that error; the rearranged form cancels the two large terms
 exactly first. When ``m`` is infinite the shift is 0 instead (as in PyTorch's logsumexp), so a
 row of all ``-inf`` gives ``lse = -inf`` rather than NaN from ``-inf - -inf``.
+
+Bounds: a target outside ``[0, C)`` on a row of nonzero weight is never followed (its loss is
+NaN, its gradient lacks the one-hot term) and is recorded in ``flag`` (``_index.flag_index``).
 """
 
 import math
 
 from numba import cuda, int64
 
+from ._index import flag_index
 from ._launch import ROW_BLOCK, index_to_position, to_index
 from ._reduce import MAX, SUM, block_reduce
 
@@ -39,7 +43,7 @@ def cross_entropy_kernel(acc, ND):
     T = ROW_BLOCK
 
     @cuda.jit
-    def k(x, xs, xo, xl, t, ts, to, w, ws, wo, loss, ls, lo, lse, es, eo, oshape, nrows, C):
+    def k(x, xs, xo, xl, t, ts, to, w, ws, wo, loss, ls, lo, lse, es, eo, oshape, nrows, C, flag, op):
         sh = cuda.shared.array(T, acc)
         ridx = cuda.local.array(ND, int64)
         tid = cuda.threadIdx.x
@@ -71,8 +75,12 @@ def cross_entropy_kernel(acc, ND):
                 if wv == 0:  # an ignored row contributes 0 even when its logits are inf/NaN
                     loss[pl] = acc(0)
                 else:
-                    xt = acc(x[px + int64(t[index_to_position(ridx, ts, to)]) * xl])
-                    loss[pl] = wv * ((shift - xt) + logs)
+                    tt = int64(t[index_to_position(ridx, ts, to)])
+                    if tt < 0 or tt >= C:
+                        flag_index(flag, tt, C, op)
+                        loss[pl] = acc(math.nan)
+                    else:
+                        loss[pl] = wv * ((shift - acc(x[px + tt * xl])) + logs)
             r += cuda.gridDim.x
     return k
 
@@ -83,7 +91,7 @@ def cross_entropy_backward_kernel(acc, ND):
 
     @cuda.jit
     def k(x, xs, xo, xl, t, ts, to, w, ws, wo, lse, es, eo, g, gs, go, dx, ds, do, dl,
-          oshape, nrows, C):
+          oshape, nrows, C, flag, op):
         ridx = cuda.local.array(ND, int64)
         tid = cuda.threadIdx.x
         r = cuda.blockIdx.x
@@ -101,6 +109,8 @@ def cross_entropy_backward_kernel(acc, ND):
                 scale = acc(g[index_to_position(ridx, gs, go)]) * wv
                 lv = acc(lse[index_to_position(ridx, es, eo)])
                 tt = int64(t[index_to_position(ridx, ts, to)])
+                if tid == 0 and (tt < 0 or tt >= C):
+                    flag_index(flag, tt, C, op)
                 while j < C:
                     p = math.exp(acc(x[px + j * xl]) - lv)
                     if j == tt:

@@ -15,6 +15,7 @@ dtype, ndim) on first use and cached; numba compiles each for the argument types
 import numpy as np
 from numba import cuda
 
+from torchlight.tensor.backend.bounds import FLAG_LEN, OPS, raise_if_flagged
 from torchlight.tensor.backend.protocol import API_VERSION
 from torchlight.tensor.errors import BackendError
 from torchlight.tensor.indexing import prod
@@ -80,6 +81,29 @@ class CudaBackend:
     capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "fill"})
     simulator = SIMULATOR
 
+    # --- bounds flag ---------------------------------------------------------------------------
+    # Index kernels record an out-of-range index in one host-mapped int64 array (the device
+    # writes it over the bus, the host reads it without a copy). Reading it right after each
+    # launch would make the host wait for the device at every index op, so it is read where the
+    # host waits anyway — every device->host copy — and by check_errors(), like PyTorch's device
+    # asserts, which also surface at the next synchronising call.
+    _flag = None
+
+    def _bounds_flag(self):
+        if CudaBackend._flag is None:
+            f = cuda.mapped_array(FLAG_LEN, dtype=np.int64)
+            f[:] = 0
+            CudaBackend._flag = f
+        return CudaBackend._flag
+
+    def check_errors(self):
+        """Wait for the device and raise the ``TensorIndexError`` of an index kernel that met an
+        index out of range since the last check (``torchlight.tensor.backend.bounds``)."""
+        if CudaBackend._flag is not None:
+            if not SIMULATOR:
+                cuda.synchronize()
+            raise_if_flagged(CudaBackend._flag)
+
     # --- storage -------------------------------------------------------------------------------
     def empty(self, n, dtype):
         return cuda.device_array(n, dtype=dtype.np)
@@ -90,13 +114,16 @@ class CudaBackend:
     def to_numpy(self, view):
         st = view.storage
         if view.size == 0:
+            self.check_errors()
             return np.empty(view.shape, dtype=st.dtype)
         if view.is_contiguous():
             packed = st[view.offset:view.offset + view.size]
         else:  # pack on the device first, so exactly the view's bytes cross the bus
             packed = cuda.device_array(view.size, dtype=st.dtype)
             self._copy_into(view, packed)
-        return transfers.to_host(packed).reshape(view.shape)
+        host = transfers.to_host(packed).reshape(view.shape)  # waits for the device
+        self.check_errors()
+        return host
 
     def _copy_into(self, view, flat):
         from torchlight.tensor.storage import TensorData
@@ -224,24 +251,25 @@ class CudaBackend:
                out.storage, obs, out.offset, out.strides[-2], out.strides[-1], bshape, nbatch, n, kk, m)
 
     # --- indexing ------------------------------------------------------------------------------
-    def _gather(self, a, dim, index_strides, index, out):
+    def _gather(self, a, dim, index_strides, index, out, op):
         if out.size == 0:
             return
         nd = len(out.shape)
         k = cached(("gather", nd), lambda: X.gather_kernel(nd))
         launch(k, *grid_1d(out.size), a.storage, tuple(a.strides), a.offset, a.strides[dim], dim,
-               index.storage, tuple(index_strides), index.offset, out.storage, tuple(out.strides),
-               out.offset, tuple(out.shape), out.size)
+               a.shape[dim], index.storage, tuple(index_strides), index.offset, out.storage,
+               tuple(out.strides), out.offset, tuple(out.shape), out.size, self._bounds_flag(),
+               OPS.index(op))
 
     def take(self, a, dim, index, out):
         strides = [0] * len(out.shape)
         strides[dim] = index.strides[0]
-        self._gather(a, dim, strides, index, out)
+        self._gather(a, dim, strides, index, out, "take")
 
     def gather(self, a, dim, index, out):
-        self._gather(a, dim, index.strides, index, out)
+        self._gather(a, dim, index.strides, index, out, "gather")
 
-    def _scatter_add(self, out, dim, shape, index_strides, index, src):
+    def _scatter_add(self, out, dim, shape, index_strides, index, src, op):
         n = 1
         for s in shape:
             n *= s
@@ -250,16 +278,16 @@ class CudaBackend:
         nd = len(shape)
         k = cached(("scatter_add", nd), lambda: X.scatter_add_kernel(nd))
         launch(k, *grid_1d(n), out.storage, tuple(out.strides), out.offset, out.strides[dim], dim,
-               index.storage, tuple(index_strides), index.offset, src.storage, tuple(src.strides),
-               src.offset, tuple(shape), n)
+               out.shape[dim], index.storage, tuple(index_strides), index.offset, src.storage,
+               tuple(src.strides), src.offset, tuple(shape), n, self._bounds_flag(), OPS.index(op))
 
     def put_add(self, out, dim, index, src):
         strides = [0] * len(src.shape)
         strides[dim] = index.strides[0]
-        self._scatter_add(out, dim, src.shape, strides, index, src)
+        self._scatter_add(out, dim, src.shape, strides, index, src, "put_add")
 
     def scatter_add(self, out, dim, index, src):
-        self._scatter_add(out, dim, index.shape, index.strides, index, src)
+        self._scatter_add(out, dim, index.shape, index.strides, index, src, "scatter_add")
 
     # --- fused capabilities ----------------------------------------------------------------------
     def softmax(self, a, dim, out, log=False):
@@ -338,7 +366,8 @@ class CudaBackend:
         k = cached(("cross_entropy", str(acc), len(oshape)),
                    lambda: CE.cross_entropy_kernel(acc, len(oshape)))
         launch(k, *grid_rows(nrows), x.storage, xs, xo, xl, target.storage, ts, to, weight.storage,
-               ws, wo, loss.storage, ls, lo, lse.storage, es, eo, oshape, nrows, C)
+               ws, wo, loss.storage, ls, lo, lse.storage, es, eo, oshape, nrows, C, self._bounds_flag(),
+               OPS.index("cross_entropy"))
 
     def cross_entropy_backward(self, x, target, weight, lse, g, dx):
         if x.shape[0] == 0:
@@ -349,7 +378,8 @@ class CudaBackend:
         k = cached(("cross_entropy_bw", str(acc), len(oshape)),
                    lambda: CE.cross_entropy_backward_kernel(acc, len(oshape)))
         launch(k, *grid_rows(nrows), x.storage, xs, xo, xl, target.storage, ts, to, weight.storage,
-               ws, wo, lse.storage, es, eo, g.storage, gs, go, dx.storage, ds, do, dl, oshape, nrows, C)
+               ws, wo, lse.storage, es, eo, g.storage, gs, go, dx.storage, ds, do, dl, oshape, nrows, C,
+               self._bounds_flag(), OPS.index("cross_entropy_backward"))
 
     # --- fused optimizer update ------------------------------------------------------------------
     def adam_step(self, p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,
