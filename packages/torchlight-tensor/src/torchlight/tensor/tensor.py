@@ -187,6 +187,9 @@ class Tensor:
     def numpy(self):
         if self.requires_grad:
             raise AutogradError("can't call numpy() on a tensor that requires grad; use .detach().numpy()")
+        # the caller may write through the shared view without a version bump: forget the index
+        # bounds on record so the next index check reads the values (the kernels check anyway)
+        self.__dict__.pop("_index_range", None)
         return self.numpy_view()
 
     def to_numpy(self):

@@ -196,8 +196,15 @@ def _positions(x, index):
 
 
 class IndexSelect(Function):
+    """``x.index_select(dim, index)``. Like every indexing Function here it validates its index in
+    ``forward``, which both eager calls (``apply``) and tape replays (``tl.jit``) run."""
+
     @staticmethod
     def forward(ctx, x, dim, index):
+        if index.ndim != 1:
+            raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
+        same_backend(x, index)
+        index = check_index(index, x.shape[dim], "index_select")
         ctx.shape, ctx.dim = x.shape, dim
         ctx.save_for_backward(index)
         shape = x.shape[:dim] + (index.shape[0],) + x.shape[dim + 1 :]
@@ -216,17 +223,15 @@ class IndexSelect(Function):
 
 
 def index_select(x, dim, index):
-    dim = normalize_dim(dim, x.ndim)
-    if index.ndim != 1:
-        raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
-    same_backend(x, index)
-    index = check_index(index, x.shape[dim], "index_select")
-    return IndexSelect.apply(x, dim, index)
+    return IndexSelect.apply(x, normalize_dim(dim, x.ndim), index)
 
 
 class Gather(Function):
     @staticmethod
     def forward(ctx, x, dim, index):
+        _check_gather_shapes("gather", x, dim, index)
+        same_backend(x, index)
+        index = check_index(index, x.shape[dim], "gather")
         ctx.shape, ctx.dim = x.shape, dim
         ctx.save_for_backward(index)
         out = alloc(index.shape, x.dtype, x.backend)
@@ -253,16 +258,19 @@ def _check_gather_shapes(name, x, dim, index):
 
 def gather(x, dim, index):
     """``out[i][j] = x[i][index[i][j]]`` (for dim=1): PyTorch's gather."""
-    dim = normalize_dim(dim, x.ndim)
-    _check_gather_shapes("gather", x, dim, index)
-    same_backend(x, index)
-    index = check_index(index, x.shape[dim], "gather")
-    return Gather.apply(x, dim, index)
+    return Gather.apply(x, normalize_dim(dim, x.ndim), index)
 
 
 class ScatterAdd(Function):
     @staticmethod
     def forward(ctx, x, dim, index, src):
+        _check_gather_shapes("scatter_add", x, dim, index)
+        if src.ndim != index.ndim or any(i > n for i, n in zip(index.shape, src.shape)):
+            raise ShapeError(f"scatter_add: src of shape {src.shape} must be at least as large as the "
+                             f"index {index.shape} in every dim")
+        same_backend(x, index)
+        same_backend(x, src)
+        index = check_index(index, x.shape[dim], "scatter_add")
         ctx.dim = dim
         ctx.save_for_backward(index)
         ctx.src_shape = src.shape
@@ -287,10 +295,7 @@ class ScatterAdd(Function):
 
 def scatter_add(x, dim, index, src):
     dim = normalize_dim(dim, x.ndim)
-    _check_gather_shapes("scatter_add", x, dim, index)
-    same_backend(x, index)
     same_backend(x, src)
-    index = check_index(index, x.shape[dim], "scatter_add")
     if src.dtype is not x.dtype:
         src = src.to(x.dtype)
     return ScatterAdd.apply(x, dim, index, src)
