@@ -357,28 +357,28 @@ class CudaBackend:
         columns so that every operand's rows coalesce alike."""
         return _rows((*mats, *(v.unsqueeze(1) for v in vectors)), 1)
 
-    def cross_entropy(self, x, target, weight, loss, lse):
+    def cross_entropy(self, x, target, weight, loss, logs):
         if x.shape[0] == 0:
             return
         oshape, nrows, C, ((xs, xo, xl), (ts, to, _), (ws, wo, _), (ls, lo, _), (es, eo, _)) = \
-            self._ce_rows((x,), (target, weight, loss, lse))
+            self._ce_rows((x,), (target, weight, loss, logs))
         acc = _acc(x.storage.dtype)
         k = cached(("cross_entropy", str(acc), len(oshape)),
                    lambda: CE.cross_entropy_kernel(acc, len(oshape)))
         launch(k, *grid_rows(nrows), x.storage, xs, xo, xl, target.storage, ts, to, weight.storage,
-               ws, wo, loss.storage, ls, lo, lse.storage, es, eo, oshape, nrows, C, self._bounds_flag(),
+               ws, wo, loss.storage, ls, lo, logs.storage, es, eo, oshape, nrows, C, self._bounds_flag(),
                OPS.index("cross_entropy"))
 
-    def cross_entropy_backward(self, x, target, weight, lse, g, dx):
+    def cross_entropy_backward(self, x, target, weight, logs, g, dx):
         if x.shape[0] == 0:
             return
-        oshape, nrows, C, per = self._ce_rows((x, dx), (target, weight, lse, g))
+        oshape, nrows, C, per = self._ce_rows((x, dx), (target, weight, logs, g))
         (xs, xo, xl), (ds, do, dl), (ts, to, _), (ws, wo, _), (es, eo, _), (gs, go, _) = per
         acc = _acc(dx.storage.dtype)
         k = cached(("cross_entropy_bw", str(acc), len(oshape)),
                    lambda: CE.cross_entropy_backward_kernel(acc, len(oshape)))
         launch(k, *grid_rows(nrows), x.storage, xs, xo, xl, target.storage, ts, to, weight.storage,
-               ws, wo, lse.storage, es, eo, g.storage, gs, go, dx.storage, ds, do, dl, oshape, nrows, C,
+               ws, wo, logs.storage, es, eo, g.storage, gs, go, dx.storage, ds, do, dl, oshape, nrows, C,
                self._bounds_flag(), OPS.index("cross_entropy_backward"))
 
     # --- fused optimizer update ------------------------------------------------------------------

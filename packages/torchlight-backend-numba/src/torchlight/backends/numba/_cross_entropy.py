@@ -3,22 +3,22 @@
 The forward runs ``prange`` over chunks of rows (so the scratch lanes of ``row_sumexp`` are
 allocated once per chunk), the backward over rows. With ``m = max_c x[i,c]`` (NaN if the row has one)::
 
-    lse[i]  = m + log Σ_c e^(x[i,c] - m)                     (Σ accumulated in float64)
-    loss[i] = w[i] (lse[i] - x[i, t[i]])                     (0 exactly where w[i] == 0)
-    dx[i,c] = g[i] w[i] (e^(x[i,c] - lse[i]) - [c == t[i]])  (0 exactly where w[i] == 0)
+    logs[i] = log Σ_c e^(x[i,c] - m)                         (Σ accumulated in float64)
+    loss[i] = w[i] ((m - x[i, t[i]]) + logs[i])              (0 exactly where w[i] == 0)
+    dx[i,c] = g[i] w[i] (e^((x[i,c] - m) - logs[i]) - [c == t[i]])   (0 exactly where w[i] == 0)
 
 Subtracting ``m`` keeps every exponent ≤ 0, so rows of ±1e4 neither overflow nor lose the
-log; the backward uses ``lse`` as given (in x's dtype, as the contract says) rather than
-recomputing it; float32 exponentials use the vectorisable ``exp_nonpos``. The one-hot term is applied to
+log. The forward saves ``logs``, not ``lse = m + logs``: near the float32 limit (logits ~3e38)
+``lse`` rounds to ``m`` and both the loss and the softmax in the backward would lose ``logs``
+entirely (loss 0 instead of log C); the backward recomputes ``m``, one cheap max pass. float32
+exponentials use the vectorisable ``exp_nonpos``. The one-hot term is applied to
 the target element after the row loop, so the loop itself is branch-free (SIMD). Compared with
 ``nll_loss(log_softmax(x))`` this reads the logits once per pass and never materialises the
 ``(N, C)`` log-probabilities in the forward.
 
 A target outside ``[0, C)`` on a row of nonzero weight is never followed: the row's loss is NaN, its
 gradient row holds the softmax without the one-hot term, and ``flag`` records the target
-(``_index.flag_index``) for the backend to raise after the launch. The loss is formed as
-``(m - x[i, t]) + log Σ`` so that the large terms cancel first: with logits near 3e38, ``lse``
-itself rounds to ``m`` and ``lse - x[i, t]`` would be 0 instead of log C.
+(``_index.flag_index``) for the backend to raise after the launch.
 
 Arguments are storages plus element strides/offsets: ``x`` has a row stride ``xr`` and a column
 stride ``xc`` (transposed, sliced, offset), the ``(N,)`` operands one
@@ -41,7 +41,7 @@ __all__ = ["cross_entropy_rows", "cross_entropy_backward_rows"]
 
 @helper
 def _ce_row(x, p, xc, target, wi, C, acc, flag):
-    """(lse, loss) of the row at x[p::xc]."""
+    """(logs, loss) of the row at x[p::xc]."""
     if xc == 1:
         m = row_max(x, p, C)
         total = row_sumexp(x, p, m, C, acc)
@@ -51,28 +51,28 @@ def _ce_row(x, p, xc, target, wi, C, acc, flag):
         for j in range(C):
             total += exp_nonpos(x[p + j * xc] - m)
     logs = math.log(total)
-    le = np.float64(m) + logs  # float64 in plain Python too (float32 + float stays float32)
     if wi == 0:
-        return le, 0.0
+        return logs, 0.0
     if target < 0 or target >= C:
         flag_index(flag, target, C)
-        return le, math.nan
-    return le, wi * (np.float64(m - x[p + target * xc]) + logs)
+        return logs, math.nan
+    # float64 in plain Python too (float32 + float stays float32)
+    return logs, wi * (np.float64(m - x[p + target * xc]) + logs)
 
 
 @kernel
-def cross_entropy_rows(x, xo, xr, xc, t, to, ts, w, wo, ws, loss, lo, ls, lse, eo, es, n, C, nchunks, flag):
+def cross_entropy_rows(x, xo, xr, xc, t, to, ts, w, wo, ws, loss, lo, ls, logs, eo, es, n, C, nchunks, flag):
     per = (n + nchunks - 1) // nchunks
     for c in prange(nchunks):
         acc = np.empty(LANES)  # row_sumexp's lanes: one allocation per chunk of rows, not per row
         for i in range(c * per, min(n, (c + 1) * per)):
             le, li = _ce_row(x, xo + i * xr, xc, t[to + i * ts], w[wo + i * ws], C, acc, flag)
-            lse[eo + i * es] = le
+            logs[eo + i * es] = le
             loss[lo + i * ls] = li
 
 
 @kernel
-def cross_entropy_backward_rows(x, xo, xr, xc, t, to, ts, w, wo, ws, lse, eo, es, g, go, gs,
+def cross_entropy_backward_rows(x, xo, xr, xc, t, to, ts, w, wo, ws, logs, eo, es, g, go, gs,
                                 dx, do, dr, dc, n, C, flag):
     for i in prange(n):
         p = xo + i * xr
@@ -83,17 +83,19 @@ def cross_entropy_backward_rows(x, xo, xr, xc, t, to, ts, w, wo, ws, lse, eo, es
                 dx[q + j * dc] = 0.0
             continue
         s = g[go + i * gs] * wi
-        le = lse[eo + i * es]
+        le = logs[eo + i * es]
         if xc == 1 and dc == 1:
+            m = row_max(x, p, C)
             row = x[p:p + C]
             out = dx[q:q + C]
             for j in range(C):
-                out[j] = s * exp_nonpos(row[j] - le)
+                out[j] = s * exp_nonpos((row[j] - m) - le)
         else:
+            m = row_max_strided(x, p, xc, C)
             for j in range(C):
-                dx[q + j * dc] = s * exp_nonpos(x[p + j * xc] - le)
+                dx[q + j * dc] = s * exp_nonpos((x[p + j * xc] - m) - le)
         k = t[to + i * ts]
         if k < 0 or k >= C:
             flag_index(flag, k, C)
         else:
-            dx[q + k * dc] = s * (exp_nonpos(x[p + k * xc] - le) - 1.0)
+            dx[q + k * dc] = s * (exp_nonpos((x[p + k * xc] - m) - le) - 1.0)

@@ -365,7 +365,7 @@ class NumbaBackend:
         if db is not None:
             as_array(db)[...] = pb.sum(axis=0)
 
-    def cross_entropy(self, x, target, weight, loss, lse):
+    def cross_entropy(self, x, target, weight, loss, logs):
         n, c = x.shape
         if n == 0:
             return
@@ -374,11 +374,11 @@ class NumbaBackend:
                                           target.storage, target.offset, target.strides[0],
                                           weight.storage, weight.offset, weight.strides[0],
                                           loss.storage, loss.offset, loss.strides[0],
-                                          lse.storage, lse.offset, lse.strides[0], n, c, min(n, _CHUNKS),
+                                          logs.storage, logs.offset, logs.strides[0], n, c, min(n, _CHUNKS),
                                           flag)
         raise_if_flagged(flag, "cross_entropy")
 
-    def cross_entropy_backward(self, x, target, weight, lse, g, dx):
+    def cross_entropy_backward(self, x, target, weight, logs, g, dx):
         n, c = x.shape
         if n == 0:
             return
@@ -386,7 +386,7 @@ class NumbaBackend:
         CE.cross_entropy_backward_rows.pick(n * c)(x.storage, x.offset, x.strides[0], x.strides[1],
                                                    target.storage, target.offset, target.strides[0],
                                                    weight.storage, weight.offset, weight.strides[0],
-                                                   lse.storage, lse.offset, lse.strides[0],
+                                                   logs.storage, logs.offset, logs.strides[0],
                                                    g.storage, g.offset, g.strides[0],
                                                    dx.storage, dx.offset, dx.strides[0], dx.strides[1], n, c,
                                                    flag)

@@ -279,7 +279,7 @@ class NumpyBackend:
         if db is not None:
             as_array(db)[...] = gv.sum(axis=lead)
 
-    def cross_entropy(self, x, target, weight, loss, lse):
+    def cross_entropy(self, x, target, weight, loss, logs):
         xv, t, w = as_array(x), as_array(target), as_array(weight)
         if xv.shape[0] == 0:
             return
@@ -289,19 +289,20 @@ class NumpyBackend:
         np.exp(e, out=e)
         log_s = np.log(e.sum(axis=1))
         picked = np.take_along_axis(xv, t[:, None], axis=1)[:, 0]
-        as_array(lse)[...] = log_s + m
-        # log_s + (m - x_t), not lse - x_t: with |x| ~ 1e4 in float32, lse has already lost
-        # the low digits of log_s that the loss consists of
+        as_array(logs)[...] = log_s
+        # (m - x_t) + log_s, not lse - x_t: with |x| ~ 1e4 in float32, lse = m + log_s has already
+        # lost the low digits of log_s that the loss consists of (near 3e38, all of them)
         with np.errstate(invalid="ignore"):
-            as_array(loss)[...] = np.where(w != 0, w * (log_s + (m - picked)), 0)
+            as_array(loss)[...] = np.where(w != 0, w * ((m - picked) + log_s), 0)
 
-    def cross_entropy_backward(self, x, target, weight, lse, g, dx):
+    def cross_entropy_backward(self, x, target, weight, logs, g, dx):
         xv, t, w = as_array(x), as_array(target), as_array(weight)
         if xv.shape[0] == 0:
             return
         check_host("cross_entropy_backward", t, xv.shape[1])
         d = as_array(dx)  # written in place: this is the biggest array of a language model's step
-        np.subtract(xv, as_array(lse)[:, None], out=d)
+        np.subtract(xv, xv.max(axis=1, keepdims=True), out=d)
+        d -= as_array(logs)[:, None]
         np.exp(d, out=d)
         d[np.arange(xv.shape[0]), t] -= 1
         d *= (as_array(g) * w)[:, None]

@@ -149,17 +149,17 @@ class CrossEntropyRows(Function):
         check_targets(target, x.shape[1])
         n = x.shape[0]
         loss = alloc((n,), x.dtype, x.backend)
-        lse = alloc((n,), x.dtype, x.backend)
-        x.backend.cross_entropy(x._td, target._td, weight._td, loss._td, lse._td)
-        ctx.save_for_backward(x, lse)
+        logs = alloc((n,), x.dtype, x.backend)
+        x.backend.cross_entropy(x._td, target._td, weight._td, loss._td, logs._td)
+        ctx.save_for_backward(x, logs)
         ctx.target, ctx.weight = target, weight  # not differentiated: no version check needed
         return loss
 
     @staticmethod
     def backward(ctx, g):
-        x, lse = ctx.saved_tensors
+        x, logs = ctx.saved_tensors
         dx = alloc(x.shape, x.dtype, x.backend)
-        x.backend.cross_entropy_backward(x._td, ctx.target._td, ctx.weight._td, lse._td, g._td, dx._td)
+        x.backend.cross_entropy_backward(x._td, ctx.target._td, ctx.weight._td, logs._td, g._td, dx._td)
         return dx, None, None
 
 
