@@ -589,10 +589,11 @@ class Tensor:
         if not advanced:
             dispatch.view_of(self, index.basic_view(self._td, norm)).copy_(value)
             return
-        # Advanced assignment goes through the host: correct on every backend, if not fast.
+        # Advanced assignment goes through the host: correct on every backend, if not fast. The
+        # positions are computed (and every index checked) as for reading x[idx].
+        positions = index.host_positions(self, norm)
         arr = self.to_numpy()
-        host = tuple(i.to_numpy() if isinstance(i, Tensor) else i for i in norm)
-        arr[host] = value.to_numpy() if isinstance(value, Tensor) else value
+        arr.reshape(-1)[positions] = value.to_numpy() if isinstance(value, Tensor) else value
         self.copy_(_host(arr, self))
         self._version[0] -= 1
 

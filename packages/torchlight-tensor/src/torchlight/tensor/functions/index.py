@@ -24,7 +24,7 @@ from ..errors import DTypeError, ShapeError, TensorIndexError
 
 __all__ = [
     "getitem", "basic_view", "IndexSelect", "Gather", "ScatterAdd", "index_select", "gather",
-    "scatter_add", "masked_fill", "embedding", "check_index", "expand_index",
+    "scatter_add", "masked_fill", "embedding", "check_index", "expand_index", "host_positions",
 ]
 
 
@@ -167,6 +167,13 @@ def _positions(x, index):
     """The flat positions (an int64 tensor) that an expanded advanced ``index`` selects in ``x``."""
     from ..factories import from_numpy_on
 
+    # np.array(order="C"), not np.ascontiguousarray, which turns a 0-d result into shape (1,)
+    return from_numpy_on(np.array(host_positions(x, index), order="C"), x.backend)
+
+
+def host_positions(x, index):
+    """The flat positions (an ndarray) that an expanded advanced ``index`` selects in ``x``, every
+    index checked against its dimension first (``TensorIndexError``)."""
     host = []
     dim = 0
     for item in index:
@@ -190,9 +197,7 @@ def _positions(x, index):
                 raise TensorIndexError(f"index {int(bad)} is out of range for dimension {dim} with size {size}")
             dim += 1
         host.append(arr)
-    positions = np.arange(x.numel(), dtype=np.int64).reshape(x.shape)[tuple(host)]
-    # np.array(order="C"), not np.ascontiguousarray, which turns a 0-d result into shape (1,)
-    return from_numpy_on(np.array(positions, order="C"), x.backend)
+    return np.arange(x.numel(), dtype=np.int64).reshape(x.shape)[tuple(host)]
 
 
 class IndexSelect(Function):
