@@ -37,10 +37,11 @@ def bad_indices(size):
 class BoundsConformance:
     """Out-of-range indices for each indexing primitive, in each dtype the kit indexes."""
 
-    def _expect_index_error(self, op, bad, call, *outs):
+    def _expect_index_error(self, op, bad, args, *outs):
+        """``be.<op>(*args)`` must raise, by the time ``outs`` are read back."""
         be = self.be
         with pytest.raises(TensorIndexError, match=rf"{op}: index {bad} is out of range"):
-            call()
+            getattr(be, op)(*args)
             for o in outs:  # an asynchronous device reports at the next device->host copy
                 read(be, o)
 
@@ -54,7 +55,7 @@ class BoundsConformance:
                 a, av = make_view(be, sample(rng, shape, dtype), "offset")
                 idx, _ = make_view(be, np.array([0, bad, shape[dim] - 1], np.int64), "sliced")
                 out = empty_view(be, shape[:dim] + (3,) + shape[dim + 1:], dtype, "sliced")
-                self._expect_index_error("take", bad, lambda: be.take(a, dim, idx, out), out)
+                self._expect_index_error("take", bad, (a, dim, idx, out), out)
                 assert outside_untouched(be, out, dtype), f"take dim={dim} index={bad}: wrote outside out"
                 np.testing.assert_array_equal(read(be, a), av)
         self._valid_call_after_errors()
@@ -69,7 +70,7 @@ class BoundsConformance:
                 out = empty_view(be, shape, dtype, "sliced")
                 idx, _ = make_view(be, np.array([bad, 0], np.int64), "offset")
                 src, _ = make_view(be, sample(rng, shape[:dim] + (2,) + shape[dim + 1:], dtype), "permuted")
-                self._expect_index_error("put_add", bad, lambda: be.put_add(out, dim, idx, src), out)
+                self._expect_index_error("put_add", bad, (out, dim, idx, src), out)
                 assert outside_untouched(be, out, dtype), f"put_add dim={dim} index={bad}: wrote outside out"
         self._valid_call_after_errors()
 
@@ -85,7 +86,7 @@ class BoundsConformance:
                 iv.reshape(-1)[-1] = bad  # the last element: after every valid one in any order
                 idx, _ = make_view(be, iv, "offset")
                 out = empty_view(be, shape, dtype, "sliced")
-                self._expect_index_error("gather", bad, lambda: be.gather(a, dim, idx, out), out)
+                self._expect_index_error("gather", bad, (a, dim, idx, out), out)
                 assert outside_untouched(be, out, dtype), f"gather dim={dim} index={bad}: wrote outside out"
                 np.testing.assert_array_equal(read(be, a), av)
         self._valid_call_after_errors()
@@ -102,7 +103,7 @@ class BoundsConformance:
                 iv.reshape(-1)[0] = bad
                 idx, _ = make_view(be, iv, "sliced")
                 src, _ = make_view(be, sample(rng, shape, dtype), "contiguous")
-                self._expect_index_error("scatter_add", bad, lambda: be.scatter_add(out, dim, idx, src), out)
+                self._expect_index_error("scatter_add", bad, (out, dim, idx, src), out)
                 assert outside_untouched(be, out, dtype), f"scatter_add dim={dim} index={bad}: wrote outside out"
         self._valid_call_after_errors()
 
@@ -119,14 +120,12 @@ class BoundsConformance:
             t, _ = make_view(be, tv, "sliced")
             w, _ = make_view(be, np.ones(R, dtype))
             loss, logs = empty_view(be, (R,), dtype, "sliced"), empty_view(be, (R,), dtype, "offset")
-            self._expect_index_error("cross_entropy", bad,
-                                     lambda: be.cross_entropy(x, t, w, loss, logs), loss, logs)
+            self._expect_index_error("cross_entropy", bad, (x, t, w, loss, logs), loss, logs)
             assert outside_untouched(be, loss, dtype) and outside_untouched(be, logs, dtype)
             logs, _ = make_view(be, np.zeros(R, dtype))
             g, _ = make_view(be, np.ones(R, dtype))
             dx = empty_view(be, (R, C), dtype, "sliced")
-            self._expect_index_error("cross_entropy_backward", bad,
-                                     lambda: be.cross_entropy_backward(x, t, w, logs, g, dx), dx)
+            self._expect_index_error("cross_entropy_backward", bad, (x, t, w, logs, g, dx), dx)
             assert outside_untouched(be, dx, dtype), f"cross_entropy_backward target={bad}: wrote outside dx"
             np.testing.assert_array_equal(read(be, x), xv)
         self._valid_call_after_errors()

@@ -26,6 +26,7 @@ from torchlight.tensor.backend.protocol import API_VERSION, MAP_OPS, REDUCE_OPS,
 from torchlight.tensor.backend.registry import backend_status, get_backend
 from torchlight.tensor.storage import TensorData
 
+from .bounds import BoundsConformance
 from .catalog import (
     ALL,
     FLOAT,
@@ -36,7 +37,6 @@ from .catalog import (
     sample,
     tolerance,
 )
-from .bounds import BoundsConformance
 from .fused import FusedConformance, _f64, _rng
 from .profiles import resolve_profile
 from .strategies import (

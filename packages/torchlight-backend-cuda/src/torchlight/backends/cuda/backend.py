@@ -72,6 +72,13 @@ def _rows(views, dim):
     return oshape, nrows, shape[dim], per
 
 
+def _rank_error(op, *views):
+    """The index kernels walk every operand with the iteration shape's strides: operands of the
+    wrong rank (a core bug, not a user's) would be read past their stride arrays."""
+    raise BackendError(f"cuda backend: {op} got operands of shapes {[v.shape for v in views]}, "
+                       "outside the contract (protocol.py)")
+
+
 class CudaBackend:
     """numba-cuda implementation of the backend contract (see ``torchlight.tensor.backend.protocol``)."""
 
@@ -262,11 +269,15 @@ class CudaBackend:
                OPS.index(op))
 
     def take(self, a, dim, index, out):
+        if len(index.shape) != 1 or len(out.shape) != len(a.shape):
+            _rank_error("take", a, index, out)
         strides = [0] * len(out.shape)
         strides[dim] = index.strides[0]
         self._gather(a, dim, strides, index, out, "take")
 
     def gather(self, a, dim, index, out):
+        if not len(a.shape) == len(index.shape) == len(out.shape):
+            _rank_error("gather", a, index, out)
         self._gather(a, dim, index.strides, index, out, "gather")
 
     def _scatter_add(self, out, dim, shape, index_strides, index, src, op):
@@ -282,11 +293,15 @@ class CudaBackend:
                tuple(src.strides), src.offset, tuple(shape), n, self._bounds_flag(), OPS.index(op))
 
     def put_add(self, out, dim, index, src):
+        if len(index.shape) != 1 or len(out.shape) != len(src.shape):
+            _rank_error("put_add", out, index, src)
         strides = [0] * len(src.shape)
         strides[dim] = index.strides[0]
         self._scatter_add(out, dim, src.shape, strides, index, src, "put_add")
 
     def scatter_add(self, out, dim, index, src):
+        if not len(out.shape) == len(index.shape) == len(src.shape):
+            _rank_error("scatter_add", out, index, src)
         self._scatter_add(out, dim, index.shape, index.strides, index, src, "scatter_add")
 
     # --- fused capabilities ----------------------------------------------------------------------

@@ -7,7 +7,7 @@ allocated once per chunk), the backward over rows. With ``m = max_c x[i,c]`` (Na
     loss[i] = w[i] ((m - x[i, t[i]]) + logs[i])              (0 exactly where w[i] == 0)
     dx[i,c] = g[i] w[i] (e^((x[i,c] - m) - logs[i]) - [c == t[i]])   (0 exactly where w[i] == 0)
 
-Subtracting ``m`` keeps every exponent ≤ 0, so rows of ±1e4 neither overflow nor lose the
+Subtracting ``m`` (0 when it is infinite: ``_shift``) keeps every exponent ≤ 0, so rows of ±1e4 neither overflow nor lose the
 log. The forward saves ``logs``, not ``lse = m + logs``: near the float32 limit (logits ~3e38)
 ``lse`` rounds to ``m`` and both the loss and the softmax in the backward would lose ``logs``
 entirely (loss 0 instead of log C); the backward recomputes ``m``, one cheap max pass. float32
@@ -40,17 +40,30 @@ __all__ = ["cross_entropy_rows", "cross_entropy_backward_rows"]
 
 
 @helper
+def _shift(m):
+    """The row's shift: its max, or 0 when that is ±inf (as PyTorch's logsumexp), so a row holding
+    +inf has lse = +inf (its loss inf, or NaN at the inf target, as in PyTorch) and a row of -inf
+    has lse = -inf. A float32 zero keeps a float32 row's arithmetic in float32."""
+    if math.isinf(m):
+        m = np.float32(0.0)
+    return m
+
+
+@helper
 def _ce_row(x, p, xc, target, wi, C, acc, flag):
     """(logs, loss) of the row at x[p::xc]."""
-    if xc == 1:
-        m = row_max(x, p, C)
-        total = row_sumexp(x, p, m, C, acc)
+    m = row_max(x, p, C) if xc == 1 else row_max_strided(x, p, xc, C)
+    if math.isinf(m):  # lse is ±inf itself; with shift 0 the loss is inf or NaN, as in PyTorch
+        logs = np.float64(m)
+        m = _shift(m)
     else:
-        m = row_max_strided(x, p, xc, C)
-        total = 0.0
-        for j in range(C):
-            total += exp_nonpos(x[p + j * xc] - m)
-    logs = math.log(total)
+        if xc == 1:
+            total = row_sumexp(x, p, m, C, acc)
+        else:
+            total = 0.0
+            for j in range(C):
+                total += exp_nonpos(x[p + j * xc] - m)
+        logs = math.log(total)
     if wi == 0:
         return logs, 0.0
     if target < 0 or target >= C:
@@ -85,13 +98,13 @@ def cross_entropy_backward_rows(x, xo, xr, xc, t, to, ts, w, wo, ws, logs, eo, e
         s = g[go + i * gs] * wi
         le = logs[eo + i * es]
         if xc == 1 and dc == 1:
-            m = row_max(x, p, C)
+            m = _shift(row_max(x, p, C))
             row = x[p:p + C]
             out = dx[q:q + C]
             for j in range(C):
                 out[j] = s * exp_nonpos((row[j] - m) - le)
         else:
-            m = row_max_strided(x, p, xc, C)
+            m = _shift(row_max_strided(x, p, xc, C))
             for j in range(C):
                 dx[q + j * dc] = s * exp_nonpos((x[p + j * xc] - m) - le)
         k = t[to + i * ts]

@@ -88,6 +88,13 @@ def _kind(dtype):
     return "b" if k == "b" else ("f" if k == "f" else "i")
 
 
+def _rank_error(op, *views):
+    """The index kernels walk every operand with the iteration shape's strides: operands of the
+    wrong rank (a core bug, not a user's) would be read past their stride arrays."""
+    raise BackendError(f"numba backend: {op} got operands of shapes {[v.shape for v in views]}, "
+                       "outside the contract (protocol.py)")
+
+
 class NumbaBackend:
     """numba implementation of the backend contract (see ``torchlight.tensor.backend.protocol``)."""
 
@@ -274,11 +281,15 @@ class NumbaBackend:
         raise_if_flagged(flag, op)
 
     def take(self, a, dim, index, out):
+        if len(index.shape) != 1 or len(out.shape) != len(a.shape):
+            _rank_error("take", a, index, out)
         strides = [0] * len(out.shape)
         strides[dim] = index.strides[0]
         self._gather("take", a, dim, strides, index, out)
 
     def gather(self, a, dim, index, out):
+        if not len(a.shape) == len(index.shape) == len(out.shape):
+            _rank_error("gather", a, index, out)
         self._gather("gather", a, dim, index.strides, index, out)
 
     def _scatter_add(self, op, out, dim, shape, index_strides, index, src):
@@ -298,11 +309,15 @@ class NumbaBackend:
         raise_if_flagged(flag, op)
 
     def put_add(self, out, dim, index, src):
+        if len(index.shape) != 1 or len(out.shape) != len(src.shape):
+            _rank_error("put_add", out, index, src)
         strides = [0] * len(src.shape)
         strides[dim] = index.strides[0]
         self._scatter_add("put_add", out, dim, src.shape, strides, index, src)
 
     def scatter_add(self, out, dim, index, src):
+        if not len(out.shape) == len(index.shape) == len(src.shape):
+            _rank_error("scatter_add", out, index, src)
         self._scatter_add("scatter_add", out, dim, index.shape, index.strides, index, src)
 
     # --- fused capabilities ----------------------------------------------------------------------

@@ -167,6 +167,14 @@ _ZIP = {
 _REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
+def _ce_shift(x):
+    """Each row's max, or 0 where that is ±inf (as PyTorch's logsumexp): cross-entropy's shift."""
+    m = x.max(axis=1)
+    if not np.isfinite(m).all():
+        m = np.where(np.isinf(m), 0, m).astype(x.dtype)
+    return m
+
+
 class NumpyBackend:
     """numpy implementation of the backend contract (see ``protocol.py``)."""
 
@@ -237,6 +245,8 @@ class NumpyBackend:
     # --- fused capabilities ------------------------------------------------------------------
     def softmax(self, a, dim, out, log=False):
         x = as_array(a)
+        if x.size == 0:  # numpy's max has no identity for an empty row
+            return
         shifted = x - x.max(axis=dim, keepdims=True)
         e = np.exp(shifted)
         s = e.sum(axis=dim, keepdims=True)
@@ -247,6 +257,8 @@ class NumpyBackend:
 
     def softmax_backward(self, y, g, dim, out, log=False):
         yv, gv = as_array(y), as_array(g)
+        if yv.size == 0:
+            return
         if log:  # dx = g - softmax(x) * sum(g)
             np.subtract(gv, np.exp(yv) * gv.sum(axis=dim, keepdims=True), out=as_array(out))
         else:  # dx = y * (g - sum(g * y))
@@ -284,15 +296,16 @@ class NumpyBackend:
         if xv.shape[0] == 0:
             return
         check_host("cross_entropy", t, xv.shape[1])
-        m = xv.max(axis=1)
-        e = np.subtract(xv, m[:, None])
-        np.exp(e, out=e)
-        log_s = np.log(e.sum(axis=1))
+        m = _ce_shift(xv)
         picked = np.take_along_axis(xv, t[:, None], axis=1)[:, 0]
-        as_array(logs)[...] = log_s
-        # (m - x_t) + log_s, not lse - x_t: with |x| ~ 1e4 in float32, lse = m + log_s has already
-        # lost the low digits of log_s that the loss consists of (near 3e38, all of them)
-        with np.errstate(invalid="ignore"):
+        # inf - inf = NaN and log 0 = -inf (rows holding ±inf) are PyTorch's answers too
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            e = np.subtract(xv, m[:, None])
+            np.exp(e, out=e)
+            log_s = np.log(e.sum(axis=1))
+            as_array(logs)[...] = log_s
+            # (m - x_t) + log_s, not lse - x_t: with |x| ~ 1e4 in float32, lse = m + log_s has
+            # already lost the low digits of log_s that the loss consists of (near 3e38, all)
             as_array(loss)[...] = np.where(w != 0, w * ((m - picked) + log_s), 0)
 
     def cross_entropy_backward(self, x, target, weight, logs, g, dx):
@@ -301,9 +314,10 @@ class NumpyBackend:
             return
         check_host("cross_entropy_backward", t, xv.shape[1])
         d = as_array(dx)  # written in place: this is the biggest array of a language model's step
-        np.subtract(xv, xv.max(axis=1, keepdims=True), out=d)
-        d -= as_array(logs)[:, None]
-        np.exp(d, out=d)
+        with np.errstate(invalid="ignore", over="ignore"):
+            np.subtract(xv, _ce_shift(xv)[:, None], out=d)
+            d -= as_array(logs)[:, None]
+            np.exp(d, out=d)
         d[np.arange(xv.shape[0]), t] -= 1
         d *= (as_array(g) * w)[:, None]
         if not w.all():  # 0 · inf would leave NaN in a dropped row

@@ -127,9 +127,10 @@ class AdvancedIndex(Function):
         ctx.shape = x.shape
         ctx.save_for_backward(positions)
         flat = x.reshape(-1)
-        out = alloc(positions.shape, x.dtype, x.backend)
-        x.backend.take(flat._td, 0, positions._td, out._td)
-        return out
+        pos = positions.reshape(-1)  # take's index is 1-D (the contract)
+        out = alloc(pos.shape, x.dtype, x.backend)
+        x.backend.take(flat._td, 0, pos._td, out._td)
+        return out.reshape(positions.shape)
 
     @staticmethod
     def backward(ctx, g):
