@@ -64,14 +64,16 @@ def cross_entropy_kernel(acc, ND):
             m = block_reduce(MAX, sh, m, tid, T)
             shift = acc(0) if math.isinf(m) else m
             s = acc(0)
-            j = tid
+            j = tid if not math.isinf(m) else C  # an infinite max is the log-sum-exp itself
             while j < C:
                 s += math.exp(acc(x[px + j * xl]) - shift)
                 j += T
             s = block_reduce(SUM, sh, s, tid, T)
             if tid == 0:
-                # s = 0 only for a row of all -inf; the simulator's math.log raises there
-                logs = math.log(s) if s > 0 else acc(-math.inf)
+                if math.isinf(m):
+                    logs = m
+                else:  # s = 0 cannot happen here; the simulator's math.log would raise on it
+                    logs = math.log(s) if s > 0 else acc(-math.inf)
                 logsum[index_to_position(ridx, es, eo)] = logs
                 wv = acc(w[index_to_position(ridx, ws, wo)])
                 pl = index_to_position(ridx, ls, lo)
