@@ -62,11 +62,13 @@ def run_group(device, group):
                      f"the child running group {group!r} on {device!r}")
 
 
-CASES = [(device, group, case.__name__) for device in DEVICES for group, cases in GROUPS.items()
-         for case in cases]
+# the simulator's cases take minutes: "slow" (CI runs them; a quick local run skips them)
+CASES = [pytest.param(device, group, case.__name__, id=f"{device}-{case.__name__}",
+                      marks=[pytest.mark.slow] if device == "cuda" else [])
+         for device in DEVICES for group, cases in GROUPS.items() for case in cases]
 
 
-@pytest.mark.parametrize("device,group,case", CASES, ids=[f"{d}-{c}" for d, _, c in CASES])
+@pytest.mark.parametrize("device,group,case", CASES)
 def test_adversarial(device, group, case):
     if not _device_available(device):
         pytest.skip(f"backend {device!r} is not installed")
