@@ -64,6 +64,17 @@ def gather_kernel(a, as_, ao, dim, n, idx, is_, io, out, os, oo, shape, nrows, f
     so = os[last]
     for r in prange(nrows):
         pa, pi, po = _row3(r, shape, dim, as_, ao, is_, io, os, oo)
+        if si == 0:  # one index for the whole row (take along a leading dim: embeddings)
+            k = idx[pi]
+            if k < 0 or k >= n:
+                flag_index(flag, k, n)
+                for j in range(L):
+                    out[po + j * so] = 0
+            else:  # a branch-free copy loop, as without the check
+                src = pa + k * sa_dim
+                for j in range(L):
+                    out[po + j * so] = a[src + j * sa_last]
+            continue
         for j in range(L):
             k = idx[pi + j * si]
             if k < 0 or k >= n:
