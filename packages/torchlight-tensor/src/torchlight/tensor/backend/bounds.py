@@ -30,6 +30,7 @@ OPS = ("take", "put_add", "gather", "scatter_add", "cross_entropy", "cross_entro
 """The backend primitives that index by data; a flag stores the position of its op here."""
 
 FLAG_LEN = 4
+"""Length of a bounds flag: ``[hit, bad value, dimension size, op code]``."""
 
 
 def index_error(op, value, size):
