@@ -187,10 +187,14 @@ class Tensor:
     def numpy(self):
         if self.requires_grad:
             raise AutogradError("can't call numpy() on a tensor that requires grad; use .detach().numpy()")
-        # the caller may write through the shared view without a version bump: forget the index
-        # bounds on record so the next index check reads the values (the kernels check anyway)
-        self.__dict__.pop("_index_range", None)
-        return self.numpy_view()
+        arr = self.numpy_view()
+        st = self._td.storage
+        if "_index_range" in self.__dict__ and isinstance(st, np.ndarray) and np.may_share_memory(arr, st):
+            # the caller may write through this shared view without a version bump: forget the
+            # index bounds on record so the next index check reads the values (the kernels
+            # check anyway); a device backend's host copy keeps them
+            del self.__dict__["_index_range"]
+        return arr
 
     def to_numpy(self):
         """A numpy copy of the data, whatever the tensor's grad state or device."""
