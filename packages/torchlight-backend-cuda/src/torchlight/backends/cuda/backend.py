@@ -79,6 +79,7 @@ class CudaBackend:
     device = "cuda"
     API_VERSION = API_VERSION
     capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "fill", "dlpack"})
+    host_memory = False
     simulator = SIMULATOR
 
     # --- storage -------------------------------------------------------------------------------

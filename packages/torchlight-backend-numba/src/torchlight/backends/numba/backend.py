@@ -93,7 +93,8 @@ class NumbaBackend:
     name = "numba"
     device = "numba"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam"})
+    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "compile"})
+    host_memory = True
 
     def __init__(self, numpy_ufuncs=None):
         if numpy_ufuncs is None:
@@ -111,6 +112,13 @@ class NumbaBackend:
 
     def to_numpy(self, view):
         return as_array(view)
+
+    # --- the "compile" capability: fused elementwise chains (torchlight.jit) ------------------
+    def compile_elementwise(self, chain):
+        """One generated kernel for an elementwise chain (``_fusion.py``), or None to decline."""
+        from ._fusion import compile_elementwise
+
+        return compile_elementwise(chain)
 
     # --- elementwise ---------------------------------------------------------------------------
     def map(self, op, a, out):

@@ -173,6 +173,7 @@ class NumpyBackend:
     device = "cpu"
     API_VERSION = API_VERSION
     capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam"})
+    host_memory = True
 
     # --- storage -----------------------------------------------------------------------------
     def empty(self, n, dtype):
