@@ -25,7 +25,6 @@ temporaries (~20× faster on one core).
 import numpy as np
 
 from numba import prange
-
 from torchlight.tensor.formulas import (
     GELU_TANH_C,
     GELU_TANH_K,

@@ -51,7 +51,8 @@ buckets, another backend's compiled kernels) may read and write it directly. Ask
 Adding an op: a name here + a conformance-kit entry + a fallback, or an ``API_VERSION`` bump.
 """
 
-from typing import Any, Callable, Optional, Protocol, Sequence, Tuple, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["API_VERSION", "MAP_OPS", "ZIP_OPS", "REDUCE_OPS", "Backend", "BackendSpec", "host_memory"]
 
@@ -125,14 +126,14 @@ class BackendSpec:
         self,
         name: str,
         loader: Callable[[], Any],
-        available: Optional[Callable[[], Tuple[bool, Optional[str]]]] = None,
+        available: Callable[[], tuple[bool, str | None]] | None = None,
         api_version: int = API_VERSION,
     ) -> None:
         self.name = name
         self.api_version = api_version
         self._loader = loader
         self._available = available
-        self._why: Optional[str] = None
+        self._why: str | None = None
 
     def is_available(self) -> bool:
         if self._available is None:
@@ -143,7 +144,7 @@ class BackendSpec:
             ok, self._why = False, f"{type(exc).__name__}: {exc}"
         return bool(ok)
 
-    def why_unavailable(self) -> Optional[str]:
+    def why_unavailable(self) -> str | None:
         return None if self.is_available() else self._why
 
     def load(self) -> Any:

@@ -32,6 +32,16 @@ import builtins
 import math
 from types import FunctionType, SimpleNamespace
 
+from ..formulas import (
+    EXP_MAX,
+    GELU_TANH_C,
+    GELU_TANH_K,
+    INV_SQRT_2PI,
+    SQRT1_2,
+    gelu_tanh_arg,
+    gelu_tanh_slope,
+)
+
 __all__ = ["MAP_CODES", "ZIP_CODES", "CMP_CODES", "compile_ops"]
 
 MAP_CODES = {name: k for k, name in enumerate((
@@ -47,10 +57,6 @@ CMP_CODES = {name: k for k, name in enumerate((
     "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or",
 ))}
 
-SQRT1_2 = 1.0 / math.sqrt(2.0)
-INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-TANH_C = math.sqrt(2.0 / math.pi)
-EXP_MAX = 709.782712893384  # log(largest float64): above it e^x is inf (Python's math raises)
 
 
 def sigmoid(x):
@@ -114,7 +120,7 @@ def unary_float(op, x):
     if op == 15:
         return 0.5 * x * (1.0 + math.erf(x * SQRT1_2))
     if op == 16:
-        return 0.5 * x * (1.0 + math.tanh(TANH_C * (x + 0.044715 * x * x * x)))
+        return 0.5 * x * (1.0 + math.tanh(gelu_tanh_arg(x)))
     if op == 17:
         return x * sigmoid(x)
     if op == 18:
@@ -180,9 +186,7 @@ def binary_float(op, a, b):
         cdf = 0.5 * (1.0 + math.erf(a * SQRT1_2))
         return b * (cdf + a * INV_SQRT_2PI * math.exp(-0.5 * a * a))
     if op == 11:  # gelu_tanh_back(x, g)
-        t = math.tanh(TANH_C * (a + 0.044715 * a * a * a))
-        d = 0.5 * (1.0 + t) + 0.5 * a * (1.0 - t * t) * TANH_C * (1.0 + 3 * 0.044715 * a * a)
-        return b * d
+        return b * gelu_tanh_slope(a, math.tanh(gelu_tanh_arg(a)))
     if op == 12:  # silu_back(x, g)
         s = sigmoid(a)
         return b * (s * (1.0 + a * (1.0 - s)))
@@ -243,7 +247,7 @@ def compare(op, a, b):
     return (a != 0) or (b != 0)
 
 
-_ORDER = (sigmoid, _ipow, unary_float, unary_int, unary_bool, binary_float, binary_int, compare)
+_ORDER = (gelu_tanh_arg, gelu_tanh_slope, sigmoid, _ipow, unary_float, unary_int, unary_bool, binary_float, binary_int, compare)
 
 
 def compile_ops(jit):
@@ -254,7 +258,8 @@ def compile_ops(jit):
     plain Python), so one body serves any decorator.
     """
     scope = {"__builtins__": builtins, "math": math, "SQRT1_2": SQRT1_2,
-             "INV_SQRT_2PI": INV_SQRT_2PI, "TANH_C": TANH_C, "EXP_MAX": EXP_MAX}
+             "INV_SQRT_2PI": INV_SQRT_2PI, "EXP_MAX": EXP_MAX,
+             "GELU_TANH_C": GELU_TANH_C, "GELU_TANH_K": GELU_TANH_K}
     for fn in _ORDER:  # callees first
         copy = FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
         copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
