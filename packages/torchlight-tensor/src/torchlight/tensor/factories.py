@@ -1,6 +1,6 @@
 """Creating tensors: from data, filled, ranges, random; plus ``cat``/``stack``/``where``.
 
-Every factory takes ``dtype=``, ``device=`` (a backend name such as ``"cpu"`` or ``"numba"``) and
+Every factory takes ``dtype=``, ``device=`` (a backend name such as ``"cpu"``; ``python -m torchlight`` lists the installed ones) and
 ``requires_grad=``. Data is built on the host with numpy and handed to the backend once.
 """
 

@@ -66,7 +66,7 @@ reaches 1.0. With fused multiply-adds (Horner steps ``madd(p, x², c)``, how eve
 of this project evaluates it) that is 7.99881172180175781, Eigen's current bound; with separate
 multiplies and adds it would be 7.90531110763549805 (Eigen's older bound), and the ratio at
 7.9988 would be 1 - 2 ulp. One evaluation, one clamp: tested against ``np.tanh`` in float32 on
-both sides of the clamp (``torchlight-backend-numba/tests/test_flat32_numba.py``)."""
+both sides of the clamp (``test_flat32_*.py`` of the backend that runs it)."""
 TANH32_TINY = 0.0004
 """Below this magnitude float32 tanh(x) rounds to x itself; loops that can afford a select use it."""
 

@@ -80,7 +80,6 @@ class CudaBackend:
     API_VERSION = API_VERSION
     capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "fill", "dlpack"})
     host_memory = False
-    simulator = SIMULATOR
 
     # --- storage -------------------------------------------------------------------------------
     def empty(self, n, dtype):

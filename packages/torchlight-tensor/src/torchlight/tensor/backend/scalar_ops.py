@@ -5,16 +5,17 @@ calls one of the functions below, so a whole family of ops (every float unary op
 into one machine-code function per dtype instead of one per op — that keeps JIT time small, and
 the branch on a loop-invariant code costs a few compares per element.
 
-Like ``indexing.py`` these are plain Python, written so that numba compiles them for the CPU and
-for CUDA unchanged: ``compile_ops(jit)`` returns them compiled with a backend's decorator
-(``numba.njit(...)``, ``cuda.jit(device=True)``), the calls between them (``sigmoid``,
-``_ipow``) bound to the compiled versions. Both backends therefore compute the same formulas:
+Like ``indexing.py`` these are plain Python, written so that a JIT compiles them for the CPU and
+for a GPU unchanged: ``compile_ops(jit)`` returns them compiled with a backend's decorator (a
+CPU ``njit(...)``, a GPU ``jit(device=True)``), the calls between them (``sigmoid``, ``_ipow``,
+the shared ``formulas``) bound to the compiled versions. Every such backend therefore computes
+the same formulas:
 
 * stable forms: ``sigmoid`` never overflows, ``softplus(x) = log1p(e^-|x|) + max(x, 0)``;
 * max/min and relu propagate NaN (``a if a >= b or a != a else b``);
 * IEEE results where Python's ``math`` would raise or go complex (log/sqrt of negatives and 0,
-  1/0, e^710, 0 and negative bases to negative or fractional powers): numba on the GPU follows Python there, and
-  the CUDA simulator and ``NUMBA_DISABLE_JIT=1`` run these bodies as Python. (Not covered: a
+  1/0, e^710, 0 and negative bases to negative or fractional powers): a GPU JIT follows Python there, and
+  GPU simulators and disabled-JIT debugging runs execute these bodies as Python. (Not covered: a
   float ``**`` that overflows raises under plain Python; compiled code gives inf.)
 
 Families (who may receive which op is the backend's choice):
@@ -254,7 +255,7 @@ def compile_ops(jit):
     """Every scalar function compiled with ``jit``, as attributes of a namespace.
 
     Each function is re-created over a fresh globals dict in which the functions it calls are
-    already the compiled ones (numba resolves a global name when it compiles, and cannot call
+    already the compiled ones (a JIT resolves a global name when it compiles, and cannot call
     plain Python), so one body serves any decorator.
     """
     scope = {"__builtins__": builtins, "math": math, "SQRT1_2": SQRT1_2,
