@@ -60,3 +60,8 @@ def test_source_of_a_chain_reads_each_input_once():
 def test_chain_with_an_op_the_backend_does_not_know_is_declined():
     chain = tl.jit.ElementwiseChain([("logical_not", (("in", 0),))], 1, (False,), (0,), tl.float32)
     assert tl.get_backend("numba").compile_elementwise(chain) is None
+
+
+def test_generator_knows_exactly_the_fusable_ops():
+    assert set(_fusion.MAP_EXPR) == set(tl.jit.fusion.FUSABLE_MAP)
+    assert set(_fusion.ZIP_EXPR) == set(tl.jit.fusion.FUSABLE_ZIP)
