@@ -68,3 +68,9 @@ def test_every_public_map_op_has_a_gradcheck_case():
 
 def test_fusable_ops_are_contract_ops():
     assert set(FUSABLE_MAP) <= set(MAP_OPS) and set(FUSABLE_ZIP) <= set(ZIP_OPS)
+
+
+def test_onnx_export_translates_every_map_op():
+    from torchlight.onnx import ops
+
+    assert set(MAP_OPS) <= set(ops._UNARY) | set(ops._COMPOSITE)
