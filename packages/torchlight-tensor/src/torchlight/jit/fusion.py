@@ -280,7 +280,7 @@ class BackendCompiler:
     """Runs chains through a backend's ``compile_elementwise(chain)`` (the ``"compile"``
     capability); outputs are allocated on ``target`` (default: that backend)."""
 
-    _cache = {}  # (id(backend), chain.key) -> the backend's kernel (None: declined)
+    _cache: dict = {}  # (id(backend), chain.key) -> the backend's kernel (None: declined)
 
     def __init__(self, backend, target=None):
         self.backend = backend

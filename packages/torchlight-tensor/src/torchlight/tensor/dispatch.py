@@ -6,11 +6,19 @@ these. The core's half of the backend contract lives here: check shapes, compute
 shape, expand inputs with stride 0, cast to a common dtype, allocate ``out``, then call the backend.
 """
 
+from __future__ import annotations
+
 import operator
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import BackendError, DTypeError, ShapeError
 from .indexing import shape_broadcast
 from .storage import TensorData
+
+if TYPE_CHECKING:
+    from .dtypes import DType
+    from .tensor import Tensor as _Tensor
 
 __all__ = [
     "wrap",
@@ -32,10 +40,10 @@ __all__ = [
     "normalize_dims",
 ]
 
-Tensor = None  # bound by tensor.py once the class exists (avoids an import cycle)
+Tensor: Any = None  # bound by tensor.py once the class exists (avoids an import cycle)
 
 
-def wrap(td, backend, dtype):
+def wrap(td: TensorData, backend: Any, dtype: DType) -> _Tensor:
     """A fresh leaf tensor around ``td`` (no history, its own version counter)."""
     t = Tensor.__new__(Tensor)
     t._td = td
@@ -50,7 +58,7 @@ def wrap(td, backend, dtype):
     return t
 
 
-def alloc(shape, dtype, backend):
+def alloc(shape: tuple[int, ...], dtype: DType, backend: Any) -> _Tensor:
     """Uninitialised contiguous tensor."""
     td = TensorData.__new__(TensorData)
     n = 1
@@ -65,10 +73,10 @@ def alloc(shape, dtype, backend):
     return wrap(td, backend, dtype)
 
 
-_STRIDES_CACHE = {}
+_STRIDES_CACHE: dict[tuple[int, ...], tuple[int, ...]] = {}
 
 
-def _cstrides(shape):
+def _cstrides(shape: tuple[int, ...]) -> tuple[int, ...]:
     s = _STRIDES_CACHE.get(shape)
     if s is None:
         acc = 1
@@ -80,7 +88,7 @@ def _cstrides(shape):
     return s
 
 
-def view_of(src, td):
+def view_of(src: _Tensor, td: TensorData) -> _Tensor:
     """A tensor sharing ``src``'s storage and version counter (a view: writes are visible)."""
     t = wrap(td, src.backend, src.dtype)
     t._version = src._version
@@ -92,7 +100,7 @@ def view_of(src, td):
     return t
 
 
-def same_backend(a, b):
+def same_backend(a: _Tensor, b: _Tensor) -> None:
     if a.backend is not b.backend and a.backend.name != b.backend.name:
         raise BackendError(
             f"tensors are on different devices ({a.device!r} and {b.device!r}); move one with "
@@ -100,17 +108,17 @@ def same_backend(a, b):
         )
 
 
-def map_op(op, a, dtype=None):
+def map_op(op: str, a: _Tensor, dtype: DType | None = None) -> _Tensor:
     out = alloc(a._td.shape, dtype or a.dtype, a.backend)
     a.backend.map(op, a._td, out._td)
     return out
 
 
-def _expanded(t, shape):
+def _expanded(t: _Tensor, shape: tuple[int, ...]) -> TensorData:
     return t._td if t._td.shape == shape else t._td.expand(shape)
 
 
-def broadcast_shape(a_shape, b_shape, what="broadcast"):
+def broadcast_shape(a_shape: Sequence[int], b_shape: Sequence[int], what: str = "broadcast") -> tuple[int, ...]:
     shape = shape_broadcast(a_shape, b_shape)
     if shape is None:
         raise ShapeError(
@@ -120,7 +128,7 @@ def broadcast_shape(a_shape, b_shape, what="broadcast"):
     return shape
 
 
-def zip_op(op, a, b, dtype=None):
+def zip_op(op: str, a: _Tensor, b: _Tensor, dtype: DType | None = None) -> _Tensor:
     """Elementwise ``op(a, b)`` with broadcasting; inputs must already share a dtype."""
     if a.backend is not b.backend:
         same_backend(a, b)
@@ -134,7 +142,7 @@ def zip_op(op, a, b, dtype=None):
     return out
 
 
-def where_op(cond, a, b):
+def where_op(cond: _Tensor, a: _Tensor, b: _Tensor) -> _Tensor:
     """``cond ? a : b`` elementwise with three-way broadcasting (a and b share a dtype)."""
     same_backend(a, b)
     same_backend(a, cond)
@@ -144,7 +152,9 @@ def where_op(cond, a, b):
     return out
 
 
-def reduce_op(op, a, dims, keepdim=False, dtype=None):
+def reduce_op(
+    op: str, a: _Tensor, dims: Sequence[int], keepdim: bool = False, dtype: DType | None = None
+) -> _Tensor:
     """Reduce ``a`` over ``dims`` (a tuple of normalised dims)."""
     shape = a._td.shape
     kept = tuple(1 if d in dims else s for d, s in enumerate(shape))
@@ -158,7 +168,7 @@ def reduce_op(op, a, dims, keepdim=False, dtype=None):
     return out
 
 
-def cast(a, dtype):
+def cast(a: _Tensor, dtype: DType) -> _Tensor:
     """``a`` converted to ``dtype`` (the same tensor when it already has it)."""
     if a.dtype is dtype:
         return a
@@ -167,14 +177,14 @@ def cast(a, dtype):
     return out
 
 
-def contiguous(a):
+def contiguous(a: _Tensor) -> _Tensor:
     """``a`` itself if its layout is C-contiguous, else a packed copy."""
     if a._td.is_contiguous():
         return a
     return map_op("copy", a)
 
 
-def sum_to(g, shape):
+def sum_to(g: _Tensor, shape: tuple[int, ...]) -> _Tensor:
     """Undo broadcasting in backward: sum ``g`` over the dims that were broadcast to reach it.
 
     If ``y = f(x)`` broadcast ``x`` from ``shape`` then each element of ``x`` fed several
@@ -191,10 +201,10 @@ def sum_to(g, shape):
     return wrap(TensorData(out._td.storage, shape), out.backend, out.dtype)
 
 
-_ONES = {}
+_ONES: dict[tuple, Any] = {}
 
 
-def ones_cached(shape, dtype, backend):
+def ones_cached(shape: tuple[int, ...], dtype: DType, backend: Any) -> _Tensor:
     """A shared ones tensor for ``backward()``'s implicit gradient (never written to: leaves
     copy the first gradient they receive, see ``Tensor.accumulate_grad``)."""
     key = (shape, dtype, id(backend))
@@ -208,7 +218,7 @@ def ones_cached(shape, dtype, backend):
     return t
 
 
-def scalar_like(value, ref, dtype=None):
+def scalar_like(value: Any, ref: _Tensor, dtype: DType | None = None) -> _Tensor:
     """A 0-d tensor holding ``value`` on ``ref``'s backend (broadcast by zip via stride 0).
 
     A backend with the ``fill`` capability writes it in place (no host→device copy per scalar,
@@ -226,7 +236,7 @@ def scalar_like(value, ref, dtype=None):
     return wrap(td, backend, dtype)
 
 
-def set_index_range(t, lo, hi):
+def set_index_range(t: _Tensor, lo: int, hi: int) -> None:
     """Remember that every value of the int64 tensor ``t`` lies in ``[lo, hi]``.
 
     Index checks (``check_index``) then need no device→host read while ``t`` is unmodified
@@ -236,7 +246,7 @@ def set_index_range(t, lo, hi):
     t.__dict__["_index_range"] = (lo, hi, t._version[0])
 
 
-def index_range(t):
+def index_range(t: _Tensor) -> tuple[int, int]:
     """``(lo, hi)`` of an int64 tensor: from the record when still valid, else by reading it."""
     rec = t.__dict__.get("_index_range")
     if rec is not None and rec[2] == t._version[0]:
@@ -247,7 +257,7 @@ def index_range(t):
     return lo, hi
 
 
-def normalize_dim(dim, ndim, allow_end=False):
+def normalize_dim(dim: int, ndim: int, allow_end: bool = False) -> int:
     n = ndim + 1 if allow_end else ndim
     try:
         dim = operator.index(dim)  # ints, numpy integers, 0-d int tensors
@@ -261,7 +271,7 @@ def normalize_dim(dim, ndim, allow_end=False):
     return dim % n if n else 0
 
 
-def normalize_dims(dim, ndim):
+def normalize_dims(dim: Any, ndim: int) -> tuple[int, ...]:
     """``None`` → all dims; int or sequence → sorted tuple of non-negative dims."""
     if dim is None:
         return tuple(range(ndim))

@@ -38,7 +38,7 @@ def contiguous_strides(shape) -> tuple:
     return tuple(strides)
 
 
-def shape_broadcast(a, b) -> tuple:
+def shape_broadcast(a, b) -> tuple | None:
     """NumPy/PyTorch broadcasting: align from the right; sizes must match or one must be 1.
 
     Returns ``None`` when the shapes do not broadcast, so the caller can name both shapes.

@@ -5,6 +5,8 @@ The methods are thin: each one names the differentiable function that does the w
 ``dispatch.zip_op`` → ``Backend.zip``.
 """
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from torchlight.autograd import engine
@@ -13,6 +15,9 @@ from torchlight.autograd.grad_mode import GradMode
 from . import dispatch, dtypes
 from .errors import AutogradError, DTypeError, ShapeError
 from .functions import activation, index, linalg, pointwise, reductions, shape
+
+if TYPE_CHECKING:
+    from .storage import TensorData
 
 __all__ = ["Tensor"]
 
@@ -24,6 +29,16 @@ class Tensor:
 
     __slots__ = ("_td", "backend", "dtype", "requires_grad", "grad", "_history", "_retains_grad",
                  "_version", "_base", "_hooks", "__weakref__", "__dict__")
+    # the slots' types, for readers and type checkers (set by dispatch.wrap)
+    _td: "TensorData"
+    backend: Any  # a Backend (torchlight.tensor.backend.protocol)
+    dtype: "dtypes.DType"
+    requires_grad: bool
+    grad: "Tensor | None"
+    _history: Any  # autograd's record of the Function call that produced this tensor
+    _retains_grad: bool
+    _version: list  # [count], shared by views of one storage
+    _base: "Tensor | None"
 
     def __init__(self, data, dtype=None, device=None, requires_grad=False):
         from .factories import tensor
