@@ -114,7 +114,7 @@ class FusedGroup:
         shape, scalar = _qualify(ins, self.dtype)
         kernel = None
         if shape is not None:
-            kernel = compiler.kernel(self.chain(scalar), ins)
+            kernel = compiler.kernel(self.chain(scalar))
         if kernel is None:  # inputs do not qualify (or the compiler declined): op by op
             from .replay import run_node
 
@@ -286,7 +286,8 @@ class BackendCompiler:
         self.backend = backend
         self.target = backend if target is None else target
 
-    def kernel(self, chain, ins):
+    def kernel(self, chain):
+        """``run(inputs, shape) -> outputs`` for ``chain`` (tensors), or None when declined."""
         backend, target = self.backend, self.target
         key = (id(backend), chain.key)
         if key not in self._cache:
