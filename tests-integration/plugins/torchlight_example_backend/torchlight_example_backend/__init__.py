@@ -61,7 +61,6 @@ class ExampleBackend:
     device = "example"
     API_VERSION = API_VERSION
     capabilities = frozenset()  # no fused kernels: the core uses its composite fallbacks
-    host_memory = True  # storage is a flat numpy array (see the backend contract)
 
     def empty(self, n, dtype):
         return np.empty(n, dtype=dtype.np)

@@ -12,7 +12,8 @@ import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import BackendError, DTypeError, ShapeError
+from .backend.protocol import HOST_MEMORY
+from .errors import BackendError, DTypeError, ShapeError, TensorIndexError
 from .indexing import shape_broadcast
 from .storage import TensorData
 
@@ -32,6 +33,8 @@ __all__ = [
     "contiguous",
     "sum_to",
     "same_backend",
+    "HOST_MEMORY",
+    "common_backend",
     "scalar_like",
     "ones_cached",
     "set_index_range",
@@ -100,12 +103,48 @@ def view_of(src: _Tensor, td: TensorData) -> _Tensor:
     return t
 
 
-def same_backend(a: _Tensor, b: _Tensor) -> None:
-    if a.backend is not b.backend and a.backend.name != b.backend.name:
-        raise BackendError(
-            f"tensors are on different devices ({a.device!r} and {b.device!r}); move one with "
-            f".to({a.device!r}) before combining them"
-        )
+def same_backend(a: _Tensor, b: _Tensor) -> Any:
+    """The backend an op combining ``a`` and ``b`` runs on; raises when there is none.
+
+    Tensors of one backend run there. Tensors of two *host-memory* backends (capability
+    ``"host_memory"``: both keep their data in numpy arrays on the host) can be combined without
+    a copy, and the op runs on the one that is not the built-in ``cpu`` reference backend: with
+    a compiled host backend as the default device, a batch that arrived as a ``cpu`` tensor meets
+    the model's parameters on that backend's kernels. Any other mix raises and says how to move one.
+    """
+    ba, bb = a.backend, b.backend
+    if ba is bb or ba.name == bb.name:
+        return ba
+    if HOST_MEMORY in ba.capabilities and HOST_MEMORY in bb.capabilities:
+        ref = _reference_backend()
+        if ba is ref:
+            return bb
+        if bb is ref:
+            return ba
+    raise BackendError(
+        f"tensors are on different devices ('{a.device}' and '{b.device}'); move one with "
+        f".to('{a.device}') before combining them"
+    )
+
+
+def common_backend(*tensors: _Tensor) -> Any:
+    """:func:`same_backend` over several tensors (``cat``, ``where``)."""
+    holder = tensors[0]
+    for t in tensors[1:]:
+        if t.backend is not holder.backend and same_backend(holder, t) is t.backend:
+            holder = t
+    return holder.backend
+
+
+_REFERENCE: list = []
+
+
+def _reference_backend() -> Any:
+    if not _REFERENCE:
+        from .backend.registry import get_backend
+
+        _REFERENCE.append(get_backend("cpu"))
+    return _REFERENCE[0]
 
 
 def map_op(op: str, a: _Tensor, dtype: DType | None = None) -> _Tensor:
@@ -130,25 +169,23 @@ def broadcast_shape(a_shape: Sequence[int], b_shape: Sequence[int], what: str = 
 
 def zip_op(op: str, a: _Tensor, b: _Tensor, dtype: DType | None = None) -> _Tensor:
     """Elementwise ``op(a, b)`` with broadcasting; inputs must already share a dtype."""
-    if a.backend is not b.backend:
-        same_backend(a, b)
+    backend = a.backend if a.backend is b.backend else same_backend(a, b)
     if a._td.shape == b._td.shape:
         shape, ta, tb = a._td.shape, a._td, b._td
     else:
         shape = broadcast_shape(a._td.shape, b._td.shape, op)
         ta, tb = _expanded(a, shape), _expanded(b, shape)
-    out = alloc(shape, dtype or a.dtype, a.backend)
-    a.backend.zip(op, ta, tb, out._td)
+    out = alloc(shape, dtype or a.dtype, backend)
+    backend.zip(op, ta, tb, out._td)
     return out
 
 
 def where_op(cond: _Tensor, a: _Tensor, b: _Tensor) -> _Tensor:
     """``cond ? a : b`` elementwise with three-way broadcasting (a and b share a dtype)."""
-    same_backend(a, b)
-    same_backend(a, cond)
+    backend = common_backend(a, b, cond)
     shape = broadcast_shape(broadcast_shape(a._td.shape, b._td.shape, "where"), cond._td.shape, "where")
-    out = alloc(shape, a.dtype, a.backend)
-    a.backend.where(_expanded(cond, shape), _expanded(a, shape), _expanded(b, shape), out._td)
+    out = alloc(shape, a.dtype, backend)
+    backend.where(_expanded(cond, shape), _expanded(a, shape), _expanded(b, shape), out._td)
     return out
 
 
@@ -257,16 +294,22 @@ def index_range(t: _Tensor) -> tuple[int, int]:
     return lo, hi
 
 
-def normalize_dim(dim: int, ndim: int, allow_end: bool = False) -> int:
+def normalize_dim(dim: Any, ndim: int, allow_end: bool = False) -> int:
+    """The one place a ``dim`` argument is checked: returns it as a non-negative int.
+
+    Valid dims of an ``ndim``-tensor are ``[-ndim, ndim - 1]`` (a 0-d tensor accepts 0 and -1, as
+    in PyTorch); ``allow_end`` widens that by one for ops that insert a dim (``unsqueeze``,
+    ``stack``). Out of range raises :class:`TensorIndexError` (an ``IndexError``, as in PyTorch).
+    """
     n = ndim + 1 if allow_end else ndim
     try:
         dim = operator.index(dim)  # ints, numpy integers, 0-d int tensors
     except TypeError:
         raise DTypeError(f"dimension must be an int, got {type(dim).__name__}") from None
     if not -max(n, 1) <= dim < max(n, 1):
-        raise ShapeError(
-            f"dimension {dim} is out of range for a tensor with {ndim} dims "
-            f"(expected a value in [{-max(n, 1)}, {max(n, 1) - 1}])"
+        raise TensorIndexError(
+            f"Dimension out of range (expected to be in range of [{-max(n, 1)}, {max(n, 1) - 1}], "
+            f"but got {dim}): the tensor has {ndim} dims"
         )
     return dim % n if n else 0
 

@@ -43,10 +43,23 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  the full shape or one element, outputs contiguous of the full shape (allocated
                  by the core); None declines and the chain runs op by op
 
-Attribute ``host_memory`` (bool, default False when absent): True when every storage is a flat
-numpy ``ndarray`` in host memory, so code above the backend (collectives, DDP's gradient
-buckets, another backend's compiled kernels) may read and write it directly. Ask
-:func:`host_memory`, never ``isinstance(storage, np.ndarray)``.
+Optional device queries (read with ``getattr``; answered for ``torchlight.cuda``)::
+
+    synchronize()                         wait for queued work (absent: nothing is ever queued)
+    device_name                           the hardware's name, e.g. "NVIDIA H200"
+    empty_cache()                         release memory held for reuse but owned by no tensor
+
+Memory capability (not an op: a promise about where storage lives)::
+
+    "host_memory": storage is a 1-D numpy ndarray in host memory; ``from_numpy(array)`` may return
+                 (a flat view of) ``array`` itself and ``to_numpy(view)`` returns an ndarray view
+                 sharing the storage. Any two host-memory backends can therefore run kernels on
+                 each other's storage: the core combines their tensors without a copy (an op
+                 between the built-in ``cpu`` backend and another host-memory backend runs on
+                 the other one) and ``from_numpy`` wraps an array zero-copy on a host-memory
+                 default device. See ``dispatch.same_backend``. Code above the backend
+                 (collectives, DDP's gradient buckets, another backend's compiled kernels) asks
+                 :func:`host_memory`, never ``isinstance(storage, np.ndarray)``.
 
 Adding an op: a name here + a conformance-kit entry + a fallback, or an ``API_VERSION`` bump.
 """
@@ -54,7 +67,9 @@ Adding an op: a name here + a conformance-kit entry + a fallback, or an ``API_VE
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["API_VERSION", "MAP_OPS", "ZIP_OPS", "REDUCE_OPS", "Backend", "BackendSpec", "host_memory"]
+__all__ = [
+    "API_VERSION", "MAP_OPS", "ZIP_OPS", "REDUCE_OPS", "HOST_MEMORY", "Backend", "BackendSpec", "host_memory",
+]
 
 API_VERSION = 1
 
@@ -76,6 +91,9 @@ ZIP_OPS = (
 ``sigmoid_back``/``tanh_back`` the first argument is the forward *output* y)."""
 
 REDUCE_OPS = ("sum", "prod", "max", "min", "argmax", "argmin")
+
+HOST_MEMORY = "host_memory"
+"""Capability name: the backend's storage is a host numpy array (see the module docstring)."""
 
 
 View = Any
@@ -105,14 +123,14 @@ class Backend(Protocol):
 
 
 def host_memory(backend: Any) -> bool:
-    """True when ``backend``'s storages are flat numpy arrays in host memory (its ``host_memory``
-    attribute; a backend that does not say is treated as device memory, the safe answer).
+    """True when ``backend`` lists the :data:`HOST_MEMORY` capability: its storages are flat numpy
+    arrays in host memory (a backend that does not say is treated as device memory).
 
     >>> from torchlight.tensor.backend.numpy import NumpyBackend
     >>> host_memory(NumpyBackend())
     True
     """
-    return bool(getattr(backend, "host_memory", False))
+    return HOST_MEMORY in getattr(backend, "capabilities", ())
 
 
 class BackendSpec:
