@@ -32,6 +32,7 @@ __all__ = [
     "GELU_TANH_K",
     "SQRT1_2",
     "INV_SQRT_2PI",
+    "TWO_OVER_SQRT_PI",
     "EXP_MAX",
     "TANH32_P",
     "TANH32_Q",
@@ -49,6 +50,8 @@ SQRT1_2 = 1.0 / math.sqrt(2.0)
 """1/√2: Φ(x) = ½ (1 + erf(x/√2))."""
 INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 """1/√(2π): the standard normal density at 0."""
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+"""2/√π: d/dx erf(x) = 2/√π · e^(-x²)."""
 EXP_MAX = 709.782712893384
 """log of the largest float64: above it e^x is inf (Python's ``math.exp`` raises there)."""
 
