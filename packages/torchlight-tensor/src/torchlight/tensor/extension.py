@@ -18,12 +18,12 @@ reorganised without breaking them. Everything here keeps its signature within an
 
 >>> import torchlight as tl
 >>> from torchlight.tensor.extension import host_memory, tensor_data, wrap
->>> t = tl.tensor([1.0, 2.0, 3.0])
+>>> t = tl.ones(3)
 >>> host_memory(t.backend)
 True
 >>> u = wrap(tensor_data(t), t.backend, t.dtype)  # a second tensor on the same memory
 >>> u.add_(1.0).tolist(), t.tolist()
-([2.0, 3.0, 4.0], [2.0, 3.0, 4.0])
+([2.0, 2.0, 2.0], [2.0, 2.0, 2.0])
 """
 
 from .backend.protocol import host_memory

@@ -75,10 +75,19 @@ TANH32_TINY = 0.0004
 
 
 def gelu_tanh_arg(x):
-    """u = √(2/π) (x + 0.044715 x³), the argument of the tanh in ``gelu_tanh``."""
+    """u = √(2/π) (x + 0.044715 x³), the argument of the tanh in ``gelu_tanh``.
+
+    >>> round(gelu_tanh_arg(1.0), 6)
+    0.833562
+    """
     return GELU_TANH_C * (x + GELU_TANH_K * x * x * x)
 
 
 def gelu_tanh_slope(x, t):
-    """d/dx gelu_tanh(x) given ``t = tanh(gelu_tanh_arg(x))``."""
+    """d/dx gelu_tanh(x) given ``t = tanh(gelu_tanh_arg(x))``.
+
+    >>> import math
+    >>> round(gelu_tanh_slope(1.0, math.tanh(gelu_tanh_arg(1.0))), 6)
+    1.082964
+    """
     return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * GELU_TANH_C * (1.0 + 3.0 * GELU_TANH_K * x * x)
