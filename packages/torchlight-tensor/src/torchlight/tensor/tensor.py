@@ -31,29 +31,35 @@ from .functions import (
 )
 from .size import Size
 
+__all__ = ["Tensor"]
+
 if TYPE_CHECKING:
     from .storage import TensorData
 
-__all__ = ["Tensor"]
+    class _Slots:
+        """The types of ``Tensor``'s slots, for readers and type checkers (set by dispatch.wrap).
+        A separate class only while type checking: at run time ``Tensor`` has no annotations."""
+
+        _td: TensorData
+        backend: Any  # a Backend (torchlight.tensor.backend.protocol)
+        dtype: dtypes.DType
+        requires_grad: bool
+        grad: "Tensor | None"
+        _history: Any  # autograd's record of the Function call that produced this tensor
+        _retains_grad: bool
+        _version: list  # [count], shared by views of one storage
+        _base: "Tensor | None"
+else:
+    _Slots = object
 
 _P = pointwise
 
 
-class Tensor(TensorConveniences):
+class Tensor(TensorConveniences, _Slots):
     """An n-dimensional array with reverse-mode autograd (PyTorch semantics)."""
 
     __slots__ = ("_td", "backend", "dtype", "requires_grad", "grad", "_history", "_retains_grad",
                  "_version", "_base", "_hooks", "__weakref__", "__dict__")
-    # the slots' types, for readers and type checkers (set by dispatch.wrap)
-    _td: "TensorData"
-    backend: Any  # a Backend (torchlight.tensor.backend.protocol)
-    dtype: "dtypes.DType"
-    requires_grad: bool
-    grad: "Tensor | None"
-    _history: Any  # autograd's record of the Function call that produced this tensor
-    _retains_grad: bool
-    _version: list  # [count], shared by views of one storage
-    _base: "Tensor | None"
 
     def __init__(self, *args, dtype=None, device=None, requires_grad=False):
         """PyTorch's legacy constructor: ``Tensor(2, 3)`` is an uninitialised tensor of that
