@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from torchlight.tensor.backend.bounds import check_host
 from torchlight.tensor.backend.protocol import API_VERSION, BackendSpec
 from torchlight.tensor.formulas import INV_SQRT_2PI, SQRT1_2, gelu_tanh_arg, gelu_tanh_slope
 
@@ -99,19 +100,25 @@ class ExampleBackend:
     def matmul(self, a, b, out):
         view(out)[...] = np.matmul(view(a), view(b))
 
+    # data-dependent indices are checked before numpy sees them (it would wrap negatives):
+    # every backend raises the same TensorIndexError for an index outside [0, size)
     def take(self, a, dim, index, out):
+        check_host("take", view(index), view(a).shape[dim])
         view(out)[...] = np.take(view(a), view(index), axis=dim)
 
     def put_add(self, out, dim, index, src):
+        check_host("put_add", view(index), view(out).shape[dim])
         np.add.at(view(out), (slice(None),) * dim + (view(index),), view(src))
 
     def gather(self, a, dim, index, out):
         idx = view(index)
+        check_host("gather", idx, view(a).shape[dim])
         x = view(a)[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(idx.shape))]
         view(out)[...] = np.take_along_axis(x, idx, axis=dim)
 
     def scatter_add(self, out, dim, index, src):
         idx = view(index)
+        check_host("scatter_add", idx, view(out).shape[dim])
         grid = list(np.indices(idx.shape, sparse=True))
         grid[dim] = idx
         np.add.at(view(out), tuple(grid), view(src)[tuple(slice(0, n) for n in idx.shape)])
