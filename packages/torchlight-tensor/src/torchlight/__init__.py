@@ -37,9 +37,8 @@ from .tensor.backend import (  # noqa: E402
     register_backend,
     set_default_device,
 )
-from .tensor.dlpack import from_dlpack  # noqa: E402
-
 from .tensor.device import device  # noqa: E402
+from .tensor.dlpack import from_dlpack  # noqa: E402
 from .tensor.dtypes import (  # noqa: E402
     finfo,
     get_default_dtype,
