@@ -357,9 +357,10 @@ def install_check(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff, configured in the root pyproject.toml."""
-    session.install("ruff")
+    """ruff and mypy, both configured in the root pyproject.toml (mypy: the public packages' src)."""
+    session.install("ruff", "mypy", "numpy")
     session.run("ruff", "check", *(session.posargs or ["."]))
+    session.run("mypy")
 
 
 @nox.session

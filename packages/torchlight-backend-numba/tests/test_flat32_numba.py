@@ -6,7 +6,7 @@ import pytest
 
 from torchlight.backends.numba import _jit
 from torchlight.backends.numba import backend as B
-from torchlight.backends.numba._flat32 import FLAT_MAP, FLAT_ZIP
+from torchlight.backends.numba._flat32 import FLAT_MAP, FLAT_ZIP, map32
 from torchlight.tensor.storage import TensorData
 
 BK = B.NumbaBackend()
@@ -116,3 +116,37 @@ def test_strided_and_small_operands_keep_the_general_route(path):
     small = TensorData(buf, (100,), (1,), 0)
     BK.zip("add", small, small, TensorData(got_buf, (100,), (1,), 0))
     np.testing.assert_array_equal(got_buf[:100], buf[:100] + buf[:100])
+
+
+
+def test_tanh_around_the_clamp(path):
+    """``tanh32`` clamps its input at ``formulas.TANH32_CLAMP``, the point where the ratio
+    evaluated with fused multiply-adds reaches exactly 1: from there on the result is exactly ±1,
+    and below it the error against tanh stays within the approximation's 3e-7. The other clamp
+    (7.9053, right for unfused evaluation) would saturate at 1 - 4 ulp instead, and the unfused
+    evaluation at this clamp at 1 - 2 ulp: both fail the first assertion."""
+    from torchlight.tensor.formulas import TANH32_CLAMP
+
+    x = np.concatenate([
+        np.linspace(5.0, 12.0, N // 2, dtype=np.float32),
+        -np.linspace(5.0, 12.0, N - N // 2, dtype=np.float32),
+    ])
+    x[:3] = [TANH32_CLAMP, -TANH32_CLAMP, 7.90531110763549805]
+    out = np.empty_like(x)
+    BK.map("tanh", TensorData(x, (N,)), TensorData(out, (N,)))
+    beyond = np.abs(x) >= np.float32(TANH32_CLAMP)
+    assert (out[beyond] == np.sign(x[beyond])).all()
+    np.testing.assert_allclose(out, np.tanh(x.astype(np.float64)), rtol=0, atol=3e-7)
+
+
+@pytest.mark.slow
+def test_fused_float32_tanh_is_the_same_function():
+    import torchlight as tl
+
+    x = np.linspace(-12.0, 12.0, 4001, dtype=np.float32)
+    x[:2] = [np.float32(7.99881172180175781), 5.5]
+    tape = tl.jit.trace(lambda a: (a * 1.0).tanh(), tl.tensor(x).to("numba"))
+    got = tape(tl.tensor(x).to("numba")).numpy()
+    out = np.empty_like(x)
+    map32(FLAT_MAP["tanh"], x, out, x.size)  # the large-array path, called directly
+    np.testing.assert_array_equal(got[np.abs(x) > 1e-3], out[np.abs(x) > 1e-3])

@@ -359,18 +359,6 @@ def test_fused_replay_of_models_agrees():
     close(tb.replay(xb, fuse="numba"), tb.replay(xb, fuse=False), rtol=1e-5, atol=1e-5)
 
 
-@needs_numba
-def test_parallel_kernel_variant_agrees(monkeypatch):
-    from torchlight.jit import fusion
-
-    monkeypatch.setattr(fusion, "PARALLEL_MIN", 0)
-    monkeypatch.setattr(fusion, "PARALLEL_THREADS", 1)
-    x = rand(50, 40, seed=89, scale=2.0)
-    tape = tl.jit.trace(gelu_tanh, x)
-    close(tape.replay(x, fuse="numba"), eager(gelu_tanh, x))
-    assert any(parallel for (_, parallel) in fusion._NUMBA._cache)
-
-
 def test_backend_compile_capability_is_used(monkeypatch):
     """A backend that lists "compile" gets the chains through compile_elementwise."""
     from torchlight.tensor.backend import registry

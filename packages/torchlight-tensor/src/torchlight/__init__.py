@@ -37,14 +37,11 @@ from .tensor.backend import (  # noqa: E402
     register_backend,
     set_default_device,
 )
-from .tensor.dlpack import from_dlpack  # noqa: E402
-
 from .tensor.device import device  # noqa: E402
+from .tensor.dlpack import from_dlpack  # noqa: E402
 from .tensor.dtypes import (  # noqa: E402
-    finfo,
     get_default_dtype,
     get_float32_matmul_precision,
-    iinfo,
     set_default_dtype,
     set_float32_matmul_precision,
 )
@@ -184,8 +181,8 @@ from .tensor.random import Generator, default_generator, initial_seed, manual_se
 from .tensor.sampling import bernoulli, multinomial, randperm  # noqa: E402
 from .tensor.size import Size  # noqa: E402
 from .tensor.tensor import Tensor  # noqa: E402
-from .tensor.typeinfo import finfo, iinfo  # noqa: E402
 from .tensor.typed import BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor  # noqa: E402
+from .tensor.typeinfo import finfo, iinfo  # noqa: E402
 
 float32 = _dtypes.float32
 float64 = _dtypes.float64

@@ -2,8 +2,8 @@
 
 An accelerator is a usable backend whose storage does not live in host memory (it lacks the
 ``"host_memory"`` capability): a GPU. The answers come from the backend registry, so they are
-true for this machine: installed *and* usable. Host-memory backends such as ``numba`` are fast
-CPU code, not accelerators.
+true for this machine: installed *and* usable. Host-memory backends (compiled CPU backends) are
+fast CPU code, not accelerators.
 """
 
 from .tensor.backend import registry

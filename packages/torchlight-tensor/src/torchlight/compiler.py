@@ -4,7 +4,8 @@ torchlight executes eagerly, op by op, so compiling a model changes nothing abou
 computes: ``compile(model)`` returns ``model`` itself (what ``torch.compile`` does with
 ``backend="eager"``), and the program runs unchanged. The explicit tools for speed are
 :mod:`torchlight.jit` (trace a forward pass to a tape, replay it with fused elementwise kernels)
-and the numba backend (``TORCHLIGHT_DEVICE=numba``).
+and the compiled CPU backends (``python -m torchlight`` lists the installed ones; select one
+with ``TORCHLIGHT_DEVICE``).
 """
 
 __all__ = ["compile"]

@@ -8,7 +8,9 @@ import math
 
 import numpy as np
 
+from torchlight.tensor.backend.bounds import check_host
 from torchlight.tensor.backend.protocol import API_VERSION, BackendSpec
+from torchlight.tensor.formulas import INV_SQRT_2PI, SQRT1_2, gelu_tanh_arg, gelu_tanh_slope
 
 __all__ = ["ExampleBackend", "SPEC"]
 
@@ -29,15 +31,15 @@ def _sig(x):
 
 
 def _gelu_tanh_d(x):
-    t = np.tanh(0.7978845608028654 * (x + 0.044715 * x**3))
-    return t, 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608028654 * (1 + 3 * 0.044715 * x * x)
+    t = np.tanh(gelu_tanh_arg(x))
+    return t, gelu_tanh_slope(x, t)
 
 
 MAP = {
     "copy": lambda x: x, "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": np.exp,
     "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "reciprocal": lambda x: 1 / x,
     "square": np.square, "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "sigmoid": _sig,
-    "relu": lambda x: np.maximum(x, 0), "gelu": lambda x: x * 0.5 * (1 + _erf(x / math.sqrt(2))),
+    "relu": lambda x: np.maximum(x, 0), "gelu": lambda x: x * 0.5 * (1 + _erf(x * SQRT1_2)),
     "gelu_tanh": lambda x: 0.5 * x * (1 + _gelu_tanh_d(x)[0]), "silu": lambda x: x * _sig(x),
     "softplus": lambda x: np.logaddexp(0, x), "erf": _erf, "logical_not": np.logical_not,
 }
@@ -48,7 +50,7 @@ ZIP = {
     "logical_and": np.logical_and, "logical_or": np.logical_or,
     "relu_back": lambda x, g: g * (x > 0), "sigmoid_back": lambda y, g: g * y * (1 - y),
     "tanh_back": lambda y, g: g * (1 - y * y),
-    "gelu_back": lambda x, g: g * (0.5 * (1 + _erf(x / math.sqrt(2))) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi)),
+    "gelu_back": lambda x, g: g * (0.5 * (1 + _erf(x * SQRT1_2)) + x * np.exp(-0.5 * x * x) * INV_SQRT_2PI),
     "gelu_tanh_back": lambda x, g: g * _gelu_tanh_d(x)[1],
     "silu_back": lambda x, g: g * _sig(x) * (1 + x * (1 - _sig(x))), "softplus_back": lambda x, g: g * _sig(x),
 }
@@ -98,19 +100,25 @@ class ExampleBackend:
     def matmul(self, a, b, out):
         view(out)[...] = np.matmul(view(a), view(b))
 
+    # data-dependent indices are checked before numpy sees them (it would wrap negatives):
+    # every backend raises the same TensorIndexError for an index outside [0, size)
     def take(self, a, dim, index, out):
+        check_host("take", view(index), view(a).shape[dim])
         view(out)[...] = np.take(view(a), view(index), axis=dim)
 
     def put_add(self, out, dim, index, src):
+        check_host("put_add", view(index), view(out).shape[dim])
         np.add.at(view(out), (slice(None),) * dim + (view(index),), view(src))
 
     def gather(self, a, dim, index, out):
         idx = view(index)
+        check_host("gather", idx, view(a).shape[dim])
         x = view(a)[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(idx.shape))]
         view(out)[...] = np.take_along_axis(x, idx, axis=dim)
 
     def scatter_add(self, out, dim, index, src):
         idx = view(index)
+        check_host("scatter_add", idx, view(out).shape[dim])
         grid = list(np.indices(idx.shape, sparse=True))
         grid[dim] = idx
         np.add.at(view(out), tuple(grid), view(src)[tuple(slice(0, n) for n in idx.shape)])

@@ -24,7 +24,7 @@ def _needs_grad(v) -> bool:
 def topological_order(root) -> list:
     """Variables reachable from ``root`` that require grad, each before its own inputs."""
     order = []
-    seen = set()
+    seen: set[int] = set()
     stack = [(root, False)]
     push, pop, mark = stack.append, stack.pop, seen.add
     while stack:

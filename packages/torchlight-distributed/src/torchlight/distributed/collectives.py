@@ -20,6 +20,7 @@ import numpy as np
 
 import torchlight as tl
 from torchlight import Tensor
+from torchlight.tensor.extension import host_memory
 
 from .comm import DistributedError, _import_mpi, get_comm
 from .deadline import arrive, wait
@@ -41,10 +42,10 @@ _OPS = ("sum", "mean", "max", "min", "prod")
 
 def flat_view(t: Tensor) -> np.ndarray | None:
     """The 1-D ndarray slice of the storage that holds ``t`` (shares memory), or ``None`` when
-    ``t`` is not contiguous or its storage is not a numpy array."""
+    ``t`` is not contiguous or its backend keeps its storage in device memory."""
     td = t._td
     st = td.storage
-    if not isinstance(st, np.ndarray) or not td.is_contiguous():
+    if not host_memory(t.backend) or not td.is_contiguous():
         return None
     return st[td.offset:td.offset + td.size]
 
@@ -59,7 +60,7 @@ def _mpi_op(op: str):
 def _write_back(t: Tensor, values: np.ndarray) -> None:
     """Store ``values`` (contiguous, ``t``'s shape) into ``t`` whatever its layout or device."""
     view = t.numpy_view()
-    if isinstance(t._td.storage, np.ndarray):
+    if host_memory(t.backend):
         view[...] = values.reshape(t.shape)
     else:  # device storage: copy through the backend
         with tl.no_grad():

@@ -52,8 +52,7 @@ import torchlight as tl
 from torchlight import Tensor, nn
 from torchlight.autograd import engine
 from torchlight.autograd.grad_mode import GradMode
-from torchlight.tensor.dispatch import wrap
-from torchlight.tensor.storage import TensorData
+from torchlight.tensor.extension import TensorData, host_memory, wrap
 
 from .collectives import broadcast, broadcast_parameters, check_same_module
 from .comm import DistributedError, _import_mpi, init
@@ -261,7 +260,7 @@ class DistributedDataParallel(nn.Module):
             td = g._td
             if not (td.storage is b.buffer and td.offset == off and td.is_contiguous()):
                 np.copyto(b.buffer[off:off + n].reshape(p.shape), g.numpy_view(), casting="unsafe")
-                if isinstance(p._td.storage, np.ndarray):
+                if host_memory(p.backend):
                     p.grad = wrap(TensorData(b.buffer, p.shape, None, off), p.backend, p.dtype)
         b.pending -= 1
         if b.pending == 0:
@@ -299,7 +298,7 @@ class DistributedDataParallel(nn.Module):
             if not had[i]:
                 p.grad = None  # no rank produced a gradient: as in single-process training
                 continue
-            if isinstance(p._td.storage, np.ndarray):
+            if host_memory(p.backend):
                 td = p.grad._td if p.grad is not None else None
                 if td is None or td.storage is not b.buffer or td.offset != off:
                     p.grad = wrap(TensorData(b.buffer, p.shape, None, off), p.backend, p.dtype)
@@ -325,7 +324,7 @@ class DistributedDataParallel(nn.Module):
         if new != old:
             self._build_buckets(order)
             for i, p in enumerate(self._params):  # move the averaged gradients into the new buffers
-                if p.grad is not None and isinstance(p._td.storage, np.ndarray):
+                if p.grad is not None and host_memory(p.backend):
                     b = self._bucket_of[i]
                     off = b.offsets[i]
                     np.copyto(b.buffer[off:off + p.numel()].reshape(p.shape), p.grad.numpy_view())

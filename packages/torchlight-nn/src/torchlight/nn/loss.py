@@ -28,8 +28,7 @@ import warnings
 
 import torchlight as tl
 from torchlight import Tensor
-from torchlight.tensor.dispatch import index_range, set_index_range
-from torchlight.tensor.functions.activation import cross_entropy_rows
+from torchlight.tensor.extension import cross_entropy_rows, index_range, set_index_range
 
 from .module import Module
 

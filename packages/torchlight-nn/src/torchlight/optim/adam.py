@@ -19,7 +19,7 @@ composite form everyone else runs.
 from __future__ import annotations
 
 import torchlight as tl
-from torchlight.tensor.functions.updates import adam_step_
+from torchlight.tensor.extension import adam_step_
 
 from .optimizer import Optimizer, OptimizerError, _lerp_
 

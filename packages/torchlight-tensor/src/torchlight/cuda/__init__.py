@@ -1,7 +1,7 @@
 """``torchlight.cuda``: PyTorch's ``torch.cuda`` queries, answered from the backend registry.
 
 ``is_available()`` is True only when the ``cuda`` backend (the torchlight-backend-cuda
-distribution) is installed *and* usable here (driver and GPU present, or numba's CUDA simulator
+distribution) is installed *and* usable here (driver and GPU present, or the backend's CUDA simulator
 switched on); it never imports the GPU stack. The backend drives one GPU, so ``device_count()``
 is 0 or 1 and ``current_device()`` is 0. Random numbers for every device come from one host
 generator (see :mod:`torchlight.tensor.random`), so ``manual_seed``/``manual_seed_all`` seed it,

@@ -7,7 +7,7 @@
     tape.count_ops()                      # Counter({'matmul': 2, 'add': 2, 'relu': 1})
     print(tape.summary())                 # op, shapes, FLOPs, bytes
     tape.to_dot()                         # Graphviz text
-    tape.replay(x2, fuse="numba")         # elementwise chains as generated numba kernels
+    tape.replay(x2, fuse=True)            # elementwise chains as kernels of the backend's compiler
 
 The tracer hooks ``Function.apply`` (``Function.tracers``), so it records any model — raw tensor
 code or ``torchlight.nn`` modules — without the model knowing. Parameters are held by
@@ -22,7 +22,7 @@ than the traced ones (typically the batch) replay when the ops allow it; a shape
 cannot take raises :class:`TraceError` naming the first op that disagrees.
 """
 
-from .fusion import ElementwiseChain, get_compiler, numba_source
+from .fusion import ElementwiseChain, get_compiler
 from .tape import GraphTape, Node, Slot, TraceError, Value
 from .trace import trace
 
@@ -35,5 +35,4 @@ __all__ = [
     "Slot",
     "ElementwiseChain",
     "get_compiler",
-    "numba_source",
 ]

@@ -235,9 +235,10 @@ class GraphTape:
     def replay(self, *inputs, fuse=None):
         """Run the recorded ops on new inputs under no_grad and return the outputs.
 
-        ``fuse``: ``None`` fuses elementwise chains when the backend offers a compiler (the
-        ``compile`` capability, or the numba backend), ``False`` runs op by op, ``True`` fuses
-        when possible, ``"numba"`` forces numba-generated kernels on any host-memory backend.
+        ``fuse``: ``None`` (or ``True``) fuses elementwise chains when the tape's backend offers
+        a compiler (the ``compile`` capability), ``False`` runs op by op, a backend name uses
+        that backend's compiler for tensors of any host-memory backend (see
+        :func:`torchlight.jit.fusion.get_compiler`).
         """
         from .replay import replay
 

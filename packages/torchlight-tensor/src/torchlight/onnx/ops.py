@@ -11,9 +11,10 @@ Formulas written as several ONNX nodes are the ones the numpy backend computes (
 reciprocal square root, squeeze), so exported graphs agree with eager outputs to float rounding.
 """
 
-import math
 
 import numpy as np
+
+from torchlight.tensor.formulas import GELU_TANH_C, GELU_TANH_K, SQRT1_2
 
 from .errors import OnnxExportError
 from .graph import INT64_MAX, onnx_dtype
@@ -63,7 +64,7 @@ def _unary(g, node, a):
 
 def _gelu(g, x):
     # x · Φ(x) = 0.5 · x · (1 + erf(x / √2))
-    s = g.node("Erf", [g.node("Mul", [x.name, g.scalar(1.0 / math.sqrt(2.0), x.dtype)])])
+    s = g.node("Erf", [g.node("Mul", [x.name, g.scalar(SQRT1_2, x.dtype)])])
     half_x = g.node("Mul", [x.name, g.scalar(0.5, x.dtype)])
     return g.node("Mul", [half_x, g.node("Add", [s, g.scalar(1.0, x.dtype)])], name="gelu")
 
@@ -71,8 +72,8 @@ def _gelu(g, x):
 def _gelu_tanh(g, x):
     # 0.5 · x · (1 + tanh(√(2/π) · (x + 0.044715 x³)))
     x3 = g.node("Mul", [g.node("Mul", [x.name, x.name]), x.name])
-    inner = g.node("Add", [x.name, g.node("Mul", [x3, g.scalar(0.044715, x.dtype)])])
-    t = g.node("Tanh", [g.node("Mul", [inner, g.scalar(math.sqrt(2.0 / math.pi), x.dtype)])])
+    inner = g.node("Add", [x.name, g.node("Mul", [x3, g.scalar(GELU_TANH_K, x.dtype)])])
+    t = g.node("Tanh", [g.node("Mul", [inner, g.scalar(GELU_TANH_C, x.dtype)])])
     half_x = g.node("Mul", [x.name, g.scalar(0.5, x.dtype)])
     return g.node("Mul", [half_x, g.node("Add", [t, g.scalar(1.0, x.dtype)])], name="gelu_tanh")
 

@@ -1,6 +1,6 @@
 """``torchlight.device``: the name of where a tensor's data lives, as ``torch.device`` spells it.
 
-A device is a *type* (a backend name: ``"cpu"``, ``"numba"``, ``"cuda"``...) and an optional
+A device is a *type* (a backend name: ``"cpu"``, ``"cuda"``, any installed backend) and an optional
 *index*. Every torchlight backend drives exactly one device, so ``"cuda"`` and ``"cuda:0"`` name
 the same place and compare equal (in PyTorch ``"cuda"`` means "the current cuda device", which
 is index 0 unless changed). Devices compare equal to their string spelling, so code written
@@ -48,7 +48,7 @@ class device:
                 raise BackendError(f"device(): invalid device string {type + ':' + idx!r}; expected 'type' or 'type:index'")
             index = int(idx)
         if not type:
-            raise BackendError("device(): the device type is empty; expected e.g. 'cpu', 'numba' or 'cuda'")
+            raise BackendError("device(): the device type is empty; expected e.g. 'cpu' or 'cuda' (`python -m torchlight` lists the installed backends)")
         if index is not None:
             index = int(index)
             if index < 0:
@@ -89,7 +89,7 @@ class device:
         return (device, (str(self),))
 
     def __enter__(self):
-        """``with tl.device("numba"):`` makes it the default device of new tensors inside."""
+        """``with tl.device("cuda"):`` makes it the default device of new tensors inside."""
         from .backend import registry
 
         _PREVIOUS.append(registry._default)

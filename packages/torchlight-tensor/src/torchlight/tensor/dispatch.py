@@ -6,12 +6,20 @@ these. The core's half of the backend contract lives here: check shapes, compute
 shape, expand inputs with stride 0, cast to a common dtype, allocate ``out``, then call the backend.
 """
 
+from __future__ import annotations
+
 import operator
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .backend.protocol import HOST_MEMORY
 from .errors import BackendError, DTypeError, OutOfMemoryError, ShapeError, TensorIndexError
 from .indexing import shape_broadcast
 from .storage import TensorData
+
+if TYPE_CHECKING:
+    from .dtypes import DType
+    from .tensor import Tensor as _Tensor
 
 __all__ = [
     "wrap",
@@ -37,10 +45,10 @@ __all__ = [
     "MAX_NUMEL",
 ]
 
-Tensor = None  # bound by tensor.py once the class exists (avoids an import cycle)
+Tensor: Any = None  # bound by tensor.py once the class exists (avoids an import cycle)
 
 
-def wrap(td, backend, dtype):
+def wrap(td: TensorData, backend: Any, dtype: DType) -> _Tensor:
     """A fresh leaf tensor around ``td`` (no history, its own version counter)."""
     t = Tensor.__new__(Tensor)
     t._td = td
@@ -55,7 +63,7 @@ def wrap(td, backend, dtype):
     return t
 
 
-def alloc(shape, dtype, backend):
+def alloc(shape: tuple[int, ...], dtype: DType, backend: Any) -> _Tensor:
     """Uninitialised contiguous tensor."""
     td = TensorData.__new__(TensorData)
     n = 1
@@ -78,7 +86,7 @@ MAX_NUMEL = 2**60
 refused up front, before numpy fails with a message that names no size."""
 
 
-def too_big(shape, dtype, backend, reason=None):
+def too_big(shape: Sequence[int], dtype: DType, backend: Any, reason: Any = None) -> Exception:
     """The error for a tensor of ``shape`` that cannot be allocated (``reason``: the backend's)."""
     n = 1
     for s in shape:
@@ -92,10 +100,10 @@ def too_big(shape, dtype, backend, reason=None):
     )
 
 
-_STRIDES_CACHE = {}
+_STRIDES_CACHE: dict[tuple[int, ...], tuple[int, ...]] = {}
 
 
-def _cstrides(shape):
+def _cstrides(shape: tuple[int, ...]) -> tuple[int, ...]:
     s = _STRIDES_CACHE.get(shape)
     if s is None:
         acc = 1
@@ -107,7 +115,7 @@ def _cstrides(shape):
     return s
 
 
-def view_of(src, td):
+def view_of(src: _Tensor, td: TensorData) -> _Tensor:
     """A tensor sharing ``src``'s storage and version counter (a view: writes are visible)."""
     t = wrap(td, src.backend, src.dtype)
     t._version = src._version
@@ -119,14 +127,14 @@ def view_of(src, td):
     return t
 
 
-def same_backend(a, b):
+def same_backend(a: _Tensor, b: _Tensor) -> Any:
     """The backend an op combining ``a`` and ``b`` runs on; raises when there is none.
 
     Tensors of one backend run there. Tensors of two *host-memory* backends (capability
     ``"host_memory"``: both keep their data in numpy arrays on the host) can be combined without
     a copy, and the op runs on the one that is not the built-in ``cpu`` reference backend: with
-    ``TORCHLIGHT_DEVICE=numba`` a batch that arrived as a ``cpu`` tensor meets the model's numba
-    parameters on numba's kernels. Any other mix raises and says how to move one.
+    a compiled host backend as the default device, a batch that arrived as a ``cpu`` tensor meets
+    the model's parameters on that backend's kernels. Any other mix raises and says how to move one.
     """
     ba, bb = a.backend, b.backend
     if ba is bb or ba.name == bb.name:
@@ -143,7 +151,7 @@ def same_backend(a, b):
     )
 
 
-def common_backend(*tensors):
+def common_backend(*tensors: _Tensor) -> Any:
     """:func:`same_backend` over several tensors (``cat``, ``where``)."""
     holder = tensors[0]
     for t in tensors[1:]:
@@ -152,10 +160,10 @@ def common_backend(*tensors):
     return holder.backend
 
 
-_REFERENCE = []
+_REFERENCE: list = []
 
 
-def _reference_backend():
+def _reference_backend() -> Any:
     if not _REFERENCE:
         from .backend.registry import get_backend
 
@@ -163,17 +171,17 @@ def _reference_backend():
     return _REFERENCE[0]
 
 
-def map_op(op, a, dtype=None):
+def map_op(op: str, a: _Tensor, dtype: DType | None = None) -> _Tensor:
     out = alloc(a._td.shape, dtype or a.dtype, a.backend)
     a.backend.map(op, a._td, out._td)
     return out
 
 
-def _expanded(t, shape):
+def _expanded(t: _Tensor, shape: tuple[int, ...]) -> TensorData:
     return t._td if t._td.shape == shape else t._td.expand(shape)
 
 
-def broadcast_shape(a_shape, b_shape, what="broadcast"):
+def broadcast_shape(a_shape: Sequence[int], b_shape: Sequence[int], what: str = "broadcast") -> tuple[int, ...]:
     shape = shape_broadcast(a_shape, b_shape)
     if shape is None:
         raise ShapeError(
@@ -183,7 +191,7 @@ def broadcast_shape(a_shape, b_shape, what="broadcast"):
     return shape
 
 
-def zip_op(op, a, b, dtype=None):
+def zip_op(op: str, a: _Tensor, b: _Tensor, dtype: DType | None = None) -> _Tensor:
     """Elementwise ``op(a, b)`` with broadcasting; inputs must already share a dtype."""
     backend = a.backend if a.backend is b.backend else same_backend(a, b)
     if a._td.shape == b._td.shape:
@@ -196,7 +204,7 @@ def zip_op(op, a, b, dtype=None):
     return out
 
 
-def where_op(cond, a, b):
+def where_op(cond: _Tensor, a: _Tensor, b: _Tensor) -> _Tensor:
     """``cond ? a : b`` elementwise with three-way broadcasting (a and b share a dtype)."""
     backend = common_backend(a, b, cond)
     shape = broadcast_shape(broadcast_shape(a._td.shape, b._td.shape, "where"), cond._td.shape, "where")
@@ -205,7 +213,9 @@ def where_op(cond, a, b):
     return out
 
 
-def reduce_op(op, a, dims, keepdim=False, dtype=None):
+def reduce_op(
+    op: str, a: _Tensor, dims: Sequence[int], keepdim: bool = False, dtype: DType | None = None
+) -> _Tensor:
     """Reduce ``a`` over ``dims`` (a tuple of normalised dims)."""
     shape = a._td.shape
     kept = tuple(1 if d in dims else s for d, s in enumerate(shape))
@@ -219,7 +229,7 @@ def reduce_op(op, a, dims, keepdim=False, dtype=None):
     return out
 
 
-def cast(a, dtype):
+def cast(a: _Tensor, dtype: DType) -> _Tensor:
     """``a`` converted to ``dtype`` (the same tensor when it already has it)."""
     if a.dtype is dtype:
         return a
@@ -228,14 +238,14 @@ def cast(a, dtype):
     return out
 
 
-def contiguous(a):
+def contiguous(a: _Tensor) -> _Tensor:
     """``a`` itself if its layout is C-contiguous, else a packed copy."""
     if a._td.is_contiguous():
         return a
     return map_op("copy", a)
 
 
-def sum_to(g, shape):
+def sum_to(g: _Tensor, shape: tuple[int, ...]) -> _Tensor:
     """Undo broadcasting in backward: sum ``g`` over the dims that were broadcast to reach it.
 
     If ``y = f(x)`` broadcast ``x`` from ``shape`` then each element of ``x`` fed several
@@ -252,10 +262,10 @@ def sum_to(g, shape):
     return wrap(TensorData(out._td.storage, shape), out.backend, out.dtype)
 
 
-_ONES = {}
+_ONES: dict[tuple, Any] = {}
 
 
-def ones_cached(shape, dtype, backend):
+def ones_cached(shape: tuple[int, ...], dtype: DType, backend: Any) -> _Tensor:
     """A shared ones tensor for ``backward()``'s implicit gradient (never written to: leaves
     copy the first gradient they receive, see ``Tensor.accumulate_grad``)."""
     key = (shape, dtype, id(backend))
@@ -269,7 +279,7 @@ def ones_cached(shape, dtype, backend):
     return t
 
 
-def scalar_like(value, ref, dtype=None):
+def scalar_like(value: Any, ref: _Tensor, dtype: DType | None = None) -> _Tensor:
     """A 0-d tensor holding ``value`` on ``ref``'s backend (broadcast by zip via stride 0).
 
     A backend with the ``fill`` capability writes it in place (no host→device copy per scalar,
@@ -287,7 +297,7 @@ def scalar_like(value, ref, dtype=None):
     return wrap(td, backend, dtype)
 
 
-def set_index_range(t, lo, hi):
+def set_index_range(t: _Tensor, lo: int, hi: int) -> None:
     """Remember that every value of the int64 tensor ``t`` lies in ``[lo, hi]``.
 
     Index checks (``check_index``) then need no device→host read while ``t`` is unmodified
@@ -297,7 +307,7 @@ def set_index_range(t, lo, hi):
     t.__dict__["_index_range"] = (lo, hi, t._version[0])
 
 
-def index_range(t):
+def index_range(t: _Tensor) -> tuple[int, int]:
     """``(lo, hi)`` of an int64 tensor: from the record when still valid, else by reading it.
 
     An empty tensor has the empty range ``(0, -1)``, which passes every bounds check. The record
@@ -314,7 +324,7 @@ def index_range(t):
     return lo, hi
 
 
-def normalize_dim(dim, ndim, allow_end=False):
+def normalize_dim(dim: Any, ndim: int, allow_end: bool = False) -> int:
     """The one place a ``dim`` argument is checked: returns it as a non-negative int.
 
     Valid dims of an ``ndim``-tensor are ``[-ndim, ndim - 1]`` (a 0-d tensor accepts 0 and -1, as
@@ -334,7 +344,7 @@ def normalize_dim(dim, ndim, allow_end=False):
     return dim % n if n else 0
 
 
-def normalize_dims(dim, ndim):
+def normalize_dims(dim: Any, ndim: int) -> tuple[int, ...]:
     """``None`` → all dims; int or sequence → sorted tuple of non-negative dims."""
     if dim is None:
         return tuple(range(ndim))

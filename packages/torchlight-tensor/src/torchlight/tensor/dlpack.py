@@ -8,13 +8,13 @@ wraps that memory in its own array type. ``np.from_dlpack(t)``, ``torch.from_dlp
 
 torchlight does not write capsules itself: it delegates to the storage's own protocol.
 
-* **Host memory** (the ``cpu`` and ``numba`` backends, whose storage is a flat numpy array): the
+* **Host memory** (backends whose ``host_memory`` is true: storage is a flat numpy array): the
   tensor's strided view is an ndarray on the same buffer (shape, strides and offset of the view),
   and numpy's ``__dlpack__`` exports it. Importing goes through ``np.from_dlpack``; the imported
   array's buffer becomes the tensor's storage and its strides the tensor's strides.
 * **Device memory**: a backend that declares the ``"dlpack"`` capability exports and imports its
   own storage (``dlpack_source(view)`` and ``from_dlpack(obj, copy)``; the CUDA backend does it
-  through the CUDA array interface of its numba device arrays).
+  through the CUDA array interface of its device arrays).
 
 What cannot be shared is copied, unless ``copy=False`` forbids it: dtypes torchlight lacks
 (float16, int32, uint8, ...) are converted to float32/int64, read-only memory is copied (an
@@ -25,6 +25,7 @@ negative strides are copied (torchlight views only step forwards).
 import numpy as np
 
 from . import dtypes
+from .backend.protocol import host_memory
 from .backend.registry import get_backend
 from .dispatch import wrap
 from .errors import BackendError, DTypeError
@@ -52,7 +53,7 @@ def dlpack_source(t):
     backend = t.backend
     if "dlpack" in backend.capabilities:
         return backend.dlpack_source(t._td)
-    if isinstance(t._td.storage, np.ndarray):
+    if host_memory(backend):
         return host_view(t._td)
     raise BackendError(
         f"the {backend.name!r} backend cannot export its memory through DLPack (it declares no "
@@ -96,7 +97,7 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
 
     ``ext_tensor`` may be a numpy array, a PyTorch/JAX/CuPy tensor, another torchlight tensor,
     or any DLPack producer. Host memory becomes a ``cpu`` tensor (``device=`` may name another
-    host backend, such as ``"numba"``); CUDA memory becomes a ``cuda`` tensor. Writes through
+    host-memory backend); CUDA memory becomes a ``cuda`` tensor. Writes through
     either side are seen by the other. ``copy=None`` copies only what cannot be shared (a dtype
     torchlight lacks, read-only memory, negative strides), ``copy=True`` always copies,
     ``copy=False`` raises :class:`BufferError` instead of copying.

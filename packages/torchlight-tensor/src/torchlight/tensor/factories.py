@@ -1,7 +1,7 @@
 """Creating tensors: from data, filled, ranges, random; plus ``cat``/``stack``/``where``.
 
-Every factory takes ``dtype=``, ``device=`` (a backend name such as ``"cpu"`` or ``"numba"``, or a
-:class:`~torchlight.device`) and
+Every factory takes ``dtype=``, ``device=`` (a backend name such as ``"cpu"``, or a
+:class:`~torchlight.device`; ``python -m torchlight`` lists the installed backends) and
 ``requires_grad=``. Data is built on the host with numpy and handed to the backend once.
 """
 
@@ -110,7 +110,7 @@ def from_numpy(array):
     its dtype is not one of torchlight's).
 
     It lives on the default device when that device keeps its data in host memory (the
-    ``"host_memory"`` backend capability, e.g. ``cpu`` and ``numba``), so writes through either
+    ``"host_memory"`` backend capability, e.g. ``cpu``), so writes through either
     side stay visible; otherwise (a GPU default device) on ``cpu``, as in PyTorch.
 
     >>> import numpy as np, torchlight as tl

@@ -3,8 +3,11 @@
 A tensor is a view ``(storage, shape, strides, offset)``: the element with multi-index
 ``(i_0, ..., i_{n-1})`` lives at ``storage[offset + sum_k i_k * strides[k]]``. Broadcasting gives
 size-1 (or missing leading) dimensions stride 0, so one stored value serves a whole axis. These
-helpers are written with plain loops over sequences so the numba and CUDA backends can compile
-them unchanged (``numba.njit(index_to_position)``), and the numpy backend never needs them.
+helpers are written with plain loops over sequences so a JIT backend can compile them unchanged
+for its kernels (the CUDA backend compiles ``to_index`` and ``index_to_position`` as device
+functions); the CPU backends use ``coalesce`` and ``prod`` on the host before a launch, and the
+numpy backend needs none of the per-element helpers. ``broadcast_index`` is what a hand-written
+kernel uses to read a broadcast operand (the backend tutorial writes one with it).
 """
 
 __all__ = [
@@ -35,7 +38,7 @@ def contiguous_strides(shape) -> tuple:
     return tuple(strides)
 
 
-def shape_broadcast(a, b) -> tuple:
+def shape_broadcast(a, b) -> tuple | None:
     """NumPy/PyTorch broadcasting: align from the right; sizes must match or one must be 1.
 
     Returns ``None`` when the shapes do not broadcast, so the caller can name both shapes.
@@ -82,7 +85,7 @@ def coalesce(shape, strides_list):
     operand: dims ``d`` and ``d+1`` merge when ``strides[d] == strides[d+1] * shape[d+1]`` for all.
 
     Returns ``(shape, [strides per operand])`` as tuples, never 0-d (a scalar becomes ``(1,)``).
-    The numba and CUDA backends call it before every strided kernel: fewer dims mean less index
+    JIT backends call it before every strided kernel: fewer dims mean less index
     arithmetic per element and fewer compiled specialisations.
     """
     out_shape = []

@@ -14,8 +14,15 @@ The storage object is owned by a backend (a 1-D numpy array for ``cpu``); ``Tens
 looks inside it, so the same code serves every backend.
 """
 
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 from .errors import ShapeError, TensorIndexError
 from .indexing import contiguous_strides, prod
+
+Shape = tuple[int, ...]
 
 __all__ = ["TensorData"]
 
@@ -25,7 +32,16 @@ class TensorData:
 
     __slots__ = ("storage", "shape", "strides", "offset", "size", "cache")
 
-    def __init__(self, storage, shape, strides=None, offset=0):
+    storage: Any  # owned by the backend (a 1-D ndarray for cpu); never looked inside here
+    shape: Shape
+    strides: Shape
+    offset: int
+    size: int
+    cache: Any
+
+    def __init__(
+        self, storage: Any, shape: Iterable[int], strides: Iterable[int] | None = None, offset: int = 0
+    ) -> None:
         self.storage = storage
         self.shape = tuple(shape)
         self.strides = contiguous_strides(self.shape) if strides is None else tuple(strides)
@@ -49,18 +65,18 @@ class TensorData:
             expected *= size
         return True
 
-    def _new(self, shape, strides, offset):
+    def _new(self, shape: Shape, strides: Shape, offset: int) -> TensorData:
         return TensorData(self.storage, shape, strides, offset)
 
     # --- zero-copy views ---------------------------------------------------------------------
-    def permute(self, dims) -> "TensorData":
+    def permute(self, dims: Sequence[int]) -> TensorData:
         if sorted(dims) != list(range(self.ndim)):
             raise ShapeError(f"permute: {tuple(dims)} is not a permutation of the {self.ndim} dims of shape {self.shape}")
         return self._new(
             tuple(self.shape[d] for d in dims), tuple(self.strides[d] for d in dims), self.offset
         )
 
-    def expand(self, shape) -> "TensorData":
+    def expand(self, shape: Iterable[int]) -> TensorData:
         """Broadcast to ``shape``: new leading dims and size-1 dims get stride 0."""
         shape = tuple(shape)
         lead = len(shape) - self.ndim
@@ -81,9 +97,9 @@ class TensorData:
                     "only size-1 dimensions can be expanded"
                 )
         shape = tuple(self.shape[k - lead] if t == -1 else t for k, t in enumerate(shape))
-        return self._new(shape, strides, self.offset)
+        return self._new(shape, tuple(strides), self.offset)
 
-    def view(self, shape) -> "TensorData | None":
+    def view(self, shape: Iterable[int]) -> TensorData | None:
         """Reshape without copying; ``None`` when the layout makes that impossible."""
         shape = infer_shape(shape, self.size, self.shape)
         if self.is_contiguous():
@@ -91,7 +107,7 @@ class TensorData:
         strides = _view_strides(self.shape, self.strides, shape)
         return None if strides is None else self._new(shape, strides, self.offset)
 
-    def select(self, dim: int, index: int) -> "TensorData":
+    def select(self, dim: int, index: int) -> TensorData:
         """Drop dimension ``dim`` at position ``index`` (what ``x[..., i, ...]`` does)."""
         size = self.shape[dim]
         if not -size <= index < size:
@@ -103,7 +119,7 @@ class TensorData:
         strides = self.strides[:dim] + self.strides[dim + 1 :]
         return self._new(shape, strides, self.offset + index * self.strides[dim])
 
-    def slice(self, dim: int, start, stop, step) -> "TensorData":
+    def slice(self, dim: int, start: int | None, stop: int | None, step: int | None) -> TensorData:
         """``x[start:stop:step]`` along ``dim``, Python semantics (negative and clipped bounds)."""
         if step is not None and step <= 0:
             raise ShapeError(f"slice step must be positive, got {step}")
@@ -113,7 +129,7 @@ class TensorData:
         strides = self.strides[:dim] + (self.strides[dim] * stride,) + self.strides[dim + 1 :]
         return self._new(shape, strides, self.offset + begin * self.strides[dim] if n else self.offset)
 
-    def unsqueeze(self, dim: int) -> "TensorData":
+    def unsqueeze(self, dim: int) -> TensorData:
         stride = self.strides[dim] * self.shape[dim] if dim < self.ndim else 1
         return self._new(
             self.shape[:dim] + (1,) + self.shape[dim:],
@@ -121,7 +137,7 @@ class TensorData:
             self.offset,
         )
 
-    def unfold(self, dim: int, size: int, step: int) -> "TensorData":
+    def unfold(self, dim: int, size: int, step: int) -> TensorData:
         """Sliding windows of ``size`` every ``step`` along ``dim``, as a new last dimension."""
         length = self.shape[dim]
         if size > length or size <= 0 or step <= 0:
@@ -135,11 +151,11 @@ class TensorData:
         )
         return self._new(shape, strides, self.offset)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"TensorData(shape={self.shape}, strides={self.strides}, offset={self.offset})"
 
 
-def infer_shape(shape, size: int, old_shape=()) -> tuple:
+def infer_shape(shape: Iterable[int], size: int, old_shape: Sequence[int] = ()) -> Shape:
     """Resolve one ``-1`` in a requested shape and check the element count is unchanged."""
     shape = tuple(int(s) for s in shape)
     if shape.count(-1) > 1:
@@ -154,7 +170,7 @@ def infer_shape(shape, size: int, old_shape=()) -> tuple:
     return shape
 
 
-def _view_strides(old_shape, old_strides, new_shape):
+def _view_strides(old_shape: Shape, old_strides: Shape, new_shape: Shape) -> Shape | None:
     """Strides that let ``new_shape`` read the same elements, or ``None`` (PyTorch's rule).
 
     Walk the old dims from the right, grouping dims that are contiguous with respect to each

@@ -5,6 +5,8 @@ The methods are thin: each one names the differentiable function that does the w
 ``dispatch.zip_op`` → ``Backend.zip``.
 """
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from torchlight.autograd import engine
@@ -31,10 +33,29 @@ from .size import Size
 
 __all__ = ["Tensor"]
 
+if TYPE_CHECKING:
+    from .storage import TensorData
+
+    class _Slots:
+        """The types of ``Tensor``'s slots, for readers and type checkers (set by dispatch.wrap).
+        A separate class only while type checking: at run time ``Tensor`` has no annotations."""
+
+        _td: TensorData
+        backend: Any  # a Backend (torchlight.tensor.backend.protocol)
+        dtype: dtypes.DType
+        requires_grad: bool
+        grad: "Tensor | None"
+        _history: Any  # autograd's record of the Function call that produced this tensor
+        _retains_grad: bool
+        _version: list  # [count], shared by views of one storage
+        _base: "Tensor | None"
+else:
+    _Slots = object
+
 _P = pointwise
 
 
-class Tensor(TensorConveniences):
+class Tensor(TensorConveniences, _Slots):
     """An n-dimensional array with reverse-mode autograd (PyTorch semantics)."""
 
     __slots__ = ("_td", "backend", "dtype", "requires_grad", "grad", "_history", "_retains_grad",

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from torchlight.tensor.backend.protocol import MAP_OPS, REDUCE_OPS, ZIP_OPS
+from torchlight.tensor.formulas import INV_SQRT_2PI, SQRT1_2, gelu_tanh_arg, gelu_tanh_slope
 
 __all__ = [
     "OpSpec", "MAP_CATALOG", "ZIP_CATALOG", "REDUCE_CATALOG", "FLOAT", "INT", "BOOL", "ALL",
@@ -27,8 +28,6 @@ BOOL = ("bool",)
 ALL = FLOAT + INT + BOOL
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
-_SQRT1_2 = 1.0 / math.sqrt(2.0)
-_TANH_C = math.sqrt(2.0 / math.pi)
 
 
 def _sigmoid(x):
@@ -36,11 +35,11 @@ def _sigmoid(x):
 
 
 def _gelu(x):
-    return x * 0.5 * (1.0 + _erf(x * _SQRT1_2))
+    return x * 0.5 * (1.0 + _erf(x * SQRT1_2))
 
 
 def _gelu_tanh(x):
-    return 0.5 * x * (1.0 + np.tanh(_TANH_C * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1.0 + np.tanh(gelu_tanh_arg(x)))
 
 
 def _softplus(x):
@@ -48,12 +47,11 @@ def _softplus(x):
 
 
 def _gelu_back(x, g):
-    return g * (0.5 * (1.0 + _erf(x * _SQRT1_2)) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi))
+    return g * (0.5 * (1.0 + _erf(x * SQRT1_2)) + x * np.exp(-0.5 * x * x) * INV_SQRT_2PI)
 
 
 def _gelu_tanh_back(x, g):
-    t = np.tanh(_TANH_C * (x + 0.044715 * x ** 3))
-    return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _TANH_C * (1 + 3 * 0.044715 * x * x))
+    return g * gelu_tanh_slope(x, np.tanh(gelu_tanh_arg(x)))
 
 
 def _silu_back(x, g):

@@ -29,7 +29,7 @@ from torchlight.tensor.errors import BackendError
 
 __all__ = [
     "SIMULATOR", "BLOCK", "ROW_BLOCK", "MAX_BLOCKS", "WARP_SHUFFLE", "grid_1d", "grid_rows",
-    "launch", "coalesce", "index_to_position", "to_index", "broadcast_index", "cached",
+    "launch", "coalesce", "index_to_position", "to_index", "cached",
 ]
 
 SIMULATOR = bool(config.ENABLE_CUDASIM)
@@ -101,7 +101,6 @@ if SIMULATOR:
 # --- the shared pure helpers, compiled for the device --------------------------------------
 index_to_position = cuda.jit(device=True)(indexing.index_to_position)
 to_index = cuda.jit(device=True)(indexing.to_index)
-broadcast_index = cuda.jit(device=True)(indexing.broadcast_index)
 coalesce = indexing.coalesce  # host side, before each strided launch
 
 

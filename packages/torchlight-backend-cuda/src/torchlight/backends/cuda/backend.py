@@ -87,7 +87,6 @@ class CudaBackend:
     device = "cuda"
     API_VERSION = API_VERSION
     capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "fill", "dlpack"})
-    simulator = SIMULATOR
 
     # --- device queries (optional attributes, read by torchlight.cuda) ---------------------------
     def synchronize(self):

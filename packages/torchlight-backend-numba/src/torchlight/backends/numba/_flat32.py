@@ -25,11 +25,19 @@ temporaries (~20× faster on one core).
 import numpy as np
 
 from numba import prange
+from torchlight.tensor.formulas import (
+    GELU_TANH_C,
+    GELU_TANH_K,
+    TANH32_CLAMP,
+    TANH32_P,
+    TANH32_Q,
+    TANH32_TINY,
+)
 
 from ._fastexp import exp_fast, madd
 from ._jit import helper, kernel
 
-__all__ = ["BLOCK", "FLAT_MAP", "FLAT_ZIP", "map32", "zip32"]
+__all__ = ["BLOCK", "FLAT_MAP", "FLAT_ZIP", "map32", "zip32", "tanh32"]
 
 BLOCK = 32768
 FLAT_ZIP = {"add": 0, "sub": 1, "mul": 2, "div": 3, "gelu_tanh_back": 4}
@@ -37,14 +45,11 @@ FLAT_MAP = {"neg": 0, "relu": 1, "exp": 2, "sigmoid": 3, "gelu_tanh": 4, "tanh":
 
 f32 = np.float32
 ZERO, ONE, TWO = f32(0.0), f32(1.0), f32(2.0)
-GC, GK, GK3 = f32(2.0 * 0.7978845608028654), f32(0.044715), f32(3 * 0.044715)  # GC = 2·√(2/π)
-# tanh(x) ≈ x·P(x²)/Q(x²) on [-7.99, 7.99] (float32 tanh is ±1 beyond), Eigen's coefficients
-TANH_CLAMP, TANH_TINY = f32(7.99881172180175781), f32(0.0004)
-A1, A3, A5 = f32(4.89352455891786e-03), f32(6.37261928875436e-04), f32(1.48572235717979e-05)
-A7, A9 = f32(5.12229709037114e-08), f32(-8.60467152213735e-11)
-A11, A13 = f32(2.00018790482477e-13), f32(-2.76076847742355e-16)
-B0, B2 = f32(4.89352518554385e-03), f32(2.26843463243900e-03)
-B4, B6 = f32(1.18534705686654e-04), f32(1.19825839466702e-06)
+GC, GK, GK3 = f32(2.0 * GELU_TANH_C), f32(GELU_TANH_K), f32(3 * GELU_TANH_K)  # GC = 2·√(2/π)
+# tanh(x) ≈ x·P(x²)/Q(x²), clamped (formulas.TANH32_CLAMP says why there), Eigen's coefficients
+TANH_CLAMP, TANH_TINY = f32(TANH32_CLAMP), f32(TANH32_TINY)
+A1, A3, A5, A7, A9, A11, A13 = (f32(c) for c in TANH32_P)
+B0, B2, B4, B6 = (f32(c) for c in TANH32_Q)
 E_MAX = f32(80.0)  # keeps e^(-2u) finite in gelu_tanh_back, so e·s stays 1 - s instead of NaN
 
 
@@ -143,13 +148,17 @@ def zip32(op, mode, a, b, out, n):
             _zip_sv(op, a[0], b[lo:hi], out[lo:hi], hi - lo)
 
 
-@helper
-def _tanh(v):
+def tanh32(v):
+    """float32 tanh for every float32 loop of this backend (these maps, fused kernels): only
+    multiply-adds, one divide and selects, so loops that inline it vectorise."""
     c = min(max(v, -TANH_CLAMP), TANH_CLAMP)  # NaN stays NaN
     x2 = c * c
     p = madd(madd(madd(madd(madd(madd(A13, x2, A11), x2, A9), x2, A7), x2, A5), x2, A3), x2, A1)
     q = madd(madd(madd(B6, x2, B4), x2, B2), x2, B0)
     return v if abs(v) < TANH_TINY else c * p / q
+
+
+_tanh = helper(tanh32)
 
 
 @helper

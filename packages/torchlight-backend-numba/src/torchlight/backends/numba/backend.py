@@ -101,7 +101,7 @@ class NumbaBackend:
     name = "numba"
     device = "numba"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "host_memory"})
+    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "host_memory", "compile"})
 
     def __init__(self, numpy_ufuncs=None):
         if numpy_ufuncs is None:
@@ -119,6 +119,13 @@ class NumbaBackend:
 
     def to_numpy(self, view):
         return as_array(view)
+
+    # --- the "compile" capability: fused elementwise chains (torchlight.jit) ------------------
+    def compile_elementwise(self, chain):
+        """One generated kernel for an elementwise chain (``_fusion.py``), or None to decline."""
+        from ._fusion import compile_elementwise
+
+        return compile_elementwise(chain)
 
     # --- elementwise ---------------------------------------------------------------------------
     def map(self, op, a, out):

@@ -9,10 +9,11 @@ backends themselves:
 
 * ``cpu`` (numpy) checks the index values on the host before indexing (:func:`check_host`):
   numpy would otherwise wrap negative indices silently or raise a bare ``IndexError``;
-* ``numba`` kernels skip an out-of-range entry and record it in a small flag array that the
-  backend reads right after the launch (:func:`new_flag`, :func:`raise_if_flagged`);
-* ``cuda`` kernels do the same into a flag in host-mapped memory, read at the next point where
-  the host waits for the device anyway (a device→host copy), as PyTorch's device asserts are.
+* compiled CPU kernels (the JIT backend) skip an out-of-range entry and record it in a small
+  flag array that the backend reads right after the launch (:func:`new_flag`,
+  :func:`raise_if_flagged`);
+* GPU kernels do the same into a flag in host-mapped memory, read at the next point where the
+  host waits for the device anyway (a device→host copy), as PyTorch's device asserts are.
 
 Every path raises the same :class:`TensorIndexError`, from :func:`index_error`.
 

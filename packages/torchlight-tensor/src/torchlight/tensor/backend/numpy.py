@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ..formulas import INV_SQRT_2PI, SQRT1_2, gelu_tanh_arg, gelu_tanh_slope
 from .bounds import check_host
 from .protocol import API_VERSION, BackendSpec
 
@@ -63,9 +64,6 @@ except ImportError:  # pragma: no cover - depends on the environment (nox -s min
     _erf = _erf_libm
 
 
-_SQRT1_2 = 1.0 / math.sqrt(2.0)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-_TANH_C = math.sqrt(2.0 / math.pi)
 
 
 def _sigmoid(x, out):
@@ -79,11 +77,11 @@ def _rsqrt(x, out):
 
 
 def _gelu(x, out):
-    np.multiply(x, 0.5 * (1.0 + _erf(x * _SQRT1_2)), out=out)
+    np.multiply(x, 0.5 * (1.0 + _erf(x * SQRT1_2)), out=out)
 
 
 def _gelu_tanh_inner(x):
-    return np.tanh(_TANH_C * (x + 0.044715 * x * x * x))
+    return np.tanh(gelu_tanh_arg(x))
 
 
 def _gelu_tanh(x, out):
@@ -126,14 +124,12 @@ _MAP = {
 
 
 def _gelu_back(x, g, out):
-    cdf = 0.5 * (1.0 + _erf(x * _SQRT1_2))
-    np.multiply(g, cdf + x * _INV_SQRT_2PI * np.exp(-0.5 * x * x), out=out)
+    cdf = 0.5 * (1.0 + _erf(x * SQRT1_2))
+    np.multiply(g, cdf + x * INV_SQRT_2PI * np.exp(-0.5 * x * x), out=out)
 
 
 def _gelu_tanh_back(x, g, out):
-    t = _gelu_tanh_inner(x)
-    d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * _TANH_C * (1.0 + 3 * 0.044715 * x * x)
-    np.multiply(g, d, out=out)
+    np.multiply(g, gelu_tanh_slope(x, _gelu_tanh_inner(x)), out=out)
 
 
 def _silu_back(x, g, out):

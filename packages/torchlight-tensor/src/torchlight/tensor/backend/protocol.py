@@ -4,7 +4,7 @@ A kernel sees views ``(storage, shape, strides, offset)`` (``TensorData``), with
 the backend. The core — not the backend — checks shapes, computes the broadcast output shape,
 expands inputs to it (stride 0), casts them to a common dtype, allocates ``out`` and chooses the
 op; a backend only fills ``out``. Ops are named strings (tables below) so numpy maps them to
-ufuncs and numba/CUDA to kernel tables.
+ufuncs and compiled backends to kernel tables.
 
 Required primitives::
 
@@ -37,7 +37,13 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
     "dlpack":    dlpack_source(view) -> an object with __dlpack__/__dlpack_device__ describing the
                  view's memory (no copy); from_dlpack(obj, copy) -> (TensorData, dtype) on a DLPack
                  producer's memory (device memory; host memory is handled by the core)
-    "fill", "compile"                     (declared by backends that provide them)
+    "fill":      fill(out, value): out[...] = value written where the storage lives (no host
+                 round trip); out is contiguous or 1-D, value a Python number of out's dtype kind
+    "compile":   compile_elementwise(chain) -> kernel | None: ``chain`` an ElementwiseChain
+                 (torchlight.jit.fusion: ops from FUSABLE_MAP/FUSABLE_ZIP on one float dtype);
+                 kernel(input_views, output_views) writes every output of the chain, inputs of
+                 the full shape or one element, outputs contiguous of the full shape (allocated
+                 by the core); None declines and the chain runs op by op
 
 Optional device queries (read with ``getattr``; answered for ``torchlight.cuda``)::
 
@@ -53,7 +59,9 @@ Memory capability (not an op: a promise about where storage lives)::
                  each other's storage: the core combines their tensors without a copy (an op
                  between the built-in ``cpu`` backend and another host-memory backend runs on
                  the other one) and ``from_numpy`` wraps an array zero-copy on a host-memory
-                 default device. See ``dispatch.same_backend``.
+                 default device. See ``dispatch.same_backend``. Code above the backend
+                 (collectives, DDP's gradient buckets, another backend's compiled kernels) asks
+                 :func:`host_memory`, never ``isinstance(storage, np.ndarray)``.
 
 Bounds safety (every backend): ``take``, ``put_add``, ``gather``, ``scatter_add`` and the target
 of ``cross_entropy``/``cross_entropy_backward`` never read or write outside their buffers, whatever
@@ -66,9 +74,12 @@ conformance kit feeds every indexing primitive out-of-range indices.
 Adding an op: a name here + a conformance-kit entry + a fallback, or an ``API_VERSION`` bump.
 """
 
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["API_VERSION", "MAP_OPS", "ZIP_OPS", "REDUCE_OPS", "HOST_MEMORY", "Backend", "BackendSpec"]
+__all__ = [
+    "API_VERSION", "MAP_OPS", "ZIP_OPS", "REDUCE_OPS", "HOST_MEMORY", "Backend", "BackendSpec", "host_memory",
+]
 
 API_VERSION = 1
 
@@ -95,6 +106,10 @@ HOST_MEMORY = "host_memory"
 """Capability name: the backend's storage is a host numpy array (see the module docstring)."""
 
 
+View = Any
+"""A ``TensorData`` (``torchlight.tensor.storage``): not imported here, so the contract stays a leaf."""
+
+
 @runtime_checkable
 class Backend(Protocol):
     """What the core calls. See the module docstring for shapes and semantics."""
@@ -103,18 +118,29 @@ class Backend(Protocol):
     API_VERSION: int
     capabilities: frozenset
 
-    def empty(self, n, dtype): ...
-    def from_numpy(self, array): ...
-    def to_numpy(self, view): ...
-    def map(self, op, a, out): ...
-    def zip(self, op, a, b, out): ...
-    def reduce(self, op, a, dims, out): ...
-    def where(self, cond, a, b, out): ...
-    def matmul(self, a, b, out): ...
-    def take(self, a, dim, index, out): ...
-    def put_add(self, out, dim, index, src): ...
-    def gather(self, a, dim, index, out): ...
-    def scatter_add(self, out, dim, index, src): ...
+    def empty(self, n: int, dtype: Any) -> Any: ...
+    def from_numpy(self, array: Any) -> Any: ...
+    def to_numpy(self, view: View) -> Any: ...
+    def map(self, op: str, a: View, out: View) -> None: ...
+    def zip(self, op: str, a: View, b: View, out: View) -> None: ...
+    def reduce(self, op: str, a: View, dims: Sequence[int], out: View) -> None: ...
+    def where(self, cond: View, a: View, b: View, out: View) -> None: ...
+    def matmul(self, a: View, b: View, out: View) -> None: ...
+    def take(self, a: View, dim: int, index: View, out: View) -> None: ...
+    def put_add(self, out: View, dim: int, index: View, src: View) -> None: ...
+    def gather(self, a: View, dim: int, index: View, out: View) -> None: ...
+    def scatter_add(self, out: View, dim: int, index: View, src: View) -> None: ...
+
+
+def host_memory(backend: Any) -> bool:
+    """True when ``backend`` lists the :data:`HOST_MEMORY` capability: its storages are flat numpy
+    arrays in host memory (a backend that does not say is treated as device memory).
+
+    >>> from torchlight.tensor.backend.numpy import NumpyBackend
+    >>> host_memory(NumpyBackend())
+    True
+    """
+    return HOST_MEMORY in getattr(backend, "capabilities", ())
 
 
 class BackendSpec:
@@ -124,12 +150,18 @@ class BackendSpec:
     ``load()`` does the heavy imports and returns the backend object.
     """
 
-    def __init__(self, name, loader, available=None, api_version=API_VERSION):
+    def __init__(
+        self,
+        name: str,
+        loader: Callable[[], Any],
+        available: Callable[[], tuple[bool, str | None]] | None = None,
+        api_version: int = API_VERSION,
+    ) -> None:
         self.name = name
         self.api_version = api_version
         self._loader = loader
         self._available = available
-        self._why = None
+        self._why: str | None = None
 
     def is_available(self) -> bool:
         if self._available is None:
@@ -140,8 +172,8 @@ class BackendSpec:
             ok, self._why = False, f"{type(exc).__name__}: {exc}"
         return bool(ok)
 
-    def why_unavailable(self):
+    def why_unavailable(self) -> str | None:
         return None if self.is_available() else self._why
 
-    def load(self):
+    def load(self) -> Any:
         return self._loader()

@@ -112,7 +112,7 @@ def get_backend(name=None):
     if spec is None:
         raise BackendError(
             f"unknown device/backend {name!r}. Installed: {_describe()}. "
-            "Install a backend distribution (e.g. torchlight-backend-numba) or check "
+            "Install the backend distribution that provides it, or check "
             "`python -m torchlight`."
         )
     if not spec.is_available():

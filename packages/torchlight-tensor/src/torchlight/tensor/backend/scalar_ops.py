@@ -5,16 +5,17 @@ calls one of the functions below, so a whole family of ops (every float unary op
 into one machine-code function per dtype instead of one per op — that keeps JIT time small, and
 the branch on a loop-invariant code costs a few compares per element.
 
-Like ``indexing.py`` these are plain Python, written so that numba compiles them for the CPU and
-for CUDA unchanged: ``compile_ops(jit)`` returns them compiled with a backend's decorator
-(``numba.njit(...)``, ``cuda.jit(device=True)``), the calls between them (``sigmoid``,
-``_ipow``) bound to the compiled versions. Both backends therefore compute the same formulas:
+Like ``indexing.py`` these are plain Python, written so that a JIT compiles them for the CPU and
+for a GPU unchanged: ``compile_ops(jit)`` returns them compiled with a backend's decorator (a
+CPU ``njit(...)``, a GPU ``jit(device=True)``), the calls between them (``sigmoid``, ``_ipow``,
+the shared ``formulas``) bound to the compiled versions. Every such backend therefore computes
+the same formulas:
 
 * stable forms: ``sigmoid`` never overflows, ``softplus(x) = log1p(e^-|x|) + max(x, 0)``;
 * max/min and relu propagate NaN (``a if a >= b or a != a else b``);
 * IEEE results where Python's ``math`` would raise or go complex (log/sqrt of negatives and 0,
-  1/0, e^710, 0 and negative bases to negative or fractional powers): numba on the GPU follows Python there, and
-  the CUDA simulator and ``NUMBA_DISABLE_JIT=1`` run these bodies as Python. (Not covered: a
+  1/0, e^710, 0 and negative bases to negative or fractional powers): a GPU JIT follows Python there, and
+  GPU simulators and disabled-JIT debugging runs execute these bodies as Python. (Not covered: a
   float ``**`` that overflows raises under plain Python; compiled code gives inf.)
 
 Families (who may receive which op is the backend's choice):
@@ -32,6 +33,16 @@ import builtins
 import math
 from types import FunctionType, SimpleNamespace
 
+from ..formulas import (
+    EXP_MAX,
+    GELU_TANH_C,
+    GELU_TANH_K,
+    INV_SQRT_2PI,
+    SQRT1_2,
+    gelu_tanh_arg,
+    gelu_tanh_slope,
+)
+
 __all__ = ["MAP_CODES", "ZIP_CODES", "CMP_CODES", "compile_ops"]
 
 MAP_CODES = {name: k for k, name in enumerate((
@@ -47,10 +58,6 @@ CMP_CODES = {name: k for k, name in enumerate((
     "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or",
 ))}
 
-SQRT1_2 = 1.0 / math.sqrt(2.0)
-INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-TANH_C = math.sqrt(2.0 / math.pi)
-EXP_MAX = 709.782712893384  # log(largest float64): above it e^x is inf (Python's math raises)
 
 
 def sigmoid(x):
@@ -114,7 +121,7 @@ def unary_float(op, x):
     if op == 15:
         return 0.5 * x * (1.0 + math.erf(x * SQRT1_2))
     if op == 16:
-        return 0.5 * x * (1.0 + math.tanh(TANH_C * (x + 0.044715 * x * x * x)))
+        return 0.5 * x * (1.0 + math.tanh(gelu_tanh_arg(x)))
     if op == 17:
         return x * sigmoid(x)
     if op == 18:
@@ -180,9 +187,7 @@ def binary_float(op, a, b):
         cdf = 0.5 * (1.0 + math.erf(a * SQRT1_2))
         return b * (cdf + a * INV_SQRT_2PI * math.exp(-0.5 * a * a))
     if op == 11:  # gelu_tanh_back(x, g)
-        t = math.tanh(TANH_C * (a + 0.044715 * a * a * a))
-        d = 0.5 * (1.0 + t) + 0.5 * a * (1.0 - t * t) * TANH_C * (1.0 + 3 * 0.044715 * a * a)
-        return b * d
+        return b * gelu_tanh_slope(a, math.tanh(gelu_tanh_arg(a)))
     if op == 12:  # silu_back(x, g)
         s = sigmoid(a)
         return b * (s * (1.0 + a * (1.0 - s)))
@@ -243,18 +248,19 @@ def compare(op, a, b):
     return (a != 0) or (b != 0)
 
 
-_ORDER = (sigmoid, _ipow, unary_float, unary_int, unary_bool, binary_float, binary_int, compare)
+_ORDER = (gelu_tanh_arg, gelu_tanh_slope, sigmoid, _ipow, unary_float, unary_int, unary_bool, binary_float, binary_int, compare)
 
 
 def compile_ops(jit):
     """Every scalar function compiled with ``jit``, as attributes of a namespace.
 
     Each function is re-created over a fresh globals dict in which the functions it calls are
-    already the compiled ones (numba resolves a global name when it compiles, and cannot call
+    already the compiled ones (a JIT resolves a global name when it compiles, and cannot call
     plain Python), so one body serves any decorator.
     """
     scope = {"__builtins__": builtins, "math": math, "SQRT1_2": SQRT1_2,
-             "INV_SQRT_2PI": INV_SQRT_2PI, "TANH_C": TANH_C, "EXP_MAX": EXP_MAX}
+             "INV_SQRT_2PI": INV_SQRT_2PI, "EXP_MAX": EXP_MAX,
+             "GELU_TANH_C": GELU_TANH_C, "GELU_TANH_K": GELU_TANH_K}
     for fn in _ORDER:  # callees first
         copy = FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
         copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__

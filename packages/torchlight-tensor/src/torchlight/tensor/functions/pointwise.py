@@ -14,6 +14,7 @@ from .. import dispatch as _dispatch
 from .. import dtypes
 from ..dispatch import cast, map_op, scalar_like, sum_to, where_op, zip_op
 from ..errors import DTypeError
+from ..formulas import TWO_OVER_SQRT_PI
 
 __all__ = [
     "Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum", "Cast", "Unary", "Clamp", "Where",
@@ -292,9 +293,8 @@ _RULES = {
     "cos": lambda x, g: -g * x.sin(),
     "square": lambda x, g: g * 2.0 * x,
     "reciprocal": lambda x, g: -g / (x * x),
-    "erf": lambda x, g: g * _TWO_OVER_SQRT_PI * (-(x * x)).exp(),
+    "erf": lambda x, g: g * TWO_OVER_SQRT_PI * (-(x * x)).exp(),  # d/dx erf(x) = 2/√π · exp(-x²)
 }
-_TWO_OVER_SQRT_PI = 1.1283791670955126  # d/dx erf(x) = 2/√π · exp(-x²)
 
 
 def unary(op, x):

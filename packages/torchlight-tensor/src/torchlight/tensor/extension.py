@@ -1,0 +1,51 @@
+"""The supported API for distributions built on torchlight-tensor (nn, optim, distributed, yours).
+
+Layers above the tensor package sometimes need more than the user API: a loss that hands
+validated rows to a fused kernel, an optimizer step that runs a backend's update in place, a
+data-parallel wrapper that lays gradients into its own communication buffers. They import what
+they need from here, never from the tensor package's internal modules, so those modules can be
+reorganised without breaking them. Everything here keeps its signature within an ``API_VERSION``.
+
+* Views and tensors: :class:`TensorData` (a strided view of a backend's storage),
+  :func:`tensor_data` (the view behind a tensor), :func:`wrap` (a leaf tensor around a view),
+  :func:`alloc` (an uninitialised contiguous tensor).
+* Memory: :func:`host_memory` — may this backend's storage be read and written as a numpy array?
+* Index bounds: :func:`index_range` / :func:`set_index_range` — the checked ``[lo, hi]`` of an
+  int64 tensor, recorded so index checks need no device→host read.
+* Kernels under public functions: :func:`cross_entropy_rows` (per-row cross-entropy of
+  validated targets; ``nn.functional.cross_entropy`` validates and reduces),
+  :func:`adam_step_` (one in-place Adam/AdamW update; ``optim.Adam`` keeps the state).
+
+>>> import torchlight as tl
+>>> from torchlight.tensor.extension import host_memory, tensor_data, wrap
+>>> t = tl.ones(3)
+>>> host_memory(t.backend)
+True
+>>> u = wrap(tensor_data(t), t.backend, t.dtype)  # a second tensor on the same memory
+>>> u.add_(1.0).tolist(), t.tolist()
+([2.0, 2.0, 2.0], [2.0, 2.0, 2.0])
+"""
+
+from .backend.protocol import host_memory
+from .dispatch import alloc, index_range, set_index_range, wrap
+from .functions.activation import cross_entropy_rows
+from .functions.updates import adam_step_
+from .storage import TensorData
+
+__all__ = [
+    "TensorData",
+    "tensor_data",
+    "wrap",
+    "alloc",
+    "host_memory",
+    "index_range",
+    "set_index_range",
+    "cross_entropy_rows",
+    "adam_step_",
+]
+
+
+def tensor_data(t) -> TensorData:
+    """The strided view ``(storage, shape, strides, offset)`` behind tensor ``t`` (shared, not
+    copied: writing through it writes ``t``; bump nothing, autograd does not see it)."""
+    return t._td

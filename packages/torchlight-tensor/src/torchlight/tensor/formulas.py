@@ -1,0 +1,93 @@
+"""The constants and small formulas that several backends and oracles share, written once.
+
+Every implementation of an op — the numpy backend, the scalar op tables compiled by JIT
+backends, the float32 SIMD loops, generated fused kernels, the ONNX exporter, the conformance
+catalog and the example plugin — takes its constants from here, so a constant or a clamp
+cannot drift between them. The functions are plain arithmetic on their arguments: they work on
+Python floats, numpy arrays and (compiled by a backend's JIT) machine scalars alike.
+
+GELU, tanh approximation (PyTorch's ``approximate='tanh'``)::
+
+    gelu_tanh(x) = ½ x (1 + tanh u),   u = √(2/π) (x + 0.044715 x³)
+    d/dx         = ½ (1 + t) + ½ x (1 - t²) √(2/π) (1 + 3 · 0.044715 x²),   t = tanh u
+
+GELU, exact: ``x Φ(x) = ½ x (1 + erf(x / √2))``, ``Φ'(x) = e^(-x²/2) / √(2π)``.
+
+float32 tanh as a rational function (Eigen's coefficients, max relative error ~3e-7)::
+
+    tanh(x) ≈ x · P(x²) / Q(x²)   for |x| ≤ TANH32_CLAMP, the input clamped beyond
+
+>>> from torchlight.tensor.formulas import gelu_tanh_arg, gelu_tanh_slope
+>>> import math
+>>> round(0.5 * 1.0 * (1 + math.tanh(gelu_tanh_arg(1.0))), 6)
+0.841192
+>>> round(gelu_tanh_slope(0.0, math.tanh(gelu_tanh_arg(0.0))), 6)
+0.5
+"""
+
+import math
+
+__all__ = [
+    "GELU_TANH_C",
+    "GELU_TANH_K",
+    "SQRT1_2",
+    "INV_SQRT_2PI",
+    "TWO_OVER_SQRT_PI",
+    "EXP_MAX",
+    "TANH32_P",
+    "TANH32_Q",
+    "TANH32_CLAMP",
+    "TANH32_TINY",
+    "gelu_tanh_arg",
+    "gelu_tanh_slope",
+]
+
+GELU_TANH_C = math.sqrt(2.0 / math.pi)
+"""√(2/π), the scale inside the tanh of GELU's tanh approximation."""
+GELU_TANH_K = 0.044715
+"""The cubic coefficient of GELU's tanh approximation (Hendrycks & Gimpel; PyTorch's value)."""
+SQRT1_2 = 1.0 / math.sqrt(2.0)
+"""1/√2: Φ(x) = ½ (1 + erf(x/√2))."""
+INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+"""1/√(2π): the standard normal density at 0."""
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+"""2/√π: d/dx erf(x) = 2/√π · e^(-x²)."""
+EXP_MAX = 709.782712893384
+"""log of the largest float64: above it e^x is inf (Python's ``math.exp`` raises there)."""
+
+TANH32_P = (
+    4.89352455891786e-03, 6.37261928875436e-04, 1.48572235717979e-05, 5.12229709037114e-08,
+    -8.60467152213735e-11, 2.00018790482477e-13, -2.76076847742355e-16,
+)
+"""Numerator coefficients of x², lowest first: tanh(x) ≈ x (p0 + p1 x² + ... + p6 x¹²) / Q(x²)."""
+TANH32_Q = (4.89352518554385e-03, 2.26843463243900e-03, 1.18534705686654e-04, 1.19825839466702e-06)
+"""Denominator coefficients of x², lowest first: Q(x²) = q0 + q1 x² + q2 x⁴ + q3 x⁶."""
+TANH32_CLAMP = 7.99881172180175781
+"""Inputs are clamped to ±TANH32_CLAMP before the rational function, so large inputs give ±1.
+The right clamp depends on how P and Q are evaluated: it is the point where the float32 ratio
+reaches 1.0. With fused multiply-adds (Horner steps ``madd(p, x², c)``, how every float32 loop
+of this project evaluates it) that is 7.99881172180175781, Eigen's current bound; with separate
+multiplies and adds it would be 7.90531110763549805 (Eigen's older bound), and the ratio at
+7.9988 would be 1 - 2 ulp. One evaluation, one clamp: tested against ``np.tanh`` in float32 on
+both sides of the clamp (``test_flat32_*.py`` of the backend that runs it)."""
+TANH32_TINY = 0.0004
+"""Below this magnitude float32 tanh(x) rounds to x itself; loops that can afford a select use it."""
+
+
+def gelu_tanh_arg(x):
+    """u = √(2/π) (x + 0.044715 x³), the argument of the tanh in ``gelu_tanh``.
+
+    >>> round(gelu_tanh_arg(1.0), 6)
+    0.833562
+    """
+    return GELU_TANH_C * (x + GELU_TANH_K * x * x * x)
+
+
+def gelu_tanh_slope(x, t):
+    """d/dx gelu_tanh(x) given ``t = tanh(gelu_tanh_arg(x))``.
+
+    >>> import math
+    >>> round(gelu_tanh_slope(1.0, math.tanh(gelu_tanh_arg(1.0))), 6)
+    1.082964
+    """
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * GELU_TANH_C * (1.0 + 3.0 * GELU_TANH_K * x * x)
