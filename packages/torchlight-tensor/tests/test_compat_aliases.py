@@ -228,11 +228,11 @@ def test_alias_into_a_distribution_that_is_not_installed_names_it(tmp_path):
 
 @pytest.mark.parametrize("alias", sorted(ALIASES))
 def test_every_alias_target_exists_when_its_distribution_is_installed(alias):
-    from torchlight.compat.aliases import _DISTRIBUTIONS
+    from torchlight.compat.aliases import _distribution_of
 
     target = ALIASES[alias]
-    portion = next((m for m in _DISTRIBUTIONS if target == m or target.startswith(m + ".")), None)
-    if portion is not None:
-        pytest.importorskip(portion)
+    found = _distribution_of(target)
+    if found is not None:
+        pytest.importorskip(found[0], reason=f"needs the distribution {found[1]}")
     module = importlib.import_module(target)
     assert module.__name__ == target

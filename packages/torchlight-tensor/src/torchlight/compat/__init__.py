@@ -4,8 +4,8 @@
 ``script.py`` as ``__main__`` with ``import torch`` answering torchlight: ``torch`` is
 ``torchlight``, ``torch.nn`` is ``torchlight.nn``, ``torch.utils.data`` is ``torchlight.data``,
 and so on (the table is :data:`~torchlight.compat.aliases.ALIASES`). The device is torchlight's
-default device, so ``TORCHLIGHT_DEVICE=numba python -m torchlight.compat train.py`` runs on the
-numba backend.
+default device, so ``TORCHLIGHT_DEVICE=<device> python -m torchlight.compat train.py`` runs on
+any installed backend (``python -m torchlight`` lists them).
 
 Only names are translated. What the script then calls must exist in torchlight; where it does
 not, the script fails with the usual ``AttributeError``/``ImportError`` naming what is missing.

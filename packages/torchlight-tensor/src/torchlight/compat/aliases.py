@@ -52,16 +52,21 @@ ALIASES = {
 #: importing one gives an empty namespace module whose attributes are the mapped children.
 NAMESPACES = ("torch.utils",)
 
-# The distribution that provides each torchlight portion, for the "pip install ..." hint.
-_DISTRIBUTIONS = {
-    "torchlight.nn": "torchlight-nn",
-    "torchlight.optim": "torchlight-nn",
-    "torchlight.data": "torchlight-data",
-    "torchlight.distributed": "torchlight-distributed",
-    "torchlight.backends.numba": "torchlight-backend-numba",
-    "torchlight.backends.cuda": "torchlight-backend-cuda",
-    "torchlight.testing": "torchlight-testing",
-}
+
+
+def _distribution_of(target: str) -> tuple[str, str] | None:
+    """(portion, distribution) of the torchlight portion that provides module ``target``, for the
+    install hint: torchlight's own table of lazily imported portions, and the plugin naming rule
+    ``torchlight.backends.<name>`` -> ``torchlight-backend-<name>``."""
+    import torchlight
+
+    for module, dist in torchlight._LAZY.values():
+        if _is_under(target, module):
+            return module, dist
+    parts = target.split(".")
+    if parts[:2] == ["torchlight", "backends"] and len(parts) > 2:
+        return ".".join(parts[:3]), f"torchlight-backend-{parts[2]}"
+    return None
 
 
 def _is_under(name: str, prefix: str) -> bool:
@@ -98,9 +103,9 @@ def _importable(name: str) -> bool:
 def _missing(alias: str, target: str, exc: ImportError) -> ImportError:
     """The error for an alias whose target cannot be imported: the distribution to install when
     the target's torchlight portion is absent, otherwise the module torchlight lacks."""
-    portion = next((m for m in _DISTRIBUTIONS if _is_under(target, m)), None)
-    if portion is not None and not _importable(portion):
-        dist = _DISTRIBUTIONS[portion]
+    found = _distribution_of(target)
+    if found is not None and not _importable(found[0]):
+        dist = found[1]
         return ImportError(
             f"{alias} is aliased to {target}, which is provided by the distribution {dist!r}; "
             f"it is not installed: install {dist} (see the installation page of the docs)",

@@ -25,7 +25,8 @@ USAGE = """usage: python -m torchlight.compat script.py [args ...]
 
 Runs a PyTorch program unchanged on torchlight: `import torch` imports torchlight
 (torch.nn -> torchlight.nn, torch.utils.data -> torchlight.data, ...).
-The device is torchlight's default: set TORCHLIGHT_DEVICE (cpu, numba, cuda)."""
+The device is torchlight's default: set TORCHLIGHT_DEVICE to any installed backend
+(`python -m torchlight` lists them)."""
 
 
 def run(target: str, args=(), *, module: bool = False) -> dict:
