@@ -11,7 +11,7 @@ from .errors import DTypeError
 __all__ = [
     "DType", "float32", "float64", "int64", "bool_", "promote", "as_dtype", "DTYPES",
     "UnsupportedDType", "float16", "bfloat16", "get_default_dtype", "set_default_dtype",
-    "set_float32_matmul_precision", "get_float32_matmul_precision", "finfo", "iinfo",
+    "set_float32_matmul_precision", "get_float32_matmul_precision",
 ]
 
 
@@ -215,46 +215,3 @@ def get_float32_matmul_precision() -> str:
     True
     """
     return _matmul_precision[0]
-
-
-class finfo:  # noqa: N801 - PyTorch's name
-    """Limits of a floating dtype (default: the default dtype): ``eps``, ``max``, ``min``
-    (the most negative finite value), ``tiny`` (smallest normal), ``resolution``, ``bits``.
-
-    >>> import torchlight as tl
-    >>> tl.finfo(tl.float32).eps == 2.0 ** -23, tl.finfo().bits
-    (True, 32)
-    """
-
-    def __init__(self, dtype=None):
-        dt = as_dtype(dtype) if dtype is not None else get_default_dtype()
-        if not dt.is_floating_point:
-            raise DTypeError(f"finfo: {dt} is not a floating dtype; use iinfo for integers")
-        info = np.finfo(dt.np)
-        self.dtype, self.bits = dt.name, int(info.bits)
-        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
-        self.tiny = self.smallest_normal = float(info.tiny)
-        self.resolution = float(info.resolution)
-
-    def __repr__(self):
-        return f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, tiny={self.tiny}, dtype={self.dtype})"
-
-
-class iinfo:  # noqa: N801 - PyTorch's name
-    """Limits of an integer dtype: ``min``, ``max``, ``bits`` (torchlight's integers are int64).
-
-    >>> import torchlight as tl
-    >>> tl.iinfo(tl.int64).max == 2**63 - 1
-    True
-    """
-
-    def __init__(self, dtype):
-        dt = as_dtype(dtype)
-        if dt.is_floating_point:
-            raise DTypeError(f"iinfo: {dt} is a floating dtype; use finfo")
-        info = np.iinfo(dt.np) if dt is int64 else None
-        self.dtype = dt.name
-        self.bits, self.min, self.max = (64, int(info.min), int(info.max)) if info else (8, 0, 1)
-
-    def __repr__(self):
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
