@@ -3,7 +3,7 @@
 Encoder: embedding → dropout → bidirectional GRU (the parameters of an ``nn.GRU``, PyTorch's
 names and gate order r, z, n). The two directions run in **one** loop: the input projections of
 both directions are one matmul over the whole sequence, and each step is one batched matmul
-``(2, N, H) @ (2, H, 3H)`` plus a few elementwise ops. Padding is masked without any per-step
+``(2, N, H) @ (2, H, 3H)`` plus the gate arithmetic (one fused pass where the backend offers it). Padding is masked without any per-step
 op: at a padded position the update gate's input gets +30, so ``z = σ(·) = 1`` exactly in float32
 and ``h' = n + z (h - n) = h`` (and no gradient flows through ``n``). The forward direction
 therefore carries its last real state through the trailing padding, and the backward direction
@@ -39,6 +39,7 @@ import numpy as np
 import torchlight as tl
 import torchlight.nn as nn
 import torchlight.nn.functional as F
+from torchlight.tensor.functions.recurrent import gru_cell_gates
 
 PAD, UNK, SOS, EOS = 0, 1, 2, 3
 _Z_SATURATE = 30.0  # σ(30) rounds to 1.0 in float32
@@ -61,12 +62,16 @@ class ModelConfig:
 
 def _gru_step(gi, h, w_hh_t, b_hh, hidden):
     """One GRU step for ``gi = x W_ihᵀ + b_ih`` (``(..., N, 3H)``) and ``h`` (``(..., N, H)``);
-    ``w_hh_t`` is ``W_hhᵀ`` (``(..., H, 3H)``) so that ``h @ w_hh_t`` is one (batched) matmul."""
+    ``w_hh_t`` is ``W_hhᵀ`` (``(..., H, 3H)``) so that ``h @ w_hh_t`` is one (batched) matmul.
+    The gate arithmetic is ``gru_cell_gates`` over the rows of every leading dim at once (one
+    fused backend pass when the backend has one)."""
     gh = h @ w_hh_t + b_hh
-    rz = (gi[..., : 2 * hidden] + gh[..., : 2 * hidden]).sigmoid()
-    r, z = rz[..., :hidden], rz[..., hidden:]
-    n = (gi[..., 2 * hidden:] + r * gh[..., 2 * hidden:]).tanh()
-    return n + z * (h - n)
+    lead = h.shape[:-1]
+    rows = 1
+    for s in lead:
+        rows *= s
+    out = gru_cell_gates(gi.reshape(rows, 3 * hidden), gh.reshape(rows, 3 * hidden), h.reshape(rows, hidden))
+    return out.reshape(*lead, hidden)
 
 
 class Encoder(nn.Module):
