@@ -24,13 +24,14 @@ from . import _elementwise as E
 from . import _fused as F
 from . import _index as X
 from . import _matmul as M
+from . import _random as RND
 from . import _recurrent as RNN
 from . import _reduce as R
 from . import _scalar as S
 from . import _updates as U
 from . import dlpack as _dlpack
 from . import transfers
-from ._launch import MAX_BLOCKS, ROW_BLOCK, SIMULATOR, cached, coalesce, grid_1d, grid_rows, launch
+from ._launch import BLOCK, MAX_BLOCKS, ROW_BLOCK, SIMULATOR, cached, coalesce, grid_1d, grid_rows, launch
 
 __all__ = ["CudaBackend"]
 
@@ -86,7 +87,7 @@ class CudaBackend:
     device = "cuda"
     API_VERSION = API_VERSION
     capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "fill", "dlpack", "gru_cell",
-                              "lstm_cell"})
+                              "lstm_cell", "random"})
     simulator = SIMULATOR
 
     # --- storage -------------------------------------------------------------------------------
@@ -416,3 +417,25 @@ class CudaBackend:
         k = cached(("lstm_cell_bw", str(acc)), lambda: RNN.lstm_backward_kernel(acc))
         launch(k, *grid_1d(n * hid), g.storage, g.offset, g.strides[1], g.strides[0], *_mat(c),
                *_mat(ws)[:3], *_mat(dgates)[:3], *_mat(dc)[:3], n, hid)
+
+    # --- random fills on the device (_random.py) -------------------------------------------------
+    _rng_states = None  # one xoroshiro128+ state per thread of the largest grid, re-seeded per fill
+
+    def random_(self, out, kind, seed, k):
+        """Fill the contiguous float view ``out`` with ``kind`` ("uniform" or "normal") draws of
+        fill ``k`` after seeding with ``seed`` (see ``_random.py``)."""
+        if out.size == 0:
+            return
+        if not out.is_contiguous() or out.storage.dtype.kind != "f":
+            raise BackendError("cuda backend: random_ needs a contiguous float view")
+        if kind not in ("uniform", "normal"):
+            raise BackendError(f"cuda backend: random_ kind must be 'uniform' or 'normal', got {kind!r}")
+        if self._rng_states is None:
+            from numba.cuda.random import xoroshiro128p_dtype
+
+            self._rng_states = cuda.device_array(MAX_BLOCKS * BLOCK, dtype=xoroshiro128p_dtype)
+        name = out.storage.dtype.name
+        kern = cached(("random", kind, name), lambda: RND.random_kernel(kind, name))
+        with np.errstate(over="ignore"):  # the simulator runs the uint64 hashing in numpy: wrapping is meant
+            launch(kern, *grid_1d(out.size), self._rng_states, np.uint64(RND.stream_base(seed, k)),
+                   out.storage, out.offset, out.size)

@@ -41,6 +41,11 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  gi, gh (N, 4H) (gates i, f, g, o), c (N, H), any strides; out (2, N, H) = [h'; c'],
                  ws (N, 5H) = [i, f, g, o, tanh c'] activated; backward: g (2, N, H) = [∂L/∂h'; ∂L/∂c']
                  -> dgates (N, 4H) (= ∂gi = ∂gh), dc (N, H); out, ws, g and the gradients contiguous
+    "random":    random_(out, kind, seed, k): fill the contiguous float view ``out`` with independent
+                 draws, kind "uniform" ([0, 1)) or "normal" (mean 0, variance 1), on the device; the
+                 numbers are a function of (seed, k, out.size) only — the generator's seed and how
+                 many device fills it made since seeding (random.device_stream). Without it,
+                 rand/randn are drawn on the host and uploaded
     "dlpack":    dlpack_source(view) -> an object with __dlpack__/__dlpack_device__ describing the
                  view's memory (no copy); from_dlpack(obj, copy) -> (TensorData, dtype) on a DLPack
                  producer's memory (device memory; host memory is handled by the core)
