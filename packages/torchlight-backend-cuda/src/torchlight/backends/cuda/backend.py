@@ -12,6 +12,8 @@ size the grid from the problem — then launches one kernel (``_elementwise``, `
 dtype, ndim) on first use and cached; numba compiles each for the argument types it meets.
 """
 
+import warnings
+
 import numpy as np
 from numba import cuda
 
@@ -23,6 +25,7 @@ from . import _cross_entropy as CE
 from . import _elementwise as E
 from . import _fused as F
 from . import _index as X
+from . import _launch, transfers
 from . import _matmul as M
 from . import _random as RND
 from . import _recurrent as RNN
@@ -30,8 +33,7 @@ from . import _reduce as R
 from . import _scalar as S
 from . import _updates as U
 from . import dlpack as _dlpack
-from . import transfers
-from ._launch import BLOCK, MAX_BLOCKS, ROW_BLOCK, SIMULATOR, cached, coalesce, grid_1d, grid_rows, launch
+from ._launch import MAX_BLOCKS, ROW_BLOCK, SIMULATOR, cached, coalesce, grid_1d, grid_rows, launch
 
 __all__ = ["CudaBackend"]
 
@@ -433,9 +435,14 @@ class CudaBackend:
         if self._rng_states is None:
             from numba.cuda.random import xoroshiro128p_dtype
 
-            self._rng_states = cuda.device_array(MAX_BLOCKS * BLOCK, dtype=xoroshiro128p_dtype)
+            self._rng_states = cuda.device_array(MAX_BLOCKS * _launch.BLOCK, dtype=xoroshiro128p_dtype)
         name = out.storage.dtype.name
         kern = cached(("random", kind, name), lambda: RND.random_kernel(kind, name))
-        with np.errstate(over="ignore"):  # the simulator runs the uint64 hashing in numpy: wrapping is meant
-            launch(kern, *grid_1d(out.size), self._rng_states, np.uint64(RND.stream_base(seed, k)),
-                   out.storage, out.offset, out.size)
+        args = (kern, *grid_1d(out.size), self._rng_states, np.uint64(RND.stream_base(seed, k)),
+                out.storage, out.offset, out.size)
+        if not SIMULATOR:
+            launch(*args)
+            return
+        with warnings.catch_warnings():  # simulated threads hash in numpy uint64: the wrap-around is meant
+            warnings.simplefilter("ignore", RuntimeWarning)
+            launch(*args)
