@@ -1,5 +1,5 @@
 """The kit's tests of the optional fused capabilities: ``softmax``, ``layernorm``, ``cross_entropy``,
-``adam``, ``gru_cell``, ``lstm_cell``.
+``adam``, ``gru_cell``, ``lstm_cell``, ``random``.
 
 A mixin of :class:`~torchlight.testing.BackendConformance` (which supplies ``be``, ``P`` and
 ``_need``); each test skips when the backend does not declare the capability. References are
@@ -362,6 +362,36 @@ class FusedConformance:
                 tol = 2e-6 if dtype == "float32" else 1e-13
                 for label, got, ref in zip(("dgates", "dc"), (dgates, dc), want):
                     np.testing.assert_allclose(read(be, got), ref, rtol=tol, atol=tol, err_msg=f"{what} ({label})")
+
+
+    # --- capability: random fills ----------------------------------------------------------
+    @pytest.mark.parametrize("kind", ["uniform", "normal"])
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_random_fill(self, dtype, kind):
+        """``random_(out, kind, seed, k)``: a function of (seed, k) — equal for equal keys,
+        different for another k or seed — with the moments of U[0, 1) / N(0, 1), written only
+        inside ``out`` (an offset view)."""
+        self._need("random")
+        be = self.be
+        n = 2048
+
+        def fill(seed, k):
+            out = empty_view(be, (n,), dtype, "offset")
+            be.random_(out, kind, seed, k)
+            assert outside_untouched(be, out, dtype), f"random_ {kind} wrote outside its view"
+            return read(be, out)
+
+        a, a2, b, c = fill(5, 0), fill(5, 0), fill(5, 1), fill(6, 0)
+        np.testing.assert_array_equal(a, a2, err_msg="random_ is not a function of (seed, k)")
+        assert (a != b).mean() > 0.99 and (a != c).mean() > 0.99, "another k or seed must give other numbers"
+        assert a.dtype == np.dtype(dtype) and len(np.unique(a)) > 0.99 * n
+        x = _f64(np.concatenate([a, b, c]))
+        m = x.size
+        if kind == "uniform":
+            assert x.min() >= 0.0 and x.max() < 1.0
+            assert abs(x.mean() - 0.5) < 5 * np.sqrt(1 / 12 / m) and abs(x.var() - 1 / 12) < 0.005
+        else:
+            assert abs(x.mean()) < 5 / np.sqrt(m) and abs(x.var() - 1) < 0.06
 
 
 def _sig64(x):
