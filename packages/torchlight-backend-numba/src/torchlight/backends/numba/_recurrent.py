@@ -27,11 +27,16 @@ _ZERO, _ONE, _TWO, _TINY = _F32(0.0), _F32(1.0), _F32(2.0), _F32(0.0004)
 
 
 def _sigmoid(x):
-    """σ(x) without overflow (overloaded per dtype below)."""
+    """σ(x) without overflow. This body runs under NUMBA_DISABLE_JIT; compiled kernels get the
+    per-dtype overload below."""
+    e = math.exp(-abs(x))
+    p = 1.0 if x >= 0 else 0.0
+    return (p + (1.0 - p) * e) / (1.0 + e)
 
 
 def _tanh(x):
-    """tanh(x) (overloaded per dtype below)."""
+    """tanh(x) (plain Python under NUMBA_DISABLE_JIT; the overload below when compiled)."""
+    return math.tanh(x)
 
 
 # float32: both from the vectorisable ``exp_nonpos`` of e^(-|x|) (libm's scalar exp and tanh made
