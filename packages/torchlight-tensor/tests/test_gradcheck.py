@@ -123,7 +123,10 @@ CASES = {
         Case(lambda a: a / 4.0, In(*M), id="scalar"),
     ],
     "Tensor.__rtruediv__": [Case(lambda a: 2.0 / a, In(*M, kind="nonzero"))],
-    "Tensor.div": [Case(lambda a, b: a.div(b), In(*M), In(2, 1, kind="nonzero"))],
+    "Tensor.div": [
+        Case(lambda a, b: a.div(b), In(*M), In(2, 1, kind="nonzero")),
+        Case(lambda a, b: a.div(b, rounding_mode="floor"), In(*M), In(*M, kind="nonzero"), id="floor"),
+    ],
     "Tensor.__pow__": [
         Case(lambda a, b: a**b, In(*M, kind="positive"), In(*M)),
         Case(lambda a, b: a**b, In(2, 3, kind="positive"), In(3), id="broadcast"),
@@ -352,6 +355,109 @@ CASES = {
             lambda w: tl.embedding(_idx([[0, 2, 0], [3, 3, 3]]), w), In(4, 3)
         ),  # repeats accumulate
     ],
+    # --- ordering, reordering, products (PyTorch-compatibility surface) ---------------------------
+    "Tensor.topk": [
+        Case(lambda x: x.topk(2).values, In(*M, kind="distinct")),
+        Case(lambda x: x.topk(1, dim=0, largest=False).values, In(*M, kind="distinct"), id="dim0_smallest"),
+    ],
+    "functional.topk": [Case(lambda x: tl.topk(x, 2, dim=1).values, In(*M, kind="distinct"))],
+    "Tensor.sort": [
+        Case(lambda x: x.sort().values, In(*M, kind="distinct")),
+        Case(lambda x: x.sort(0, descending=True).values, In(3, 2, kind="distinct"), id="dim0_desc"),
+    ],
+    "functional.sort": [Case(lambda x: tl.sort(x, dim=0).values, In(*M, kind="distinct"))],
+    "Tensor.roll": [
+        Case(lambda x: x.roll(1, 1), In(*M)),
+        Case(lambda x: x.roll(-4), In(*M), id="flat"),
+        Case(lambda x: x.roll((1, 2), (0, 1)), In(*M), id="two_dims"),
+    ],
+    "functional.roll": [Case(lambda x: tl.roll(x, 2, 1), In(*M))],
+    "Tensor.flip": [Case(lambda x: x.flip(0, 1), In(*M)), Case(lambda x: x.flip([1]), In(*M), id="list")],
+    "functional.flip": [Case(lambda x: tl.flip(x, (0,)), In(*M))],
+    "Tensor.cumsum": [Case(lambda x: x.cumsum(1), In(*M)), Case(lambda x: x.cumsum(0), In(*M), id="dim0")],
+    "functional.cumsum": [Case(lambda x: tl.cumsum(x, -1), In(*M))],
+    "Tensor.repeat_interleave": [
+        Case(lambda x: x.repeat_interleave(2, dim=1), In(*M)),
+        Case(lambda x: x.repeat_interleave(tl.tensor([2, 0]), dim=0), In(*M), id="counts"),
+    ],
+    "functional.repeat_interleave": [Case(lambda x: tl.repeat_interleave(x, 3), In(*M))],
+    "Tensor.unbind": [Case(lambda x: x.unbind(1)[2], In(*M))],
+    "functional.unbind": [Case(lambda x: tl.unbind(x)[1], In(*M))],
+    "Tensor.select": [Case(lambda x: x.select(1, -1), In(*M))],
+    "functional.select": [Case(lambda x: tl.select(x, 0, 1), In(*M))],
+    "functional.mm": [Case(lambda a, b: tl.mm(a, b), In(2, 3), In(3, 4))],
+    "functional.bmm": [Case(lambda a, b: tl.bmm(a, b), In(2, 2, 3), In(2, 3, 2))],
+    "Tensor.dot": [Case(lambda a, b: a.dot(b), In(3), In(3))],
+    "functional.dot": [Case(lambda a, b: tl.dot(a, b), In(3), In(3))],
+    "Tensor.outer": [Case(lambda a, b: a.outer(b), In(2), In(3))],
+    "functional.outer": [Case(lambda a, b: tl.outer(a, b), In(3), In(2))],
+    "Tensor.diag": [
+        Case(lambda x: x.diag(), In(3)),
+        Case(lambda x: x.diag(1), In(*M), id="matrix_above"),
+        Case(lambda x: x.diag(-1), In(2), id="vector_below"),
+    ],
+    "functional.diag": [Case(lambda x: tl.diag(x), In(3, 3))],
+    "functional.einsum": [
+        Case(lambda a, b: tl.einsum("ij,jk->ik", a, b), In(2, 3), In(3, 2)),
+        Case(lambda a, b: tl.einsum("bij,bkj->bik", a, b), In(2, 2, 3), In(2, 2, 3), id="batched"),
+        Case(lambda a, b: tl.einsum("...i,...i", a, b), In(2, 3), In(2, 3), id="ellipsis_implicit"),
+        Case(lambda a: tl.einsum("ij->ji", a), In(*M), id="transpose"),
+    ],
+    "Tensor.norm": [
+        Case(lambda x: x.norm(), In(*M, kind="nonzero")),
+        Case(lambda x: x.norm(1, dim=1), In(*M, kind="nonzero"), id="p1"),
+        Case(lambda x: x.norm(3, dim=0, keepdim=True), In(*M, kind="nonzero"), id="p3"),
+    ],
+    "functional.norm": [Case(lambda x: tl.norm(x, dim=-1), In(*M, kind="nonzero"))],
+    "functional.pow": [
+        Case(lambda a, b: tl.pow(a, b), In(*M, kind="positive"), In(*M)),
+        Case(lambda a: tl.pow(a, 3), In(*M), id="scalar_exponent"),
+    ],
+    "functional.flatten": [Case(lambda x: tl.flatten(x), In(2, 3, 2))],
+    "functional.reshape": [Case(lambda x: tl.reshape(x, (3, 2)), In(*M))],
+    "functional.transpose": [Case(lambda x: tl.transpose(x, 0, 1), In(*M))],
+    "functional.permute": [Case(lambda x: tl.permute(x, (2, 0, 1)), In(2, 3, 2))],
+    "functional.squeeze": [Case(lambda x: tl.squeeze(x.unsqueeze(1)), In(*M))],
+    "functional.unsqueeze": [Case(lambda x: tl.unsqueeze(x, -1), In(*M))],
+    "functional.narrow": [Case(lambda x: tl.narrow(x, 1, 1, 2), In(*M))],
+    "functional.t": [Case(lambda x: tl.t(x), In(*M))],
+    "functional.clip": [Case(lambda x: tl.clip(x, -0.3, 0.4), In(*M))],
+    "functional.neg": [Case(lambda x: tl.neg(x), In(*M))],
+    "functional.square": [Case(lambda x: tl.square(x), In(*M))],
+    "Tensor.scatter": [
+        Case(lambda x, s: x.scatter(1, _idx([[2, 0], [1, 1]]), s), In(*M), In(2, 2)),
+        Case(lambda x: x.scatter(0, _idx([[1, 0, 1]]), 0.5), In(*M), id="value"),
+    ],
+    "functional.scatter": [Case(lambda x, s: tl.scatter(x, 0, _idx([[1, 0, 1]]), s), In(*M), In(1, 3))],
+    "Tensor.masked_select": [Case(lambda x: x.masked_select(_mask((3,))), In(*M))],
+    "functional.masked_select": [Case(lambda x: tl.masked_select(x, _mask((2, 3))), In(*M))],
+    "Tensor.remainder": [
+        Case(lambda a, b: a.remainder(b), In(*M, kind="positive"), In(*M, kind="positive")),
+    ],
+    "functional.remainder": [Case(lambda a: tl.remainder(a, 0.7), In(*M))],
+    "Tensor.__mod__": [Case(lambda a: a % 0.9, In(*M))],
+    "Tensor.__rmod__": [Case(lambda b: 2.5 % b, In(*M, kind="positive"))],
+    "functional.div": [Case(lambda a, b: tl.div(a, b), In(*M), In(*M, kind="nonzero"))],
+    "functional.meshgrid": [
+        Case(lambda a, b: sum(g * (k + 1) for k, g in enumerate(tl.meshgrid(a, b))), In(2), In(3)),
+        Case(lambda a, b: (lambda g: g[0] * 2.0 + g[1])(tl.meshgrid(a, b, indexing="xy")), In(2), In(3), id="xy"),
+    ],
+    "Tensor.log1p": [Case(lambda x: x.log1p(), In(*M, kind="positive"))],
+    "functional.log1p": [Case(lambda x: tl.log1p(x * 1e-9), In(*M), id="tiny")],
+    "Tensor.expm1": [Case(lambda x: x.expm1(), In(*M))],
+    "functional.expm1": [Case(lambda x: tl.expm1(x * 1e-9), In(*M), id="tiny")],
+    "Tensor.log2": [Case(lambda x: x.log2(), In(*M, kind="positive"))],
+    "functional.log2": [Case(lambda x: tl.log2(x), In(*M, kind="positive"))],
+    "Tensor.log10": [Case(lambda x: x.log10(), In(*M, kind="positive"))],
+    "functional.log10": [Case(lambda x: tl.log10(x), In(*M, kind="positive"))],
+    "Tensor.exp2": [Case(lambda x: x.exp2(), In(*M))],
+    "functional.exp2": [Case(lambda x: tl.exp2(x), In(*M))],
+    "Tensor.erf": [Case(lambda x: x.erf(), In(*M))],
+    "functional.erf": [Case(lambda x: tl.erf(x), In(*M))],
+    "functional.var_mean": [Case(lambda x: (lambda v, m: v + m)(*tl.var_mean(x, 1)), In(*M))],
+    "functional.std_mean": [Case(lambda x: (lambda v, m: v * m)(*tl.std_mean(x, 1, correction=0)), In(2, 3))],
+    "Tensor.clamp_min": [Case(lambda x: x.clamp_min(-0.2), In(*M))],
+    "Tensor.clamp_max": [Case(lambda x: x.clamp_max(0.3), In(*M))],
 }
 
 
@@ -480,8 +586,37 @@ NOT_DIFFERENTIABLE = {
         ],
         "in-place op: checked in test_autograd_tensor.py",
     ),
+    # the PyTorch-compatibility surface without gradients
+    **dict.fromkeys(
+        ["argsort", "functional.argsort", "isclose", "functional.isclose", "allclose",
+         "functional.allclose", "equal", "functional.equal", "multinomial", "bernoulli",
+         "functional.is_tensor", "int", "half", "bfloat16"],
+        "integer/bool/Python result, a random draw, or a dtype torchlight refuses: no gradient",
+    ),
+    **dict.fromkeys(
+        ["ndimension", "nelement", "is_cuda", "is_cpu", "type", "cuda", "new_tensor", "new_zeros",
+         "new_ones", "new_full", "new_empty", "is_complex", "get_device", "pin_memory", "is_pinned"],
+        "metadata / new tensors that are not functions of this one",
+    ),
+    "bernoulli_": "in-place random fill: no gradient",
+    **dict.fromkeys(
+        ["floor", "ceil", "trunc", "round", "floor_divide", "__floordiv__", "__rfloordiv__",
+         "functional.floor", "functional.ceil", "functional.trunc", "functional.round",
+         "functional.floor_divide", "nonzero", "argwhere", "functional.nonzero", "functional.argwhere"],
+        "piecewise constant (zero gradient, checked in test_compat_ops.py) or an index result",
+    ),
+    "scatter_": "in-place op: forward checked in test_compat_ops.py",
+    **dict.fromkeys(
+        ["exp_", "log_", "sqrt_", "abs_", "neg_", "sigmoid_", "tanh_", "relu_", "pow_"],
+        "in-place op: checked in test_compat_ops.py",
+    ),
     # a float32 cast cannot be finite-differenced at float64 precision: exact test below
     "float": "float64 -> float32 cast: gradient checked exactly in test_cast_gradients_are_exact",
+    # a += b: the in-place op, or the out-of-place one on a graph tensor (gradchecked as __add__ ...)
+    **dict.fromkeys(
+        ["__iadd__", "__isub__", "__imul__", "__itruediv__"],
+        "augmented assignment: checked in test_augmented_assignment.py",
+    ),
 }
 
 # magic methods that are not ops at all

@@ -23,6 +23,7 @@ Every loss first computes a per-element loss ``ℓ`` and then reduces it with ``
   ``exp(y) (y - x)`` with ``log_target=True``; ``'batchmean'`` divides the sum by ``N``.
 """
 
+import functools
 import warnings
 
 import torchlight as tl
@@ -52,6 +53,25 @@ def _reduce(loss, reduction):
     raise ValueError(f"{reduction!r} is not a valid value for reduction (use 'mean', 'sum' or 'none')")
 
 
+def legacy_reduction_args(fn):
+    """Let ``fn`` (a loss function or a loss module's ``__init__``) also take PyTorch's deprecated
+    ``size_average=`` / ``reduce=`` keywords, translated as PyTorch does: ``reduce=False`` →
+    ``'none'``, else ``size_average=False`` → ``'sum'``, else ``'mean'`` (with a warning)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, size_average=None, reduce=None, **kwargs):
+        if size_average is not None or reduce is not None:
+            size_average = True if size_average is None else size_average
+            reduce = True if reduce is None else reduce
+            reduction = ("mean" if size_average else "sum") if reduce else "none"
+            warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
+                          "instead.", UserWarning, stacklevel=2)
+            kwargs["reduction"] = reduction
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
 def _check_pair(input, target, name):
     if not isinstance(target, Tensor):
         target = tl.tensor(target, dtype=input.dtype, device=input.device)
@@ -63,17 +83,20 @@ def _check_pair(input, target, name):
     return target
 
 
+@legacy_reduction_args
 def mse_loss(input, target, reduction="mean"):
     target = _check_pair(input, target, "mse_loss")
     d = input - target
     return _reduce(d * d, reduction)
 
 
+@legacy_reduction_args
 def l1_loss(input, target, reduction="mean"):
     target = _check_pair(input, target, "l1_loss")
     return _reduce((input - target).abs(), reduction)
 
 
+@legacy_reduction_args
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     target = _check_pair(input, target, "smooth_l1_loss")
     if beta < 0:
@@ -84,6 +107,7 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     return _reduce(tl.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
 
 
+@legacy_reduction_args
 def huber_loss(input, target, reduction="mean", delta=1.0):
     target = _check_pair(input, target, "huber_loss")
     d = (input - target).abs()
@@ -127,6 +151,7 @@ def _target_info(input, target, weight, ignore_index, name):
     return safe, w_t
 
 
+@legacy_reduction_args
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """Negative log-likelihood of class indices; ``input`` holds log-probabilities."""
     if reduction not in _REDUCTIONS:
@@ -149,6 +174,7 @@ def _weighted_reduction(loss, w_t, shape, reduction):
     return loss.sum() / w_t.sum()
 
 
+@legacy_reduction_args
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     """Softmax cross-entropy over dim 1 (dim 0 for a 1-D input) with class indices or probabilities."""
     if not 0.0 <= label_smoothing <= 1.0:
@@ -196,6 +222,7 @@ def _log_clamped(x):
     return x.where(pos, 1.0).log().where(pos, -100.0).clamp(min=-100.0)
 
 
+@legacy_reduction_args
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     if target.shape != input.shape:
         raise ValueError(
@@ -211,6 +238,7 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     return _reduce(loss, reduction)
 
 
+@legacy_reduction_args
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
@@ -226,6 +254,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     return _reduce(loss, reduction)
 
 
+@legacy_reduction_args
 def kl_div(input, target, reduction="mean", log_target=False):
     """KL(target ‖ q) pointwise with ``input = log q``; see the module docstring."""
     if log_target:
@@ -240,6 +269,7 @@ def kl_div(input, target, reduction="mean", log_target=False):
 
 
 class _Loss(Module):
+    @legacy_reduction_args
     def __init__(self, reduction="mean"):
         super().__init__()
         if reduction not in _REDUCTIONS + (("batchmean",) if isinstance(self, KLDivLoss) else ()):
@@ -251,6 +281,7 @@ class _Loss(Module):
 
 
 class _WeightedLoss(_Loss):
+    @legacy_reduction_args
     def __init__(self, weight=None, reduction="mean"):
         super().__init__(reduction)
         self.register_buffer("weight", weight)  # a buffer, like PyTorch: it is in state_dict
@@ -267,6 +298,7 @@ class L1Loss(_Loss):
 
 
 class SmoothL1Loss(_Loss):
+    @legacy_reduction_args
     def __init__(self, reduction="mean", beta=1.0):
         super().__init__(reduction)
         self.beta = beta
@@ -276,6 +308,7 @@ class SmoothL1Loss(_Loss):
 
 
 class HuberLoss(_Loss):
+    @legacy_reduction_args
     def __init__(self, reduction="mean", delta=1.0):
         super().__init__(reduction)
         self.delta = delta
@@ -285,6 +318,7 @@ class HuberLoss(_Loss):
 
 
 class NLLLoss(_WeightedLoss):
+    @legacy_reduction_args
     def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
         super().__init__(weight, reduction)
         self.ignore_index = ignore_index
@@ -294,6 +328,7 @@ class NLLLoss(_WeightedLoss):
 
 
 class CrossEntropyLoss(_WeightedLoss):
+    @legacy_reduction_args
     def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         super().__init__(weight, reduction)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
@@ -308,6 +343,7 @@ class BCELoss(_WeightedLoss):
 
 
 class BCEWithLogitsLoss(_Loss):
+    @legacy_reduction_args
     def __init__(self, weight=None, reduction="mean", pos_weight=None):
         super().__init__(reduction)
         self.register_buffer("weight", weight)
@@ -318,6 +354,7 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class KLDivLoss(_Loss):
+    @legacy_reduction_args
     def __init__(self, reduction="mean", log_target=False):
         super().__init__(reduction)
         self.log_target = log_target

@@ -17,7 +17,11 @@ __all__ = ["Generator", "manual_seed", "default_generator", "seed", "initial_see
 class Generator:
     """A seedable stream (``tl.Generator().manual_seed(0)``), like ``torch.Generator``."""
 
-    def __init__(self, seed: int = 0):
+    def __init__(self, seed: int = 0, *, device=None):
+        # torch.Generator(device="cpu") / torch.Generator("cuda"): one host stream serves every
+        # device here, so a device argument (keyword, or in the seed's place) is accepted and unused
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            seed = 0
         self.manual_seed(seed)
 
     def manual_seed(self, seed: int) -> "Generator":

@@ -11,7 +11,8 @@ A backend package runs the whole kit with three lines::
 The tests call the backend's primitives directly on ``TensorData`` views in every layout
 (:mod:`.strategies`) and compare with float64 numpy references (:mod:`.catalog`); a few more go
 through the public tensor API on the device (fallback paths, autograd, a short training run).
-Each test names the op, dtype and layout that failed.
+Each test names the op, dtype and layout that failed. :mod:`.bounds` feeds every indexing
+primitive out-of-range indices (the bounds-safety guarantee of the contract).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from torchlight.tensor.backend.protocol import API_VERSION, MAP_OPS, REDUCE_OPS,
 from torchlight.tensor.backend.registry import backend_status, get_backend
 from torchlight.tensor.storage import TensorData
 
+from .bounds import BoundsConformance
 from .catalog import (
     ALL,
     FLOAT,
@@ -71,7 +73,7 @@ def assert_close(got, want, dtype, spec=None, what=""):
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=atol, err_msg=what)
 
 
-class BackendConformance(FusedConformance):
+class BackendConformance(FusedConformance, BoundsConformance):
     """Subclass with ``backend_name`` (and optionally ``size_profile``); pytest collects it."""
 
     backend_name: str = "numpy"
@@ -125,6 +127,25 @@ class BackendConformance(FusedConformance):
         for shape in EDGE_SHAPES:
             v = sample(_rng("rt", shape), shape, dtype)
             assert read(be, TensorData(be.from_numpy(v.reshape(-1)), shape)).shape == shape
+
+    def test_host_memory_promise(self):
+        """``host_memory``: storage is a 1-D host ndarray, ``to_numpy`` views it, and another
+        host-memory backend's kernels (the cpu reference) work on it and vice versa."""
+        self._need("host_memory")
+        be = self.be
+        x = np.arange(12.0).reshape(3, 4)
+        storage = be.from_numpy(x.reshape(-1))
+        assert isinstance(storage, np.ndarray) and storage.ndim == 1, type(storage)
+        td = TensorData(storage, (3, 4))
+        view = be.to_numpy(td)
+        assert np.shares_memory(view, storage), "to_numpy must return a view of the storage"
+        ref = get_backend("cpu")
+        out = TensorData(be.empty(12, _dt("float64")), (3, 4))
+        ref.zip("add", td, td, out)  # the reference backend reads and writes this backend's storage
+        np.testing.assert_array_equal(read(be, out), 2 * x)
+        ref_td = TensorData(ref.from_numpy((x + 1).reshape(-1)), (3, 4))
+        be.zip("mul", ref_td, td, out)  # and this backend reads the reference backend's storage
+        np.testing.assert_array_equal(read(be, out), (x + 1) * x)
 
     # --- map ---------------------------------------------------------------------------------
     @pytest.mark.parametrize("op,dtype", _MAP_CASES)

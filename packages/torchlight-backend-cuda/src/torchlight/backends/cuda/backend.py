@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 from numba import cuda
 
+from torchlight.tensor.backend.bounds import FLAG_LEN, OPS, raise_if_flagged
 from torchlight.tensor.backend.protocol import API_VERSION
 from torchlight.tensor.errors import BackendError
 from torchlight.tensor.indexing import prod
@@ -82,6 +83,13 @@ def _rows(views, dim):
     return oshape, nrows, shape[dim], per
 
 
+def _rank_error(op, *views):
+    """The index kernels walk every operand with the iteration shape's strides: operands of the
+    wrong rank (a core bug, not a user's) would be read past their stride arrays."""
+    raise BackendError(f"cuda backend: {op} got operands of shapes {[v.shape for v in views]}, "
+                       "outside the contract (protocol.py)")
+
+
 class CudaBackend:
     """numba-cuda implementation of the backend contract (see ``torchlight.tensor.backend.protocol``)."""
 
@@ -91,6 +99,49 @@ class CudaBackend:
     capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "fill", "dlpack", "gru_cell",
                               "lstm_cell", "random"})
     simulator = SIMULATOR
+
+    # --- device queries (optional attributes, read by torchlight.cuda) ---------------------------
+    def synchronize(self):
+        """Wait until every queued kernel has finished."""
+        cuda.synchronize()
+
+    def empty_cache(self):
+        """Free the device arrays numba has queued for deallocation now, not at its next flush."""
+        deallocations = getattr(cuda.current_context(), "deallocations", None)
+        if deallocations is not None:
+            deallocations.clear()
+
+    @property
+    def device_name(self):
+        """The GPU's name as the driver reports it (``"NVIDIA H200"``); numba's simulated
+        device has none."""
+        name = getattr(cuda.get_current_device(), "name", None)
+        if name is None:
+            return "numba CUDA simulator" if SIMULATOR else "unknown CUDA device"
+        return name.decode() if isinstance(name, bytes) else str(name)
+
+    # --- bounds flag ---------------------------------------------------------------------------
+    # Index kernels record an out-of-range index in one host-mapped int64 array (the device
+    # writes it over the bus, the host reads it without a copy). Reading it right after each
+    # launch would make the host wait for the device at every index op, so it is read where the
+    # host waits anyway — every device->host copy — and by check_errors(), like PyTorch's device
+    # asserts, which also surface at the next synchronising call.
+    _flag = None
+
+    def _bounds_flag(self):
+        if CudaBackend._flag is None:
+            f = cuda.mapped_array(FLAG_LEN, dtype=np.int64)
+            f[:] = 0
+            CudaBackend._flag = f
+        return CudaBackend._flag
+
+    def check_errors(self):
+        """Wait for the device and raise the ``TensorIndexError`` of an index kernel that met an
+        index out of range since the last check (``torchlight.tensor.backend.bounds``)."""
+        if CudaBackend._flag is not None:
+            if not SIMULATOR:
+                cuda.synchronize()
+            raise_if_flagged(CudaBackend._flag)
 
     # --- storage -------------------------------------------------------------------------------
     def empty(self, n, dtype):
@@ -102,13 +153,16 @@ class CudaBackend:
     def to_numpy(self, view):
         st = view.storage
         if view.size == 0:
+            self.check_errors()
             return np.empty(view.shape, dtype=st.dtype)
         if view.is_contiguous():
             packed = st[view.offset:view.offset + view.size]
         else:  # pack on the device first, so exactly the view's bytes cross the bus
             packed = cuda.device_array(view.size, dtype=st.dtype)
             self._copy_into(view, packed)
-        return transfers.to_host(packed).reshape(view.shape)
+        host = transfers.to_host(packed).reshape(view.shape)  # waits for the device
+        self.check_errors()
+        return host
 
     # --- DLPack (the "dlpack" capability; see .dlpack) -------------------------------------------
     def dlpack_source(self, view):
@@ -245,24 +299,29 @@ class CudaBackend:
                out.storage, obs, out.offset, out.strides[-2], out.strides[-1], bshape, nbatch, n, kk, m)
 
     # --- indexing ------------------------------------------------------------------------------
-    def _gather(self, a, dim, index_strides, index, out):
+    def _gather(self, a, dim, index_strides, index, out, op):
         if out.size == 0:
             return
         nd = len(out.shape)
         k = cached(("gather", nd), lambda: X.gather_kernel(nd))
         launch(k, *grid_1d(out.size), a.storage, tuple(a.strides), a.offset, a.strides[dim], dim,
-               index.storage, tuple(index_strides), index.offset, out.storage, tuple(out.strides),
-               out.offset, tuple(out.shape), out.size)
+               a.shape[dim], index.storage, tuple(index_strides), index.offset, out.storage,
+               tuple(out.strides), out.offset, tuple(out.shape), out.size, self._bounds_flag(),
+               OPS.index(op))
 
     def take(self, a, dim, index, out):
+        if len(index.shape) != 1 or len(out.shape) != len(a.shape):
+            _rank_error("take", a, index, out)
         strides = [0] * len(out.shape)
         strides[dim] = index.strides[0]
-        self._gather(a, dim, strides, index, out)
+        self._gather(a, dim, strides, index, out, "take")
 
     def gather(self, a, dim, index, out):
-        self._gather(a, dim, index.strides, index, out)
+        if not len(a.shape) == len(index.shape) == len(out.shape):
+            _rank_error("gather", a, index, out)
+        self._gather(a, dim, index.strides, index, out, "gather")
 
-    def _scatter_add(self, out, dim, shape, index_strides, index, src):
+    def _scatter_add(self, out, dim, shape, index_strides, index, src, op):
         n = 1
         for s in shape:
             n *= s
@@ -271,16 +330,20 @@ class CudaBackend:
         nd = len(shape)
         k = cached(("scatter_add", nd), lambda: X.scatter_add_kernel(nd))
         launch(k, *grid_1d(n), out.storage, tuple(out.strides), out.offset, out.strides[dim], dim,
-               index.storage, tuple(index_strides), index.offset, src.storage, tuple(src.strides),
-               src.offset, tuple(shape), n)
+               out.shape[dim], index.storage, tuple(index_strides), index.offset, src.storage,
+               tuple(src.strides), src.offset, tuple(shape), n, self._bounds_flag(), OPS.index(op))
 
     def put_add(self, out, dim, index, src):
+        if len(index.shape) != 1 or len(out.shape) != len(src.shape):
+            _rank_error("put_add", out, index, src)
         strides = [0] * len(src.shape)
         strides[dim] = index.strides[0]
-        self._scatter_add(out, dim, src.shape, strides, index, src)
+        self._scatter_add(out, dim, src.shape, strides, index, src, "put_add")
 
     def scatter_add(self, out, dim, index, src):
-        self._scatter_add(out, dim, index.shape, index.strides, index, src)
+        if not len(out.shape) == len(index.shape) == len(src.shape):
+            _rank_error("scatter_add", out, index, src)
+        self._scatter_add(out, dim, index.shape, index.strides, index, src, "scatter_add")
 
     # --- fused capabilities ----------------------------------------------------------------------
     def softmax(self, a, dim, out, log=False):
@@ -350,27 +413,29 @@ class CudaBackend:
         columns so that every operand's rows coalesce alike."""
         return _rows((*mats, *(v.unsqueeze(1) for v in vectors)), 1)
 
-    def cross_entropy(self, x, target, weight, loss, lse):
+    def cross_entropy(self, x, target, weight, loss, logs):
         if x.shape[0] == 0:
             return
         oshape, nrows, C, ((xs, xo, xl), (ts, to, _), (ws, wo, _), (ls, lo, _), (es, eo, _)) = \
-            self._ce_rows((x,), (target, weight, loss, lse))
+            self._ce_rows((x,), (target, weight, loss, logs))
         acc = _acc(x.storage.dtype)
         k = cached(("cross_entropy", str(acc), len(oshape)),
                    lambda: CE.cross_entropy_kernel(acc, len(oshape)))
         launch(k, *grid_rows(nrows), x.storage, xs, xo, xl, target.storage, ts, to, weight.storage,
-               ws, wo, loss.storage, ls, lo, lse.storage, es, eo, oshape, nrows, C)
+               ws, wo, loss.storage, ls, lo, logs.storage, es, eo, oshape, nrows, C, self._bounds_flag(),
+               OPS.index("cross_entropy"))
 
-    def cross_entropy_backward(self, x, target, weight, lse, g, dx):
+    def cross_entropy_backward(self, x, target, weight, logs, g, dx):
         if x.shape[0] == 0:
             return
-        oshape, nrows, C, per = self._ce_rows((x, dx), (target, weight, lse, g))
+        oshape, nrows, C, per = self._ce_rows((x, dx), (target, weight, logs, g))
         (xs, xo, xl), (ds, do, dl), (ts, to, _), (ws, wo, _), (es, eo, _), (gs, go, _) = per
         acc = _acc(dx.storage.dtype)
         k = cached(("cross_entropy_bw", str(acc), len(oshape)),
                    lambda: CE.cross_entropy_backward_kernel(acc, len(oshape)))
         launch(k, *grid_rows(nrows), x.storage, xs, xo, xl, target.storage, ts, to, weight.storage,
-               ws, wo, lse.storage, es, eo, g.storage, gs, go, dx.storage, ds, do, dl, oshape, nrows, C)
+               ws, wo, logs.storage, es, eo, g.storage, gs, go, dx.storage, ds, do, dl, oshape, nrows, C,
+               self._bounds_flag(), OPS.index("cross_entropy_backward"))
 
     # --- fused optimizer update ------------------------------------------------------------------
     def adam_step(self, p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,

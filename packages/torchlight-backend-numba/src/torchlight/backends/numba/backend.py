@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 
+from torchlight.tensor.backend.bounds import new_flag, raise_if_flagged
 from torchlight.tensor.backend.numpy import NumpyBackend, as_array
 from torchlight.tensor.backend.protocol import API_VERSION
 from torchlight.tensor.errors import BackendError
@@ -94,13 +95,21 @@ def _kind(dtype):
     return "b" if k == "b" else ("f" if k == "f" else "i")
 
 
+def _rank_error(op, *views):
+    """The index kernels walk every operand with the iteration shape's strides: operands of the
+    wrong rank (a core bug, not a user's) would be read past their stride arrays."""
+    raise BackendError(f"numba backend: {op} got operands of shapes {[v.shape for v in views]}, "
+                       "outside the contract (protocol.py)")
+
+
 class NumbaBackend:
     """numba implementation of the backend contract (see ``torchlight.tensor.backend.protocol``)."""
 
     name = "numba"
     device = "numba"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "gru_cell", "lstm_cell"})
+    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "host_memory", "gru_cell",
+                              "lstm_cell"})
 
     def __init__(self, numpy_ufuncs=None):
         if numpy_ufuncs is None:
@@ -266,23 +275,32 @@ class NumbaBackend:
                         _arr(bshape), nbatch, n, k, m)
 
     # --- indexing ------------------------------------------------------------------------------
-    def _gather(self, a, dim, index_strides, index, out):
+    # The index kernels never follow an index outside [0, size): they record it in a flag that is
+    # checked right after the launch (torchlight.tensor.backend.bounds).
+    def _gather(self, op, a, dim, index_strides, index, out):
         shape = out.shape
         nrows = out.size // shape[-1] if shape[-1] else 0
         if out.size == 0:
             return
-        X.gather_kernel.pick(out.size)(a.storage, _arr(a.strides), a.offset, dim, index.storage, _arr(index_strides),
-                        index.offset, out.storage, _arr(out.strides), out.offset, _arr(shape), nrows)
+        flag = new_flag()
+        X.gather_kernel.pick(out.size)(a.storage, _arr(a.strides), a.offset, dim, a.shape[dim], index.storage,
+                        _arr(index_strides), index.offset, out.storage, _arr(out.strides), out.offset,
+                        _arr(shape), nrows, flag)
+        raise_if_flagged(flag, op)
 
     def take(self, a, dim, index, out):
+        if len(index.shape) != 1 or len(out.shape) != len(a.shape):
+            _rank_error("take", a, index, out)
         strides = [0] * len(out.shape)
         strides[dim] = index.strides[0]
-        self._gather(a, dim, strides, index, out)
+        self._gather("take", a, dim, strides, index, out)
 
     def gather(self, a, dim, index, out):
-        self._gather(a, dim, index.strides, index, out)
+        if not len(a.shape) == len(index.shape) == len(out.shape):
+            _rank_error("gather", a, index, out)
+        self._gather("gather", a, dim, index.strides, index, out)
 
-    def _scatter_add(self, out, dim, shape, index_strides, index, src):
+    def _scatter_add(self, op, out, dim, shape, index_strides, index, src):
         if 0 in shape:
             return
         nd = len(shape)
@@ -291,18 +309,24 @@ class NumbaBackend:
         nrows = 1
         for s in pshape[:-1]:
             nrows *= s
+        flag = new_flag()
         X.scatter_add_kernel.pick(nrows * pshape[-1])(out.storage, _arr([out.strides[d] for d in order]), out.offset,
-                             index.storage, _arr([index_strides[d] for d in order]), index.offset,
-                             src.storage, _arr([src.strides[d] for d in order]), src.offset,
-                             _arr(pshape), nrows)
+                             out.shape[dim], index.storage, _arr([index_strides[d] for d in order]),
+                             index.offset, src.storage, _arr([src.strides[d] for d in order]), src.offset,
+                             _arr(pshape), nrows, flag)
+        raise_if_flagged(flag, op)
 
     def put_add(self, out, dim, index, src):
+        if len(index.shape) != 1 or len(out.shape) != len(src.shape):
+            _rank_error("put_add", out, index, src)
         strides = [0] * len(src.shape)
         strides[dim] = index.strides[0]
-        self._scatter_add(out, dim, src.shape, strides, index, src)
+        self._scatter_add("put_add", out, dim, src.shape, strides, index, src)
 
     def scatter_add(self, out, dim, index, src):
-        self._scatter_add(out, dim, index.shape, index.strides, index, src)
+        if not len(out.shape) == len(index.shape) == len(src.shape):
+            _rank_error("scatter_add", out, index, src)
+        self._scatter_add("scatter_add", out, dim, index.shape, index.strides, index, src)
 
     # --- fused capabilities ----------------------------------------------------------------------
     @staticmethod
@@ -364,26 +388,32 @@ class NumbaBackend:
         if db is not None:
             as_array(db)[...] = pb.sum(axis=0)
 
-    def cross_entropy(self, x, target, weight, loss, lse):
+    def cross_entropy(self, x, target, weight, loss, logs):
         n, c = x.shape
         if n == 0:
             return
+        flag = new_flag()
         CE.cross_entropy_rows.pick(n * c)(x.storage, x.offset, x.strides[0], x.strides[1],
                                           target.storage, target.offset, target.strides[0],
                                           weight.storage, weight.offset, weight.strides[0],
                                           loss.storage, loss.offset, loss.strides[0],
-                                          lse.storage, lse.offset, lse.strides[0], n, c, min(n, _CHUNKS))
+                                          logs.storage, logs.offset, logs.strides[0], n, c, min(n, _CHUNKS),
+                                          flag)
+        raise_if_flagged(flag, "cross_entropy")
 
-    def cross_entropy_backward(self, x, target, weight, lse, g, dx):
+    def cross_entropy_backward(self, x, target, weight, logs, g, dx):
         n, c = x.shape
         if n == 0:
             return
+        flag = new_flag()
         CE.cross_entropy_backward_rows.pick(n * c)(x.storage, x.offset, x.strides[0], x.strides[1],
                                                    target.storage, target.offset, target.strides[0],
                                                    weight.storage, weight.offset, weight.strides[0],
-                                                   lse.storage, lse.offset, lse.strides[0],
+                                                   logs.storage, logs.offset, logs.strides[0],
                                                    g.storage, g.offset, g.strides[0],
-                                                   dx.storage, dx.offset, dx.strides[0], dx.strides[1], n, c)
+                                                   dx.storage, dx.offset, dx.strides[0], dx.strides[1], n, c,
+                                                   flag)
+        raise_if_flagged(flag, "cross_entropy_backward")
 
     # --- fused optimizer update ------------------------------------------------------------------
     def adam_step(self, p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,

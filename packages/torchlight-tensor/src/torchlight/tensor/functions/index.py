@@ -24,7 +24,8 @@ from ..errors import DTypeError, ShapeError, TensorIndexError
 
 __all__ = [
     "getitem", "basic_view", "IndexSelect", "Gather", "ScatterAdd", "index_select", "gather",
-    "scatter_add", "masked_fill", "embedding", "check_index", "expand_index",
+    "scatter_add", "masked_fill", "embedding", "check_index", "expand_index", "host_positions",
+    "scatter", "nonzero", "masked_select",
 ]
 
 
@@ -127,9 +128,10 @@ class AdvancedIndex(Function):
         ctx.shape = x.shape
         ctx.save_for_backward(positions)
         flat = x.reshape(-1)
-        out = alloc(positions.shape, x.dtype, x.backend)
-        x.backend.take(flat._td, 0, positions._td, out._td)
-        return out
+        pos = positions.reshape(-1)  # take's index is 1-D (the contract)
+        out = alloc(pos.shape, x.dtype, x.backend)
+        x.backend.take(flat._td, 0, pos._td, out._td)
+        return out.reshape(positions.shape)
 
     @staticmethod
     def backward(ctx, g):
@@ -167,6 +169,13 @@ def _positions(x, index):
     """The flat positions (an int64 tensor) that an expanded advanced ``index`` selects in ``x``."""
     from ..factories import from_numpy_on
 
+    # np.array(order="C"), not np.ascontiguousarray, which turns a 0-d result into shape (1,)
+    return from_numpy_on(np.array(host_positions(x, index), order="C"), x.backend)
+
+
+def host_positions(x, index):
+    """The flat positions (an ndarray) that an expanded advanced ``index`` selects in ``x``, every
+    index checked against its dimension first (``TensorIndexError``)."""
     host = []
     dim = 0
     for item in index:
@@ -190,14 +199,19 @@ def _positions(x, index):
                 raise TensorIndexError(f"index {int(bad)} is out of range for dimension {dim} with size {size}")
             dim += 1
         host.append(arr)
-    positions = np.arange(x.numel(), dtype=np.int64).reshape(x.shape)[tuple(host)]
-    # np.array(order="C"), not np.ascontiguousarray, which turns a 0-d result into shape (1,)
-    return from_numpy_on(np.array(positions, order="C"), x.backend)
+    return np.arange(x.numel(), dtype=np.int64).reshape(x.shape)[tuple(host)]
 
 
 class IndexSelect(Function):
+    """``x.index_select(dim, index)``. Like every indexing Function here it validates its index in
+    ``forward``, which both eager calls (``apply``) and tape replays (``tl.jit``) run."""
+
     @staticmethod
     def forward(ctx, x, dim, index):
+        if index.ndim != 1:
+            raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
+        same_backend(x, index)
+        index = check_index(index, x.shape[dim], "index_select")
         ctx.shape, ctx.dim = x.shape, dim
         ctx.save_for_backward(index)
         shape = x.shape[:dim] + (index.shape[0],) + x.shape[dim + 1 :]
@@ -216,17 +230,15 @@ class IndexSelect(Function):
 
 
 def index_select(x, dim, index):
-    dim = normalize_dim(dim, x.ndim)
-    if index.ndim != 1:
-        raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
-    same_backend(x, index)
-    index = check_index(index, x.shape[dim], "index_select")
-    return IndexSelect.apply(x, dim, index)
+    return IndexSelect.apply(x, normalize_dim(dim, x.ndim), index)
 
 
 class Gather(Function):
     @staticmethod
     def forward(ctx, x, dim, index):
+        _check_gather_shapes("gather", x, dim, index)
+        same_backend(x, index)
+        index = check_index(index, x.shape[dim], "gather")
         ctx.shape, ctx.dim = x.shape, dim
         ctx.save_for_backward(index)
         out = alloc(index.shape, x.dtype, x.backend)
@@ -253,16 +265,19 @@ def _check_gather_shapes(name, x, dim, index):
 
 def gather(x, dim, index):
     """``out[i][j] = x[i][index[i][j]]`` (for dim=1): PyTorch's gather."""
-    dim = normalize_dim(dim, x.ndim)
-    _check_gather_shapes("gather", x, dim, index)
-    same_backend(x, index)
-    index = check_index(index, x.shape[dim], "gather")
-    return Gather.apply(x, dim, index)
+    return Gather.apply(x, normalize_dim(dim, x.ndim), index)
 
 
 class ScatterAdd(Function):
     @staticmethod
     def forward(ctx, x, dim, index, src):
+        _check_gather_shapes("scatter_add", x, dim, index)
+        if src.ndim != index.ndim or any(i > n for i, n in zip(index.shape, src.shape)):
+            raise ShapeError(f"scatter_add: src of shape {src.shape} must be at least as large as the "
+                             f"index {index.shape} in every dim")
+        same_backend(x, index)
+        same_backend(x, src)
+        index = check_index(index, x.shape[dim], "scatter_add")
         ctx.dim = dim
         ctx.save_for_backward(index)
         ctx.src_shape = src.shape
@@ -287,13 +302,77 @@ class ScatterAdd(Function):
 
 def scatter_add(x, dim, index, src):
     dim = normalize_dim(dim, x.ndim)
-    _check_gather_shapes("scatter_add", x, dim, index)
-    same_backend(x, index)
     same_backend(x, src)
-    index = check_index(index, x.shape[dim], "scatter_add")
     if src.dtype is not x.dtype:
         src = src.to(x.dtype)
     return ScatterAdd.apply(x, dim, index, src)
+
+
+def scatter(x, dim, index, src):
+    """``x`` with ``out[i][index[i][j]] = src[i][j]`` (for dim=1): PyTorch's ``scatter``.
+
+    ``src`` is a tensor (as large as ``index`` in every dim) or a number. Built from
+    ``scatter_add``: the written positions are those that receive a count, and the value there is
+    the mean of what was scattered to it — exactly ``src``'s value unless an index repeats, where
+    PyTorch leaves the winner unspecified. Differentiable in ``x`` (zero where overwritten) and
+    ``src``. Integer tensors go through float64, exact up to 2**53.
+
+    >>> import torchlight as tl
+    >>> tl.zeros(2, 3).scatter(1, tl.tensor([[2], [0]]), 1.0).tolist()
+    [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+    """
+    from ..factories import zeros
+
+    Tensor = _tensor_type()
+    dim = normalize_dim(dim, x.ndim)
+    if not isinstance(src, Tensor):
+        src = scalar_like(src, x).expand(index.shape)
+    elif src.shape != index.shape:
+        src = src[tuple(slice(0, n) for n in index.shape)]
+    counts = zeros(x.shape, dtype=x.dtype if x.dtype.is_floating_point else dtypes.float64, device=x.backend)
+    counts = scatter_add(counts, dim, index, counts.new_ones(index.shape))
+    placed = scatter_add(x.detach().new_zeros(x.shape, dtype=counts.dtype), dim, index, src.to(counts.dtype))
+    written = counts > 0
+    value = placed / counts.clamp(min=1.0)
+    return value.to(x.dtype).where(written, x)
+
+
+def nonzero(x, as_tuple=False):
+    """Indices of the non-zero elements: an int64 ``(count, ndim)`` tensor in row-major order,
+    or with ``as_tuple=True`` one 1-D index tensor per dim (usable as ``x[...]``).
+
+    >>> import torchlight as tl
+    >>> tl.tensor([[0, 3], [5, 0]]).nonzero().tolist()
+    [[0, 1], [1, 0]]
+    """
+    from ..factories import from_numpy_on
+
+    arr = x.backend.to_numpy(x._td)
+    if arr.ndim == 0:  # PyTorch: shape (1, 0) or (0, 0)
+        count = int(bool(arr))
+        if as_tuple:
+            return (from_numpy_on(np.zeros(count, dtype=np.int64), x.backend),)
+        return from_numpy_on(np.zeros((count, 0), dtype=np.int64), x.backend)
+    found = np.nonzero(arr)
+    if as_tuple:
+        return tuple(from_numpy_on(np.ascontiguousarray(i, dtype=np.int64), x.backend) for i in found)
+    return from_numpy_on(np.ascontiguousarray(np.stack(found, 1), dtype=np.int64), x.backend)
+
+
+def masked_select(x, mask):
+    """The elements of ``x`` where ``mask`` (bool, broadcastable) is True, as a 1-D tensor.
+
+    >>> import torchlight as tl
+    >>> x = tl.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> tl.masked_select(x, x > 2).tolist()
+    [3.0, 4.0]
+    """
+    if mask.dtype is not dtypes.bool_:
+        raise DTypeError(f"masked_select: mask must be a bool tensor, got {mask.dtype}")
+    from ..dispatch import broadcast_shape
+
+    shape = broadcast_shape(x.shape, mask.shape, "masked_select")
+    return getitem(x.expand(shape), mask.expand(shape))
 
 
 class MaskedFill(Function):
