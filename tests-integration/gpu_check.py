@@ -15,7 +15,14 @@ Steps, each recorded in one JSON file (``--out``, default ``gpu_check.json``):
 3. matmul 4096x4096 float32 on the cuda backend, GFLOP/s (and PyTorch's when torch has CUDA);
 4. the GPT training step (vocab 65, 6 layers, 6 heads, width 384, context 256, batch 64; AdamW):
    tokens/s on the cuda backend — ``projects/mini-gpt/model.py`` when it exists, else a small
-   transformer from ``torchlight.nn`` — beside PyTorch CUDA eager when torch is present.
+   transformer from ``torchlight.nn`` — beside PyTorch CUDA eager when torch is present;
+5. the LSTM language-model step (PyTorch's word_language_model: 2-layer LSTM 200/200, vocabulary
+   10000, bptt 35, batch 20, dropout 0.2, SGD + clip_grad_norm_ 0.25): the fused LSTM cell
+   kernels and dropout masks drawn on the device, with host<->device transfers per step, beside
+   PyTorch CUDA eager (cuDNN) when torch is present.
+
+The first step of each model is timed on its own (``first_step_seconds_incl_compile``): compile
+time on a fresh machine, the load from numba-cuda's disk cache on a second run.
 
 Runs from the source tree: when ``import torchlight`` fails, every ``packages/*/src`` folder goes
 on ``sys.path`` (and on ``PYTHONPATH`` for the pytest subprocess), and when the ``cuda`` entry
@@ -174,6 +181,7 @@ GPT_SHAPE = dict(vocab_size=65, n_layer=6, n_head=6, n_embd=384, block_size=256)
 BATCH = 64
 MATMUL_N = 4096
 CONFORMANCE_K = None  # a -k expression (only --tiny sets one)
+LSTM_SHAPE = dict(vocab=10000, emb=200, hidden=200, layers=2, bptt=35, batch=20, dropout=0.2)
 
 
 def _gpt_model(tl):
@@ -354,6 +362,118 @@ def bench_torch_gpt(steps):
             "tokens_per_s": BATCH * T * steps / dt}
 
 
+def bench_lstm(tl, steps, deadline):
+    import numpy as np
+
+    from torchlight import nn
+    from torchlight.backends.cuda import transfers
+
+    V, E, H, L, T, B, p = (LSTM_SHAPE[k] for k in ("vocab", "emb", "hidden", "layers", "bptt", "batch", "dropout"))
+
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.drop, self.encoder = nn.Dropout(p), nn.Embedding(V, E)
+            self.rnn, self.decoder = nn.LSTM(E, H, L, dropout=p), nn.Linear(H, V)
+
+        def forward(self, x, h):
+            out, h = self.rnn(self.drop(self.encoder(x)), h)
+            return self.decoder(self.drop(out)), h
+
+    tl.manual_seed(0)
+    model = LM().to("cuda")
+    model.train()
+    opt = tl.optim.SGD(model.parameters(), lr=20.0)
+    rng = np.random.default_rng(0)
+    x = tl.tensor(rng.integers(0, V, size=(T, B)), device="cuda")
+    y = tl.tensor(rng.integers(0, V, size=(T * B,)), device="cuda")
+    state = {"h": None}
+
+    def step():
+        h = state["h"]
+        if h is not None:
+            h = (h[0].detach(), h[1].detach())
+        opt.zero_grad()
+        out, h = model(x, h)
+        loss = nn.functional.cross_entropy(out.reshape(-1, V), y)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        opt.step()
+        state["h"] = h
+        return loss
+
+    t0 = time.perf_counter()
+    first_loss = step().item()
+    out = {**LSTM_SHAPE, "first_step_seconds_incl_compile": time.perf_counter() - t0, "first_loss": first_loss,
+           "fused_cell": "lstm_cell" in model.decoder.weight.backend.capabilities}
+    with transfers.counting() as c:
+        step()
+        _sync()
+    out["transfers_per_step"] = c.snapshot()
+    done, t0 = 0, time.perf_counter()
+    while done < steps and time.perf_counter() < deadline:
+        loss = step()
+        done += 1
+    last = loss.item() if done else float("nan")
+    dt = time.perf_counter() - t0
+    if done:
+        out.update(steps_timed=done, seconds_per_step=dt / done, tokens_per_s=T * B * done / dt, last_loss=last)
+    return out
+
+
+def bench_torch_lstm(steps):
+    try:
+        import torch
+    except ImportError:
+        return {"status": "skipped", "reason": "torch is not installed"}
+    if not torch.cuda.is_available():
+        return {"status": "skipped", "reason": "torch has no CUDA device"}
+    tnn = torch.nn
+    V, E, H, L, T, B, p = (LSTM_SHAPE[k] for k in ("vocab", "emb", "hidden", "layers", "bptt", "batch", "dropout"))
+
+    class LM(tnn.Module):
+        def __init__(self):
+            super().__init__()
+            self.drop, self.encoder = tnn.Dropout(p), tnn.Embedding(V, E)
+            self.rnn, self.decoder = tnn.LSTM(E, H, L, dropout=p), tnn.Linear(H, V)
+
+        def forward(self, x, h):
+            out, h = self.rnn(self.drop(self.encoder(x)), h)
+            return self.decoder(self.drop(out)), h
+
+    torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model = LM().cuda().train()
+    opt = torch.optim.SGD(model.parameters(), lr=20.0)
+    x = torch.randint(0, V, (T, B), device="cuda")
+    y = torch.randint(0, V, (T * B,), device="cuda")
+    state = {"h": None}
+
+    def step():
+        h = state["h"]
+        if h is not None:
+            h = (h[0].detach(), h[1].detach())
+        opt.zero_grad()
+        out, h = model(x, h)
+        loss = tnn.functional.cross_entropy(out.reshape(-1, V), y)
+        loss.backward()
+        tnn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        opt.step()
+        state["h"] = h
+        return loss
+
+    step()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    return {"status": "ok", "torch": torch.__version__, "fp32_no_tf32": True, "cudnn": torch.backends.cudnn.is_available(),
+            "seconds_per_step": dt / steps, "tokens_per_s": T * B * steps / dt}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default="gpu_check.json")
@@ -369,6 +489,7 @@ def main(argv=None):
     if args.tiny:
         GPT_SHAPE.update(vocab_size=65, n_layer=1, n_head=2, n_embd=16, block_size=8)
         BATCH, MATMUL_N, args.steps = 2, 64, min(args.steps, 2)
+        LSTM_SHAPE.update(vocab=50, emb=8, hidden=8, layers=2, bptt=4, batch=2)
         CONFORMANCE_K = "test_protocol_surface or test_map and exp-float32 or test_matmul and float32"
     else:
         os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
@@ -392,8 +513,10 @@ def main(argv=None):
         ("conformance", lambda: {"status": "skipped", "reason": "--skip-conformance"} if args.skip_conformance
          else run_conformance(timeout=max(30.0, min(150.0, deadline - time.perf_counter() - 120)))),
         (f"matmul_{MATMUL_N}", lambda: bench_matmul(tl)),
-        ("gpt_train_step_torchlight_cuda", lambda: bench_gpt(tl, args.steps, deadline - 25)),
+        ("gpt_train_step_torchlight_cuda", lambda: bench_gpt(tl, args.steps, deadline - 60)),
         ("gpt_train_step_torch_cuda_eager", lambda: bench_torch_gpt(args.steps)),
+        ("lstm_lm_train_step_torchlight_cuda", lambda: bench_lstm(tl, args.steps, deadline - 15)),
+        ("lstm_lm_train_step_torch_cuda_eager", lambda: bench_torch_lstm(args.steps)),
     ]
     for name, fn in steps:
         if time.perf_counter() > deadline - 10:

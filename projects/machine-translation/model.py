@@ -3,7 +3,7 @@
 Encoder: embedding → dropout → bidirectional GRU (the parameters of an ``nn.GRU``, PyTorch's
 names and gate order r, z, n). The two directions run in **one** loop: the input projections of
 both directions are one matmul over the whole sequence, and each step is one batched matmul
-``(2, N, H) @ (2, H, 3H)`` plus a few elementwise ops. Padding is masked without any per-step
+``(2, N, H) @ (2, H, 3H)`` plus the gate arithmetic (one fused pass where the backend offers it). Padding is masked without any per-step
 op: at a padded position the update gate's input gets +30, so ``z = σ(·) = 1`` exactly in float32
 and ``h' = n + z (h - n) = h`` (and no gradient flows through ``n``). The forward direction
 therefore carries its last real state through the trailing padding, and the backward direction
@@ -39,6 +39,7 @@ import numpy as np
 import torchlight as tl
 import torchlight.nn as nn
 import torchlight.nn.functional as F
+from torchlight.tensor.functions.recurrent import gru_cell_gates
 
 PAD, UNK, SOS, EOS = 0, 1, 2, 3
 _Z_SATURATE = 30.0  # σ(30) rounds to 1.0 in float32
@@ -61,12 +62,16 @@ class ModelConfig:
 
 def _gru_step(gi, h, w_hh_t, b_hh, hidden):
     """One GRU step for ``gi = x W_ihᵀ + b_ih`` (``(..., N, 3H)``) and ``h`` (``(..., N, H)``);
-    ``w_hh_t`` is ``W_hhᵀ`` (``(..., H, 3H)``) so that ``h @ w_hh_t`` is one (batched) matmul."""
+    ``w_hh_t`` is ``W_hhᵀ`` (``(..., H, 3H)``) so that ``h @ w_hh_t`` is one (batched) matmul.
+    The gate arithmetic is ``gru_cell_gates`` over the rows of every leading dim at once (one
+    fused backend pass when the backend has one)."""
     gh = h @ w_hh_t + b_hh
-    rz = (gi[..., : 2 * hidden] + gh[..., : 2 * hidden]).sigmoid()
-    r, z = rz[..., :hidden], rz[..., hidden:]
-    n = (gi[..., 2 * hidden:] + r * gh[..., 2 * hidden:]).tanh()
-    return n + z * (h - n)
+    lead = h.shape[:-1]
+    rows = 1
+    for s in lead:
+        rows *= s
+    out = gru_cell_gates(gi.reshape(rows, 3 * hidden), gh.reshape(rows, 3 * hidden), h.reshape(rows, hidden))
+    return out.reshape(*lead, hidden)
 
 
 class Encoder(nn.Module):
@@ -87,7 +92,7 @@ class Encoder(nn.Module):
         rnn = self.rnn
         if not self.cfg.bidirectional:
             gi = F.linear(x, rnn.weight_ih_l0, rnn.bias_ih_l0)  # (S, N, 3H)
-            gi = gi + tl.tensor(self._z_bias(pad, H))
+            gi = gi + tl.tensor(self._z_bias(pad, H), device=gi.device)
             h = tl.zeros(N, H)
             w_t, b = rnn.weight_hh_l0.T, rnn.bias_hh_l0
             outs = []
@@ -104,7 +109,7 @@ class Encoder(nn.Module):
         gi_b = gi[..., 3 * H:].index_select(0, rev)  # the backward direction reads the source reversed
         gi = tl.stack([gi_f, gi_b], 1)  # (S, 2, N, 3H): step t holds fwd position t, bwd position S-1-t
         zb = np.stack([self._z_bias(pad, H), self._z_bias(pad[::-1], H)], 1)
-        gi = gi + tl.tensor(zb)
+        gi = gi + tl.tensor(zb, device=gi.device)
         w_hh_t = tl.stack([rnn.weight_hh_l0.T, rnn.weight_hh_l0_reverse.T], 0)  # (2, H, 3H)
         b_hh = tl.stack([rnn.bias_hh_l0, rnn.bias_hh_l0_reverse], 0).unsqueeze(1)  # (2, 1, 3H)
         h = tl.zeros(2, N, H)
@@ -155,7 +160,7 @@ class Decoder(nn.Module):
         else:
             keys = values
         keys_t = keys.transpose(1, 2)  # (N, H, S)
-        mask = tl.tensor(np.where(src_pad.T[:, None, :], _NEG, 0.0).astype(np.float32))
+        mask = tl.tensor(np.where(src_pad.T[:, None, :], _NEG, 0.0).astype(np.float32), device=enc_out.device)
         h0 = self.bridge(tl.cat([enc_h[d] for d in range(enc_h.shape[0])], -1)).tanh()
         return keys_t, values, mask, h0
 

@@ -124,3 +124,28 @@ def test_counting_scopes_nest_and_report_bytes():
             x[1:5:2].numpy()  # strided: packed on the device, then one copy of 2 elements
     assert (outer.h2d, outer.h2d_bytes, outer.d2h) == (1, 48, 2)
     assert (inner.h2d, inner.d2h, inner.d2h_bytes) == (0, 2, 48 + 16)
+
+
+def test_zero_transfers_dropout_step():
+    """Dropout masks are drawn on the device (the ``random`` capability): a training step of a
+    model with dropout uploads nothing, and the masks really drop (about p of the elements)."""
+    rng = np.random.default_rng(2)
+    model = nn.Sequential(nn.Linear(8, 64), nn.Dropout(0.5), nn.Linear(64, 3)).to("cuda")
+    x = tl.tensor(rng.standard_normal((16, 8)).astype(np.float32), device="cuda")
+    y = tl.tensor(rng.integers(0, 3, 16), device="cuda")
+    opt = tl.optim.SGD(model.parameters(), lr=0.1)
+
+    def step():
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    step()
+    with transfers.counting(trace=True) as c:
+        step()
+        hidden = model[1](model[0](x))
+    assert (c.h2d, c.d2h) == (0, 0), _sites(c.log)
+    dropped = float((hidden.detach().numpy() == 0).mean())
+    assert 0.4 < dropped < 0.6, dropped

@@ -192,13 +192,24 @@ def test_bad_names_and_opset():
         export(lambda x: x * 2, (_f(2),), None, opset_version=11)
 
 
+def test_fused_recurrent_cells():
+    from torchlight.tensor.functions.recurrent import gru_cell_gates, lstm_cell_gates
+
+    n, h = 3, 4
+    _run(lambda gi, gh, s: gru_cell_gates(gi, gh, s), (_f(n, 3 * h), _f(n, 3 * h), _f(n, h)))
+    proto = _run(lambda gi, gh, c: lstm_cell_gates(gi, gh, c), (_f(n, 4 * h), _f(n, 4 * h), _f(n, h)),
+                 (_f(5, 4 * h), _f(5, 4 * h), _f(5, h)), input_names=["gi", "gh", "c"],
+                 dynamic_axes={"gi": [0], "gh": [0], "c": [0]})  # another batch size at run time
+    assert len(proto.graph.output) == 2  # (h', c')
+
+
 def test_every_table_entry_is_exercised_by_these_tests():
     # the op table and the tests above must not drift apart
     exercised = {"Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum", "MatMul", "Compare", "Unary",
                  "MapNoGrad", "Cast", "CastNoGrad", "Clamp", "Where", "MaskedFill", "View", "Permute",
                  "Expand", "Restride", "Unfold", "Cat", "Pad", "Sum", "Mean", "Prod", "AMax",
                  "ReduceNoGrad", "MaxDim", "Softmax", "LayerNorm", "BasicIndex", "IndexSelect", "Gather",
-                 "_Clone"}
+                 "_Clone", "FusedGRUCell", "FusedLSTMCell"}
     assert set(OPS) == exercised
 
 

@@ -23,12 +23,15 @@ modules name their parameters ``weight_ih_l{k}``, ``weight_hh_l{k}``, ``bias_ih_
 
 The sequence loop projects the whole input sequence through ``W_ih`` in one matmul before
 stepping (only the ``W_hh h`` part depends on the previous step); backpropagation through time is
-plain autograd over the unrolled steps.
+plain autograd over the unrolled steps. The gate arithmetic of a step (everything after the two
+matmuls) is ``torchlight.tensor.functions.recurrent``: one fused backend pass each way when the
+backend offers it.
 """
 
 import math
 
 import torchlight as tl
+from torchlight.tensor.functions.recurrent import gru_cell_gates, lstm_cell_gates
 
 from . import functional as F
 from . import init
@@ -42,15 +45,7 @@ __all__ = ["RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "rnn_tanh_cel
 
 def _gru_step(gi, h, w_hh, b_hh):
     """One GRU step given the input projection ``gi = x W_ihᵀ + b_ih`` (``(N, 3H)``)."""
-    gh = h @ w_hh.T
-    if b_hh is not None:
-        gh = gh + b_hh
-    i_r, i_z, i_n = gi.chunk(3, -1)
-    h_r, h_z, h_n = gh.chunk(3, -1)
-    r = (i_r + h_r).sigmoid()
-    z = (i_z + h_z).sigmoid()
-    n = (i_n + r * h_n).tanh()
-    return n + z * (h - n)  # = (1 - z) n + z h
+    return gru_cell_gates(gi, F.linear(h, w_hh, b_hh), h)
 
 
 def _rnn_step(gi, h, w_hh, b_hh, nonlinearity):
@@ -69,12 +64,7 @@ def _check_nonlinearity(nonlinearity):
 
 def _lstm_step(gi, h, c, w_hh, b_hh):
     """One LSTM step given ``gi = x W_ihᵀ + b_ih`` (``(N, 4H)``); returns ``(h', c')``."""
-    gates = gi + h @ w_hh.T
-    if b_hh is not None:
-        gates = gates + b_hh
-    i, f, g, o = gates.chunk(4, -1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    return o.sigmoid() * c.tanh(), c
+    return lstm_cell_gates(gi, F.linear(h, w_hh, b_hh), c)
 
 
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):

@@ -270,6 +270,37 @@ def _gather(g, node, a):
     return g.node("GatherElements", [x.name, index.name], axis=int(dim), name="gather")
 
 
+def _cols(g, x, lo, hi):
+    """``x[..., lo:hi]``."""
+    return g.node("Slice", [x.name, g.ints([lo], "starts"), g.ints([hi], "ends"), g.ints([x.ndim - 1], "axes")])
+
+
+def _gru_cell(g, node, a):
+    # the fused GRU gates (torchlight.tensor.functions.recurrent) written out: r, z, n, h'
+    gi, gh, h = a
+    H = h.shape[-1]
+    add = [g.node("Add", [_cols(g, gi, k * H, (k + 1) * H), _cols(g, gh, k * H, (k + 1) * H)]) for k in range(2)]
+    r, z = g.node("Sigmoid", [add[0]]), g.node("Sigmoid", [add[1]])
+    n = g.node("Tanh", [g.node("Add", [_cols(g, gi, 2 * H, 3 * H), g.node("Mul", [r, _cols(g, gh, 2 * H, 3 * H)])])])
+    return g.node("Add", [n, g.node("Mul", [z, g.node("Sub", [h.name, n])])], name="gru_cell")
+
+
+def _lstm_cell(g, node, a):
+    # the fused LSTM gates written out; the result stacks [h'; c'] as (2, N, H), like the Function
+    gi, gh, c = a
+    H = c.shape[-1]
+    gates = g.node("Add", [gi.name, gh.name])
+    parts = [g.node("Slice", [gates, g.ints([k * H], "starts"), g.ints([(k + 1) * H], "ends"),
+                              g.ints([gi.ndim - 1], "axes")]) for k in range(4)]
+    i, f, o = (g.node("Sigmoid", [parts[k]]) for k in (0, 1, 3))
+    gg = g.node("Tanh", [parts[2]])
+    c1 = g.node("Add", [g.node("Mul", [f, c.name]), g.node("Mul", [i, gg])])
+    h1 = g.node("Mul", [o, g.node("Tanh", [c1])])
+    axes = g.ints([0], "axes")
+    return g.node("Concat", [g.node("Unsqueeze", [h1, axes]), g.node("Unsqueeze", [c1, axes])], axis=0,
+                  name="lstm_cell")
+
+
 def _identity(g, node, a):
     return g.node("Identity", [a[0].name], name=node.op)
 
@@ -310,5 +341,7 @@ OPS = {
     "IndexSelect": _index_select,
     "Gather": _gather,
     "_Clone": _identity,
+    "FusedGRUCell": _gru_cell,
+    "FusedLSTMCell": _lstm_cell,
 }
 """Function class name -> translation ``fn(g, node, args) -> name`` (see the module docstring)."""

@@ -14,7 +14,7 @@ from .backend.protocol import HOST_MEMORY
 from .backend.registry import get_backend
 from .dispatch import MAX_NUMEL, alloc, set_index_range, wrap
 from .errors import DTypeError, OutOfMemoryError, ShapeError
-from .random import rng_of
+from .random import device_stream, rng_of
 from .storage import TensorData
 
 __all__ = [
@@ -226,21 +226,27 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     return from_numpy_on(np.eye(n, m), get_backend(device), dt, requires_grad)
 
 
-def _random(shape, draw, dtype, device, requires_grad):
+def _random(shape, draw, dtype, device, requires_grad, kind=None, generator=None):
     dt = dtypes.as_dtype(dtype or dtypes.get_default_dtype())
     if not dt.is_floating_point:
         raise DTypeError(f"random floats cannot have dtype {dt}; use randint for integers")
-    return from_numpy_on(np.asarray(draw(shape), dtype=dt.np), get_backend(device), dt, requires_grad)
+    be = get_backend(device)
+    if kind is not None and "random" in be.capabilities:  # drawn on the device: nothing uploaded
+        t = alloc(shape, dt, be)
+        be.random_(t._td, kind, *device_stream(generator))
+        return t.requires_grad_(True) if requires_grad else t
+    return from_numpy_on(np.asarray(draw(shape), dtype=dt.np), be, dt, requires_grad)
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
     """Uniform on [0, 1)."""
-    return _random(_shape(size), rng_of(generator).random, dtype, device, requires_grad)
+    return _random(_shape(size), rng_of(generator).random, dtype, device, requires_grad, "uniform", generator)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
     """Standard normal."""
-    return _random(_shape(size), rng_of(generator).standard_normal, dtype, device, requires_grad)
+    return _random(_shape(size), rng_of(generator).standard_normal, dtype, device, requires_grad, "normal",
+                   generator)
 
 
 def randint(low, high=None, size=(), dtype=None, device=None, generator=None):

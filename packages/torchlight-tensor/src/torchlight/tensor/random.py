@@ -1,12 +1,17 @@
 """torchlight's random number generator: seeded, reproducible, independent of numpy's global state.
 
 Random tensors are drawn on the host from a PCG64 stream and moved to the tensor's backend, so the
-same seed gives the same numbers on every backend.
+same seed gives the same numbers on every host backend. A backend with the ``"random"``
+capability (the GPU) fills ``rand``/``randn`` tensors on the device instead, from its own
+generator keyed by ``(seed, k)`` — the generator's seed and the number of device fills drawn
+since it was seeded (:func:`device_stream`) — so ``manual_seed`` makes device randomness
+reproducible too, with numbers that differ from the host stream's (as PyTorch's CPU and CUDA
+streams differ).
 """
 
 import numpy as np
 
-__all__ = ["Generator", "manual_seed", "default_generator", "seed", "initial_seed"]
+__all__ = ["Generator", "manual_seed", "default_generator", "seed", "initial_seed", "device_stream"]
 
 
 class Generator:
@@ -22,6 +27,7 @@ class Generator:
     def manual_seed(self, seed: int) -> "Generator":
         self._seed = int(seed)
         self.rng = np.random.Generator(np.random.PCG64(self._seed))
+        self._device_draws = 0  # device random fills since seeding (see device_stream)
         return self
 
     def initial_seed(self) -> int:
@@ -55,3 +61,16 @@ def initial_seed() -> int:
 
 def rng_of(generator) -> np.random.Generator:
     return (generator or default_generator).rng
+
+
+def device_stream(generator=None) -> tuple:
+    """``(seed, k)`` for the next random fill on a device backend, and count it.
+
+    ``k`` is the number of device fills drawn from ``generator`` (default: the default generator)
+    since it was last seeded; a backend derives its device random state from the pair, so a
+    re-seeded generator repeats its device numbers. Host draws are not affected.
+    """
+    gen = generator or default_generator
+    k = gen._device_draws
+    gen._device_draws = k + 1
+    return gen._seed, k

@@ -1,13 +1,15 @@
 """The kit's tests of the optional fused capabilities: ``softmax``, ``layernorm``, ``cross_entropy``,
-``adam``.
+``adam``, ``gru_cell``, ``lstm_cell``, ``random``.
 
 A mixin of :class:`~torchlight.testing.BackendConformance` (which supplies ``be``, ``P`` and
 ``_need``); each test skips when the backend does not declare the capability. References are
 float64 numpy: ``softmax = exp(x - lse)``, layer norm's two-pass statistics and its backward
 ``dx = r (ĝ - mean ĝ - x̂ mean(ĝ x̂))``, and for cross-entropy ``ℓ_i = w_i (lse_i - x[i, t_i])``
-with gradient ``g_i w_i (softmax(x_i) - onehot(t_i))``. Inputs include rows of ±1e4 (a kernel
-that forgets to subtract the max overflows), rows at the float32 limit (±3e38: a kernel that
-saves ``lse = m + log s`` loses ``log s`` there), one-element rows, empty batches and every layout.
+with gradient ``g_i w_i (softmax(x_i) - onehot(t_i))``; the recurrent cells against float64
+re-derivations of PyTorch's GRU/LSTM gate equations and their chain rule (``_ref_gru``, ``_ref_lstm``).
+Inputs include rows of ±1e4 (a kernel that forgets to subtract the max overflows), rows at the float32
+limit (±3e38: a kernel that saves ``lse = m + log s`` loses ``log s`` there), one-element rows, empty
+batches and every layout.
 """
 
 from __future__ import annotations
@@ -281,6 +283,171 @@ class FusedConformance:
                                            err_msg=f"adam_step {dtype} step {step}: {name}")
         for view in views:
             assert outside_untouched(be, view, dtype), "adam_step wrote outside its views"
+
+    # --- fused capabilities: recurrent cells -------------------------------------------------
+    def _cell_inputs(self, gates, dtype):
+        """(name, gi, gh, state, layouts): pre-activations (N, gates·H) and a state (N, H);
+        "saturated" has pre-activations of ±60 (σ's e^x overflows in float32 past ~88 if
+        computed naively on the wrong side)."""
+        n, hid = self.P.rows[0], 5
+        rng = _rng("cell", gates, dtype)
+        yield "normal", sample(rng, (n, gates * hid), dtype), sample(rng, (n, gates * hid), dtype), \
+            sample(rng, (n, hid), dtype), LAYOUTS
+        big = rng.choice([-60.0, 60.0], size=(n, gates * hid)).astype(dtype)
+        yield "saturated", big, -big[::-1].copy(), sample(rng, (n, hid), dtype), ("contiguous", "permuted")
+        yield "one-unit", sample(rng, (1, gates), dtype), sample(rng, (1, gates), dtype), sample(rng, (1, 1), dtype), \
+            ("contiguous", "offset")
+        yield "empty", np.zeros((0, gates * hid), dtype), np.zeros((0, gates * hid), dtype), np.zeros((0, hid), dtype), \
+            ("contiguous",)
+
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_gru_cell(self, dtype):
+        self._need("gru_cell")
+        be = self.be
+        for name, gi, gh, h, lays in self._cell_inputs(3, dtype):
+            n, hid = h.shape
+            for k, lay in enumerate(lays):
+                a, giv = make_view(be, gi, lay)
+                b, ghv = make_view(be, gh, lays[(k + 1) % len(lays)])
+                c, hv = make_view(be, h, lays[(k + 2) % len(lays)])
+                out_lay = "offset" if k % 2 else "contiguous"
+                out, ws = empty_view(be, (n, hid), dtype, out_lay), empty_view(be, (n, 4 * hid), dtype, out_lay)
+                be.gru_cell(a, b, c, out, ws)
+                want, want_ws = _ref_gru(_f64(giv), _f64(ghv), _f64(hv))
+                what = f"gru_cell {dtype} {name} gi={lay}"
+                tol = 2e-6 if dtype == "float32" else 1e-13
+                np.testing.assert_allclose(read(be, out), want, rtol=tol, atol=tol, err_msg=what)
+                np.testing.assert_allclose(read(be, ws), want_ws, rtol=tol, atol=tol, err_msg=what + " (ws)")
+                assert outside_untouched(be, out, dtype) and outside_untouched(be, ws, dtype), what
+
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_gru_cell_backward(self, dtype):
+        self._need("gru_cell")
+        be = self.be
+        for name, gi, gh, h, lays in self._cell_inputs(3, dtype):
+            n, hid = h.shape
+            g = sample(_rng("gru-g", name, dtype), (n, hid), dtype)
+            ws = _ref_gru(_f64(gi), _f64(gh), _f64(h))[1].astype(dtype)  # what the forward saved
+            for lay in lays:
+                c, hv = make_view(be, h, lay)
+                dgi, dgh = empty_view(be, (n, 3 * hid), dtype), empty_view(be, (n, 3 * hid), dtype)
+                dh = empty_view(be, (n, hid), dtype)
+                be.gru_cell_backward(make_view(be, g)[0], c, make_view(be, ws, "offset")[0], dgi, dgh, dh)
+                want = _ref_gru_backward(_f64(g), _f64(hv), _f64(ws))
+                what = f"gru_cell_backward {dtype} {name} h={lay}"
+                tol = 2e-6 if dtype == "float32" else 1e-13
+                for label, got, ref in zip(("dgi", "dgh", "dh"), (dgi, dgh, dh), want):
+                    np.testing.assert_allclose(read(be, got), ref, rtol=tol, atol=tol, err_msg=f"{what} ({label})")
+
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_lstm_cell(self, dtype):
+        self._need("lstm_cell")
+        be = self.be
+        for name, gi, gh, c0, lays in self._cell_inputs(4, dtype):
+            n, hid = c0.shape
+            for k, lay in enumerate(lays):
+                a, giv = make_view(be, gi, lay)
+                b, ghv = make_view(be, gh, lays[(k + 1) % len(lays)])
+                c, cv = make_view(be, c0, lays[(k + 2) % len(lays)])
+                out_lay = "offset" if k % 2 else "contiguous"
+                out, ws = empty_view(be, (2, n, hid), dtype, out_lay), empty_view(be, (n, 5 * hid), dtype, out_lay)
+                be.lstm_cell(a, b, c, out, ws)
+                want, want_ws = _ref_lstm(_f64(giv), _f64(ghv), _f64(cv))
+                what = f"lstm_cell {dtype} {name} gi={lay}"
+                tol = 2e-6 if dtype == "float32" else 1e-13
+                np.testing.assert_allclose(read(be, out), want, rtol=tol, atol=tol, err_msg=what)
+                np.testing.assert_allclose(read(be, ws), want_ws, rtol=tol, atol=tol, err_msg=what + " (ws)")
+                assert outside_untouched(be, out, dtype) and outside_untouched(be, ws, dtype), what
+
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_lstm_cell_backward(self, dtype):
+        self._need("lstm_cell")
+        be = self.be
+        for name, gi, gh, c0, lays in self._cell_inputs(4, dtype):
+            n, hid = c0.shape
+            g = sample(_rng("lstm-g", name, dtype), (2, n, hid), dtype)
+            ws = _ref_lstm(_f64(gi), _f64(gh), _f64(c0))[1].astype(dtype)
+            for lay in lays:
+                c, cv = make_view(be, c0, lay)
+                dgates, dc = empty_view(be, (n, 4 * hid), dtype), empty_view(be, (n, hid), dtype)
+                be.lstm_cell_backward(make_view(be, g)[0], c, make_view(be, ws, "offset")[0], dgates, dc)
+                want = _ref_lstm_backward(_f64(g), _f64(cv), _f64(ws))
+                what = f"lstm_cell_backward {dtype} {name} c={lay}"
+                tol = 2e-6 if dtype == "float32" else 1e-13
+                for label, got, ref in zip(("dgates", "dc"), (dgates, dc), want):
+                    np.testing.assert_allclose(read(be, got), ref, rtol=tol, atol=tol, err_msg=f"{what} ({label})")
+
+
+    # --- capability: random fills ----------------------------------------------------------
+    @pytest.mark.parametrize("kind", ["uniform", "normal"])
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_random_fill(self, dtype, kind):
+        """``random_(out, kind, seed, k)``: a function of (seed, k) — equal for equal keys,
+        different for another k or seed — with the moments of U[0, 1) / N(0, 1), written only
+        inside ``out`` (an offset view)."""
+        self._need("random")
+        be = self.be
+        n = 2048
+
+        def fill(seed, k):
+            out = empty_view(be, (n,), dtype, "offset")
+            be.random_(out, kind, seed, k)
+            assert outside_untouched(be, out, dtype), f"random_ {kind} wrote outside its view"
+            return read(be, out)
+
+        a, a2, b, c = fill(5, 0), fill(5, 0), fill(5, 1), fill(6, 0)
+        np.testing.assert_array_equal(a, a2, err_msg="random_ is not a function of (seed, k)")
+        assert (a != b).mean() > 0.99 and (a != c).mean() > 0.99, "another k or seed must give other numbers"
+        assert a.dtype == np.dtype(dtype) and len(np.unique(a)) > 0.99 * n
+        x = _f64(np.concatenate([a, b, c]))
+        m = x.size
+        if kind == "uniform":
+            assert x.min() >= 0.0 and x.max() < 1.0
+            assert abs(x.mean() - 0.5) < 5 * np.sqrt(1 / 12 / m) and abs(x.var() - 1 / 12) < 0.005
+        else:
+            assert abs(x.mean()) < 5 / np.sqrt(m) and abs(x.var() - 1) < 0.06
+
+
+def _sig64(x):
+    return 0.5 * (1.0 + np.tanh(0.5 * x))  # σ(x) = (1 + tanh(x/2))/2: no overflow, independent of the kernels' form
+
+
+def _ref_gru(gi, gh, h):
+    """h' and the saved [r, z, n, gh_n] from PyTorch's GRU equations."""
+    i_r, i_z, i_n = np.split(gi, 3, axis=1)
+    h_r, h_z, h_n = np.split(gh, 3, axis=1)
+    r, z = _sig64(i_r + h_r), _sig64(i_z + h_z)
+    n = np.tanh(i_n + r * h_n)
+    return (1 - z) * n + z * h, np.concatenate([r, z, n, h_n], axis=1)
+
+
+def _ref_gru_backward(g, h, ws):
+    r, z, n, h_n = np.split(ws, 4, axis=1)
+    d_n = g * (1 - z)                          # h' = (1 - z) n + z h
+    d_z = g * (h - n)
+    d_an = d_n * (1 - n**2)                    # n = tanh(a_n),  a_n = i_n + r h_n
+    d_ar = d_an * h_n * r * (1 - r)            # r = σ(a_r)
+    d_az = d_z * z * (1 - z)
+    dgi = np.concatenate([d_ar, d_az, d_an], axis=1)
+    dgh = np.concatenate([d_ar, d_az, d_an * r], axis=1)
+    return dgi, dgh, g * z
+
+
+def _ref_lstm(gi, gh, c):
+    """[h'; c'] (2, N, H) and the saved [i, f, g, o, tanh c'] from PyTorch's LSTM equations."""
+    a_i, a_f, a_g, a_o = np.split(gi + gh, 4, axis=1)
+    i, f, g, o = _sig64(a_i), _sig64(a_f), np.tanh(a_g), _sig64(a_o)
+    c1 = f * c + i * g
+    return np.stack([o * np.tanh(c1), c1]), np.concatenate([i, f, g, o, np.tanh(c1)], axis=1)
+
+
+def _ref_lstm_backward(grad, c, ws):
+    i, f, g, o, tc = np.split(ws, 5, axis=1)
+    gh, gc = grad
+    dc1 = gc + gh * o * (1 - tc**2)           # h' = o tanh(c'),  c' = f c + i g
+    da = np.concatenate([dc1 * g * i * (1 - i), dc1 * c * f * (1 - f), dc1 * i * (1 - g**2),
+                         gh * tc * o * (1 - o)], axis=1)
+    return da, dc1 * f
 
 
 def _ref_softmax(x, dim, log):

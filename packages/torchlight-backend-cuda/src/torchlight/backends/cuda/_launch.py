@@ -30,6 +30,7 @@ from torchlight.tensor.errors import BackendError
 __all__ = [
     "SIMULATOR", "BLOCK", "ROW_BLOCK", "MAX_BLOCKS", "WARP_SHUFFLE", "grid_1d", "grid_rows",
     "launch", "coalesce", "index_to_position", "to_index", "cached",
+    "DISK_CACHE", "enable_disk_cache", "sources_digest",
 ]
 
 SIMULATOR = bool(config.ENABLE_CUDASIM)
@@ -136,6 +137,68 @@ def launch(kernel, grid, block, *args):
 
 
 _CACHE = {}
+# numba-cuda's on-disk kernel cache (``cuda.jit(cache=True)``, files next to
+# each kernel's module in __pycache__, one per compute capability): a second process loads the
+# compiled kernels instead of compiling them again (seconds per kernel through NVVM). Not under
+# the simulator, which compiles nothing. TORCHLIGHT_CUDA_CACHE=0 turns it off.
+DISK_CACHE = not SIMULATOR and os.environ.get("TORCHLIGHT_CUDA_CACHE", "1") != "0"
+CACHE_STAMP = "torchlight-cuda-sources.sha1"
+_stale_dirs = {}  # cache directory -> True when written from other sources (decided once)
+
+
+def sources_digest():
+    """SHA-1 over this package's modules and the core helpers its kernels compile."""
+    import hashlib
+    from pathlib import Path
+
+    from torchlight.tensor.backend import scalar_ops
+
+    h = hashlib.sha1()
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")) + [Path(scalar_ops.__file__),
+                                                                        Path(indexing.__file__)]:
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _stale(directory):
+    """True (once per directory and process) when the kernels cached there were compiled from
+    other sources: numba checks only a kernel's own file, not the helpers compiled into it."""
+    if directory not in _stale_dirs:
+        digest, stamp = sources_digest(), os.path.join(directory, CACHE_STAMP)
+        try:
+            with open(stamp) as f:
+                old = f.read().strip()
+        except OSError:
+            old = None
+        _stale_dirs[directory] = old != digest
+        if old != digest:
+            try:
+                os.makedirs(directory, exist_ok=True)
+                with open(stamp, "w") as f:
+                    f.write(digest)
+            except OSError:  # read-only: numba will not write its cache there either
+                pass
+    return _stale_dirs[directory]
+
+
+def enable_disk_cache(kernel):
+    """Turn on numba-cuda's disk cache for ``kernel`` (emptied first if the sources changed).
+
+    Kernels here are closures over their element types and device functions; numba-cuda keys a
+    cached closure by the pickled cell contents, so a closure that does not pickle stays
+    memory-cached only (returns False) rather than failing at its first launch."""
+    from numba.cuda.serialize import dumps
+
+    try:
+        dumps(tuple(c.cell_contents for c in kernel.py_func.__closure__ or ()))
+        kernel.enable_caching()
+        cache = kernel._cache
+        if _stale(cache.cache_path):
+            cache.flush()
+    except Exception:  # the disk cache is an optimisation: never a reason to fail a launch
+        return False
+    return True
 
 
 def cached(key, factory):
@@ -143,4 +206,6 @@ def cached(key, factory):
     k = _CACHE.get(key)
     if k is None:
         k = _CACHE[key] = factory()
+        if DISK_CACHE:
+            enable_disk_cache(k)
     return k

@@ -12,6 +12,8 @@ size the grid from the problem — then launches one kernel (``_elementwise``, `
 dtype, ndim) on first use and cached; numba compiles each for the argument types it meets.
 """
 
+import warnings
+
 import numpy as np
 from numba import cuda
 
@@ -24,12 +26,14 @@ from . import _cross_entropy as CE
 from . import _elementwise as E
 from . import _fused as F
 from . import _index as X
+from . import _launch, transfers
 from . import _matmul as M
+from . import _random as RND
+from . import _recurrent as RNN
 from . import _reduce as R
 from . import _scalar as S
 from . import _updates as U
 from . import dlpack as _dlpack
-from . import transfers
 from ._launch import MAX_BLOCKS, ROW_BLOCK, SIMULATOR, cached, coalesce, grid_1d, grid_rows, launch
 
 __all__ = ["CudaBackend"]
@@ -59,6 +63,12 @@ def _flat(*views):
     return all(v.is_contiguous() for v in views)
 
 
+def _mat(v):
+    """A 2-D view as kernel arguments ``(storage, offset, row stride, column stride)``; outputs,
+    contiguous by contract, pass only the first three."""
+    return v.storage, v.offset, v.strides[0], v.strides[1]
+
+
 def _rows(views, dim):
     """Row layout along ``dim``: coalesced outer shape, row count, row length, and per view
     ``(outer strides, offset, step along dim)``."""
@@ -86,7 +96,8 @@ class CudaBackend:
     name = "cuda"
     device = "cuda"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "fill", "dlpack"})
+    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "fill", "dlpack",
+                              "gru_cell", "lstm_cell", "random"})
 
     # --- device queries (optional attributes, read by torchlight.cuda) ---------------------------
     def synchronize(self):
@@ -436,3 +447,66 @@ class CudaBackend:
         launch(k, *grid_1d(n), p.storage, p.offset, g.storage, g.offset, m.storage, m.offset,
                v.storage, v.offset, n, -1.0 if maximize else 1.0, decay, l2, 1.0 - beta1, beta2,
                eps, step_size, bias_correction2_sqrt)
+
+    # --- fused recurrent cells (_recurrent.py) ----------------------------------------------------
+    def gru_cell(self, gi, gh, h, out, ws):
+        n, hid = h.shape
+        if n * hid == 0:
+            return
+        acc = _acc(h.storage.dtype)
+        k = cached(("gru_cell", str(acc)), lambda: RNN.gru_forward_kernel(acc))
+        launch(k, *grid_1d(n * hid), *_mat(gi), *_mat(gh), *_mat(h), *_mat(out)[:3], *_mat(ws)[:3], n, hid)
+
+    def gru_cell_backward(self, g, h, ws, dgi, dgh, dh):
+        n, hid = h.shape
+        if n * hid == 0:
+            return
+        acc = _acc(h.storage.dtype)
+        k = cached(("gru_cell_bw", str(acc)), lambda: RNN.gru_backward_kernel(acc))
+        launch(k, *grid_1d(n * hid), *_mat(g)[:3], *_mat(h), *_mat(ws)[:3], *_mat(dgi)[:3],
+               *_mat(dgh)[:3], *_mat(dh)[:3], n, hid)
+
+    def lstm_cell(self, gi, gh, c, out, ws):
+        n, hid = c.shape
+        if n * hid == 0:
+            return
+        acc = _acc(c.storage.dtype)
+        k = cached(("lstm_cell", str(acc)), lambda: RNN.lstm_forward_kernel(acc))
+        launch(k, *grid_1d(n * hid), *_mat(gi), *_mat(gh), *_mat(c), out.storage, out.offset,
+               out.strides[1], out.strides[0], *_mat(ws)[:3], n, hid)
+
+    def lstm_cell_backward(self, g, c, ws, dgates, dc):
+        n, hid = c.shape
+        if n * hid == 0:
+            return
+        acc = _acc(c.storage.dtype)
+        k = cached(("lstm_cell_bw", str(acc)), lambda: RNN.lstm_backward_kernel(acc))
+        launch(k, *grid_1d(n * hid), g.storage, g.offset, g.strides[1], g.strides[0], *_mat(c),
+               *_mat(ws)[:3], *_mat(dgates)[:3], *_mat(dc)[:3], n, hid)
+
+    # --- random fills on the device (_random.py) -------------------------------------------------
+    _rng_states = None  # one xoroshiro128+ state per thread of the largest grid, re-seeded per fill
+
+    def random_(self, out, kind, seed, k):
+        """Fill the contiguous float view ``out`` with ``kind`` ("uniform" or "normal") draws of
+        fill ``k`` after seeding with ``seed`` (see ``_random.py``)."""
+        if out.size == 0:
+            return
+        if not out.is_contiguous() or out.storage.dtype.kind != "f":
+            raise BackendError("cuda backend: random_ needs a contiguous float view")
+        if kind not in ("uniform", "normal"):
+            raise BackendError(f"cuda backend: random_ kind must be 'uniform' or 'normal', got {kind!r}")
+        if self._rng_states is None:
+            from numba.cuda.random import xoroshiro128p_dtype
+
+            self._rng_states = cuda.device_array(MAX_BLOCKS * _launch.BLOCK, dtype=xoroshiro128p_dtype)
+        name = out.storage.dtype.name
+        kern = cached(("random", kind, name), lambda: RND.random_kernel(kind, name))
+        args = (kern, *grid_1d(out.size), self._rng_states, np.uint64(RND.stream_base(seed, k)),
+                out.storage, out.offset, out.size)
+        if not SIMULATOR:
+            launch(*args)
+            return
+        with warnings.catch_warnings():  # simulated threads hash in numpy uint64: the wrap-around is meant
+            warnings.simplefilter("ignore", RuntimeWarning)
+            launch(*args)

@@ -28,6 +28,7 @@ from . import _flat32 as L
 from . import _fused as F
 from . import _index as X
 from . import _matmul as M
+from . import _recurrent as RNN
 from . import _reduce as R
 from . import _tiled as T
 from . import _updates as U
@@ -69,6 +70,12 @@ _CHUNKS = 64  # row chunks of the cross-entropy kernel: scratch per chunk, enoug
 _TINY_MATMUL = 4096  # n*k*m below which the JIT loop beats np.matmul's call overhead
 
 
+def _mat(v):
+    """A 2-D view as kernel arguments ``(storage, offset, row stride, column stride)``; outputs,
+    contiguous by contract, pass only the first three."""
+    return v.storage, v.offset, v.strides[0], v.strides[1]
+
+
 def _arr(t):
     return np.array(t, dtype=_I64)
 
@@ -101,7 +108,8 @@ class NumbaBackend:
     name = "numba"
     device = "numba"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "host_memory", "compile"})
+    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "host_memory",
+                              "compile", "gru_cell", "lstm_cell"})
 
     def __init__(self, numpy_ufuncs=None):
         if numpy_ufuncs is None:
@@ -423,3 +431,32 @@ class NumbaBackend:
         U.adam_kernel.pick(n)(p.storage, p.offset, g.storage, g.offset, m.storage, m.offset,
                               v.storage, v.offset, n, -1.0 if maximize else 1.0, decay, l2,
                               1.0 - beta1, beta2, eps, step_size, bias_correction2_sqrt)
+
+    # --- fused recurrent cells (_recurrent.py) ----------------------------------------------------
+    def gru_cell(self, gi, gh, h, out, ws):
+        n, hid = h.shape
+        if n * hid == 0:
+            return
+        RNN.gru_forward.pick(3 * n * hid)(*_mat(gi), *_mat(gh), *_mat(h), *_mat(out)[:3],
+                                          *_mat(ws)[:3], n, hid)
+
+    def gru_cell_backward(self, g, h, ws, dgi, dgh, dh):
+        n, hid = h.shape
+        if n * hid == 0:
+            return
+        RNN.gru_backward.pick(3 * n * hid)(*_mat(g)[:3], *_mat(h), *_mat(ws)[:3], *_mat(dgi)[:3],
+                                           *_mat(dgh)[:3], *_mat(dh)[:3], n, hid)
+
+    def lstm_cell(self, gi, gh, c, out, ws):
+        n, hid = c.shape
+        if n * hid == 0:
+            return
+        RNN.lstm_forward.pick(4 * n * hid)(*_mat(gi), *_mat(gh), *_mat(c), out.storage, out.offset,
+                                           out.strides[1], out.strides[0], *_mat(ws)[:3], n, hid)
+
+    def lstm_cell_backward(self, g, c, ws, dgates, dc):
+        n, hid = c.shape
+        if n * hid == 0:
+            return
+        RNN.lstm_backward.pick(4 * n * hid)(g.storage, g.offset, g.strides[1], g.strides[0], *_mat(c),
+                                            *_mat(ws)[:3], *_mat(dgates)[:3], *_mat(dc)[:3], n, hid)

@@ -185,7 +185,8 @@ class NumpyBackend:
     name = "numpy"
     device = "cpu"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "host_memory"})
+    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "host_memory", "gru_cell",
+                              "lstm_cell"})
 
     # --- storage -----------------------------------------------------------------------------
     def empty(self, n, dtype):
@@ -346,6 +347,28 @@ class NumpyBackend:
         denom = np.sqrt(va) / bias_correction2_sqrt
         denom += eps
         pa += ma / denom * -step_size
+
+    # --- fused recurrent cells (numpy_rnn.py) ----------------------------------------------------
+    def gru_cell(self, gi, gh, h, out, ws):
+        from . import numpy_rnn
+
+        numpy_rnn.gru_cell(as_array(gi), as_array(gh), as_array(h), as_array(out), as_array(ws))
+
+    def gru_cell_backward(self, g, h, ws, dgi, dgh, dh):
+        from . import numpy_rnn
+
+        numpy_rnn.gru_cell_backward(as_array(g), as_array(h), as_array(ws), as_array(dgi),
+                                    as_array(dgh), as_array(dh))
+
+    def lstm_cell(self, gi, gh, c, out, ws):
+        from . import numpy_rnn
+
+        numpy_rnn.lstm_cell(as_array(gi), as_array(gh), as_array(c), as_array(out), as_array(ws))
+
+    def lstm_cell_backward(self, g, c, ws, dgates, dc):
+        from . import numpy_rnn
+
+        numpy_rnn.lstm_cell_backward(as_array(g), as_array(c), as_array(ws), as_array(dgates), as_array(dc))
 
 def _load():
     return NumpyBackend()

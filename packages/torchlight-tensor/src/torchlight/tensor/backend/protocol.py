@@ -34,6 +34,20 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  bias_correction2_sqrt): one Adam/AdamW update of p, m, v in place (contiguous
                  views of one shape and float dtype; decay = 1 - lr·λ for AdamW else 1, l2 = λ for
                  Adam else 0; formula in functions/updates.py)
+    "gru_cell":  gru_cell(gi, gh, h, out, ws); gru_cell_backward(g, h, ws, dgi, dgh, dh)
+                 gi, gh (N, 3H) gate pre-activations x·W_ihᵀ + b_ih and h·W_hhᵀ + b_hh (gates r, z, n),
+                 h (N, H), any strides, one float dtype; out (N, H) = h', ws (N, 4H) = [r, z, n, gh_n];
+                 backward: g (N, H) = ∂L/∂h' -> dgi, dgh (N, 3H), dh (N, H) (the direct g·z path only);
+                 out, ws, g and the gradients contiguous (formulas in functions/recurrent.py)
+    "lstm_cell": lstm_cell(gi, gh, c, out, ws); lstm_cell_backward(g, c, ws, dgates, dc)
+                 gi, gh (N, 4H) (gates i, f, g, o), c (N, H), any strides; out (2, N, H) = [h'; c'],
+                 ws (N, 5H) = [i, f, g, o, tanh c'] activated; backward: g (2, N, H) = [∂L/∂h'; ∂L/∂c']
+                 -> dgates (N, 4H) (= ∂gi = ∂gh), dc (N, H); out, ws, g and the gradients contiguous
+    "random":    random_(out, kind, seed, k): fill the contiguous float view ``out`` with independent
+                 draws, kind "uniform" ([0, 1)) or "normal" (mean 0, variance 1), on the device; the
+                 numbers are a function of (seed, k, out.size) only — the generator's seed and how
+                 many device fills it made since seeding (random.device_stream). Without it,
+                 rand/randn are drawn on the host and uploaded
     "dlpack":    dlpack_source(view) -> an object with __dlpack__/__dlpack_device__ describing the
                  view's memory (no copy); from_dlpack(obj, copy) -> (TensorData, dtype) on a DLPack
                  producer's memory (device memory; host memory is handled by the core)

@@ -1,0 +1,71 @@
+"""nn.GRU / nn.LSTM / the cells through the fused gate kernels equal the composite path (the
+backend's ``gru_cell`` / ``lstm_cell`` capabilities removed): outputs, final states and every
+parameter gradient, with batch_first (transposed gate blocks), two layers and both directions."""
+
+import numpy as np
+import pytest
+
+import torchlight as tl
+import torchlight.nn as nn
+from torchlight.tensor.backend.numpy import NumpyBackend
+
+
+def _run(mod, x, lstm):
+    mod.zero_grad()
+    x.grad = None
+    out, state = mod(x)
+    hn = state[0] if lstm else state
+    loss = (out * out).sum() + (hn * 1.5).sum() + ((state[1] * -0.5).sum() if lstm else 0.0)
+    loss.backward()
+    vals = [out.detach().numpy().copy(), hn.detach().numpy().copy(), x.grad.numpy().copy()]
+    return vals + [p.grad.numpy().copy() for p in mod.parameters()]
+
+
+@pytest.mark.parametrize("cls", [nn.GRU, nn.LSTM])
+@pytest.mark.parametrize("batch_first, bidirectional", [(False, False), (True, True)])
+def test_module_fused_equals_composite(monkeypatch, cls, batch_first, bidirectional):
+    tl.manual_seed(3)
+    mod = cls(5, 4, num_layers=2, batch_first=batch_first, bidirectional=bidirectional)
+    x = tl.randn(3, 6, 5, requires_grad=True)
+    lstm = cls is nn.LSTM
+    fused = _run(mod, x, lstm)
+    monkeypatch.setattr(NumpyBackend, "capabilities", NumpyBackend.capabilities - {"gru_cell", "lstm_cell"})
+    composite = _run(mod, x, lstm)
+    for k, (a, b) in enumerate(zip(fused, composite)):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6, err_msg=f"{cls.__name__} value #{k}")
+
+
+@pytest.mark.parametrize("cls", [nn.GRUCell, nn.LSTMCell])
+def test_cell_fused_equals_composite(monkeypatch, cls):
+    tl.manual_seed(4)
+    cell = cls(3, 5)
+    x = tl.randn(2, 3)
+    h0 = tl.randn(2, 5)
+    hx = (h0, tl.randn(2, 5)) if cls is nn.LSTMCell else h0
+
+    def run():
+        cell.zero_grad()
+        out = cell(x, hx)
+        out = out[0] - 3 * out[1] if isinstance(out, tuple) else out
+        (out * out).sum().backward()
+        return [out.detach().numpy().copy()] + [p.grad.numpy().copy() for p in cell.parameters()]
+
+    fused = run()
+    monkeypatch.setattr(NumpyBackend, "capabilities", NumpyBackend.capabilities - {"gru_cell", "lstm_cell"})
+    for a, b in zip(fused, run()):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
+
+
+def test_lstm_bptt_gradcheck_float64():
+    """Backpropagation through time over the fused LSTM steps against finite differences."""
+    tl.manual_seed(5)
+    mod = nn.LSTM(2, 3, dtype=tl.float64)
+    x = tl.randn(4, 2, 2, dtype=tl.float64, requires_grad=True)
+    w = mod.weight_hh_l0
+
+    def f(inp, weight):
+        mod._parameters["weight_hh_l0"] = weight
+        out, (h, c) = mod(inp)
+        return out.sum() + c.sum()
+
+    assert tl.gradcheck(f, (x, w))
