@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import posixpath
 import re
 import sys
 from dataclasses import dataclass, field
@@ -266,8 +267,9 @@ def _module_page(d: Dist, modname: str, mine: list[Entry], canonical, modules) -
         if inspect.isclass(e.obj) and issubclass(e.obj, BaseException):
             lines += [f".. autoexception:: {full}", "   :members:", "   :show-inheritance:", ""]
         elif inspect.isclass(e.obj):
-            lines += [f".. autoclass:: {full}", "   :members:", "   :undoc-members:",
-                      "   :show-inheritance:", ""]
+            # a class whose only base is ``object`` would print an empty "Bases:" line
+            inherits = [""] if e.obj.__bases__ == (object,) else ["   :show-inheritance:", ""]
+            lines += [f".. autoclass:: {full}", "   :members:", "   :undoc-members:", *inherits]
         elif inspect.isroutine(e.obj):
             lines += [f".. autofunction:: {full}", ""]
         else:
@@ -468,6 +470,42 @@ def _on_process_bases(app, name, obj, options, bases):
     bases[:] = [b for b in bases if b is not object]
 
 
+_BACKLINK = re.compile(r'(<a class="viewcode-back" href=")([^"#]*)#([^"]+)(")')
+
+
+def _on_html_page_context(app, pagename, templatename, context, doctree):
+    """Point viewcode's ``[docs]`` links at the anchors that exist.
+
+    viewcode builds every back-link of a source page as ``<first documenting module>.<name>``,
+    but the objects of one source file may be documented under different modules
+    (``nn.MSELoss`` in ``torchlight.nn``, ``mse_loss`` in ``torchlight.nn.functional``): each link
+    is re-pointed at the Python-domain object of that name documented on the linked page."""
+    if not pagename.startswith("_modules/") or "body" not in context:
+        return
+    objects = app.env.get_domain("py").objects
+    by_page: dict = {}
+    for full, entry in objects.items():
+        by_page.setdefault(entry.docname, []).append((full, entry.node_id))
+    base = pagename.rsplit("/", 1)[0]
+
+    def fix(m):
+        head, href, anchor, tail = m.groups()
+        docname = posixpath.normpath(posixpath.join(base, href))
+        docname = docname[: -len(app.builder.out_suffix)] if docname.endswith(app.builder.out_suffix) else docname
+        here = by_page.get(docname, [])
+        if any(node_id == anchor for _, node_id in here):
+            return m.group(0)
+        parts = anchor.split(".")
+        for k in range(1, len(parts)):
+            suffix = "." + ".".join(parts[-k:])
+            found = [node_id for full, node_id in here if full.endswith(suffix)]
+            if len(found) == 1:
+                return f"{head}{href}#{found[0]}{tail}"
+        return m.group(0)
+
+    context["body"] = _BACKLINK.sub(fix, context["body"])
+
+
 def _on_source_read(app, docname, source):
     if not docname.startswith("tutorials/"):
         return
@@ -505,4 +543,5 @@ def setup(app):
     app.connect("autodoc-process-docstring", _on_process_docstring)
     app.connect("autodoc-process-bases", _on_process_bases)
     app.connect("build-finished", _on_build_finished)
+    app.connect("html-page-context", _on_html_page_context)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

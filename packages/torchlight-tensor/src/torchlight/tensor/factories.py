@@ -121,20 +121,47 @@ def _filled(shape, value, dtype, device, requires_grad):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given shape filled with 0 (``float32`` unless ``dtype`` says otherwise).
+
+    The shape is given as separate ints or one tuple; ``device`` picks the backend (the default
+    device when ``None``, see :func:`torchlight.set_default_device`).
+
+    >>> tl.zeros(2, 3)
+    tensor([[0., 0., 0.],
+            [0., 0., 0.]])
+    >>> tl.zeros((2,), dtype=tl.int64)
+    tensor([0, 0])
+    """
     return _filled(_shape(size), 0, dtype or dtypes.float32, device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given shape filled with 1 (``float32`` by default); arguments as :func:`zeros`.
+
+    >>> tl.ones(2, 2, requires_grad=True)
+    tensor([[1., 1.],
+            [1., 1.]], requires_grad=True)
+    """
     return _filled(_shape(size), 1, dtype or dtypes.float32, device, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor of shape ``size`` filled with ``fill_value``; the dtype follows the value (``int64``
+    for an int, ``float32`` for a float, ``bool``) unless given.
+
+    >>> tl.full((2, 2), 7)
+    tensor([[7, 7],
+            [7, 7]])
+    """
     if dtype is None:
         dtype = dtypes.scalar_dtype(fill_value)
     return _filled(_shape((size,)), fill_value, dtype, device, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given shape whose elements are not initialised (whatever the memory held):
+    use it only when every element is written before being read.
+    """
     t = alloc(_shape(size), dtypes.as_dtype(dtype or dtypes.float32), get_backend(device))
     return t.requires_grad_(True) if requires_grad else t
 
@@ -144,30 +171,57 @@ def _like(fn, x, dtype, device, requires_grad, *args):
 
 
 def zeros_like(x, dtype=None, device=None, requires_grad=False):
+    """Zeros with ``x``'s shape, and its dtype and device unless given.
+
+    >>> tl.zeros_like(tl.tensor([1, 2, 3]))
+    tensor([0, 0, 0])
+    """
     return _like(zeros, x, dtype, device, requires_grad)
 
 
 def ones_like(x, dtype=None, device=None, requires_grad=False):
+    """Ones with ``x``'s shape, dtype and device (unless given).
+
+    >>> tl.ones_like(tl.zeros(2))
+    tensor([1., 1.])
+    """
     return _like(ones, x, dtype, device, requires_grad)
 
 
 def empty_like(x, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor with ``x``'s shape, dtype and device (see :func:`empty`)."""
     return _like(empty, x, dtype, device, requires_grad)
 
 
 def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor of ``x``'s shape, dtype and device filled with ``fill_value``.
+
+    >>> tl.full_like(tl.zeros(3), 0.5)
+    tensor([0.5, 0.5, 0.5])
+    """
     return full(x.shape, fill_value, dtype=dtype or x.dtype, device=device or x.backend, requires_grad=requires_grad)
 
 
 def rand_like(x, dtype=None, device=None, generator=None):
+    """Uniform samples on :math:`[0, 1)` with ``x``'s shape, dtype and device (see :func:`rand`)."""
     return rand(x.shape, dtype=dtype or x.dtype, device=device or x.backend, generator=generator)
 
 
 def randn_like(x, dtype=None, device=None, generator=None):
+    """Standard normal samples with ``x``'s shape, dtype and device (see :func:`randn`)."""
     return randn(x.shape, dtype=dtype or x.dtype, device=device or x.backend, generator=generator)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    r"""The 1-d tensor ``[start, start + step, ...]`` up to but excluding ``end``:
+    :math:`\lceil(\text{end} - \text{start})/\text{step}\rceil` elements. With one argument it counts
+    from 0. ``int64`` when every argument is an int, else ``float32``.
+
+    >>> tl.arange(5)
+    tensor([0, 1, 2, 3, 4])
+    >>> tl.arange(0, 1, 0.25)
+    tensor([0.  , 0.25, 0.5 , 0.75])
+    """
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -181,11 +235,22 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included (``float32``).
+
+    >>> tl.linspace(0, 1, 5)
+    tensor([0.  , 0.25, 0.5 , 0.75, 1.  ])
+    """
     dt = dtypes.as_dtype(dtype or dtypes.float32)
     return from_numpy_on(np.linspace(start, end, int(steps)), get_backend(device), dt, requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    """The ``(n, m)`` identity matrix (``m = n`` by default): ones on the diagonal, zeros elsewhere.
+
+    >>> tl.eye(2, 3)
+    tensor([[1., 0., 0.],
+            [0., 1., 0.]])
+    """
     dt = dtypes.as_dtype(dtype or dtypes.float32)
     return from_numpy_on(np.eye(n, m), get_backend(device), dt, requires_grad)
 
