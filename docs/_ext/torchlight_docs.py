@@ -543,5 +543,6 @@ def setup(app):
     app.connect("autodoc-process-docstring", _on_process_docstring)
     app.connect("autodoc-process-bases", _on_process_bases)
     app.connect("build-finished", _on_build_finished)
-    app.connect("html-page-context", _on_html_page_context)
+    # before any handler that returns a template name (html-page-context stops at the first result)
+    app.connect("html-page-context", _on_html_page_context, priority=100)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

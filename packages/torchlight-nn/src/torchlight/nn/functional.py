@@ -64,6 +64,12 @@ def linear(input, weight, bias=None):
 
 
 def relu(input, inplace=False):
+    r"""Elementwise :math:`\max(x, 0)`; the function behind :class:`~torchlight.nn.ReLU`
+    (``inplace`` is accepted and ignored).
+
+    >>> F.relu(tl.tensor([-1.0, 2.0]))
+    tensor([0., 2.])
+    """
     return input.relu()
 
 
@@ -85,10 +91,20 @@ def silu(input, inplace=False):
 
 
 def tanh(input):
+    r"""Elementwise :math:`\tanh x`; the function behind :class:`~torchlight.nn.Tanh`.
+
+    >>> F.tanh(tl.tensor([0.0]))
+    tensor([0.])
+    """
     return input.tanh()
 
 
 def sigmoid(input):
+    """Elementwise :math:`1/(1 + e^{-x})`; the function behind :class:`~torchlight.nn.Sigmoid`.
+
+    >>> F.sigmoid(tl.tensor([0.0]))
+    tensor([0.5])
+    """
     return input.sigmoid()
 
 
@@ -118,10 +134,23 @@ def _implicit_dim(ndim):
 
 
 def softmax(input, dim=None):
+    r"""Softmax along ``dim``: :math:`e^{x_i}/\sum_j e^{x_j}` (see :func:`torchlight.softmax`).
+    ``dim=None`` uses PyTorch's legacy implicit choice (0 for 0-, 1- and 3-d input, else 1) with a
+    warning: pass ``dim``.
+
+    >>> F.softmax(tl.tensor([[1.0, 1.0]]), dim=1)
+    tensor([[0.5, 0.5]])
+    """
     return input.softmax(_implicit_dim(input.ndim) if dim is None else dim)
 
 
 def log_softmax(input, dim=None):
+    r""":math:`x_i - \log\sum_j e^{x_j}` along ``dim``, computed stably (see
+    :func:`torchlight.log_softmax`); ``dim=None`` as in :func:`softmax`.
+
+    >>> F.log_softmax(tl.tensor([[0.0, 0.0]]), dim=1)
+    tensor([[-0.6931, -0.6931]])
+    """
     return input.log_softmax(_implicit_dim(input.ndim) if dim is None else dim)
 
 
