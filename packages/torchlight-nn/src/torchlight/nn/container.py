@@ -32,6 +32,7 @@ class Sequential(Module):
                 self.add_module(str(idx), module)
 
     def forward(self, input):
+        """Feed ``input`` through each child in order; the output of one is the input of the next."""
         for module in self._modules.values():
             input = module(input)
         return input
@@ -59,15 +60,18 @@ class Sequential(Module):
             del self._modules[k]
 
     def append(self, module):
+        """Add ``module`` at the end; returns ``self``."""
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules):
+        """Add each module of ``modules`` at the end, in order; returns ``self``."""
         for m in modules:
             self.append(m)
         return self
 
     def insert(self, index, module):
+        """Insert ``module`` before position ``index`` (negative counts from the end); returns ``self``."""
         mods = list(self._modules.values())
         mods.insert(index if index >= 0 else len(mods) + index, module)
         self._modules.clear()
@@ -109,15 +113,18 @@ class ModuleList(Module):
         return self.extend(modules)
 
     def append(self, module):
+        """Add ``module`` at the end; returns ``self``."""
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules):
+        """Add each module of ``modules`` at the end; returns ``self``."""
         for m in modules:
             self.append(m)
         return self
 
     def insert(self, index, module):
+        """Insert ``module`` before position ``index``."""
         mods = list(self._modules.values())
         mods.insert(index, module)
         self._modules.clear()
@@ -125,6 +132,9 @@ class ModuleList(Module):
             self.add_module(str(i), m)
 
     def forward(self, *args, **kwargs):
+        """Not callable: a ``ModuleList`` only holds modules; iterate over it in the owner's
+        ``forward``.
+        """
         raise NotImplementedError("ModuleList has no forward(); iterate over it and call the modules")
 
 
@@ -155,24 +165,31 @@ class ModuleDict(Module):
         return key in self._modules
 
     def keys(self):
+        """The names of the modules, in insertion order."""
         return self._modules.keys()
 
     def values(self):
+        """The modules, in insertion order."""
         return self._modules.values()
 
     def items(self):
+        """``(name, module)`` pairs, in insertion order."""
         return self._modules.items()
 
     def pop(self, key):
+        """Remove the module ``key`` and return it."""
         return self._modules.pop(key)
 
     def clear(self):
+        """Remove every module."""
         self._modules.clear()
 
     def update(self, modules):
+        """Add or replace modules from a mapping or an iterable of ``(name, module)`` pairs."""
         items = modules.items() if hasattr(modules, "items") else modules
         for key, module in items:
             self[key] = module
 
     def forward(self, *args, **kwargs):
+        """Not callable: a ``ModuleDict`` only holds modules; index it in the owner's ``forward``."""
         raise NotImplementedError("ModuleDict has no forward(); index it and call the modules")

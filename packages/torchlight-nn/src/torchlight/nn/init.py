@@ -89,15 +89,24 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
 
 
 def constant_(tensor, val):
+    """Fill ``tensor`` with ``val`` in place, outside autograd; returns it.
+
+    >>> w = nn.Parameter(tl.zeros(2))
+    >>> nn.init.constant_(w, 0.5)
+    Parameter containing:
+    tensor([0.5, 0.5], requires_grad=True)
+    """
     with tl.no_grad():
         return tensor.fill_(val)
 
 
 def zeros_(tensor):
+    """Fill ``tensor`` with 0 in place, outside autograd (the usual bias initialisation); returns it."""
     return constant_(tensor, 0.0)
 
 
 def ones_(tensor):
+    """Fill ``tensor`` with 1 in place, outside autograd (a norm layer's weight); returns it."""
     return constant_(tensor, 1.0)
 
 

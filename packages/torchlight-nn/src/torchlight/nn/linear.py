@@ -44,6 +44,10 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        r"""Re-draw the parameters as PyTorch does: ``weight`` from Kaiming-uniform with
+        :math:`a = \sqrt5`, i.e. :math:`U(-1/\sqrt{\text{in}}, 1/\sqrt{\text{in}})`, and ``bias`` from the
+        same range.
+        """
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight)
@@ -108,6 +112,7 @@ class Embedding(Module):
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self):
+        r"""Re-draw ``weight`` from :math:`\mathcal N(0, 1)`, with the ``padding_idx`` row zeroed."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
             with tl.no_grad():

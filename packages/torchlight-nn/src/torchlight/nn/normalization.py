@@ -91,6 +91,7 @@ class LayerNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Set ``weight`` to ones and ``bias`` to zeros (the identity affine map)."""
         if self.weight is not None:
             init.ones_(self.weight)
         if self.bias is not None:

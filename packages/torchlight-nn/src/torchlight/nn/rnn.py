@@ -58,10 +58,41 @@ def _lstm_step(gi, h, c, w_hh, b_hh):
 
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    r"""One GRU step (the function behind :class:`~torchlight.nn.GRUCell`), PyTorch's equations:
+
+    .. math::
+       r &= \sigma(W_{ir}x + b_{ir} + W_{hr}h + b_{hr}) \\
+       z &= \sigma(W_{iz}x + b_{iz} + W_{hz}h + b_{hz}) \\
+       n &= \tanh(W_{in}x + b_{in} + r \odot (W_{hn}h + b_{hn})) \\
+       h' &= (1 - z) \odot n + z \odot h
+
+    Shapes: ``input`` ``(N, in)``, ``hx`` ``(N, H)``, ``w_ih`` ``(3H, in)``, ``w_hh`` ``(3H, H)``,
+    biases ``(3H,)``, gates stacked in the order r, z, n; returns ``h'`` ``(N, H)``.
+
+    >>> H = 4
+    >>> h = nn.rnn.gru_cell(tl.zeros(2, 3), tl.zeros(2, H), tl.zeros(3 * H, 3), tl.zeros(3 * H, H))
+    >>> h.shape
+    (2, 4)
+    """
     return _gru_step(F.linear(input, w_ih, b_ih), hx, w_hh, b_hh)
 
 
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    r"""One LSTM step (the function behind :class:`~torchlight.nn.LSTMCell`):
+
+    .. math::
+       i, f, g, o &= \sigma(\cdot), \sigma(\cdot), \tanh(\cdot), \sigma(\cdot)
+       \text{ of the four chunks of } W_{ih}x + b_{ih} + W_{hh}h + b_{hh} \\
+       c' &= f \odot c + i \odot g, \qquad h' = o \odot \tanh(c')
+
+    Shapes: ``input`` ``(N, in)``, ``hx = (h, c)`` each ``(N, H)``, ``w_ih`` ``(4H, in)``, ``w_hh``
+    ``(4H, H)``, biases ``(4H,)``; returns ``(h', c')``.
+
+    >>> h, c = nn.rnn.lstm_cell(tl.zeros(2, 3), (tl.zeros(2, 5), tl.zeros(2, 5)),
+    ...                         tl.zeros(20, 3), tl.zeros(20, 5))
+    >>> h.shape, c.shape
+    ((2, 5), (2, 5))
+    """
     h, c = hx
     return _lstm_step(F.linear(input, w_ih, b_ih), h, c, w_hh, b_hh)
 
