@@ -82,12 +82,24 @@ class CudaBackend:
 
     # --- storage -------------------------------------------------------------------------------
     def empty(self, n, dtype):
+        """Allocate uninitialised storage for ``n`` elements of ``dtype``, with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.empty <torchlight.tensor.backend.protocol.Backend.empty>`.
+        """
         return cuda.device_array(n, dtype=dtype.np)
 
     def from_numpy(self, array):
+        """Storage holding the data of the C-contiguous ndarray ``array`` (shared where the device allows), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.from_numpy <torchlight.tensor.backend.protocol.Backend.from_numpy>`.
+        """
         return transfers.to_device(cuda, np.ascontiguousarray(array).reshape(-1))
 
     def to_numpy(self, view):
+        """The elements of the strided ``view`` as an ndarray of its shape (may share memory), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.to_numpy <torchlight.tensor.backend.protocol.Backend.to_numpy>`.
+        """
         st = view.storage
         if view.size == 0:
             return np.empty(view.shape, dtype=st.dtype)
@@ -119,6 +131,10 @@ class CudaBackend:
 
     # --- elementwise ---------------------------------------------------------------------------
     def map(self, op, a, out):
+        """Unary elementwise ``out = op(a)``, ``op`` one of ``MAP_OPS`` (same shapes), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.map <torchlight.tensor.backend.protocol.Backend.map>`.
+        """
         n = out.size
         if n == 0:
             return
@@ -141,6 +157,10 @@ class CudaBackend:
         launch(k, *grid_1d(n), code, sa, xs, a.offset, so, os_, out.offset, shape, n)
 
     def zip(self, op, a, b, out):
+        """Binary elementwise ``out = op(a, b)``, ``op`` one of ``ZIP_OPS`` (inputs already broadcast to ``out``'s shape), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.zip <torchlight.tensor.backend.protocol.Backend.zip>`.
+        """
         n = out.size
         if n == 0:
             return
@@ -165,6 +185,10 @@ class CudaBackend:
         launch(k, *grid_1d(n), code, sa, as_, a.offset, sb, bs, b.offset, so, os_, out.offset, shape, n)
 
     def where(self, cond, a, b, out):
+        """Elementwise select ``out = a if cond else b`` (``cond`` a bool view; all of one shape), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.where <torchlight.tensor.backend.protocol.Backend.where>`.
+        """
         n = out.size
         if n == 0:
             return
@@ -175,6 +199,10 @@ class CudaBackend:
 
     # --- reductions ----------------------------------------------------------------------------
     def reduce(self, op, a, dims, out):
+        """Reduce ``a`` over ``dims`` into ``out`` (size 1 in those dims), ``op`` one of ``REDUCE_OPS``, with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.reduce <torchlight.tensor.backend.protocol.Backend.reduce>`.
+        """
         nout = out.size
         if nout == 0:
             return
@@ -207,6 +235,10 @@ class CudaBackend:
 
     # --- matmul --------------------------------------------------------------------------------
     def matmul(self, a, b, out):
+        """Batched matrix product ``out = a @ b`` of ``(..., n, k)`` and ``(..., k, m)`` views (batch dims already equal), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.matmul <torchlight.tensor.backend.protocol.Backend.matmul>`.
+        """
         if out.size == 0:
             return
         n, kk = a.shape[-2:]
@@ -234,11 +266,19 @@ class CudaBackend:
                out.offset, tuple(out.shape), out.size)
 
     def take(self, a, dim, index, out):
+        """``out = a.index_select(dim, index)`` for an ``int64`` index view, with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.take <torchlight.tensor.backend.protocol.Backend.take>`.
+        """
         strides = [0] * len(out.shape)
         strides[dim] = index.strides[0]
         self._gather(a, dim, strides, index, out)
 
     def gather(self, a, dim, index, out):
+        """``out = a.gather(dim, index)`` (PyTorch semantics), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.gather <torchlight.tensor.backend.protocol.Backend.gather>`.
+        """
         self._gather(a, dim, index.strides, index, out)
 
     def _scatter_add(self, out, dim, shape, index_strides, index, src):
@@ -254,15 +294,27 @@ class CudaBackend:
                src.offset, tuple(shape), n)
 
     def put_add(self, out, dim, index, src):
+        """``out.index_add_(dim, index, src)`` in place: rows of ``src`` added at ``index`` (repeats add up), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.put_add <torchlight.tensor.backend.protocol.Backend.put_add>`.
+        """
         strides = [0] * len(src.shape)
         strides[dim] = index.strides[0]
         self._scatter_add(out, dim, src.shape, strides, index, src)
 
     def scatter_add(self, out, dim, index, src):
+        """``out.scatter_add_(dim, index, src)`` in place (PyTorch semantics; repeats add up), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.scatter_add <torchlight.tensor.backend.protocol.Backend.scatter_add>`.
+        """
         self._scatter_add(out, dim, index.shape, index.strides, index, src)
 
     # --- fused capabilities ----------------------------------------------------------------------
     def softmax(self, a, dim, out, log=False):
+        """Capability ``softmax``: ``out = softmax(a, dim)`` (``log_softmax`` with ``log=True``), max-shifted, with CUDA kernels on device memory.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         if out.size == 0:
             return
         oshape, nrows, L, ((xs, xo, xl), (os_, oo, ol)) = _rows((a, out), dim)
@@ -272,6 +324,10 @@ class CudaBackend:
                bool(log))
 
     def softmax_backward(self, y, g, dim, out, log=False):
+        """Capability ``softmax``: the input gradient ``out`` of softmax (or log-softmax) from its output ``y`` and gradient ``g``, with CUDA kernels on device memory.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         if out.size == 0:
             return
         oshape, nrows, L, ((ys, yo, yl), (gs, go, gl), (os_, oo, ol)) = _rows((y, g, out), dim)
@@ -281,6 +337,10 @@ class CudaBackend:
                ol, oshape, nrows, L, bool(log))
 
     def layernorm(self, x, w, b, eps, out, mean, rstd):
+        """Capability ``layernorm``: normalise each row of ``x`` into ``out``, saving its ``mean`` and ``rstd`` = 1/σ, with CUDA kernels on device memory.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         if out.size == 0:
             return
         dim = len(x.shape) - 1
@@ -296,6 +356,10 @@ class CudaBackend:
                mean.storage, ms, mo, rstd.storage, rs, ro, oshape, nrows, L)
 
     def layernorm_backward(self, g, x, w, mean, rstd, dx, dw, db):
+        """Capability ``layernorm``: ``dx`` (and ``dw``, ``db`` when given) from ``g`` and the saved ``mean``/``rstd``, with CUDA kernels on device memory.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         if dx.size == 0:
             return
         dim = len(x.shape) - 1
@@ -330,6 +394,10 @@ class CudaBackend:
         return _rows((*mats, *(v.unsqueeze(1) for v in vectors)), 1)
 
     def cross_entropy(self, x, target, weight, loss, lse):
+        """Capability ``cross_entropy``: per-row ``loss = weight·(lse - x[i, target])`` and ``lse = logsumexp(x, 1)`` of logits ``x`` (N, C), with CUDA kernels on device memory.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         if x.shape[0] == 0:
             return
         oshape, nrows, C, ((xs, xo, xl), (ts, to, _), (ws, wo, _), (ls, lo, _), (es, eo, _)) = \
@@ -341,6 +409,10 @@ class CudaBackend:
                ws, wo, loss.storage, ls, lo, lse.storage, es, eo, oshape, nrows, C)
 
     def cross_entropy_backward(self, x, target, weight, lse, g, dx):
+        """Capability ``cross_entropy``: ``dx = g·weight·(softmax(x) - onehot(target))``, zero on rows of weight 0, with CUDA kernels on device memory.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         if x.shape[0] == 0:
             return
         oshape, nrows, C, per = self._ce_rows((x, dx), (target, weight, lse, g))
@@ -354,6 +426,10 @@ class CudaBackend:
     # --- fused optimizer update ------------------------------------------------------------------
     def adam_step(self, p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,
                   bias_correction2_sqrt):
+        """Capability ``adam``: one Adam/AdamW update of ``p``, ``m``, ``v`` in place (formula in ``torchlight/tensor/functions/updates.py``), with CUDA kernels on device memory.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         n = p.size
         if n == 0:
             return

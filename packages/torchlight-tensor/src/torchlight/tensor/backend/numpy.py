@@ -176,22 +176,46 @@ class NumpyBackend:
 
     # --- storage -----------------------------------------------------------------------------
     def empty(self, n, dtype):
+        """Allocate uninitialised storage for ``n`` elements of ``dtype``, with numpy on the host.
+
+        The contract is :meth:`Backend.empty <torchlight.tensor.backend.protocol.Backend.empty>`.
+        """
         return np.empty(n, dtype=dtype.np)
 
     def from_numpy(self, array):
+        """Storage holding the data of the C-contiguous ndarray ``array`` (shared where the device allows), with numpy on the host.
+
+        The contract is :meth:`Backend.from_numpy <torchlight.tensor.backend.protocol.Backend.from_numpy>`.
+        """
         return np.ascontiguousarray(array).reshape(-1)
 
     def to_numpy(self, view):
+        """The elements of the strided ``view`` as an ndarray of its shape (may share memory), with numpy on the host.
+
+        The contract is :meth:`Backend.to_numpy <torchlight.tensor.backend.protocol.Backend.to_numpy>`.
+        """
         return as_array(view)
 
     # --- primitives --------------------------------------------------------------------------
     def map(self, op, a, out):
+        """Unary elementwise ``out = op(a)``, ``op`` one of ``MAP_OPS`` (same shapes), with numpy on the host.
+
+        The contract is :meth:`Backend.map <torchlight.tensor.backend.protocol.Backend.map>`.
+        """
         _MAP[op](as_array(a), as_array(out))
 
     def zip(self, op, a, b, out):
+        """Binary elementwise ``out = op(a, b)``, ``op`` one of ``ZIP_OPS`` (inputs already broadcast to ``out``'s shape), with numpy on the host.
+
+        The contract is :meth:`Backend.zip <torchlight.tensor.backend.protocol.Backend.zip>`.
+        """
         _ZIP[op](as_array(a), as_array(b), out=as_array(out))
 
     def reduce(self, op, a, dims, out):
+        """Reduce ``a`` over ``dims`` into ``out`` (size 1 in those dims), ``op`` one of ``REDUCE_OPS``, with numpy on the host.
+
+        The contract is :meth:`Backend.reduce <torchlight.tensor.backend.protocol.Backend.reduce>`.
+        """
         x, o = as_array(a), as_array(out)
         if op == "argmax" or op == "argmin":
             (d,) = dims
@@ -200,26 +224,50 @@ class NumpyBackend:
             _REDUCE[op].reduce(x, axis=tuple(dims), out=o, keepdims=True)
 
     def where(self, cond, a, b, out):
+        """Elementwise select ``out = a if cond else b`` (``cond`` a bool view; all of one shape), with numpy on the host.
+
+        The contract is :meth:`Backend.where <torchlight.tensor.backend.protocol.Backend.where>`.
+        """
         np.copyto(as_array(out), np.where(as_array(cond), as_array(a), as_array(b)))
 
     def matmul(self, a, b, out):
+        """Batched matrix product ``out = a @ b`` of ``(..., n, k)`` and ``(..., k, m)`` views (batch dims already equal), with numpy on the host.
+
+        The contract is :meth:`Backend.matmul <torchlight.tensor.backend.protocol.Backend.matmul>`.
+        """
         x, y = blas_operands(as_array(a), as_array(b))
         np.matmul(x, y, out=as_array(out))
 
     def take(self, a, dim, index, out):
+        """``out = a.index_select(dim, index)`` for an ``int64`` index view, with numpy on the host.
+
+        The contract is :meth:`Backend.take <torchlight.tensor.backend.protocol.Backend.take>`.
+        """
         as_array(out)[...] = np.take(as_array(a), as_array(index), axis=dim)
 
     def put_add(self, out, dim, index, src):
+        """``out.index_add_(dim, index, src)`` in place: rows of ``src`` added at ``index`` (repeats add up), with numpy on the host.
+
+        The contract is :meth:`Backend.put_add <torchlight.tensor.backend.protocol.Backend.put_add>`.
+        """
         o = as_array(out)
         np.add.at(o, (slice(None),) * dim + (as_array(index),), as_array(src))
 
     def gather(self, a, dim, index, out):
+        """``out = a.gather(dim, index)`` (PyTorch semantics), with numpy on the host.
+
+        The contract is :meth:`Backend.gather <torchlight.tensor.backend.protocol.Backend.gather>`.
+        """
         idx = as_array(index)
         # PyTorch lets index be smaller than the input in the other dims: read only that corner
         x = as_array(a)[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(idx.shape))]
         as_array(out)[...] = np.take_along_axis(x, idx, axis=dim)
 
     def scatter_add(self, out, dim, index, src):
+        """``out.scatter_add_(dim, index, src)`` in place (PyTorch semantics; repeats add up), with numpy on the host.
+
+        The contract is :meth:`Backend.scatter_add <torchlight.tensor.backend.protocol.Backend.scatter_add>`.
+        """
         idx = as_array(index)
         grid = list(np.indices(idx.shape, sparse=True))
         grid[dim] = idx
@@ -228,6 +276,10 @@ class NumpyBackend:
 
     # --- fused capabilities ------------------------------------------------------------------
     def softmax(self, a, dim, out, log=False):
+        """Capability ``softmax``: ``out = softmax(a, dim)`` (``log_softmax`` with ``log=True``), max-shifted, with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         x = as_array(a)
         shifted = x - x.max(axis=dim, keepdims=True)
         e = np.exp(shifted)
@@ -238,6 +290,10 @@ class NumpyBackend:
             np.divide(e, s, out=as_array(out))
 
     def softmax_backward(self, y, g, dim, out, log=False):
+        """Capability ``softmax``: the input gradient ``out`` of softmax (or log-softmax) from its output ``y`` and gradient ``g``, with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         yv, gv = as_array(y), as_array(g)
         if log:  # dx = g - softmax(x) * sum(g)
             np.subtract(gv, np.exp(yv) * gv.sum(axis=dim, keepdims=True), out=as_array(out))
@@ -245,6 +301,10 @@ class NumpyBackend:
             np.multiply(yv, gv - (gv * yv).sum(axis=dim, keepdims=True), out=as_array(out))
 
     def layernorm(self, x, w, b, eps, out, mean, rstd):
+        """Capability ``layernorm``: normalise each row of ``x`` into ``out``, saving its ``mean`` and ``rstd`` = 1/σ, with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         xv = as_array(x)
         mu = xv.mean(axis=-1, keepdims=True)
         xc = xv - mu
@@ -259,6 +319,10 @@ class NumpyBackend:
         as_array(rstd)[...] = r
 
     def layernorm_backward(self, g, x, w, mean, rstd, dx, dw, db):
+        """Capability ``layernorm``: ``dx`` (and ``dw``, ``db`` when given) from ``g`` and the saved ``mean``/``rstd``, with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         gv, r = as_array(g), as_array(rstd)
         xhat = (as_array(x) - as_array(mean)) * r
         dxhat = gv * as_array(w) if w is not None else gv
@@ -272,6 +336,10 @@ class NumpyBackend:
             as_array(db)[...] = gv.sum(axis=lead)
 
     def cross_entropy(self, x, target, weight, loss, lse):
+        """Capability ``cross_entropy``: per-row ``loss = weight·(lse - x[i, target])`` and ``lse = logsumexp(x, 1)`` of logits ``x`` (N, C), with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         xv, t, w = as_array(x), as_array(target), as_array(weight)
         if xv.shape[0] == 0:
             return
@@ -287,6 +355,10 @@ class NumpyBackend:
             as_array(loss)[...] = np.where(w != 0, w * (log_s + (m - picked)), 0)
 
     def cross_entropy_backward(self, x, target, weight, lse, g, dx):
+        """Capability ``cross_entropy``: ``dx = g·weight·(softmax(x) - onehot(target))``, zero on rows of weight 0, with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         xv, t, w = as_array(x), as_array(target), as_array(weight)
         if xv.shape[0] == 0:
             return
@@ -300,6 +372,10 @@ class NumpyBackend:
 
     def adam_step(self, p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,
                   bias_correction2_sqrt):
+        """Capability ``adam``: one Adam/AdamW update of ``p``, ``m``, ``v`` in place (formula in ``torchlight/tensor/functions/updates.py``), with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         pa, ga, ma, va = as_array(p), as_array(g), as_array(m), as_array(v)
         if maximize:
             ga = -ga
