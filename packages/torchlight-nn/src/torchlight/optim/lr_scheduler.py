@@ -78,6 +78,10 @@ class LRScheduler:
 
     # --- the schedule ------------------------------------------------------------------------
     def get_lr(self) -> list:
+        """The learning rate of each parameter group for the current ``last_epoch`` (one float per
+        group): what a subclass defines to make a schedule. :meth:`step` writes these values into the
+        optimizer's groups.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement get_lr()")
 
     def get_last_lr(self) -> list:
@@ -85,6 +89,20 @@ class LRScheduler:
         return list(self._last_lr)
 
     def step(self, epoch: int | None = None) -> None:
+        """Advance the schedule one epoch (or one batch, for per-batch schedules) and set each
+        group's ``lr``; call it after ``optimizer.step()``.
+
+        >>> w = nn.Parameter(tl.zeros(1))
+        >>> opt = tl.optim.SGD([w], lr=1.0)
+        >>> sched = tl.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        >>> lrs = []
+        >>> for epoch in range(5):
+        ...     opt.step()
+        ...     sched.step()
+        ...     lrs.append(sched.get_last_lr()[0])
+        >>> lrs
+        [1.0, 0.5, 0.5, 0.25, 0.25]
+        """
         if self._step_count == 1 and not self._is_initial:
             opt = self.optimizer
             if type(opt).step is Optimizer.step and getattr(opt, "_opt_step_count", 1) == 0:
@@ -120,6 +138,9 @@ class LRScheduler:
         return {k: v for k, v in self.__dict__.items() if k not in self._transient}
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the schedule from :meth:`state_dict` (e.g. when resuming a training run from a
+        checkpoint).
+        """
         self.__dict__.update(state_dict)
 
     def __repr__(self):
@@ -352,6 +373,7 @@ class SequentialLR(LRScheduler):
         self._is_initial = False
 
     def step(self, epoch=None):
+        """Advance the active scheduler; at each milestone hand over to the next one."""
         if epoch is not None:
             raise TypeError("SequentialLR.step() takes no epoch")
         self.last_epoch += 1
@@ -369,6 +391,7 @@ class SequentialLR(LRScheduler):
         return state
 
     def load_state_dict(self, state_dict):
+        """Restore this scheduler and each of the schedulers it chains from :meth:`state_dict`."""
         state_dict = dict(state_dict)
         subs = state_dict.pop("_schedulers")
         if len(subs) != len(self._schedulers):
@@ -532,6 +555,9 @@ class ReduceLROnPlateau(LRScheduler):
         self.threshold_mode = threshold_mode
 
     def is_better(self, a, best):
+        """Whether metric value ``a`` improves on ``best`` by more than ``threshold`` (relative or
+        absolute, for ``mode`` ``"min"`` or ``"max"``).
+        """
         if self.mode == "min" and self.threshold_mode == "rel":
             return a < best * (1.0 - self.threshold)
         if self.mode == "min":
@@ -542,9 +568,23 @@ class ReduceLROnPlateau(LRScheduler):
 
     @property
     def in_cooldown(self):
+        """``True`` during the ``cooldown`` epochs that follow a reduction (bad epochs are not
+        counted then).
+        """
         return self.cooldown_counter > 0
 
     def step(self, metrics, epoch=None):
+        """Record this epoch's ``metrics`` (the validation loss, say); after ``patience`` epochs without
+        improvement multiply every group's lr by ``factor`` (not below ``min_lr``).
+
+        >>> w = nn.Parameter(tl.zeros(1))
+        >>> opt = tl.optim.SGD([w], lr=1.0)
+        >>> sched = tl.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=1)
+        >>> for loss in [1.0, 1.0, 1.0]:
+        ...     sched.step(loss)
+        >>> sched.get_last_lr()
+        [0.1]
+        """
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1
@@ -581,5 +621,6 @@ class ReduceLROnPlateau(LRScheduler):
                 group["lr"] = new_lr
 
     def load_state_dict(self, state_dict):
+        """Restore the scheduler's counters and best value from :meth:`state_dict`."""
         super().load_state_dict(state_dict)
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
