@@ -93,6 +93,9 @@ def view_of(src, td):
 
 
 def same_backend(a, b):
+    """Raise :class:`~torchlight.tensor.errors.BackendError` when ``a`` and ``b`` live on different
+    devices (the message says which ``.to(...)`` to call).
+    """
     if a.backend is not b.backend and a.backend.name != b.backend.name:
         raise BackendError(
             f"tensors are on different devices ({a.device!r} and {b.device!r}); move one with "
@@ -101,6 +104,9 @@ def same_backend(a, b):
 
 
 def map_op(op, a, dtype=None):
+    """A new tensor ``op(a)`` computed by ``a``'s backend (``op`` one of ``MAP_OPS``), outside
+    autograd; ``dtype`` sets the output's dtype.
+    """
     out = alloc(a._td.shape, dtype or a.dtype, a.backend)
     a.backend.map(op, a._td, out._td)
     return out
@@ -248,6 +254,14 @@ def index_range(t):
 
 
 def normalize_dim(dim, ndim, allow_end=False):
+    """``dim`` as a non-negative index for a tensor of ``ndim`` dimensions (negative counts from the
+    end; ``allow_end`` accepts ``ndim`` itself, as ``unsqueeze`` needs). Raises a clear
+    :class:`~torchlight.tensor.errors.ShapeError` when out of range.
+
+    >>> from torchlight.tensor.dispatch import normalize_dim
+    >>> normalize_dim(-1, 3)
+    2
+    """
     n = ndim + 1 if allow_end else ndim
     try:
         dim = operator.index(dim)  # ints, numpy integers, 0-d int tensors

@@ -24,6 +24,11 @@ class DType:
 
     @property
     def itemsize(self) -> int:
+        """Bytes per element (4 for ``float32``, 8 for ``float64`` and ``int64``, 1 for ``bool``).
+
+        >>> tl.float32.itemsize
+        4
+        """
         return self.np.itemsize
 
     def __repr__(self):

@@ -16,17 +16,28 @@ class Generator:
         self.manual_seed(seed)
 
     def manual_seed(self, seed: int) -> "Generator":
+        """Restart the stream from ``seed``; returns the generator.
+
+        >>> g = tl.Generator().manual_seed(42)
+        >>> a = tl.rand(3, generator=g)
+        >>> b = tl.rand(3, generator=g.manual_seed(42))
+        >>> bool((a == b).all())
+        True
+        """
         self._seed = int(seed)
         self.rng = np.random.Generator(np.random.PCG64(self._seed))
         return self
 
     def initial_seed(self) -> int:
+        """The seed this stream was last (re)started from."""
         return self._seed
 
     def get_state(self) -> dict:
+        """A snapshot of the stream's state (a dict), to pass to :meth:`set_state` later."""
         return self.rng.bit_generator.state
 
     def set_state(self, state: dict) -> None:
+        """Rewind or forward the stream to a state from :meth:`get_state`."""
         self.rng.bit_generator.state = state
 
 
@@ -46,6 +57,12 @@ def seed() -> int:
 
 
 def initial_seed() -> int:
+    """The seed the default generator was last seeded with (see :func:`manual_seed`).
+
+    >>> _ = tl.manual_seed(7)
+    >>> tl.initial_seed()
+    7
+    """
     return default_generator.initial_seed()
 
 

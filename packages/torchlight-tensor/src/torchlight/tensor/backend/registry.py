@@ -152,6 +152,12 @@ def set_default_device(name) -> None:
 
 
 def get_default_device() -> str:
+    """The device new tensors go to when a factory is given no ``device``: the one set by
+    :func:`set_default_device`, else ``$TORCHLIGHT_DEVICE``, else ``"cpu"``.
+
+    >>> tl.get_default_device()
+    'cpu'
+    """
     if _default is not None:
         return _default
     return os.environ.get("TORCHLIGHT_DEVICE") or "cpu"

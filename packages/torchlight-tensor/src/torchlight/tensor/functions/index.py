@@ -157,6 +157,9 @@ def _host_index(item, x_shape_dim=None):
 
 
 def getitem(x, index):
+    """``x[index]`` with numpy's rules: basic indexing (ints, slices, ``None``, ``...``) returns a view;
+    advanced indexing (int or bool tensors, lists) gathers a copy. Gradients flow either way.
+    """
     index, advanced = expand_index(x, index)
     if not advanced:
         return BasicIndex.apply(x, index)
@@ -196,6 +199,9 @@ def _positions(x, index):
 
 
 class IndexSelect(Function):
+    """Autograd function of :func:`index_select`: backward adds the gradient rows back at their
+    indices (``put_add``).
+    """
     @staticmethod
     def forward(ctx, x, dim, index):
         ctx.shape, ctx.dim = x.shape, dim
@@ -216,6 +222,7 @@ class IndexSelect(Function):
 
 
 def index_select(x, dim, index):
+    """The slices of ``x`` at ``index`` along ``dim``; behind :func:`torchlight.index_select`."""
     dim = normalize_dim(dim, x.ndim)
     if index.ndim != 1:
         raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
@@ -225,6 +232,7 @@ def index_select(x, dim, index):
 
 
 class Gather(Function):
+    """Autograd function of :func:`gather`: backward scatter-adds the gradient."""
     @staticmethod
     def forward(ctx, x, dim, index):
         ctx.shape, ctx.dim = x.shape, dim
@@ -261,6 +269,9 @@ def gather(x, dim, index):
 
 
 class ScatterAdd(Function):
+    """Autograd function of :func:`scatter_add`: the gradient of ``x`` passes through, that of ``src``
+    is gathered at ``index``.
+    """
     @staticmethod
     def forward(ctx, x, dim, index, src):
         ctx.dim = dim
@@ -286,6 +297,7 @@ class ScatterAdd(Function):
 
 
 def scatter_add(x, dim, index, src):
+    """``x`` with ``src`` added at ``index`` along ``dim``; behind :func:`torchlight.scatter_add`."""
     dim = normalize_dim(dim, x.ndim)
     _check_gather_shapes("scatter_add", x, dim, index)
     same_backend(x, index)
@@ -313,6 +325,7 @@ class MaskedFill(Function):
 
 
 def masked_fill(x, mask, value):
+    """``x`` with ``value`` where ``mask`` is true; behind :func:`torchlight.masked_fill`."""
     if mask.dtype is not dtypes.bool_:
         raise DTypeError(f"masked_fill: mask must be a bool tensor, got {mask.dtype}")
     if hasattr(value, "item"):
