@@ -83,6 +83,7 @@ class RandomSampler(_RandomBase):
 
     @property
     def num_samples(self) -> int:
+        """How many indices one epoch yields (``len(data_source)`` unless ``num_samples`` was given)."""
         # Read lazily: the dataset may grow between construction and iteration.
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
