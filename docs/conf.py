@@ -8,7 +8,8 @@ distribution editable). Three things here are unusual:
   installed is listed as such instead of breaking the build;
 * MathJax is served from the built site (``_static/mathjax``), never from a CDN;
 * Python code in the tutorials must be ``{doctest}`` or ``{testcode}`` blocks: ``sphinx-build -b
-  doctest`` runs them, so the tutorials cannot drift from the code.
+  doctest`` runs them, so the tutorials cannot drift from the code. The ``>>>`` examples of the
+  docstrings in the API reference run in the same build.
 """
 
 import doctest as _doctest

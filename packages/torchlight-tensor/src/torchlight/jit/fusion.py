@@ -138,6 +138,9 @@ class FusedGroup:
         self._chains = {}
 
     def chain(self, scalar):
+        """The :class:`ElementwiseChain` of this group's ops for inputs whose scalar pattern is
+        ``scalar`` (which inputs are 0-d), built once and cached.
+        """
         c = self._chains.get(scalar)
         if c is None:
             c = self._chains[scalar] = ElementwiseChain(
@@ -146,6 +149,9 @@ class FusedGroup:
         return c
 
     def run(self, vals, sizes, compiler):
+        """Run the group on the values in ``vals``: one compiled kernel when the inputs qualify (same
+        shape and dtype, contiguous) and ``compiler`` offers one, otherwise op by op.
+        """
         ins = [vals[s] for s in self.ext_inputs]
         shape, scalar = _qualify(ins, self.dtype)
         kernel = None
@@ -278,6 +284,7 @@ def _make_group(tape, members, ops, users, out_slots):
 
 # --- compilers ---------------------------------------------------------------------------------
 def numba_available():
+    """Whether numba can be imported here (what ``fuse="numba"`` needs)."""
     return importlib.util.find_spec("numba") is not None
 
 
@@ -468,6 +475,9 @@ class NumbaCompiler:
         return ns
 
     def compile(self, chain, parallel=False):
+        """The numba-compiled function of ``chain`` (``parallel=True``: a ``prange`` version), generated
+        from :func:`numba_source` once per chain signature and cached.
+        """
         fn = self._cache.get((chain.key, parallel))
         if fn is None:
             import numba
@@ -482,6 +492,10 @@ class NumbaCompiler:
         return fn
 
     def kernel(self, chain, ins):
+        """A callable ``run(ins, shape) -> outputs`` that evaluates ``chain`` on the host arrays
+        ``ins`` in one pass (the parallel kernel for large arrays), or ``None`` when the inputs live in
+        device memory.
+        """
         import numpy as np
 
         if not all(isinstance(t._td.storage, np.ndarray) for t in ins):

@@ -80,10 +80,12 @@ class BackendConformance(FusedConformance):
     # --- fixtures ----------------------------------------------------------------------------
     @property
     def be(self):
+        """The backend under test, ``get_backend(backend_name)``."""
         return get_backend(self.backend_name)
 
     @property
     def P(self):
+        """The :class:`SizeProfile` of this run (``size_profile``, or ``$TORCHLIGHT_CONFORMANCE_PROFILE``)."""
         return resolve_profile(self.size_profile)
 
     def _settings(self):
@@ -104,6 +106,7 @@ class BackendConformance(FusedConformance):
 
     # --- the contract's surface ------------------------------------------------------------
     def test_protocol_surface(self):
+        """The backend implements every primitive of the protocol and declares the core's ``API_VERSION``."""
         be = self.be
         assert isinstance(be, Backend), "the backend misses a primitive of the Backend protocol"
         assert be.API_VERSION == API_VERSION
@@ -112,10 +115,12 @@ class BackendConformance(FusedConformance):
         assert rows.get(self.backend_name) == "available", rows
 
     def test_catalog_is_complete(self):
+        """Every op of ``MAP_OPS``/``ZIP_OPS``/``REDUCE_OPS`` has a numpy reference in the kit's catalogue."""
         assert check_catalog_complete() == []
 
     @pytest.mark.parametrize("dtype", ALL)
     def test_storage_roundtrip(self, dtype):
+        """``from_numpy`` then ``to_numpy`` gives back the same values, for every dtype."""
         be = self.be
         x = sample(_rng("rt", dtype), self.P.shape, dtype)
         td = TensorData(be.from_numpy(x.reshape(-1)), x.shape)
@@ -129,6 +134,7 @@ class BackendConformance(FusedConformance):
     # --- map ---------------------------------------------------------------------------------
     @pytest.mark.parametrize("op,dtype", _MAP_CASES)
     def test_map(self, op, dtype):
+        """Each unary op matches its numpy reference on every input and output layout."""
         be, spec = self.be, MAP_CATALOG[op]
         out_dtype = spec.out or dtype
         for k, (shape, lay, out_lay) in enumerate(self._layout_cases()):
@@ -143,6 +149,7 @@ class BackendConformance(FusedConformance):
     @pytest.mark.parametrize("src", ALL)
     @pytest.mark.parametrize("dst", ALL)
     def test_copy_casts(self, src, dst):
+        """``copy`` into an ``out`` of another dtype casts as numpy does."""
         be = self.be
         for k, (shape, lay, out_lay) in enumerate(self._layout_cases()):
             x = sample(_rng("cast", src, dst, k), shape, src)
@@ -153,6 +160,7 @@ class BackendConformance(FusedConformance):
             assert outside_untouched(be, out, dst)
 
     def test_map_large_values_are_stable(self):
+        """``sigmoid``, ``tanh``, ``softplus`` and ``silu`` stay finite and correct for inputs up to ±1e4."""
         be = self.be
         for dtype in FLOAT:
             x = np.array([-1e4, -800.0, -80.0, -20.0, 0.0, 20.0, 80.0, 800.0, 1e4], dtype=dtype)
@@ -167,6 +175,7 @@ class BackendConformance(FusedConformance):
     # --- zip ---------------------------------------------------------------------------------
     @pytest.mark.parametrize("op,dtype", _ZIP_CASES)
     def test_zip(self, op, dtype):
+        """Each binary op matches its numpy reference on every layout, broadcast inputs included."""
         be, spec = self.be, ZIP_CATALOG[op]
         out_dtype = spec.out or dtype
         s = self.P.shape
@@ -197,6 +206,7 @@ class BackendConformance(FusedConformance):
         assert_close(read(be, a), spec.ref(_f64(xv), _f64(y)), "float32", spec, f"in-place {op} {layout}")
 
     def test_zip_broadcasting_property(self):
+        """Property test (hypothesis): binary ops on random broadcast shapes and layouts match numpy."""
         be = self.be
 
         @self._settings()
@@ -222,6 +232,7 @@ class BackendConformance(FusedConformance):
     # --- where -------------------------------------------------------------------------------
     @pytest.mark.parametrize("dtype", ALL)
     def test_where(self, dtype):
+        """``where`` selects like ``numpy.where`` on every layout."""
         be = self.be
         s = self.P.shape
         cases = [(s, "contiguous", "contiguous", "contiguous", "contiguous"),
@@ -243,6 +254,8 @@ class BackendConformance(FusedConformance):
     # --- reduce ------------------------------------------------------------------------------
     @pytest.mark.parametrize("op,dtype", _RED_CASES)
     def test_reduce(self, op, dtype):
+        """Each reduction matches numpy over single dimensions, pairs and all dimensions, on every
+        input layout."""
         be, spec = self.be, REDUCE_CATALOG[op]
         out_dtype = spec.out or dtype
         nd = len(self.P.shape)
@@ -262,6 +275,7 @@ class BackendConformance(FusedConformance):
 
     @pytest.mark.parametrize("op", REDUCE_OPS)
     def test_reduce_edges(self, op):
+        """Reductions over size-1 and empty dimensions give numpy's results."""
         be, spec = self.be, REDUCE_CATALOG[op]
         cases = [((1,), (0,)), ((1, 1, 1), (0, 1, 2) if not op.startswith("arg") else (1,)), ((3, 1), (1,)),
                  ((0, 4), (1,)), ((5,), (0,))]
@@ -289,6 +303,7 @@ class BackendConformance(FusedConformance):
     # --- matmul ------------------------------------------------------------------------------
     @pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
     def test_matmul(self, dtype):
+        """``matmul`` matches numpy on plain, batched, transposed and sliced operands."""
         be = self.be
         B, n, k, m = self.P.matmul
         cases = [  # (a shape, b shape, a layout, b layout, out layout, batch-broadcast a)
@@ -331,6 +346,7 @@ class BackendConformance(FusedConformance):
     # --- indexing ----------------------------------------------------------------------------
     @pytest.mark.parametrize("dtype", ALL)
     def test_take(self, dtype):
+        """``take`` (index_select) matches numpy along every dimension."""
         be = self.be
         shape = self.P.shape
         for dim in range(len(shape)):
@@ -390,6 +406,7 @@ class BackendConformance(FusedConformance):
 
     @pytest.mark.parametrize("dtype", ALL)
     def test_gather(self, dtype):
+        """``gather`` matches PyTorch's semantics (checked against numpy) along every dimension."""
         self._check_gather(dtype, smaller=False)
 
     @pytest.mark.parametrize("dtype", ["float32", "int64"])
@@ -399,6 +416,7 @@ class BackendConformance(FusedConformance):
 
     @pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
     def test_scatter_add(self, dtype):
+        """``scatter_add`` accumulates repeated indices, along every dimension."""
         be = self.be
         shape = self.P.shape
         for dim in range(len(shape)):
@@ -422,6 +440,7 @@ class BackendConformance(FusedConformance):
 
     # --- through the tensor API on the device -------------------------------------------------
     def test_to_device_roundtrip(self):
+        """A tensor moved to the backend and back keeps its values exactly."""
         import torchlight as tl
 
         x = tl.randn(*self.P.shape, dtype=tl.float64)
@@ -477,6 +496,7 @@ class BackendConformance(FusedConformance):
         return (x @ w1 + b1).tanh() @ w2 + b2
 
     def test_gradcheck_mlp(self):
+        """Gradients of a small MLP computed on the backend pass :func:`torchlight.gradcheck` (float64)."""
         import torchlight as tl
 
         params = self._mlp_params(tl, tl.float64)
