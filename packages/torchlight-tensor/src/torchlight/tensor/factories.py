@@ -263,12 +263,26 @@ def _random(shape, draw, dtype, device, requires_grad):
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    """Uniform on [0, 1)."""
+    """Samples from the uniform distribution on :math:`[0, 1)`, of the given shape (ints or one
+    tuple), drawn from ``generator`` (the global one, seeded by :func:`torchlight.manual_seed`, by
+    default).
+
+    >>> x = tl.rand(2, 3)
+    >>> x.shape, bool(((x >= 0) & (x < 1)).all())
+    ((2, 3), True)
+    """
     return _random(_shape(size), rng_of(generator).random, dtype, device, requires_grad)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    """Standard normal."""
+    """Samples from the standard normal distribution :math:`\\mathcal N(0, 1)`, of the given shape,
+    drawn from ``generator`` (the global one by default). For :math:`\\mathcal N(\\mu, \\sigma^2)`
+    use ``mu + sigma * tl.randn(...)``.
+
+    >>> x = tl.randn(10000)
+    >>> abs(x.mean().item()) < 0.05, abs(x.std().item() - 1) < 0.05
+    (True, True)
+    """
     return _random(_shape(size), rng_of(generator).standard_normal, dtype, device, requires_grad)
 
 
