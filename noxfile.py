@@ -77,8 +77,44 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "--import-mode=importlib", *args)
 
 
-def _requirements_of(wheel: Path) -> list[str]:
-    """The Requires-Dist entries of a wheel that are not torchlight distributions or extras."""
+# --- releases: one version, built and checked distributions, the installation page -----------
+VERSION_FILE = ROOT / "VERSION"
+DIST_DIR = ROOT / "dist"
+# a requirement on another distribution of this repository: `torchlight-xyz[extras]==1.2.3`
+_PIN = re.compile(r'"(torchlight-[a-z-]+(?:\[[a-z0-9,]+\])?)==[^"]*"')
+
+
+def current_version() -> str:
+    """The one version of every lock-stepped distribution (the repository's VERSION file)."""
+    return VERSION_FILE.read_text().strip()
+
+
+def pin_distributions(text: str, version: str) -> str:
+    """Rewrite every inter-distribution pin of a pyproject.toml to ``==version``. The backends,
+    nn, data and distributed import internals of torchlight-tensor, so only the same release is
+    known to work: the distributions move in lock-step."""
+    return _PIN.sub(lambda m: f'"{m.group(1)}=={version}"', text)
+
+
+@nox.session(python=False)
+def version(session: nox.Session) -> None:
+    """``nox -s version -- X.Y.Z``: set the version of every distribution (VERSION) and rewrite
+    the inter-distribution pins to match; without an argument, print the current version."""
+    if not session.posargs:
+        session.log(current_version())
+        return
+    (new,) = session.posargs
+    if not re.fullmatch(r"\d+\.\d+\.\d+(?:(?:a|b|rc)\d+)?", new):
+        session.error(f"{new!r} is not a release version like 1.2.3 or 1.2.3rc1")
+    VERSION_FILE.write_text(new + "\n")
+    for pyproject in PACKAGES.glob("*/pyproject.toml"):
+        pyproject.write_text(pin_distributions(pyproject.read_text(), new))
+    session.log(f"version {new}: VERSION and every inter-distribution pin; add it to CHANGELOG.md")
+
+
+def _requirements_of(wheel: Path, extras: tuple[str, ...] = ()) -> list[str]:
+    """The Requires-Dist entries of a wheel that are not torchlight distributions, plus those of
+    the named extras (``test``)."""
     with zipfile.ZipFile(wheel) as zf:
         meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
         text = zf.read(meta).decode()
@@ -86,17 +122,51 @@ def _requirements_of(wheel: Path) -> list[str]:
     for line in text.splitlines():
         if not line.startswith("Requires-Dist:"):
             continue
-        req = line.split(":", 1)[1].strip()
-        name = re.split(r"[\s;\[<>=!~(]", req, maxsplit=1)[0].lower().replace("_", "-")
-        if name.startswith("torchlight") or "extra ==" in req:
+        req, _, marker = line.split(":", 1)[1].strip().partition(";")
+        name = re.split(r"[\s\[<>=!~(]", req, maxsplit=1)[0].lower().replace("_", "-")
+        extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", marker)
+        if name.startswith("torchlight") or (extra and extra.group(1) not in extras):
             continue
-        reqs.append(req)
+        reqs.append(req.strip())
     return reqs
+
+
+def build_distributions(session: nox.Session, out: Path, *, sdist: bool) -> dict[str, Path]:
+    """Build every distribution (and the meta-package) into ``out``; name -> source directory.
+    With ``sdist``, uv builds the sdist and then the wheel *from the sdist*, which proves the
+    sdist is complete."""
+    shutil.rmtree(out, ignore_errors=True)
+    built = {}
+    for dist in [*distributions(), META]:
+        if (dist / "pyproject.toml").exists():
+            kinds = [] if sdist else ["--wheel"]
+            session.run("uv", "build", *kinds, "--quiet", "--out-dir", str(out), str(dist))
+            built[dist_name(dist)] = dist
+    session.log("built: " + ", ".join(sorted(p.name for p in out.glob("torchlight*"))))
+    return built
+
+
+def _fresh_venv(session: nox.Session, where: Path) -> str:
+    shutil.rmtree(where, ignore_errors=True)
+    session.run("uv", "venv", "--quiet", str(where), "--python", sys.executable)
+    return str(where / ("Scripts" if os.name == "nt" else "bin") / "python")
+
+
+def install_from_wheels(session: nox.Session, py: str, wheels: Path, reqs: list[str],
+                        extras: tuple[str, ...] = ()) -> None:
+    """Install torchlight requirements ``reqs`` into the venv of ``py``: their third-party
+    dependencies from the index, every torchlight distribution only from ``wheels`` (--no-index),
+    so nothing named torchlight* can come from PyPI."""
+    pip = ["uv", "pip", "install", "--python", py]
+    third_party = {r for w in wheels.glob("*.whl") for r in _requirements_of(w, extras)}
+    session.run(*pip, *sorted(third_party))
+    # --no-cache: a rebuilt wheel has the same name and version as the one uv cached last time
+    session.run(*pip, "--no-cache", "--no-index", "--find-links", str(wheels), *reqs)
 
 
 @nox.session
 def wheels(session: nox.Session) -> None:
-    """Build every wheel, install them (not editable) into a fresh venv, import everything.
+    """Build every wheel, install them all (not editable) into a fresh venv, import everything.
 
     Editable installs put ``src/`` directories on ``sys.path``; a wheel contains only what the
     build config selects. This session catches what editable installs hide: a namespace
@@ -104,46 +174,125 @@ def wheels(session: nox.Session) -> None:
     """
     tmp = Path(session.create_tmp()).resolve()
     wheelhouse = tmp / "wheelhouse"
-    venv = tmp / "fresh-venv"
-    shutil.rmtree(wheelhouse, ignore_errors=True)
-    shutil.rmtree(venv, ignore_errors=True)
-
-    built = {}
-    for dist in [*distributions(), META]:
-        if (dist / "pyproject.toml").exists():
-            session.run("uv", "build", "--wheel", "--quiet", "--out-dir", str(wheelhouse), str(dist))
-            built[dist_name(dist)] = dist
-    whls = sorted(wheelhouse.glob("*.whl"))
-    session.log("built: " + ", ".join(w.name for w in whls))
-
-    session.run("uv", "venv", "--quiet", str(venv), "--python", sys.executable)
-    py = str(venv / ("Scripts" if os.name == "nt" else "bin") / "python")
-    pip = ["uv", "pip", "install", "--python", py]
-
-    # third-party requirements come from the index; torchlight distributions only from the
-    # wheelhouse (--no-index), so nothing named torchlight* can be fetched from PyPI
-    third_party = {"numpy", "tqdm"}
-    for w in whls:
-        third_party.update(_requirements_of(w))
-    session.run(*pip, *sorted(third_party))
-
-    # --no-cache: every build is version 0.1.0, and uv would otherwise install a cached wheel
-    # of the same name and version from an earlier run instead of the one just built
-    local = [*pip, "--no-cache", "--no-index", "--find-links", str(wheelhouse)]
-    names = [n for n in built if n != "torchlight"]
-    session.run(*local, *names)
-    if "torchlight" in built:
-        meta_deps = nox.project.load_toml(META / "pyproject.toml")["project"]["dependencies"]
-        missing = [d for d in meta_deps if re.split(r"[=<>!~ ]", d, maxsplit=1)[0] not in built]
-        if missing:
-            session.log(f"meta-package installed with --no-deps; not built yet: {missing}")
-            session.run(*local, "--no-deps", "torchlight")
-        else:
-            session.run(*local, "torchlight")
-
+    built = build_distributions(session, wheelhouse, sdist=False)
+    py = _fresh_venv(session, tmp / "fresh-venv")
+    install_from_wheels(session, py, wheelhouse, sorted(built))
     # run from a directory outside the repo so the checkout cannot shadow site-packages
     with session.chdir(tmp):
         session.run(py, str(ROOT / "tests-integration" / "smoke_wheels.py"), external=True)
+
+
+@nox.session
+def release(session: nox.Session) -> None:
+    """What the release workflow publishes, built and checked: the sdist and wheel of every
+    distribution into ``dist/`` (wheels built from the sdists), ``twine check --strict``, the
+    metadata rules (tests-integration/release_check.py), then each distribution installed
+    *alone* from ``dist/`` into a fresh venv with its ``test`` extra, and its own tests run from
+    its sdist against the installed wheel. ``nox -s release -- --build-only`` stops after the
+    checks of the files."""
+    session.install("twine")
+    built = build_distributions(session, DIST_DIR, sdist=True)
+    files = sorted(str(p) for pattern in ("*.whl", "*.tar.gz") for p in DIST_DIR.glob(pattern))
+    session.run("twine", "check", "--strict", *files)
+    session.run("python", str(ROOT / "tests-integration" / "release_check.py"), str(DIST_DIR))
+    if "--build-only" in session.posargs:
+        return
+    tmp = Path(session.create_tmp()).resolve()
+    for name, src in built.items():
+        py = _fresh_venv(session, tmp / f"venv-{name}")
+        has_tests = (src / "tests").is_dir()
+        install_from_wheels(session, py, DIST_DIR, [f"{name}[test]" if has_tests else name],
+                            extras=("test",) if has_tests else ())
+        if not has_tests:
+            session.run(py, "-c", "import torchlight", external=True)
+            continue
+        unpacked = tmp / f"sdist-{name}"
+        shutil.rmtree(unpacked, ignore_errors=True)
+        sdist = next(DIST_DIR.glob(f"{name.replace('-', '_')}-*.tar.gz"))
+        with tarfile.open(sdist) as tar:
+            tar.extractall(unpacked, filter="data")
+        tests_dir = next(unpacked.glob("*/tests"))
+        # from outside any checkout, so `torchlight` resolves to the installed wheels only
+        with session.chdir(tmp):
+            session.run(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--import-mode=importlib",
+                        "-m", "not slow", "-x", str(tests_dir), external=True,
+                        env={"TORCHLIGHT_HYPOTHESIS_PROFILE": "ci"})
+
+
+# the distributions whose declared lower bounds `lowest` tests (cuda needs a GPU, distributed MPI)
+LOWEST = ["torchlight-autograd", "torchlight-tensor", "torchlight-nn", "torchlight-data",
+          "torchlight-backend-numba", "torchlight-testing"]
+
+
+def declared_minimums(names: list[str]) -> list[str]:
+    """``pkg==X`` for every third-party runtime requirement ``pkg>=X`` of the named distributions
+    (the oldest versions their metadata admits)."""
+    pins = {}
+    for name in names:
+        for req in nox.project.load_toml(PACKAGES / name / "pyproject.toml")["project"]["dependencies"]:
+            m = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([0-9.]+)", req.replace(" ", ""))
+            if m and not m.group(1).startswith("torchlight"):
+                pins[m.group(1).lower()] = f"{m.group(1).lower()}=={m.group(2)}"
+            elif not m and not req.startswith("torchlight"):
+                raise ValueError(f"{name}: {req!r} has no lower bound to test")
+    return sorted(pins.values())
+
+
+@nox.session
+def lowest(session: nox.Session) -> None:
+    """The test suites against the oldest third-party versions the metadata declares (numpy,
+    numba, scipy, ... at their ``>=`` bounds), so a declared bound is one that was tested."""
+    session.install(*declared_minimums(LOWEST), "pytest", "hypothesis")
+    session.install("--no-deps", *[x for n in LOWEST for x in ("-e", str(PACKAGES / n))])
+    set_test_env(session)
+    # its own numba cache: kernels compiled by another numba version must not be shared
+    session.env["NUMBA_CACHE_DIR"] = str(Path(session.create_tmp()).resolve() / "numba-cache")
+    session.run("python", "-c", "import numpy, numba, scipy; print('numpy', numpy.__version__, "
+                "'numba', numba.__version__, 'scipy', scipy.__version__)")
+    session.run("pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q", "-m", "not slow",
+                *(session.posargs or [str(PACKAGES / n / "tests") for n in LOWEST]))
+
+
+INSTALL_PAGE = ROOT / "docs" / "installation.md"
+# a block of the installation page that this session runs: the marker line right before the fence
+# names the scenario and the torchlight distributions the block must leave installed
+_INSTALL_BLOCK = re.compile(
+    r"<!-- install-check: (?P<name>[\w-]+) expects: (?P<expects>[\w, -]+) -->\n```bash\n(?P<code>.*?)```",
+    re.S)
+
+
+@nox.session
+def install_check(session: nox.Session) -> None:
+    """Run the installation page's commands *verbatim*, each marked block in a fresh virtual
+    environment (plain ``python -m venv``, as a user would), from the root of the checkout; then
+    check that exactly the torchlight distributions the block promises are installed and that
+    ``python -m torchlight`` runs. Wheel scenarios find the wheels ``nox -s release`` builds in
+    ``dist/`` (built here first when missing). ``nox -s install_check -- NAME`` runs one."""
+    blocks = list(_INSTALL_BLOCK.finditer(INSTALL_PAGE.read_text()))
+    if not blocks:
+        session.error(f"no install-check blocks found in {INSTALL_PAGE}")
+    if any("dist/" in b["code"] for b in blocks) and not any(DIST_DIR.glob("*.whl")):
+        session.install("twine")
+        build_distributions(session, DIST_DIR, sdist=False)
+    tmp = Path(session.create_tmp()).resolve()
+    for block in blocks:
+        if session.posargs and block["name"] not in session.posargs:
+            continue
+        venv = tmp / f"install-{block['name']}"
+        shutil.rmtree(venv, ignore_errors=True)
+        session.run(sys.executable, "-m", "venv", str(venv), external=True)
+        bindir = venv / ("Scripts" if os.name == "nt" else "bin")
+        env = {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(venv)}
+        session.log(f"[{block['name']}]\n{block['code']}")
+        session.run("bash", "-euo", "pipefail", "-c", block["code"], env=env, external=True)
+        expected = sorted(n.strip() for n in block["expects"].split(","))
+        check = ("import sys, importlib.metadata as md, torchlight\n"
+                 "got = sorted({d.metadata['Name'].lower() for d in md.distributions()\n"
+                 "              if d.metadata['Name'].lower().startswith('torchlight')})\n"
+                 "assert got == sorted(sys.argv[1:]), f'installed {got}, the page promises {sys.argv[1:]}'\n")
+        with session.chdir(tmp):
+            session.run(str(bindir / "python"), "-c", check, *expected, external=True)
+            session.run(str(bindir / "python"), "-m", "torchlight", external=True)
 
 
 @nox.session

@@ -118,8 +118,6 @@ double = _dtypes.float64
 long = _dtypes.int64
 dtype = _dtypes.DType
 
-__version__ = "0.1.0"
-
 # Lazily imported portions: attribute -> (module, distribution that provides it)
 _LAZY = {
     "nn": ("torchlight.nn", "torchlight-nn"),
@@ -133,6 +131,12 @@ _LAZY = {
 
 
 def __getattr__(name):
+    if name == "__version__":
+        # one version for every distribution (the repository's VERSION file), read from the
+        # installed metadata on first use rather than typed here a second time
+        from importlib.metadata import version
+
+        return version("torchlight-tensor")
     if name in _LAZY:
         module, dist = _LAZY[name]
         try:
@@ -142,7 +146,10 @@ def __getattr__(name):
                 raise
             raise ImportError(
                 f"torchlight.{name} is provided by the distribution {dist!r}, which is not "
-                f"installed: pip install {dist} (or the meta-package `torchlight`)"
+                f"installed. From a checkout of the torchlight repository: "
+                f"`python -m pip install ./packages/{dist}`; from release wheels: "
+                f"`python -m pip install --no-index --find-links <wheel-dir> {dist}` "
+                f"(see the installation page of the docs)"
             ) from None
         globals()[name] = mod
         return mod

@@ -72,8 +72,8 @@ def _import_mpi():
     except ImportError as exc:  # mpi4py missing, or present without an MPI library to load
         raise DistributedError(
             "torchlight.distributed needs mpi4py and an MPI library: "
-            "pip install mpi4py mpich   (or: pip install 'torchlight-distributed[mpich]'; "
-            "or apt-get install mpich / libopenmpi-dev and pip install mpi4py). "
+            "pip install mpi4py mpich   (or apt-get install mpich / libopenmpi-dev and "
+            "pip install mpi4py). "
             f"Import failed with: {exc}"
         ) from exc
     except RuntimeError as exc:  # mpi4py >= 4 raises RuntimeError when no libmpi can be loaded

@@ -75,7 +75,7 @@ def _numba_cuda_installed() -> bool:
 
 def _available():
     if not _numba_cuda_installed():
-        return False, "numba-cuda is not installed (pip install 'torchlight-backend-cuda[cu12]' or '[cu13]' to match your driver)"
+        return False, "numba-cuda is not installed (pip install 'numba-cuda[cu12]', or 'numba-cuda[cu13]' for a CUDA 13 driver)"
     if simulator_requested():
         return True, None
     return driver_status()
