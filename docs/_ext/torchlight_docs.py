@@ -16,6 +16,12 @@ Guards (each a Sphinx warning, so ``-W`` fails the build)
       so that ``sphinx-build -b doctest`` executes every block;
     * a CDN address in the built HTML, JavaScript or CSS (the site must work offline: MathJax is
       served locally).
+
+Rendering fixes
+    * a class whose only base is ``object`` gets no ``:show-inheritance:`` (no empty "Bases:");
+    * viewcode's ``[docs]`` links from a source page back to the reference are re-pointed at the
+      anchor that exists (viewcode names them all after the first module documenting any object
+      of that file); ``tests-integration/test_docs_site.py`` checks every such link.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import importlib
 import inspect
 import posixpath
 import re
+import shutil
 import sys
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError
@@ -348,6 +355,10 @@ def _on_config_inited(app, config):
 
 def _on_builder_inited(app):
     root = Path(app.confdir).parent
+    if app.builder.format == "html":
+        # viewcode skips a source page that is newer than its module, so a page written by an
+        # older build would keep its old links: start the source pages afresh
+        shutil.rmtree(Path(app.outdir) / "_modules", ignore_errors=True)
     _, problems = build_reference(root, Path(app.srcdir) / API_DIR)
     problems += _write_tape_diagram(Path(app.srcdir) / TAPE_DOT)
     _write_results(Path(app.srcdir), root)
