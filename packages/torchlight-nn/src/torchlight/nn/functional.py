@@ -135,8 +135,8 @@ def _implicit_dim(ndim):
 
 def softmax(input, dim=None):
     r"""Softmax along ``dim``: :math:`e^{x_i}/\sum_j e^{x_j}` (see :func:`torchlight.softmax`).
-    ``dim=None`` uses PyTorch's legacy implicit choice (0 for 0-, 1- and 3-d input, else 1) with a
-    warning: pass ``dim``.
+    ``dim=None`` uses PyTorch's legacy implicit choice (0 for 0-, 1- and 3-d input, else 1), which
+    is rarely the dimension you mean: pass ``dim``.
 
     >>> F.softmax(tl.tensor([[1.0, 1.0]]), dim=1)
     tensor([[0.5, 0.5]])
