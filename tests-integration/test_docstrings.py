@@ -97,14 +97,21 @@ def _public_members(cls):
 
 
 def _missing() -> tuple[list[str], int]:
+    mods = []
+    for modname in _installed_public_modules():
+        try:
+            mods.append(importlib.import_module(modname))
+        except ImportError:
+            continue  # an optional dependency is absent (the docs build reports real failures)
+    return _missing_in(mods)
+
+
+def _missing_in(mods) -> tuple[list[str], int]:
     missing: list[str] = []
     seen_obj: set[int] = set()
     checked = 0
-    for modname in _installed_public_modules():
-        try:
-            mod = importlib.import_module(modname)
-        except ImportError:
-            continue  # an optional dependency is absent (the docs build reports real failures)
+    for mod in mods:
+        modname = mod.__name__
         checked += 1
         if not (mod.__doc__ or "").strip():
             missing.append(f"{modname} (module)")
@@ -136,3 +143,50 @@ def test_every_public_name_has_its_own_docstring():
         "(say what it computes, the shapes, the maths, and a short >>> example for ops and "
         "layers):\n  " + "\n  ".join(missing)
     )
+
+
+def test_the_check_finds_what_is_missing():
+    """The checker itself: a module with undocumented names is reported name by name, and
+    inherited documentation counts only where the brief says it does."""
+    import types
+
+    from torchlight.nn import Module
+
+    mod = types.ModuleType("torchlight._docstring_selftest")
+
+    class Documented(Module):
+        """A layer with its own docstring."""
+
+        def forward(self, x):  # Module.forward documents the override
+            return x
+
+        def helper(self):  # a new public method without a docstring
+            return 1
+
+    class Bare(Module):
+        def forward(self, x):
+            return x
+
+    def undocumented_function(x):
+        return x
+
+    def documented_function(x):
+        """Returns ``x``."""
+        return x
+
+    for obj in (Documented, Bare, undocumented_function, documented_function):
+        obj.__module__ = mod.__name__
+        setattr(mod, obj.__name__, obj)
+    for f in (Documented.forward, Documented.helper, Bare.forward):
+        f.__module__ = mod.__name__
+    mod.__all__ = ["Documented", "Bare", "undocumented_function", "documented_function"]
+
+    missing, checked = _missing_in([mod])
+    prefix = "test_the_check_finds_what_is_missing.<locals>"
+    assert missing == sorted([
+        "torchlight._docstring_selftest (module)",
+        "torchlight._docstring_selftest.Bare",
+        f"torchlight._docstring_selftest.{prefix}.Documented.helper",
+        "torchlight._docstring_selftest.undocumented_function",
+    ]), missing
+    assert checked == 1 + 4 + 3  # the module, its four names, the three methods
