@@ -503,15 +503,17 @@ def _on_html_page_context(app, pagename, templatename, context, doctree):
         head, href, anchor, tail = m.groups()
         docname = posixpath.normpath(posixpath.join(base, href))
         docname = docname[: -len(app.builder.out_suffix)] if docname.endswith(app.builder.out_suffix) else docname
-        here = by_page.get(docname, [])
-        if any(node_id == anchor for _, node_id in here):
+        here = dict(by_page.get(docname, []))
+        if anchor in here.values():
             return m.group(0)
+        # a reference page documents its objects as ``<page module>.<qualified name>``; the
+        # qualified name is a tail of the anchor (longest first: ``Tensor.sum`` before ``sum``)
+        page_module = docname.rpartition("/")[2]
         parts = anchor.split(".")
-        for k in range(1, len(parts)):
-            suffix = "." + ".".join(parts[-k:])
-            found = [node_id for full, node_id in here if full.endswith(suffix)]
-            if len(found) == 1:
-                return f"{head}{href}#{found[0]}{tail}"
+        for k in range(len(parts) - 1, 0, -1):
+            full = page_module + "." + ".".join(parts[-k:])
+            if full in here:
+                return f"{head}{href}#{here[full]}{tail}"
         return m.group(0)
 
     context["body"] = _BACKLINK.sub(fix, context["body"])
