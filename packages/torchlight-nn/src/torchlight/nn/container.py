@@ -20,7 +20,14 @@ def _index(i, n, what):
 
 class Sequential(Module):
     """``Sequential(m1, m2, ...)`` or ``Sequential(OrderedDict(name=module))``: feeds each
-    module's output to the next."""
+    module's output to the next.
+
+    >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    >>> net(tl.randn(5, 4)).shape
+    (5, 2)
+    >>> net[0]
+    Linear(in_features=4, out_features=8, bias=True)
+    """
 
     def __init__(self, *args):
         super().__init__()
@@ -81,7 +88,12 @@ class Sequential(Module):
 
 
 class ModuleList(Module):
-    """A list of modules whose parameters are registered (a plain list would hide them)."""
+    """A list of modules whose parameters are registered (a plain list would hide them).
+
+    >>> layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+    >>> len(layers), len(list(layers.parameters()))
+    (3, 6)
+    """
 
     def __init__(self, modules=None):
         super().__init__()
@@ -139,7 +151,12 @@ class ModuleList(Module):
 
 
 class ModuleDict(Module):
-    """An ordered dict of modules, registered under their keys."""
+    """An ordered dict of modules, registered under their keys.
+
+    >>> heads = nn.ModuleDict({"cls": nn.Linear(8, 3), "reg": nn.Linear(8, 1)})
+    >>> heads["reg"](tl.zeros(2, 8)).shape
+    (2, 1)
+    """
 
     def __init__(self, modules=None):
         super().__init__()

@@ -21,7 +21,11 @@ __all__ = ["Identity", "Linear", "Flatten", "Unflatten", "Embedding", "Dropout"]
 
 
 class Identity(Module):
-    """Returns its input; accepts and ignores any constructor arguments (as PyTorch's does)."""
+    """Returns its input; accepts and ignores any constructor arguments (as PyTorch's does).
+
+    >>> nn.Identity(54, unused="ignored")(tl.tensor([1.0, 2.0]))
+    tensor([1., 2.])
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__()
@@ -31,7 +35,17 @@ class Identity(Module):
 
 
 class Linear(Module):
-    """``Linear(in_features, out_features, bias=True)``: ``y = x Wᵀ + b`` over the last dim."""
+    r"""``Linear(in_features, out_features, bias=True)``: ``y = x Wᵀ + b`` over the last dim.
+
+    The affine map :math:`y = xW^\top + b`. ``weight`` is ``(out_features, in_features)`` and
+    ``bias`` ``(out_features,)``, both drawn from :math:`U(-1/\sqrt{\text{in}}, 1/\sqrt{\text{in}})`.
+
+    Shape: input ``(*, in_features)``, output ``(*, out_features)`` (any leading dimensions).
+
+    >>> layer = nn.Linear(3, 2)
+    >>> layer(tl.randn(5, 3)).shape, layer.weight.shape
+    ((5, 2), (2, 3))
+    """
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
@@ -62,7 +76,13 @@ class Linear(Module):
 
 
 class Flatten(Module):
-    """Flatten dims ``start_dim..end_dim`` (default: all but the batch dim)."""
+    """Flatten dims ``start_dim..end_dim`` (default: all but the batch dim).
+
+    Shape: ``(N, *dims)`` to ``(N, prod(dims))`` with the defaults.
+
+    >>> nn.Flatten()(tl.zeros(2, 3, 4)).shape
+    (2, 12)
+    """
 
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__()
@@ -76,7 +96,11 @@ class Flatten(Module):
 
 
 class Unflatten(Module):
-    """Expand dim ``dim`` into ``unflattened_size``."""
+    """Expand dim ``dim`` into ``unflattened_size``.
+
+    >>> nn.Unflatten(1, (3, 4))(tl.zeros(2, 12)).shape
+    (2, 3, 4)
+    """
 
     def __init__(self, dim, unflattened_size):
         super().__init__()
@@ -90,7 +114,18 @@ class Unflatten(Module):
 
 
 class Embedding(Module):
-    """``Embedding(num_embeddings, embedding_dim, padding_idx=None)``: ``weight[input]``."""
+    r"""``Embedding(num_embeddings, embedding_dim, padding_idx=None)``: ``weight[input]``.
+
+    A lookup table: row ``i`` of ``weight`` (``(num_embeddings, embedding_dim)``, drawn from
+    :math:`\mathcal N(0, 1)`) is the vector of index ``i``; the row ``padding_idx`` is zero and gets no
+    gradient.
+
+    Shape: input of any shape ``S`` holding ``int64`` indices, output ``S + (embedding_dim,)``.
+
+    >>> emb = nn.Embedding(10, 3)
+    >>> emb(tl.tensor([[1, 2], [3, 4]])).shape
+    (2, 2, 3)
+    """
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, _weight=None,
                  _freeze=False, device=None, dtype=None):
@@ -135,7 +170,19 @@ class Embedding(Module):
 
 
 class Dropout(Module):
-    """Inverted dropout with probability ``p`` in training mode; the identity in eval mode."""
+    """Inverted dropout with probability ``p`` in training mode; the identity in eval mode.
+
+    In training each element is zeroed with probability ``p`` and the survivors are multiplied by
+    :math:`1/(1-p)`, so the expected value is unchanged.
+
+    Shape: any, output as input.
+
+    >>> drop = nn.Dropout(0.5)
+    >>> sorted(set(drop(tl.ones(100)).tolist()))
+    [0.0, 2.0]
+    >>> drop.eval()(tl.ones(3))
+    tensor([1., 1., 1.])
+    """
 
     def __init__(self, p=0.5, inplace=False):
         super().__init__()

@@ -70,7 +70,20 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 class LayerNorm(Module):
     """``LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True, bias=True)``: weight
-    initialised to ones, bias to zeros."""
+    initialised to ones, bias to zeros.
+
+    .. math:: y = \\frac{x - \\mathrm{E}[x]}{\\sqrt{\\mathrm{Var}[x] + \\epsilon}}\\cdot\\gamma + \\beta
+
+    with the mean and (biased) variance over the last ``len(normalized_shape)`` dimensions of each
+    sample; :math:`\\gamma` (``weight``) and :math:`\\beta` (``bias``) have shape
+    ``normalized_shape``.
+
+    Shape: ``(*, *normalized_shape)``, output as input.
+
+    >>> ln = nn.LayerNorm(3)
+    >>> ln(tl.tensor([[1.0, 2.0, 3.0]])).detach()
+    tensor([[-1.2247,  0.    ,  1.2247]])
+    """
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         super().__init__()
@@ -173,12 +186,30 @@ class _BatchNorm(Module):
 
 
 class BatchNorm1d(_BatchNorm):
-    """Batch norm over ``(N, C)`` or ``(N, C, L)`` input."""
+    r"""Batch norm over ``(N, C)`` or ``(N, C, L)`` input.
+
+    In training each channel is normalised with the batch's mean and (biased) variance, then
+    scaled by ``weight`` and shifted by ``bias``; the running statistics move towards the batch's
+    (:math:`r \leftarrow (1 - m)\,r + m\,\text{stat}`, the unbiased variance) and are used in eval mode.
+
+    >>> bn = nn.BatchNorm1d(2)
+    >>> bn(tl.tensor([[1.0, 10.0], [3.0, 30.0]])).detach()
+    tensor([[-1., -1.],
+            [ 1.,  1.]])
+    >>> bn.running_mean
+    tensor([0.2, 2. ])
+    """
 
     _dims = (2, 3)
 
 
 class BatchNorm2d(_BatchNorm):
-    """Batch norm over ``(N, C, H, W)`` input."""
+    """Batch norm over ``(N, C, H, W)`` input.
+
+    Statistics are per channel, over ``N``, ``H`` and ``W``; otherwise as :class:`BatchNorm1d`.
+
+    >>> nn.BatchNorm2d(16)(tl.randn(4, 16, 8, 8)).shape
+    (4, 16, 8, 8)
+    """
 
     _dims = (4,)

@@ -138,7 +138,17 @@ class _CellBase(Module):
 
 
 class GRUCell(_CellBase):
-    """``GRUCell(input_size, hidden_size, bias=True)``: ``h' = cell(x, h)`` (h defaults to 0)."""
+    """``GRUCell(input_size, hidden_size, bias=True)``: ``h' = cell(x, h)`` (h defaults to 0).
+
+    One step of :func:`~torchlight.nn.rnn.gru_cell` with learned weights.
+
+    Shape: ``x`` ``(N, input_size)`` (or ``(input_size,)``), ``h`` ``(N, hidden_size)``; returns
+    ``h'`` ``(N, hidden_size)``.
+
+    >>> cell = nn.GRUCell(3, 5)
+    >>> cell(tl.randn(2, 3)).shape
+    (2, 5)
+    """
 
     _gates = 3
 
@@ -150,7 +160,14 @@ class GRUCell(_CellBase):
 
 
 class LSTMCell(_CellBase):
-    """``LSTMCell(input_size, hidden_size, bias=True)``: ``(h', c') = cell(x, (h, c))``."""
+    """``LSTMCell(input_size, hidden_size, bias=True)``: ``(h', c') = cell(x, (h, c))``.
+
+    One step of :func:`~torchlight.nn.rnn.lstm_cell` with learned weights.
+
+    >>> h, c = nn.LSTMCell(3, 5)(tl.randn(2, 3))
+    >>> h.shape, c.shape
+    ((2, 5), (2, 5))
+    """
 
     _gates = 4
 
@@ -278,13 +295,23 @@ class GRU(_RNNBase):
 
     ``output``: ``(T, N, D·H)`` (``(N, T, D·H)`` with ``batch_first``), the last layer's hidden
     state at every step; ``h_n``: ``(num_layers·D, N, H)``, every layer's final state.
+
+    >>> gru = nn.GRU(3, 5, num_layers=2, batch_first=True)
+    >>> out, h_n = gru(tl.randn(4, 7, 3))
+    >>> out.shape, h_n.shape
+    ((4, 7, 5), (2, 4, 5))
     """
 
     _gates = 3
 
 
 class LSTM(_RNNBase):
-    """``LSTM(...)`` with GRU's arguments; ``forward(input, (h0, c0)=None) -> (output, (h_n, c_n))``."""
+    """``LSTM(...)`` with GRU's arguments; ``forward(input, (h0, c0)=None) -> (output, (h_n, c_n))``.
+
+    >>> out, (h_n, c_n) = nn.LSTM(3, 5)(tl.randn(7, 4, 3))
+    >>> out.shape, h_n.shape, c_n.shape
+    ((7, 4, 5), (1, 4, 5), (1, 4, 5))
+    """
 
     _gates = 4
     _lstm = True

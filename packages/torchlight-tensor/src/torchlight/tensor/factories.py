@@ -49,6 +49,12 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 
     Python floats become float32 (the default dtype), ints int64, bools bool; numpy arrays keep
     their dtype (float16 → float32, other ints → int64).
+
+    >>> tl.tensor([[1, 2], [3, 4]])
+    tensor([[1, 2],
+            [3, 4]])
+    >>> tl.tensor([0.5, 1.5], requires_grad=True)
+    tensor([0.5, 1.5], requires_grad=True)
     """
     from .tensor import Tensor
 
@@ -84,7 +90,12 @@ def _unwrap(data):
 
 
 def as_tensor(data, dtype=None, device=None):
-    """Like ``tensor`` but returns ``data`` itself when it already is a matching tensor."""
+    """Like ``tensor`` but returns ``data`` itself when it already is a matching tensor.
+
+    >>> x = tl.tensor([1.0, 2.0])
+    >>> tl.as_tensor(x) is x, tl.as_tensor([1, 2]).dtype
+    (True, torchlight.int64)
+    """
     from .tensor import Tensor
 
     if isinstance(data, Tensor):
@@ -98,7 +109,14 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def from_numpy(array):
-    """A cpu tensor sharing memory with a C-contiguous ``array`` (copied when not contiguous)."""
+    """A cpu tensor sharing memory with a C-contiguous ``array`` (copied when not contiguous).
+
+    >>> a = np.zeros(3, dtype=np.float32)
+    >>> t = tl.from_numpy(a)
+    >>> a[0] = 5.0
+    >>> t
+    tensor([5., 0., 0.])
+    """
     if not isinstance(array, np.ndarray):
         raise DTypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
     dt = dtypes.as_dtype(array.dtype)
@@ -287,7 +305,12 @@ def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
 
 
 def randint(low, high=None, size=(), dtype=None, device=None, generator=None):
-    """Integers uniform on [low, high) (``randint(high, size)`` also works, like PyTorch)."""
+    """Integers uniform on [low, high) (``randint(high, size)`` also works, like PyTorch).
+
+    >>> x = tl.randint(0, 10, (2, 3))
+    >>> x.shape, x.dtype, bool(((x >= 0) & (x < 10)).all())
+    ((2, 3), torchlight.int64, True)
+    """
     if isinstance(high, (tuple, list)) and size == ():  # randint(high, size), as in PyTorch
         high, size = None, high
     if high is None:

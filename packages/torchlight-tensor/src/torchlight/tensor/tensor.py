@@ -1171,7 +1171,12 @@ def _host(arr, like):
 
 
 def where(condition, input, other):
-    """``condition ? input : other`` elementwise, with broadcasting; scalars are accepted."""
+    """``condition ? input : other`` elementwise, with broadcasting; scalars are accepted.
+
+    >>> x = tl.tensor([-1.0, 2.0, -3.0])
+    >>> tl.where(x > 0, x, 0.0)
+    tensor([0., 2., 0.])
+    """
     if not isinstance(condition, Tensor) or condition.dtype is not dtypes.bool_:
         raise DTypeError("where: condition must be a bool tensor")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):

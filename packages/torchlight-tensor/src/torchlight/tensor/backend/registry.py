@@ -82,7 +82,11 @@ def _describe() -> str:
 
 
 def get_backend(name=None):
-    """The backend object for a device name (``None``: the default device)."""
+    """The backend object for a device name (``None``: the default device).
+
+    >>> tl.get_backend("cpu").name
+    'numpy'
+    """
     global _default_backend
     if name is None:
         if _default_backend is None:
@@ -123,7 +127,11 @@ def get_backend(name=None):
 
 
 def available_backends() -> list:
-    """Names of installed backends whose hardware/runtime is present."""
+    """Names of installed backends whose hardware/runtime is present.
+
+    >>> "numpy" in tl.available_backends()  # the cpu backend
+    True
+    """
     _discover()
     return sorted(n for n, s in _specs.items() if s.is_available())
 

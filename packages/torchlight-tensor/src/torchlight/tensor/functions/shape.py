@@ -399,7 +399,16 @@ class Pad(Function):
 
 
 def pad(x, pad, mode="constant", value=0.0):
-    """PyTorch's ``F.pad``: ``pad`` lists (left, right) pairs starting from the LAST dimension."""
+    """PyTorch's ``F.pad``: ``pad`` lists (left, right) pairs starting from the LAST dimension.
+
+    Shape: dimension ``-1`` grows by ``pad[0] + pad[1]``, dimension ``-2`` by ``pad[2] + pad[3]``, and
+    so on.
+
+    >>> tl.pad(tl.tensor([[1, 2]]), (1, 2))
+    tensor([[0, 1, 2, 0, 0]])
+    >>> tl.pad(tl.zeros(1, 3, 8, 8), (1, 1, 1, 1)).shape
+    (1, 3, 10, 10)
+    """
     if mode != "constant":
         raise ShapeError(f"pad: only mode='constant' is supported, got {mode!r}")
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
