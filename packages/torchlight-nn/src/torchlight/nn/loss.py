@@ -157,7 +157,15 @@ def _target_info(input, target, weight, ignore_index, name):
 
 
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
-    """Negative log-likelihood of class indices; ``input`` holds log-probabilities."""
+    r"""Negative log-likelihood of class indices; ``input`` holds log-probabilities.
+
+    :math:`\ell_n = -w_{y_n} x_{n, y_n}`, averaged over the total weight of the counted targets
+    (``reduction="mean"``). Shapes as :class:`~torchlight.nn.NLLLoss`.
+
+    >>> logp = tl.log_softmax(tl.tensor([[2.0, 0.0], [0.0, 2.0]]), dim=1)
+    >>> F.nll_loss(logp, tl.tensor([0, 1]))
+    tensor(0.1269)
+    """
     if reduction not in _REDUCTIONS:
         _reduce(None, reduction)
     safe, w_t = _target_info(input, target, weight, ignore_index, "nll_loss")
@@ -179,7 +187,20 @@ def _weighted_reduction(loss, w_t, shape, reduction):
 
 
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-    """Softmax cross-entropy over dim 1 (dim 0 for a 1-D input) with class indices or probabilities."""
+    r"""Softmax cross-entropy over dim 1 (dim 0 for a 1-D input) with class indices or probabilities.
+
+    With class indices ``target`` (``int64``, shape ``(N)``):
+    :math:`\ell_n = -w_{y_n}\log\operatorname{softmax}(x_n)_{y_n}`; with probabilities ``target`` (the
+    input's shape): :math:`\ell_n = -\sum_c w_c\, t_{n,c}\log\operatorname{softmax}(x_n)_c`. See
+    :class:`~torchlight.nn.CrossEntropyLoss` for ``weight``, ``ignore_index``,
+    ``label_smoothing`` and the shapes.
+
+    >>> logits = tl.tensor([[2.0, 0.0], [0.0, 2.0]])
+    >>> F.cross_entropy(logits, tl.tensor([0, 1]))
+    tensor(0.1269)
+    >>> F.cross_entropy(logits[:1], tl.tensor([[0.5, 0.5]]))
+    tensor(1.1269)
+    """
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
     if reduction not in _REDUCTIONS:
@@ -278,7 +299,16 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
 
 
 def kl_div(input, target, reduction="mean", log_target=False):
-    """KL(target ‖ q) pointwise with ``input = log q``; see the module docstring."""
+    r"""KL(target ‖ q) pointwise with ``input = log q``; see the module docstring.
+
+    :math:`\ell_i = y_i(\log y_i - x_i)` for ``input`` :math:`x = \log q` and ``target`` :math:`y`;
+    ``reduction="batchmean"`` gives :math:`\mathrm{KL}(y\,\|\,q)` per sample.
+
+    >>> p = tl.tensor([[0.5, 0.5]])
+    >>> q = tl.tensor([[0.25, 0.75]])
+    >>> F.kl_div(q.log(), p, reduction="batchmean")
+    tensor(0.1438)
+    """
     if log_target:
         loss = target.exp() * (target - input)
     else:

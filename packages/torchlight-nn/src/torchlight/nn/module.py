@@ -28,7 +28,24 @@ __all__ = ["Module", "StateDictError", "IncompatibleKeys"]
 class Module:
     """Base class of every layer and model. Subclasses call ``super().__init__()`` first and
     define ``forward``; calling the module runs the forward pre-hooks, ``forward`` and the forward
-    hooks."""
+    hooks.
+
+    Assigning a :class:`Parameter`, a ``Module`` or a :class:`Buffer` to an attribute registers it,
+    so :meth:`parameters`, :meth:`state_dict`, :meth:`to` and :meth:`train` reach it.
+
+    >>> class MLP(nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.hidden = nn.Linear(4, 8)
+    ...         self.out = nn.Linear(8, 2)
+    ...     def forward(self, x):
+    ...         return self.out(self.hidden(x).relu())
+    >>> net = MLP()
+    >>> net(tl.randn(5, 4)).shape
+    (5, 2)
+    >>> [name for name, _ in net.named_parameters()]
+    ['hidden.weight', 'hidden.bias', 'out.weight', 'out.bias']
+    """
 
     training: bool
 

@@ -35,6 +35,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
     With ``training=True`` batch statistics are used and, when given, ``running_mean`` and
     ``running_var`` are updated in place. With ``training=False`` the running statistics are used.
+
+    >>> x = tl.tensor([[1.0, 10.0], [3.0, 30.0]])
+    >>> F.batch_norm(x, None, None, training=True)
+    tensor([[-1., -1.],
+            [ 1.,  1.]])
     """
     if input.ndim < 2:
         raise tl.ShapeError(f"batch_norm: expected at least 2-D input (N, C, ...), got shape {input.shape}")

@@ -20,7 +20,25 @@ _P = pointwise
 
 
 class Tensor:
-    """An n-dimensional array with reverse-mode autograd (PyTorch semantics)."""
+    """An n-dimensional array with reverse-mode autograd (PyTorch semantics).
+
+    Create one with a factory (:func:`torchlight.tensor`, :func:`torchlight.zeros`,
+    :func:`torchlight.randn`, ...), not with ``Tensor(...)`` (which works but copies). A tensor is a
+    *view* ``(shape, strides, offset)`` of a storage owned by a backend (``device``), with a
+    ``dtype`` (``float32``, ``float64``, ``int64`` or ``bool``). When ``requires_grad`` is set, every
+    operation on it is recorded, and :meth:`backward` fills ``.grad`` of the leaves.
+
+    >>> x = tl.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    >>> x.shape, x.dtype, x.device
+    ((2, 2), torchlight.float32, 'cpu')
+    >>> y = (x @ x).sum()
+    >>> y
+    tensor(54., grad_fn=<SumBackward>)
+    >>> y.backward()
+    >>> x.grad
+    tensor([[ 7., 11.],
+            [ 9., 13.]])
+    """
 
     __slots__ = ("_td", "backend", "dtype", "requires_grad", "grad", "_history", "_retains_grad",
                  "_version", "_base", "_hooks", "__weakref__", "__dict__")
