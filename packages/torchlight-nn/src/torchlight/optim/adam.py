@@ -112,7 +112,16 @@ class Adam(Optimizer):
 
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay: ``p ← p·(1 − lr·weight_decay)`` before the Adam step."""
+    """Adam with decoupled weight decay: ``p ← p·(1 − lr·weight_decay)`` before the Adam step.
+
+    >>> w = nn.Parameter(tl.tensor([1.0]))
+    >>> opt = tl.optim.AdamW([w], lr=0.1, weight_decay=0.5)
+    >>> w.grad = tl.zeros(1)              # no gradient: only the decay acts
+    >>> opt.step()
+    >>> w
+    Parameter containing:
+    tensor([0.95], requires_grad=True)
+    """
 
     _decoupled = True
 

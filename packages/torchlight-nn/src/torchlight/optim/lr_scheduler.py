@@ -148,7 +148,19 @@ class LRScheduler:
 
 
 class LambdaLR(LRScheduler):
-    """``lr = base_lr · lr_lambda(epoch)`` (one function, or one per param group)."""
+    """``lr = base_lr · lr_lambda(epoch)`` (one function, or one per param group).
+
+    >>> from torchlight.optim.lr_scheduler import LambdaLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = LambdaLR(opt, lambda epoch: 1 / (epoch + 1))
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [1.0, 0.5, 0.3333, 0.25, 0.2]
+    """
 
     _transient = ("optimizer", "lr_lambdas")
 
@@ -185,7 +197,19 @@ class LambdaLR(LRScheduler):
 
 
 class MultiplicativeLR(LambdaLR):
-    """``lr ← lr · lr_lambda(epoch)`` at every step after the first."""
+    """``lr ← lr · lr_lambda(epoch)`` at every step after the first.
+
+    >>> from torchlight.optim.lr_scheduler import MultiplicativeLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = MultiplicativeLR(opt, lambda epoch: 0.9)
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [1.0, 0.9, 0.81, 0.729, 0.6561]
+    """
 
     def get_lr(self):
         if self.last_epoch > 0 and not self._is_initial:
@@ -194,7 +218,19 @@ class MultiplicativeLR(LambdaLR):
 
 
 class StepLR(LRScheduler):
-    """``lr = base_lr · gamma^(epoch // step_size)``."""
+    """``lr = base_lr · gamma^(epoch // step_size)``.
+
+    >>> from torchlight.optim.lr_scheduler import StepLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = StepLR(opt, step_size=2, gamma=0.1)
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [1.0, 1.0, 0.1, 0.1, 0.01]
+    """
 
     def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
         if int(step_size) <= 0:
@@ -213,7 +249,19 @@ class StepLR(LRScheduler):
 
 
 class MultiStepLR(LRScheduler):
-    """``lr = base_lr · gamma^(number of milestones <= epoch)``."""
+    """``lr = base_lr · gamma^(number of milestones <= epoch)``.
+
+    >>> from torchlight.optim.lr_scheduler import MultiStepLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = MultiStepLR(opt, milestones=[1, 3], gamma=0.1)
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [1.0, 0.1, 0.1, 0.01, 0.01]
+    """
 
     def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
         self.milestones = Counter(int(m) for m in milestones)
@@ -240,7 +288,19 @@ class MultiStepLR(LRScheduler):
 
 
 class ConstantLR(LRScheduler):
-    """``lr = base_lr · factor`` until ``total_iters``, then ``base_lr``."""
+    """``lr = base_lr · factor`` until ``total_iters``, then ``base_lr``.
+
+    >>> from torchlight.optim.lr_scheduler import ConstantLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = ConstantLR(opt, factor=0.5, total_iters=2)
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [0.5, 0.5, 1.0, 1.0, 1.0]
+    """
 
     def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
         if factor > 1.0 or factor < 0:
@@ -262,7 +322,19 @@ class ConstantLR(LRScheduler):
 
 
 class LinearLR(LRScheduler):
-    """``lr = base_lr · (start + (end − start) · min(epoch, total_iters) / total_iters)``."""
+    """``lr = base_lr · (start + (end − start) · min(epoch, total_iters) / total_iters)``.
+
+    >>> from torchlight.optim.lr_scheduler import LinearLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = LinearLR(opt, start_factor=0.25, total_iters=3)
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [0.25, 0.5, 0.75, 1.0, 1.0]
+    """
 
     def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1):
         if start_factor > 1.0 or start_factor <= 0:
@@ -289,7 +361,19 @@ class LinearLR(LRScheduler):
 
 
 class ExponentialLR(LRScheduler):
-    """``lr = base_lr · gamma^epoch``."""
+    """``lr = base_lr · gamma^epoch``.
+
+    >>> from torchlight.optim.lr_scheduler import ExponentialLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = ExponentialLR(opt, gamma=0.5)
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [1.0, 0.5, 0.25, 0.125, 0.0625]
+    """
 
     def __init__(self, optimizer, gamma, last_epoch=-1):
         self.gamma = gamma
@@ -306,7 +390,19 @@ class ExponentialLR(LRScheduler):
 
 class CosineAnnealingLR(LRScheduler):
     """``lr = eta_min + (base_lr − eta_min)·(1 + cos(π·epoch/T_max))/2`` (SGDR without restarts;
-    past ``T_max`` the cosine continues, as in PyTorch)."""
+    past ``T_max`` the cosine continues, as in PyTorch).
+
+    >>> from torchlight.optim.lr_scheduler import CosineAnnealingLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = CosineAnnealingLR(opt, T_max=4)
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [1.0, 0.8536, 0.5, 0.1464, 0.0]
+    """
 
     def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
         if T_max <= 0:
@@ -337,6 +433,18 @@ class SequentialLR(LRScheduler):
 
     At a milestone the next scheduler restarts at its own epoch 0 (closed form), so a cosine
     after a warmup starts from the base learning rate.
+
+    >>> from torchlight.optim.lr_scheduler import ExponentialLR, LinearLR, SequentialLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = SequentialLR(opt, [LinearLR(opt, start_factor=0.5, total_iters=2),
+    ...                              ExponentialLR(opt, gamma=0.5)], milestones=[2])
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [0.5, 0.75, 1.0, 0.5, 0.25]
     """
 
     _transient = ("optimizer", "_schedulers")
@@ -406,7 +514,19 @@ class SequentialLR(LRScheduler):
 class OneCycleLR(LRScheduler):
     """The 1cycle policy (Smith & Topin): warm up from ``max_lr/div_factor`` to ``max_lr`` over
     ``pct_start`` of ``total_steps``, then anneal to ``initial_lr/final_div_factor``; momentum
-    (or Adam's β1) cycles the other way. Step it once per batch."""
+    (or Adam's β1) cycles the other way. Step it once per batch.
+
+    >>> from torchlight.optim.lr_scheduler import OneCycleLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = OneCycleLR(opt, max_lr=1.0, total_steps=5)
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [0.04, 0.9505, 0.6113, 0.1883, 0.0]
+    """
 
     def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
                  pct_start=0.3, anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85,
