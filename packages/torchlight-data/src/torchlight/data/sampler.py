@@ -34,7 +34,12 @@ class Sampler:
 
 
 class SequentialSampler(Sampler):
-    """``0, 1, ..., len(data_source) - 1``, every epoch."""
+    """``0, 1, ..., len(data_source) - 1``, every epoch.
+
+    >>> from torchlight.data import SequentialSampler
+    >>> list(SequentialSampler(range(3)))
+    [0, 1, 2]
+    """
 
     def __init__(self, data_source: Sized):
         self.data_source = data_source
@@ -70,6 +75,11 @@ class RandomSampler(_RandomBase):
 
     ``num_samples`` defaults to ``len(data_source)``; without replacement, a larger value chains
     several independent permutations (as PyTorch does).
+
+    >>> from torchlight.data import RandomSampler
+    >>> order = list(RandomSampler(range(5), seed=0))
+    >>> sorted(order)
+    [0, 1, 2, 3, 4]
     """
 
     def __init__(self, data_source: Sized, replacement: bool = False, num_samples: int | None = None,
@@ -104,7 +114,12 @@ class RandomSampler(_RandomBase):
 
 
 class SubsetRandomSampler(_RandomBase):
-    """The given indices in a random order each epoch."""
+    """The given indices in a random order each epoch.
+
+    >>> from torchlight.data import SubsetRandomSampler
+    >>> sorted(SubsetRandomSampler([2, 5, 7], seed=0))
+    [2, 5, 7]
+    """
 
     def __init__(self, indices, *, seed: int | None = None,
                  generator=None):
@@ -124,6 +139,10 @@ class WeightedRandomSampler(_RandomBase):
 
     Weights need not sum to one. Without replacement, at most as many samples as there are
     non-zero weights can be drawn. Typical use: rebalancing classes with weights ``1 / count``.
+
+    >>> from torchlight.data import WeightedRandomSampler
+    >>> list(WeightedRandomSampler([0.0, 1.0, 0.0], num_samples=3, seed=0))
+    [1, 1, 1]
     """
 
     def __init__(self, weights, num_samples: int, replacement: bool = True, *,
@@ -160,6 +179,10 @@ class BatchSampler(Sampler):
 
     The last, short batch is kept unless ``drop_last``; ``len()`` is
     ``floor(n / batch_size)`` with ``drop_last`` and ``ceil(n / batch_size)`` without.
+
+    >>> from torchlight.data import BatchSampler, SequentialSampler
+    >>> list(BatchSampler(SequentialSampler(range(5)), batch_size=2, drop_last=False))
+    [[0, 1], [2, 3], [4]]
     """
 
     def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool):
