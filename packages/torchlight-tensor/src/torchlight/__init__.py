@@ -157,12 +157,27 @@ def __getattr__(name):
 
 
 def save(obj, path):
-    """Save tensors/state dicts to ``.npz`` (provided by torchlight-nn's checkpoint module)."""
+    """Save tensors/state dicts to ``.npz`` (provided by torchlight-nn's checkpoint module).
+
+    ``obj`` is a tensor, or a (nested) dict / list of tensors and plain Python values, such as a
+    :meth:`~torchlight.nn.Module.state_dict` or an optimizer's.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.npz")
+    >>> net = nn.Linear(4, 2)
+    >>> tl.save(net.state_dict(), path)
+    >>> nn.Linear(4, 2).load_state_dict(tl.load(path))
+    IncompatibleKeys(missing_keys=[], unexpected_keys=[])
+    """
     return __getattr__("nn").checkpoint.save(obj, path)
 
 
 def load(path):
-    """Load what :func:`save` wrote, without pickle."""
+    """Load what :func:`save` wrote, without pickle.
+
+    Tensors come back with their saved dtype and device; the file is read as arrays, never
+    unpickled, so a checkpoint cannot run code. See :func:`save` for an example.
+    """
     return __getattr__("nn").checkpoint.load(path)
 
 
