@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import sys
 import tarfile
@@ -30,7 +31,9 @@ META = PACKAGES / "torchlight"
 # mpi4py comes in as that distribution's dependency and finds this MPI through the MPI ABI.
 # scikit-learn: the bundled datasets of projects/sklearn-examples (smoke-tested in tests-integration)
 # pytest-xdist: the CUDA-simulator run of the conformance kit, one worker per core
-TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis", "tqdm", "matplotlib", "sacrebleu", "mpich", "scikit-learn"]
+# onnx, onnxruntime: torchlight.onnx.export's tests run the exported graphs (optional extra)
+TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis", "tqdm", "matplotlib", "sacrebleu", "mpich", "scikit-learn",
+              "onnx", "onnxruntime"]
 
 
 def distributions() -> list[Path]:
@@ -212,10 +215,12 @@ def release(session: nox.Session) -> None:
         with tarfile.open(sdist) as tar:
             tar.extractall(unpacked, filter="data")
         tests_dir = next(unpacked.glob("*/tests"))
+        # a tool of this check, not a requirement of the tests: one worker per core
+        session.run("uv", "pip", "install", "--quiet", "--python", py, "pytest-xdist")
         # from outside any checkout, so `torchlight` resolves to the installed wheels only
         with session.chdir(tmp):
             session.run(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--import-mode=importlib",
-                        "-m", "not slow", "-x", str(tests_dir), external=True,
+                        "-m", "not slow", "-x", "-n", str(os.cpu_count() or 1), str(tests_dir), external=True,
                         env={"TORCHLIGHT_HYPOTHESIS_PROFILE": "ci"})
 
 
@@ -242,7 +247,7 @@ def declared_minimums(names: list[str]) -> list[str]:
 def lowest(session: nox.Session) -> None:
     """The test suites against the oldest third-party versions the metadata declares (numpy,
     numba, scipy, ... at their ``>=`` bounds), so a declared bound is one that was tested."""
-    session.install(*declared_minimums(LOWEST), "pytest", "hypothesis")
+    session.install(*declared_minimums(LOWEST), "pytest-xdist")
     session.install("--no-deps", *[x for n in LOWEST for x in ("-e", str(PACKAGES / n))])
     set_test_env(session)
     # its own numba cache: kernels compiled by another numba version must not be shared
@@ -250,7 +255,8 @@ def lowest(session: nox.Session) -> None:
     session.run("python", "-c", "import numpy, numba, scipy; print('numpy', numpy.__version__, "
                 "'numba', numba.__version__, 'scipy', scipy.__version__)")
     session.run("pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q", "-m", "not slow",
-                *(session.posargs or [str(PACKAGES / n / "tests") for n in LOWEST]))
+                "-n", str(os.cpu_count() or 1),
+                *(session.posargs or [str(t) for n in LOWEST if (t := PACKAGES / n / "tests").is_dir()]))
 
 
 INSTALL_PAGE = ROOT / "docs" / "installation.md"
@@ -282,9 +288,10 @@ def install_check(session: nox.Session) -> None:
         shutil.rmtree(venv, ignore_errors=True)
         session.run(sys.executable, "-m", "venv", str(venv), external=True)
         bindir = venv / ("Scripts" if os.name == "nt" else "bin")
-        env = {"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "VIRTUAL_ENV": str(venv)}
         session.log(f"[{block['name']}]\n{block['code']}")
-        session.run("bash", "-euo", "pipefail", "-c", block["code"], env=env, external=True)
+        # activated as a user would, so `python` in the block is the fresh environment's
+        script = f"source {shlex.quote(str(bindir / 'activate'))}\n{block['code']}"
+        session.run("bash", "-euo", "pipefail", "-c", script, external=True)
         expected = sorted(n.strip() for n in block["expects"].split(","))
         check = ("import sys, importlib.metadata as md, torchlight\n"
                  "got = sorted({d.metadata['Name'].lower() for d in md.distributions()\n"
@@ -424,7 +431,7 @@ def _mathjax(session: nox.Session) -> Path:
 def _docs_env(session: nox.Session) -> None:
     _require_dot(session)
     session.env["TORCHLIGHT_MATHJAX_STATIC"] = str(_mathjax(session))
-    session.install(*DOCS_TOOLS, "pytest", "hypothesis")
+    session.install(*DOCS_TOOLS, "pytest", "hypothesis", "onnx", "onnxruntime")  # interop.md runs an export
     install_editable(session)
     set_test_env(session)
 

@@ -94,6 +94,7 @@ HAVE = {{
     "jit": importlib.util.find_spec("torchlight.jit") is not None,
     "numba": "numba" in tl.available_backends(),
     "cuda": "cuda" in tl.available_backends(),
+    "onnx": all(importlib.util.find_spec(m) is not None for m in ("onnx", "onnxruntime")),
 }}
 try:  # MPI data parallelism (one process is enough for the docs)
     import torchlight.distributed as _dist

@@ -93,3 +93,22 @@ def test_init_refuses_in_a_multiprocessing_child(tmp_path):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=90)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "refused", out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("flavour", ["mpich", "openmpi"])
+def test_timeout_option_sets_every_ranks_collective_timeout(monkeypatch, flavour):
+    from torchlight.distributed import deadline
+
+    seen = {}
+
+    def call(cmd, env):
+        seen.update(cmd=cmd, env=env)
+        return 0
+
+    monkeypatch.setattr(run, "find_mpiexec", lambda explicit=None: "/opt/mpi/bin/mpiexec")
+    monkeypatch.setattr(run, "mpi_flavour", lambda m: flavour)
+    monkeypatch.setattr(run.subprocess, "call", call)
+    assert run.main(["-n", "2", "--timeout", "90", "train.py"]) == 0
+    assert seen["env"][deadline.ENV_VAR] == "90"
+    assert (["-x", deadline.ENV_VAR] == seen["cmd"][-6:-4]) == (flavour == "openmpi"), seen["cmd"]
+    assert run.main(["-n", "2", "--timeout", "-1", "train.py"]) == 2

@@ -31,6 +31,7 @@ from .tensor.backend import (  # noqa: E402
     register_backend,
     set_default_device,
 )
+from .tensor.dlpack import from_dlpack  # noqa: E402
 from .tensor.errors import (  # noqa: E402
     BackendError,
     DeviceUnavailableError,
@@ -124,6 +125,7 @@ _LAZY = {
     "optim": ("torchlight.optim", "torchlight-nn"),
     "data": ("torchlight.data", "torchlight-data"),
     "jit": ("torchlight.jit", "torchlight-tensor"),
+    "onnx": ("torchlight.onnx", "torchlight-tensor"),
     "distributed": ("torchlight.distributed", "torchlight-distributed"),
     "testing": ("torchlight.testing", "torchlight-testing"),
     "autograd": ("torchlight.autograd", "torchlight-autograd"),

@@ -22,6 +22,7 @@ from .errors import (
     DataError,
     DataLoaderError,
     DataNotFoundError,
+    DecodingError,
     TokenizerError,
 )
 from .lm import LanguageModelDataset
@@ -75,6 +76,7 @@ __all__ = [
     "CollateError",
     "DataLoaderError",
     "TokenizerError",
+    "DecodingError",
     # subpackages
     "datasets",
     "synthetic",

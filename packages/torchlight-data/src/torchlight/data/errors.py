@@ -15,6 +15,7 @@ __all__ = [
     "CollateError",
     "DataLoaderError",
     "TokenizerError",
+    "DecodingError",
 ]
 
 # ``TorchlightError`` is defined in the lowest layer (torchlight-autograd) and re-exported as
@@ -44,3 +45,28 @@ class DataLoaderError(DataError, RuntimeError):
 
 class TokenizerError(DataError, ValueError):
     """A tokenizer cannot encode its input, or a saved tokenizer file is malformed."""
+
+
+class DecodingError(DataError, UnicodeDecodeError):
+    """A text file holds bytes that are not valid in its encoding.
+
+    Still a ``UnicodeDecodeError`` (``encoding``, ``start``, ``end`` and ``reason`` are those of
+    the first bad byte; ``object`` is a window of bytes around it, ``start``/``end`` index that
+    window), plus ``path`` and ``offset`` (the byte offset in the file); its message names the
+    file, the offset and line, and the ``encoding=``/``errors=`` options that read it anyway.
+    """
+
+    def __init__(self, message: str, path, offset: int, exc: UnicodeDecodeError):
+        lo = max(0, exc.start - 16)
+        UnicodeDecodeError.__init__(self, exc.encoding, exc.object[lo:exc.end + 16],
+                                    exc.start - lo, exc.end - lo, exc.reason)
+        self.message = message
+        self.path = path
+        self.offset = offset
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self):  # (DataLoader workers send exceptions pickled)
+        exc = UnicodeDecodeError(self.encoding, self.object, self.start, self.end, self.reason)
+        return (type(self), (self.message, self.path, self.offset, exc))

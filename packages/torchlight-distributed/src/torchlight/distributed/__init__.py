@@ -21,7 +21,8 @@ Modules::
     | module | holds |
     |---|---|
     | ``comm`` | ``init``, ``rank``, ``world_size``, ``barrier``, ``abort``, the fault hooks |
-    | ``collectives`` | ``broadcast``, ``all_reduce``, ``all_gather``, ``broadcast_parameters`` |
+    | ``collectives`` | ``broadcast``, ``all_reduce``, ``all_gather``, ``broadcast_parameters``, ``check_same_module`` |
+    | ``deadline`` | the collective timeout: ``set_collective_timeout``, ``CollectiveTimeoutError`` |
     | ``ddp`` | ``DistributedDataParallel`` (bucketed, overlapped ``Iallreduce``), ``parameters_in_sync`` |
     | ``sampler`` | ``DistributedSampler`` |
     | ``checkpoint`` | ``save_on_rank0``, ``load`` |
@@ -39,6 +40,7 @@ from .collectives import (
     broadcast,
     broadcast_object,
     broadcast_parameters,
+    check_same_module,
 )
 from .comm import (
     DistributedError,
@@ -55,6 +57,7 @@ from .comm import (
     world_size,
 )
 from .ddp import DistributedDataParallel, parameters_in_sync
+from .deadline import CollectiveTimeoutError, collective_timeout, set_collective_timeout
 from .sampler import DistributedSampler
 
 DDP = DistributedDataParallel
@@ -77,6 +80,10 @@ __all__ = [
     "broadcast_parameters",
     "broadcast_object",
     "all_gather_object",
+    "check_same_module",
+    "set_collective_timeout",
+    "collective_timeout",
+    "CollectiveTimeoutError",
     "DistributedDataParallel",
     "DDP",
     "parameters_in_sync",

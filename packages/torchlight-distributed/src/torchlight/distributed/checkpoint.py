@@ -19,6 +19,7 @@ import os
 import torchlight as tl
 
 from .comm import barrier, get_comm
+from .deadline import arrive
 
 __all__ = ["save_on_rank0", "load"]
 
@@ -42,5 +43,6 @@ def load(path: str | os.PathLike, from_rank0: bool = False):
     if comm.Get_rank() == 0:
         with open(path, "rb") as f:
             data = f.read()
+    arrive(comm, "checkpoint load")
     data = comm.bcast(data, root=0)
     return tl.load(io.BytesIO(data))

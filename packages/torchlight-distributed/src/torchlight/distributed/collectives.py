@@ -6,10 +6,15 @@ with no copy. A strided view is copied into a contiguous buffer and the result w
 device whose storage is not a numpy array (``cuda``) is staged through the host.
 
 The operations are not differentiable (as in PyTorch): they change the data in place, outside
-autograd, and bump the tensor's version counter.
+autograd, and bump the tensor's version counter. Each one is posted non-blocking and waited on
+with the collective timeout (:mod:`~torchlight.distributed.deadline`), so a rank that never
+arrives is named in a :class:`~torchlight.distributed.deadline.CollectiveTimeoutError` instead
+of hanging the job.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import numpy as np
 
@@ -17,12 +22,14 @@ import torchlight as tl
 from torchlight import Tensor
 
 from .comm import DistributedError, _import_mpi, get_comm
+from .deadline import arrive, wait
 
 __all__ = [
     "broadcast",
     "all_reduce",
     "all_gather",
     "broadcast_parameters",
+    "check_same_module",
     "broadcast_object",
     "all_gather_object",
     "flat_view",
@@ -74,10 +81,10 @@ def broadcast(tensor: Tensor, root: int = 0) -> Tensor:
     comm = get_comm()
     buf = flat_view(tensor)
     if buf is not None:
-        comm.Bcast(buf, root=root)
+        wait([comm.Ibcast(buf, root=root)], "broadcast", comm)
     else:
         tmp = np.ascontiguousarray(tensor.numpy_view()).reshape(-1)
-        comm.Bcast(tmp, root=root)
+        wait([comm.Ibcast(tmp, root=root)], "broadcast", comm)
         _write_back(tensor, tmp)
     _bump(tensor)
     return tensor
@@ -96,11 +103,9 @@ def all_reduce(tensor: Tensor, op: str = "sum") -> Tensor:
     comm = get_comm()
     MPI = _import_mpi()
     buf = flat_view(tensor)
-    if buf is not None:
-        comm.Allreduce(MPI.IN_PLACE, buf, op=mpi_op)
-    else:
+    if buf is None:
         buf = np.ascontiguousarray(tensor.numpy_view()).reshape(-1).copy()
-        comm.Allreduce(MPI.IN_PLACE, buf, op=mpi_op)
+    wait([comm.Iallreduce(MPI.IN_PLACE, buf, op=mpi_op)], f"all_reduce({op!r})", comm)
     if op == "mean":
         np.divide(buf, comm.Get_size(), out=buf)
     if flat_view(tensor) is None:
@@ -122,11 +127,12 @@ def all_gather(tensor: Tensor, stack: bool = False):
     send = flat_view(tensor)
     if send is None:
         send = np.ascontiguousarray(tensor.numpy_view()).reshape(-1)
+    arrive(comm, "all_gather")
     shapes = comm.allgather((tuple(tensor.shape), str(send.dtype)))
     if any(s != shapes[0] for s in shapes):
         raise DistributedError(f"all_gather: ranks passed different shapes/dtypes: {shapes}")
     out = np.empty((size, send.size), dtype=send.dtype)
-    comm.Allgather(send, out)
+    wait([comm.Iallgather(send, out)], "all_gather", comm)
     out = out.reshape((size, *tensor.shape))
     device = tensor.device
     if stack:
@@ -141,28 +147,63 @@ def broadcast_parameters(module, root: int = 0) -> None:
 
     Call it once after building the model (``DistributedDataParallel`` does) so that ranks that
     initialised their weights differently start from the same point. The ranks must hold the same
-    architecture: names, shapes and dtypes are checked against ``root``'s first.
+    architecture: names, shapes and dtypes are checked first (:func:`check_same_module`).
     """
-    tensors = list(module.named_parameters()) + list(module.named_buffers())
-    comm = get_comm()
-    sig = [(n, tuple(t.shape), str(t.dtype)) for n, t in tensors]
-    root_sig = comm.bcast(sig if comm.Get_rank() == root else None, root=root)
-    if root_sig != sig:
-        mine = {s[0]: s for s in sig}
-        theirs = {s[0]: s for s in root_sig}
-        diff = sorted(set(mine.items()) ^ set(theirs.items()))[:5]
-        raise DistributedError(
-            f"broadcast_parameters: rank {comm.Get_rank()}'s module differs from rank {root}'s "
-            f"(first differences, (name, shape, dtype)): {diff}")
-    for _, t in tensors:
+    check_same_module(module, "broadcast_parameters")
+    for _, t in list(module.named_parameters()) + list(module.named_buffers()):
         broadcast(t, root=root)
+
+
+def _signature(module) -> list:
+    tensors = list(module.named_parameters()) + list(module.named_buffers())
+    return [(n, tuple(int(d) for d in t.shape), getattr(t.dtype, "name", str(t.dtype))) for n, t in tensors]
+
+
+def _describe(entry) -> str:
+    return "absent" if entry is None else f"{entry[0]} {entry[1]}"
+
+
+def check_same_module(module, what: str = "check_same_module", comm=None) -> None:
+    """Raise :class:`DistributedError` on **every** rank unless all ranks' ``module`` has the same
+    parameter and buffer names, shapes and dtypes. Call it on every rank.
+
+    Costs one all-gather of a 16-byte digest (the full signatures travel only when they differ),
+    so ``DistributedDataParallel`` runs it whether or not it broadcasts the weights.
+    """
+    comm = comm if comm is not None else get_comm()
+    if comm.Get_size() == 1:
+        return
+    sig = _signature(module)
+    digest = hashlib.blake2b(repr(sig).encode(), digest_size=16).hexdigest()
+    arrive(comm, what)
+    digests = comm.allgather(digest)
+    if all(d == digests[0] for d in digests):
+        return
+    sigs = comm.allgather(sig)
+    lines = []
+    ref = dict((s[0], s[1:]) for s in sigs[0])
+    for r in range(1, len(sigs)):
+        mine = dict((s[0], s[1:]) for s in sigs[r])
+        if mine == ref:
+            continue
+        diff = [f"{n}: rank 0 {_describe(ref.get(n))}, rank {r} {_describe(mine.get(n))}"
+                for n in sorted(set(ref) | set(mine)) if ref.get(n) != mine.get(n)]
+        lines.append(f"rank {r} differs from rank 0 in {len(diff)} tensor(s): "
+                     + "; ".join(diff[:5]) + ("; ..." if len(diff) > 5 else ""))
+    raise DistributedError(
+        f"{what}: the ranks hold different models (shape and dtype by name):\n\t" + "\n\t".join(lines)
+        + "\nEvery rank must build the same architecture before wrapping or broadcasting it.")
 
 
 def broadcast_object(obj=None, root: int = 0):
     """``root``'s picklable ``obj`` on every rank (small things: configs, a path, a step count)."""
-    return get_comm().bcast(obj, root=root)
+    comm = get_comm()
+    arrive(comm, "broadcast_object")
+    return comm.bcast(obj, root=root)
 
 
 def all_gather_object(obj) -> list:
     """Every rank's picklable ``obj``, in rank order."""
-    return get_comm().allgather(obj)
+    comm = get_comm()
+    arrive(comm, "all_gather_object")
+    return comm.allgather(obj)

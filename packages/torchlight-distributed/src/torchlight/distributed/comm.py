@@ -21,8 +21,10 @@ aborts the same way (exit status 130).
 status. A bare ``raise SystemExit(code)`` is not seen, except under the launcher
 (``python -m torchlight.distributed.run``, which runs scripts through ``python -m mpi4py``, which
 aborts on any non-zero ``SystemExit``); :func:`abort` is the explicit way. A rank that dies (a
-signal, ``os._exit``) is noticed by ``mpiexec``, which ends the job. What no hook can catch is a
-rank that *hangs*, or that leaves with status 0 while the others still wait for it.
+signal, ``os._exit``) is noticed by ``mpiexec``, which ends the job. A rank that *hangs*, or
+that leaves with status 0 while the others still wait for it, is caught by the collective
+timeout instead (:mod:`~torchlight.distributed.deadline`): the ranks waiting for it raise, naming
+it, once the timeout passes.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ __all__ = [
 ]
 
 _COMM = None  # the communicator everything uses (a Dup of COMM_WORLD), set by init()
+_CTRL = None  # the collective-timeout heartbeat's communicator (another Dup), set by init()
 _MPI = None  # the mpi4py.MPI module once imported
 _HOOKS_INSTALLED = False
 _LOCK = threading.Lock()
@@ -94,14 +97,22 @@ def is_available() -> bool:
     return True
 
 
-def init(abort_on_exception: bool = True):
+def init(abort_on_exception: bool = True, timeout: float | None = None):
     """Start MPI (once; later calls return the same communicator) and install the fault hooks.
 
     Returns the communicator torchlight uses: a duplicate of ``MPI.COMM_WORLD``, so user code's
     own messages on COMM_WORLD never mix with ours. ``abort_on_exception=False`` leaves
     ``sys.excepthook`` alone (then an exception on one rank can hang the others).
+    ``timeout`` sets the collective timeout in seconds (default: ``$TORCHLIGHT_COLLECTIVE_TIMEOUT``,
+    else 1800; ``0`` or ``math.inf`` waits forever): a collective that some rank does not reach
+    within it raises :class:`~torchlight.distributed.deadline.CollectiveTimeoutError` naming that
+    rank. Pass the same value on every rank.
     """
-    global _COMM
+    global _COMM, _CTRL
+    if timeout is not None:
+        from .deadline import set_collective_timeout
+
+        set_collective_timeout(timeout)
     with _LOCK:
         if _COMM is None:
             _refuse_in_worker_process()
@@ -109,6 +120,7 @@ def init(abort_on_exception: bool = True):
             if not MPI.Is_initialized():
                 MPI.Init_thread(MPI.THREAD_MULTIPLE)
             _COMM = MPI.COMM_WORLD.Dup()
+            _CTRL = MPI.COMM_WORLD.Dup()
         if abort_on_exception:
             _install_fault_hooks()
     return _COMM
@@ -178,8 +190,10 @@ def is_main_process() -> bool:
 
 
 def barrier() -> None:
-    """Block until every rank has reached this call."""
-    get_comm().Barrier()
+    """Block until every rank has reached this call (within the collective timeout)."""
+    from .deadline import arrive
+
+    arrive(get_comm(), "barrier")
 
 
 def abort(code: int = 1, message: str | None = None) -> None:

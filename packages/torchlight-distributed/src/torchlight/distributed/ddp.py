@@ -55,8 +55,9 @@ from torchlight.autograd.grad_mode import GradMode
 from torchlight.tensor.dispatch import wrap
 from torchlight.tensor.storage import TensorData
 
-from .collectives import broadcast, broadcast_parameters
+from .collectives import broadcast, broadcast_parameters, check_same_module
 from .comm import DistributedError, _import_mpi, init
+from .deadline import arrive, wait
 
 __all__ = ["DistributedDataParallel", "parameters_in_sync"]
 
@@ -115,6 +116,8 @@ class DistributedDataParallel(nn.Module):
       rank at each training-mode forward.
     * ``find_unused_parameters`` — see the module docstring.
     * ``init_sync`` — broadcast rank 0's parameters and buffers to all ranks at construction.
+      Whatever it says, the ranks' parameter and buffer names, shapes and dtypes are compared
+      first (one all-gather of a digest) and a mismatch raises on every rank.
 
     ``ddp(x)`` calls ``module(x)``; ``ddp.module`` is the wrapped model (save
     ``ddp.module.state_dict()`` to get keys without the ``module.`` prefix).
@@ -143,6 +146,8 @@ class DistributedDataParallel(nn.Module):
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         self._names = [n for n, _ in named]
         self._params = [p for _, p in named]
+        if self.world_size > 1:
+            check_same_module(module, "DistributedDataParallel", comm=self._comm)
         if init_sync and self.world_size > 1:
             broadcast_parameters(module)
         self._observed_order: list[int] = []
@@ -265,7 +270,7 @@ class DistributedDataParallel(nn.Module):
         had = self._had_grad  # which parameters had a gradient on at least one rank
         self._inflight.append(self._comm.Iallreduce(MPI.IN_PLACE, had, op=MPI.MAX))
         t0 = time.perf_counter()
-        MPI.Request.Waitall(self._inflight)
+        wait(self._inflight, "DistributedDataParallel gradient all-reduce", self._comm)
         stats = self.stats
         stats["wait_s"] += time.perf_counter() - t0
         stats["rounds"] += 1
@@ -295,6 +300,7 @@ class DistributedDataParallel(nn.Module):
         """Once, after the first synchronised backward: re-bucket in the order gradients arrived
         (rank 0's observation, so every rank builds the same buckets)."""
         self._rebuilt = True
+        arrive(self._comm, "DistributedDataParallel bucket rebuild")
         order = self._comm.bcast(self._observed_order if self.rank == 0 else None, root=0)
         self._observed_order = []
         if sorted(order) != list(range(len(self._params))):
@@ -368,5 +374,6 @@ def parameters_in_sync(module, comm=None) -> bool:
     for name, t in list(module.named_parameters()) + list(module.named_buffers()):
         h.update(name.encode())
         h.update(np.ascontiguousarray(t.detach().numpy_view()).tobytes())
+    arrive(comm, "parameters_in_sync")
     digests = comm.allgather(h.hexdigest())
     return all(d == digests[0] for d in digests)

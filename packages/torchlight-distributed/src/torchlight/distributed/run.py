@@ -16,6 +16,10 @@ It builds and runs::
 * ``-f/--hostfile FILE`` spreads the ranks over machines (MPICH's ``-f``, Open MPI's
   ``--hostfile``); every machine needs the same Python environment at the same path and
   password-less ssh from the first one.
+* ``--timeout SECONDS`` sets every rank's collective timeout (``$TORCHLIGHT_COLLECTIVE_TIMEOUT``,
+  see :mod:`~torchlight.distributed.deadline`): a collective some rank does not reach within it
+  ends the job with an error naming that rank. With Open MPI the variable is exported to the
+  other hosts (``-x``); MPICH passes the whole environment on.
 
 Exits with ``mpiexec``'s exit status. ``--dry-run`` prints the command instead of running it.
 """
@@ -29,6 +33,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from .deadline import ENV_VAR as _TIMEOUT_VAR
 
 __all__ = ["find_mpiexec", "mpi_flavour", "build_command", "main"]
 
@@ -98,6 +104,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="extra argument passed to mpiexec (repeatable)")
     p.add_argument("--threads", type=int, default=None,
                    help="BLAS/OpenMP threads per rank (default: cores // N on one machine)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="collective timeout of every rank (0: wait forever; default: "
+                        "$TORCHLIGHT_COLLECTIVE_TIMEOUT, else 1800)")
     p.add_argument("--dry-run", action="store_true", help="print the command, do not run it")
     p.add_argument("-m", dest="module", default=None, help="run a module (like python -m)")
     p.add_argument("target", nargs=argparse.REMAINDER, help="script.py and its arguments")
@@ -128,9 +137,17 @@ def main(argv: list[str] | None = None) -> int:
               "mpich), or pass --mpiexec PATH.", file=sys.stderr)
         return 127
     flavour = mpi_flavour(mpiexec)
-    cmd = build_command(args.nproc, target, mpiexec=mpiexec, hostfile=args.hostfile,
-                        flavour=flavour, extra=args.mpi_arg)
+    extra = list(args.mpi_arg)
     env = dict(os.environ)
+    if args.timeout is not None:
+        if args.timeout < 0:
+            print("error: --timeout must be >= 0 seconds", file=sys.stderr)
+            return 2
+        env[_TIMEOUT_VAR] = f"{args.timeout:g}"
+        if flavour == "openmpi":
+            extra += ["-x", _TIMEOUT_VAR]
+    cmd = build_command(args.nproc, target, mpiexec=mpiexec, hostfile=args.hostfile,
+                        flavour=flavour, extra=extra)
     threads = args.threads
     if threads is None and args.hostfile is None:
         threads = max(1, (os.cpu_count() or 1) // args.nproc)

@@ -19,7 +19,14 @@ file that is empty, truncated, corrupt, not a checkpoint, or from a newer format
 
 Writes are atomic: the archive goes to a temporary file in the destination's directory, is
 flushed and fsync'ed, then ``os.replace``-d over the destination, and the directory is fsync'ed.
-A crash or a full disk mid-write leaves the previous checkpoint intact (and no temporary file).
+A crash or a full disk mid-write leaves the previous checkpoint intact (and no temporary file);
+a save killed outright leaves its temporary file, which the next save of that destination
+removes (see :mod:`torchlight.nn.archive`). Saving to a symbolic link replaces the file it
+points to and keeps the link.
+
+Reading never trusts the file: sizes declared in the zip directory and the ``.npy`` headers are
+checked against the manifest before anything is allocated, and entries are streamed, so a zip
+bomb or a header declaring 10**11 values is a :class:`CheckpointError`, not a ``MemoryError``.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import io
 import json
 import math
 import os
+import re
 import tempfile
 import zipfile
 import zlib
@@ -38,15 +46,23 @@ import torchlight as tl
 from torchlight import Tensor, TorchlightError
 from torchlight.tensor.dtypes import as_dtype
 
+from .archive import (
+    MANIFEST_MAX_BYTES,
+    PLAIN_KINDS,
+    default_mode,
+    fsync_dir,
+    read_entry,
+    remove_stale_temps,
+    temp_prefix,
+)
+
 __all__ = ["save", "load", "save_state", "load_state", "CheckpointError", "FORMAT", "VERSION"]
 
 FORMAT = "torchlight-checkpoint"
 VERSION = 1
 MANIFEST = "__manifest__"
 
-# numpy array kinds that round-trip through .npy without pickle: bool, ints, floats, complex,
-# bytes and unicode strings.
-_PLAIN_KINDS = "biufcSU"
+_PLAIN_KINDS = PLAIN_KINDS
 
 
 class CheckpointError(TorchlightError, RuntimeError):
@@ -172,6 +188,8 @@ def save(obj, path, *, compress: bool = False) -> None:
         _write_npz(path, arrays, compress)
         return
     path = os.fspath(path)
+    if os.path.islink(path):  # write the file the link points to; the link stays a link
+        path = os.path.realpath(path)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise FileNotFoundError(f"cannot save checkpoint to {path!r}: directory {directory!r} does not exist")
@@ -180,9 +198,10 @@ def save(obj, path, *, compress: bool = False) -> None:
     try:
         mode = os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
-        mode = _default_mode()
+        mode = default_mode()
 
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    base = os.path.basename(path)
+    fd, tmp = tempfile.mkstemp(prefix=temp_prefix(base), suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
             _write_npz(f, arrays, compress)
@@ -196,27 +215,8 @@ def save(obj, path, *, compress: bool = False) -> None:
         except FileNotFoundError:
             pass
         raise
-    _fsync_dir(directory)
-
-
-def _default_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-def _fsync_dir(directory: str) -> None:
-    """Make the rename durable (POSIX); a no-op where directories cannot be opened (Windows)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    fsync_dir(directory)
+    remove_stale_temps(directory, base)
 
 
 # --- decoding --------------------------------------------------------------------------------------
@@ -224,27 +224,50 @@ _CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError, KeyEr
 
 
 class _Decoder:
-    def __init__(self, zf: zipfile.ZipFile, name: str, map_location):
+    def __init__(self, zf: zipfile.ZipFile, name: str, map_location, size: int):
         self.zf = zf
         self.name = name
         self.map_location = map_location
+        self.size = size  # bytes in the archive file
 
     def fail(self, what: str) -> CheckpointError:
         return CheckpointError(f"checkpoint {self.name}: {what}")
 
-    def array(self, entry, where: str) -> np.ndarray:
-        if not isinstance(entry, str):
-            raise self.fail(f"corrupt manifest: bad entry name for {where}")
+    def array(self, entry, where: str, dtype=None, shape=None, max_bytes=None) -> np.ndarray:
+        """Entry ``entry``'s array, checked against the manifest's ``dtype`` and ``shape`` (when
+        given) before it is allocated (see :mod:`torchlight.nn.archive`)."""
+        if not isinstance(entry, str) or not (entry == MANIFEST or re.fullmatch(r"a[0-9]+", entry)):
+            raise self.fail(f"corrupt manifest: bad entry name {entry!r} for {where} (save writes a0, a1, ...)")
         try:
-            data = self.zf.read(entry + ".npy")
+            info = self.zf.getinfo(entry + ".npy")
         except KeyError:
             raise self.fail(f"entry {entry!r} (for {where}) is missing from the archive") from None
-        except _CORRUPT as exc:
-            raise self.fail(f"entry {entry!r} (for {where}) is corrupt or truncated: {exc}") from None
+
+        def fail(text):
+            return self.fail(f"entry {entry!r} (for {where}) {text}")
+
         try:
-            return np.load(io.BytesIO(data), allow_pickle=False)
+            return read_entry(self.zf, info, self.size, fail, dtype, shape, max_bytes)
+        except CheckpointError:
+            raise
         except _CORRUPT as exc:
-            raise self.fail(f"entry {entry!r} (for {where}) is not a valid array: {exc}") from None
+            raise fail(f"is corrupt or truncated: {exc}") from None
+
+    def expected(self, node, where: str, scalar: bool = False):
+        """The (numpy dtype, shape) the manifest gives an ``ndarray``/``npscalar`` node."""
+        try:
+            dtype = np.dtype(node["dtype"])
+        except TypeError:
+            raise self.fail(f"{where}: unknown array dtype {node['dtype']!r}") from None
+        if dtype.kind not in _PLAIN_KINDS or dtype.fields is not None:
+            raise self.fail(f"{where}: dtype {dtype} would need pickle; refused")
+        return dtype, () if scalar else self.shape(node["shape"], where)
+
+    def shape(self, shape, where: str) -> tuple:
+        if not isinstance(shape, list) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+            raise self.fail(f"corrupt manifest at {where}: shape {shape!r}")
+        return tuple(shape)
 
     def decode(self, node, where: str):
         if not isinstance(node, dict) or "t" not in node:
@@ -279,32 +302,21 @@ class _Decoder:
             if kind == "tensor":
                 return self.tensor(node, where)
             if kind == "ndarray":
-                arr = self.array(node["entry"], where)
-                self.check(arr, node["dtype"], node["shape"], where)
-                return arr
+                return self.array(node["entry"], where, *self.expected(node, where))
             if kind == "npscalar":
-                arr = self.array(node["entry"], where)
-                self.check(arr, node["dtype"], [], where)
-                return arr[()]
+                return self.array(node["entry"], where, *self.expected(node, where, scalar=True))[()]
         except CheckpointError:
             raise
         except (KeyError, TypeError, IndexError) as exc:
             raise self.fail(f"corrupt manifest at {where}: {type(exc).__name__} {exc}") from None
         raise self.fail(f"unknown node type {kind!r} at {where} (corrupt, or written by a newer torchlight)")
 
-    def check(self, arr, dtype, shape, where):
-        if list(arr.shape) != list(shape):
-            raise self.fail(f"{where}: the manifest says shape {tuple(shape)}, the stored array has {arr.shape}")
-        if arr.dtype.str != dtype and arr.dtype.name != dtype:
-            raise self.fail(f"{where}: the manifest says dtype {dtype}, the stored array has {arr.dtype}")
-
     def tensor(self, node, where):
-        arr = self.array(node["entry"], where)
         try:
             dtype = as_dtype(node["dtype"])
         except TorchlightError:
             raise self.fail(f"{where}: unknown tensor dtype {node['dtype']!r}") from None
-        self.check(arr, dtype.np.name, node["shape"], where)
+        arr = self.array(node["entry"], where, dtype.np, self.shape(node["shape"], where))
         t = tl.from_numpy(_c_order(arr))
         device = self.map_location if self.map_location is not None else node.get("device", "cpu")
         if device not in (None, "cpu"):
@@ -333,32 +345,42 @@ def load(path, map_location=None):
     ``map_location`` names another one, e.g. ``"cpu"``)."""
     if hasattr(path, "read"):
         name = repr(getattr(path, "name", "<file object>"))
-        data = path.read()
-    else:
-        name = repr(os.fspath(path))
-        with open(path, "rb") as f:
-            data = f.read()
-    if not data:
+        if not getattr(path, "seekable", lambda: False)() or path.tell() != 0:
+            path = io.BytesIO(path.read())  # zipfile needs the archive to start at offset 0
+        return _load_from(path, name, map_location)
+    name = repr(os.fspath(path))
+    with open(path, "rb") as f:
+        return _load_from(f, name, map_location)
+
+
+def _load_from(f, name: str, map_location):
+    """Read a checkpoint from the seekable binary file ``f`` (its data is streamed, never read
+    whole)."""
+    size = f.seek(0, os.SEEK_END)
+    f.seek(0)
+    head = f.read(8)
+    f.seek(0)
+    if size <= 0:
         raise CheckpointError(f"checkpoint {name}: the file is empty (an interrupted write?)")
-    if not data.startswith(b"PK"):
-        if data.startswith(b"\x93NUMPY"):
+    if not head.startswith(b"PK"):
+        if head.startswith(b"\x93NUMPY"):
             what = "a single .npy array"
-        elif data[:1] == b"\x80":
+        elif head[:1] == b"\x80":
             what = "a pickle (e.g. a torch.save file); torchlight never unpickles"
         else:
             what = "not a zip/.npz archive"
         raise CheckpointError(f"checkpoint {name}: not a torchlight checkpoint ({what})")
     try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
+        zf = zipfile.ZipFile(f)
     except _CORRUPT as exc:
         raise CheckpointError(f"checkpoint {name}: the archive is truncated or corrupt ({exc})") from None
     with zf:
-        dec = _Decoder(zf, name, map_location)
+        dec = _Decoder(zf, name, map_location, size)
         if MANIFEST + ".npy" not in zf.namelist():
             raise CheckpointError(
                 f"checkpoint {name}: not a torchlight checkpoint (no {MANIFEST} entry; a plain .npz?)"
             )
-        raw = dec.array(MANIFEST, "the manifest")
+        raw = dec.array(MANIFEST, "the manifest", max_bytes=MANIFEST_MAX_BYTES)
         try:
             if raw.dtype != np.uint8 or raw.ndim != 1:
                 raise ValueError(f"manifest entry has dtype {raw.dtype} and shape {raw.shape}")

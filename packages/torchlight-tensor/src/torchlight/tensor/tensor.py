@@ -325,9 +325,52 @@ class Tensor:
         """A numpy copy of the data, whatever the tensor's grad state or device."""
         return np.array(self.numpy_view(), copy=True)
 
+    # numpy defers binary operators to torchlight (``ndarray + tensor`` calls
+    # ``Tensor.__radd__``, giving a tensor that keeps its graph), as it does for PyTorch's tensors;
+    # ufuncs (``np.exp(t)``) still convert through ``__array__``.
+    __array_priority__ = 1000
+
     def __array__(self, dtype=None, copy=None):
-        arr = self.to_numpy()
-        return arr if dtype is None else arr.astype(dtype)
+        """NumPy's conversion protocol (``np.asarray(t)``): shares memory where the data is on
+        the host and the dtype matches; ``copy=True`` always copies, ``copy=False`` raises
+        ``ValueError`` when a copy is unavoidable (device memory, another dtype)."""
+        if copy:
+            arr = self.to_numpy()
+            return arr if dtype is None else arr.astype(dtype, copy=False)
+        shared = isinstance(self._td.storage, np.ndarray)
+        arr = self.numpy_view().view() if shared else self.to_numpy()
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            shared = False
+            arr = arr.astype(dtype)
+        if copy is False and not shared:
+            raise ValueError(
+                f"__array__(copy=False): a {self.device} tensor of dtype {self.dtype} cannot be viewed "
+                f"as an ndarray{'' if dtype is None else f' of dtype {np.dtype(dtype)}'} without a copy; "
+                "use np.asarray(t) (copy=None) or t.to_numpy()"
+            )
+        return arr
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """DLPack export (``np.from_dlpack(t)``, ``torch.from_dlpack(t)``): a capsule describing
+        this tensor's memory, shape, strides and offset, shared with the consumer (see
+        :mod:`torchlight.tensor.dlpack`).
+
+        >>> import numpy as np, torchlight as tl
+        >>> t = tl.zeros(3)
+        >>> a = np.from_dlpack(t)
+        >>> a[1] = 5.0
+        >>> t.tolist()
+        [0.0, 5.0, 0.0]
+        """
+        from .dlpack import export
+
+        return export(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        """``(device_type, device_id)`` in DLPack's numbering (``(1, 0)``: host memory)."""
+        from .dlpack import device_of
+
+        return device_of(self)
 
     def item(self):
         """The value of a one-element tensor as a Python ``float``, ``int`` or ``bool``.
@@ -577,10 +620,15 @@ class Tensor:
         return _P.compare("ne", self, o)
 
     def __and__(self, o):
+        o = _P.ndarray_operand(o, self)
         return _P.compare("logical_and", self.bool(), o.bool() if isinstance(o, Tensor) else bool(o))
 
     def __or__(self, o):
+        o = _P.ndarray_operand(o, self)
         return _P.compare("logical_or", self.bool(), o.bool() if isinstance(o, Tensor) else bool(o))
+
+    __rand__ = __and__
+    __ror__ = __or__
 
     def __invert__(self):
         if self.dtype is not dtypes.bool_:
@@ -1070,6 +1118,7 @@ class Tensor:
 
     def _inplace_zip(self, op, other, name):
         self._check_inplace(name)
+        other = _P.ndarray_operand(other, self)
         if isinstance(other, Tensor):
             dispatch.same_backend(self, other)
             other = dispatch.cast(other, self.dtype)

@@ -27,6 +27,7 @@ from . import _matmul as M
 from . import _reduce as R
 from . import _scalar as S
 from . import _updates as U
+from . import dlpack as _dlpack
 from . import transfers
 from ._launch import MAX_BLOCKS, ROW_BLOCK, SIMULATOR, cached, coalesce, grid_1d, grid_rows, launch
 
@@ -77,7 +78,7 @@ class CudaBackend:
     name = "cuda"
     device = "cuda"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "fill"})
+    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "fill", "dlpack"})
     simulator = SIMULATOR
 
     # --- storage -------------------------------------------------------------------------------
@@ -109,6 +110,15 @@ class CudaBackend:
             packed = cuda.device_array(view.size, dtype=st.dtype)
             self._copy_into(view, packed)
         return transfers.to_host(packed).reshape(view.shape)
+
+    # --- DLPack (the "dlpack" capability; see .dlpack) -------------------------------------------
+    def dlpack_source(self, view):
+        """An object whose ``__dlpack__`` exports ``view``'s device memory (no copy)."""
+        return _dlpack.dlpack_source(view)
+
+    def from_dlpack(self, obj, copy=None):
+        """``(TensorData, dtype)`` on the device memory of a DLPack producer (no copy)."""
+        return _dlpack.from_dlpack(self, obj, copy)
 
     def _copy_into(self, view, flat):
         from torchlight.tensor.storage import TensorData

@@ -3,6 +3,12 @@
 Files are located by :func:`torchlight.data.datasets.fetch` (``root=`` -> ``$TORCHLIGHT_DATA`` ->
 cache -> verified download) and read as bytes decoded from UTF-8, split on ``"\\n"`` only: never
 ``str.splitlines()``, which also breaks at U+0085 (two imdb sentences contain it) and friends.
+
+Every loader takes ``encoding=`` (default ``"utf-8"``) and ``errors=`` (default ``"strict"``, as
+:meth:`bytes.decode`): a file that is not valid in its encoding raises
+:class:`~torchlight.data.DecodingError` naming the file, the byte offset and line of the first bad
+byte, and these two options (``errors="replace"`` substitutes U+FFFD, ``"ignore"`` drops the
+bytes, ``encoding="latin-1"`` reads any byte sequence).
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ import os
 import unicodedata
 from typing import NamedTuple
 
-from ..errors import DataError
+from ..errors import DataError, DecodingError
 from .resources import Resource, fetch
 
 __all__ = [
@@ -21,6 +27,7 @@ __all__ = [
     "Sentence",
     "RESOURCES",
     "SENTIMENT_SOURCES",
+    "decode_file",
 ]
 
 _SHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/{}/data/tinyshakespeare/input.txt"
@@ -65,10 +72,37 @@ RESOURCES: dict[str, Resource] = {
 }
 
 
-def _read_text(resource: Resource, root, download, verify, progress) -> str:
+def _read_text(resource: Resource, root, download, verify, progress,
+               encoding: str = "utf-8", errors: str = "strict") -> str:
     path = fetch(resource, root, download=download, verify=verify, progress=progress)
     # Bytes then decode: no newline translation, no locale-dependent default encoding.
-    return path.read_bytes().decode("utf-8")
+    return decode_file(path.read_bytes(), path, encoding, errors)
+
+
+def decode_file(data: bytes, path, encoding: str = "utf-8", errors: str = "strict") -> str:
+    """``data`` (the bytes of the file ``path``) decoded; a bad byte raises
+    :class:`~torchlight.data.DecodingError` naming the file, the offset and what to do.
+
+    >>> decode_file(b"caf\\xc3\\xa9", "menu.txt")
+    'café'
+    >>> decode_file(b"caf\\xe9", "menu.txt", errors="replace")
+    'caf\ufffd'
+    """
+    try:
+        return data.decode(encoding, errors)
+    except LookupError as exc:
+        raise DataError(f"cannot read {path}: {exc} (encoding={encoding!r}, errors={errors!r}; "
+                        "see the codecs module for the names Python knows)") from None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        bad = data[exc.start:exc.end]
+        raise DecodingError(
+            f"{path}: byte offset {exc.start} (line {line}) is not valid {exc.encoding}: {bad!r} "
+            f"({exc.reason}). The file is damaged, or in another encoding. To read it anyway pass "
+            f"errors='replace' (bad bytes become U+FFFD) or errors='ignore' (they are dropped), or "
+            f"the file's real encoding, e.g. encoding='latin-1'; or replace the file with the "
+            f"published one (a checksum mismatch says so when verify=True).",
+            path, exc.start, exc) from None
 
 
 def _lines(text: str) -> list[str]:
@@ -79,7 +113,8 @@ def _lines(text: str) -> list[str]:
 
 
 def tiny_shakespeare(root: str | os.PathLike | None = None, *, download: bool = True,
-                     verify: bool = True, progress: bool = True) -> str:
+                     verify: bool = True, progress: bool = True, encoding: str = "utf-8",
+                     errors: str = "strict") -> str:
     """Tiny Shakespeare (Karpathy's char-rnn): one string of 1,115,394 characters, 65 distinct.
 
     Split for language modelling with :func:`~torchlight.data.datasets.split_text`, which cuts
@@ -89,7 +124,7 @@ def tiny_shakespeare(root: str | os.PathLike | None = None, *, download: bool = 
         text = tiny_shakespeare()
         train, val = split_text(text, val_fraction=0.1)   # first 90% / last 10%
     """
-    return _read_text(RESOURCES["tinyshakespeare"], root, download, verify, progress)
+    return _read_text(RESOURCES["tinyshakespeare"], root, download, verify, progress, encoding, errors)
 
 
 class Sentence(NamedTuple):
@@ -102,7 +137,8 @@ class Sentence(NamedTuple):
 
 def sentiment_sentences(root: str | os.PathLike | None = None,
                         sources: tuple[str, ...] = SENTIMENT_SOURCES, *, download: bool = True,
-                        verify: bool = True, progress: bool = True) -> list[Sentence]:
+                        verify: bool = True, progress: bool = True, encoding: str = "utf-8",
+                        errors: str = "strict") -> list[Sentence]:
     """UCI Sentiment Labelled Sentences: 3,000 :class:`Sentence` (1,000 per source, half positive).
 
     Sources come in the order given (default amazon, imdb, yelp), lines in file order. Each line
@@ -119,7 +155,8 @@ def sentiment_sentences(root: str | os.PathLike | None = None,
         if src not in _SENTIMENT_FILES:
             raise ValueError(f"unknown sentiment source {src!r}; choose from {SENTIMENT_SOURCES}")
         resource = RESOURCES[f"sentiment/{src}"]
-        for lineno, line in enumerate(_lines(_read_text(resource, root, download, verify, progress)), 1):
+        text = _read_text(resource, root, download, verify, progress, encoding, errors)
+        for lineno, line in enumerate(_lines(text), 1):
             sentence, sep, label = line.rpartition("\t")
             if not sep or label.strip() not in ("0", "1"):
                 raise DataError(f"{resource.path}:{lineno}: expected 'sentence<TAB>0|1', got {line!r}")
@@ -133,7 +170,8 @@ def _normalize(s: str) -> str:
 
 def tatoeba_eng_fra(max_words: int | None = None, root: str | os.PathLike | None = None, *,
                     normalize: bool = False, download: bool = True, verify: bool = True,
-                    progress: bool = True) -> list[tuple[str, str]]:
+                    progress: bool = True, encoding: str = "utf-8",
+                    errors: str = "strict") -> list[tuple[str, str]]:
     """English-French sentence pairs from Tatoeba (manythings.org, release 2019-04-07).
 
     Returns ``(english, french)`` tuples in file order (roughly by length, shortest first): all
@@ -151,7 +189,8 @@ def tatoeba_eng_fra(max_words: int | None = None, root: str | os.PathLike | None
         raise ValueError(f"max_words must be a positive int or None, got {max_words!r}")
     resource = RESOURCES["eng-fra"]
     pairs: list[tuple[str, str]] = []
-    for lineno, line in enumerate(_lines(_read_text(resource, root, download, verify, progress)), 1):
+    text = _read_text(resource, root, download, verify, progress, encoding, errors)
+    for lineno, line in enumerate(_lines(text), 1):
         cols = line.split("\t")
         if len(cols) < 2:
             raise DataError(f"{resource.path}:{lineno}: expected 'english<TAB>french', got {line!r}")

@@ -11,7 +11,10 @@ Resolution order for a :class:`Resource` (first hit wins):
 
 Every file found or downloaded is checked against the published SHA-256 (``verify=False`` opts
 out, for a different release of a corpus). A mismatch raises :class:`ChecksumError` naming the
-file and both digests; the file is never used silently. When nothing works,
+file and both digests; the file is never used silently. With ``verify`` on and the resource's
+``size`` known, a download or archive entry larger than that size is refused as soon as the size
+shows (the zip directory's declared size first, then the bytes actually written), so a hostile
+archive or server cannot fill the disk. When nothing works,
 :class:`DataNotFoundError` lists every place searched, every download error, and how to provide the
 file by hand.
 """
@@ -21,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import http.client
 import os
-import shutil
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,7 +153,7 @@ def _download(resource: Resource, url: str, target: Path, progress: bool, verify
     part = target.with_name(target.name + ".part")
     try:
         if resource.member is None:
-            _stream(url, part, progress, resource.path)
+            _stream(url, part, progress, resource.path, resource.size if verify else None)
         else:
             archive = cache_dir() / "downloads" / _archive_name(url)
             if not archive.is_file():
@@ -160,7 +162,7 @@ def _download(resource: Resource, url: str, target: Path, progress: bool, verify
                 _stream(url, archive_part, progress, archive.name)
                 os.replace(archive_part, archive)
             try:
-                _extract(archive, resource.member, part)
+                _extract(archive, resource.member, part, resource.size if verify else None)
             except (zipfile.BadZipFile, KeyError):
                 archive.unlink(missing_ok=True)  # a broken archive must not block the next try
                 raise
@@ -182,7 +184,7 @@ def _archive_name(url: str) -> str:
     return hashlib.sha256(url.encode()).hexdigest()[:8] + "-" + name
 
 
-def _stream(url: str, dest: Path, progress: bool, desc: str) -> None:
+def _stream(url: str, dest: Path, progress: bool, desc: str, limit: int | None = None) -> None:
     from tqdm.auto import tqdm  # imported here: nothing else in torchlight.data needs it
 
     with urlopen(url, timeout=DOWNLOAD_TIMEOUT) as response:
@@ -196,18 +198,38 @@ def _stream(url: str, dest: Path, progress: bool, desc: str) -> None:
                                            unit_divisor=1024, desc=desc, disable=not progress,
                                            leave=False) as bar:
             while block := response.read(_BLOCK):
-                out.write(block)
                 received += len(block)
+                if limit is not None and received > limit:
+                    raise ChecksumError(f"{url} sends more than the {limit} bytes of the published "
+                                        f"{desc}; the download was stopped (a different release?)")
+                out.write(block)
                 bar.update(len(block))
     if total is not None and received != total:
         raise OSError(f"connection closed after {received} of {total} bytes")
 
 
-def _extract(archive: Path, member: str, dest: Path) -> None:
+def _extract(archive: Path, member: str, dest: Path, size: int | None = None) -> None:
+    """Copy ``archive``'s entry ending in ``member`` to ``dest`` (never to a path named by the
+    archive); with ``size``, an entry of any other size is refused before or while copying."""
     with zipfile.ZipFile(archive) as zf:
         names = [n for n in zf.namelist()
                  if not n.startswith("__MACOSX/") and (n == member or n.endswith("/" + member))]
         if not names:
             raise KeyError(f"{archive.name} has no entry named {member!r}")
-        with zf.open(sorted(names, key=len)[0]) as src, open(dest, "wb") as out:
-            shutil.copyfileobj(src, out, _BLOCK)
+        info = zf.getinfo(sorted(names, key=len)[0])
+        if size is not None and info.file_size != size:
+            raise _size_mismatch(archive, info.filename, f"declares {info.file_size} bytes", size)
+        copied = 0
+        with zf.open(info) as src, open(dest, "wb") as out:
+            while block := src.read(_BLOCK):
+                copied += len(block)
+                if size is not None and copied > size:
+                    raise _size_mismatch(archive, info.filename, "inflates beyond that", size)
+                out.write(block)
+
+
+def _size_mismatch(archive: Path, name: str, what: str, size: int) -> ChecksumError:
+    return ChecksumError(f"{archive} entry {name!r} {what}, but the published file has {size} "
+                         "bytes; it was not extracted (a different release, a corrupt download, or "
+                         "a zip bomb). Delete the archive to download it again, or pass "
+                         "verify=False to use another release.")

@@ -32,6 +32,9 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  bias_correction2_sqrt): one Adam/AdamW update of p, m, v in place (contiguous
                  views of one shape and float dtype; decay = 1 - lr·λ for AdamW else 1, l2 = λ for
                  Adam else 0; formula in functions/updates.py)
+    "dlpack":    dlpack_source(view) -> an object with __dlpack__/__dlpack_device__ describing the
+                 view's memory (no copy); from_dlpack(obj, copy) -> (TensorData, dtype) on a DLPack
+                 producer's memory (device memory; host memory is handled by the core)
     "fill", "compile"                     (declared by backends that provide them)
 
 Adding an op: a name here + a conformance-kit entry + a fallback, or an ``API_VERSION`` bump.

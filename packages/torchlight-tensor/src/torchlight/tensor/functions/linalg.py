@@ -5,12 +5,14 @@ The batch dims are broadcast *before* the product by a differentiable ``expand``
 itself sees equal batch dims and the expand's backward sums gradients over broadcast batches.
 """
 
+import numpy as np
+
 from torchlight.autograd import Function
 
 from ..dispatch import alloc, same_backend
 from ..errors import ShapeError
 from ..indexing import shape_broadcast
-from .pointwise import operands
+from .pointwise import ndarray_operand, operands
 
 __all__ = ["MatMul", "matmul"]
 
@@ -40,6 +42,9 @@ def matmul(a, b):
     """
     from ..tensor import Tensor
 
+    if isinstance(a, np.ndarray):
+        a = ndarray_operand(a, b)
+    b = ndarray_operand(b, a)
     if not isinstance(b, Tensor):
         raise ShapeError(f"matmul: expected a tensor on the right, got {type(b).__name__}")
     if a.ndim == 0 or b.ndim == 0:

@@ -5,6 +5,8 @@ Binary ops broadcast their inputs, so their backward first forms the full-shape 
 sums it back to each input's shape (:func:`~torchlight.tensor.dispatch.sum_to`).
 """
 
+import numpy as np
+
 from torchlight.autograd import Function
 from torchlight.autograd.grad_mode import GradMode
 
@@ -16,7 +18,7 @@ from ..errors import DTypeError
 __all__ = [
     "Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum", "Cast", "Unary", "Clamp", "Where",
     "binary", "compare", "unary", "float_operand", "Function", "NonDifferentiable", "Compare",
-    "MapNoGrad", "CastNoGrad",
+    "MapNoGrad", "CastNoGrad", "ndarray_operand",
 ]
 
 
@@ -101,8 +103,26 @@ def tensor_result_dtype(a, b):
     return dtypes.promote(a.dtype, b.dtype)
 
 
+def ndarray_operand(value, like):
+    """``value`` as a tensor on ``like``'s backend when it is a numpy array, else unchanged.
+
+    An ndarray operand is treated like a tensor, as PyTorch does: it keeps its dtype where
+    torchlight has it (float16 becomes float32, other integers int64) and takes part in dtype
+    promotion as a tensor of its number of dimensions (a 0-d array acts like a scalar).
+    """
+    if isinstance(value, np.ndarray):
+        from ..factories import tensor
+
+        return tensor(value, device=like.backend)
+    return value
+
+
 def operands(a, b, floating=False):
-    """Turn ``(tensor, tensor-or-scalar)`` into two tensors of the promoted dtype."""
+    """Turn ``(tensor, tensor-or-scalar)`` into two tensors of the promoted dtype (an ndarray on
+    either side counts as a tensor)."""
+    if isinstance(a, np.ndarray):
+        a = ndarray_operand(a, b)
+    b = ndarray_operand(b, a)
     if isinstance(b, _dispatch.Tensor):
         dt = tensor_result_dtype(a, b)
         if floating and not dt.is_floating_point:
