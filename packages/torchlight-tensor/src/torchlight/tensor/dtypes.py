@@ -12,7 +12,14 @@ __all__ = ["DType", "float32", "float64", "int64", "bool_", "promote", "as_dtype
 
 
 class DType:
-    """A torchlight dtype: a name, the numpy dtype of its storage, and whether it is floating."""
+    """A torchlight dtype: a name, the numpy dtype of its storage, and whether it is floating.
+
+    The four dtypes are ``tl.float32`` (the default for floats), ``tl.float64``, ``tl.int64``
+    (the default for ints, and indices) and ``tl.bool``.
+
+    >>> tl.tensor([1, 2]).dtype, tl.tensor([1.0]).dtype, tl.float64.is_floating_point
+    (torchlight.int64, torchlight.float32, True)
+    """
 
     __slots__ = ("name", "np", "is_floating_point", "rank")
 
