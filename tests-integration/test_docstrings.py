@@ -14,6 +14,10 @@ class or ``object``); a method counts where it is defined, so a subclass that me
 documented ``forward`` passes, but a subclass that *overrides* it needs its own text (or the
 override is documented on the torchlight base that defines the method). The test collects every
 missing name and reports them all at once.
+
+A second test asks more of the ops and layers (the functions of ``torchlight`` and
+``torchlight.nn.functional``, the modules of ``torchlight.nn``): a ``>>>`` example, which the docs
+build executes.
 """
 
 from __future__ import annotations
@@ -190,3 +194,32 @@ def test_the_check_finds_what_is_missing():
         "torchlight._docstring_selftest.undocumented_function",
     ]), missing
     assert checked == 1 + 4 + 3  # the module, its four names, the three methods
+
+
+def _has_example(obj) -> bool:
+    doc = obj.__dict__.get("__doc__") if inspect.isclass(obj) else obj.__doc__
+    return isinstance(doc, str) and ">>>" in doc
+
+
+def test_ops_and_layers_have_an_example():
+    """Every function of ``torchlight`` and ``torchlight.nn.functional`` and every layer of
+    ``torchlight.nn`` shows a ``>>>`` example (the docs build runs them, so they stay true)."""
+    import torchlight as tl
+
+    missing, checked = [], 0
+    for modname in ("torchlight", "torchlight.nn.functional", "torchlight.nn"):
+        try:
+            mod = importlib.import_module(modname)
+        except ImportError:
+            continue  # torchlight-nn is not installed
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            is_op = inspect.isroutine(obj) and modname != "torchlight.nn"
+            is_layer = modname == "torchlight.nn" and inspect.isclass(obj) and issubclass(obj, tl.nn.Module)
+            if not (is_op or is_layer) or not _is_torchlight(obj):
+                continue
+            checked += 1
+            if not _has_example(obj):
+                missing.append(f"{modname}.{name}")
+    assert checked > 50, f"only {checked} ops and layers found"
+    assert not missing, f"{len(missing)} ops/layers without a >>> example:\n  " + "\n  ".join(missing)

@@ -179,6 +179,12 @@ def load(path):
 
     Tensors come back with their saved dtype and device; the file is read as arrays, never
     unpickled, so a checkpoint cannot run code. See :func:`save` for an example.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "tensors.npz")
+    >>> tl.save({"w": tl.ones(2)}, path)
+    >>> tl.load(path)
+    {'w': tensor([1., 1.])}
     """
     return __getattr__("nn").checkpoint.load(path)
 

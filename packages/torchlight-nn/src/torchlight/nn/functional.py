@@ -253,5 +253,11 @@ def one_hot(tensor, num_classes=-1):
 
 
 def pad(input, pad, mode="constant", value=0.0):
-    """PyTorch's ``F.pad``: ``(left, right)`` pairs starting from the last dimension."""
+    """PyTorch's ``F.pad``: ``(left, right)`` pairs starting from the last dimension.
+
+    Only ``mode="constant"`` is supported.
+
+    >>> F.pad(tl.ones(1, 2), (1, 1), value=0.5)
+    tensor([[0.5, 1. , 1. , 0.5]])
+    """
     return tl.pad(input, pad, mode=mode, value=value)

@@ -179,6 +179,9 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 def empty(*size, dtype=None, device=None, requires_grad=False):
     """A tensor of the given shape whose elements are not initialised (whatever the memory held):
     use it only when every element is written before being read.
+
+    >>> tl.empty(2, 3).shape
+    (2, 3)
     """
     t = alloc(_shape(size), dtypes.as_dtype(dtype or dtypes.float32), get_backend(device))
     return t.requires_grad_(True) if requires_grad else t
@@ -207,7 +210,11 @@ def ones_like(x, dtype=None, device=None, requires_grad=False):
 
 
 def empty_like(x, dtype=None, device=None, requires_grad=False):
-    """An uninitialised tensor with ``x``'s shape, dtype and device (see :func:`empty`)."""
+    """An uninitialised tensor with ``x``'s shape, dtype and device (see :func:`empty`).
+
+    >>> tl.empty_like(tl.zeros(2, dtype=tl.int64)).dtype
+    torchlight.int64
+    """
     return _like(empty, x, dtype, device, requires_grad)
 
 
@@ -221,12 +228,21 @@ def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 def rand_like(x, dtype=None, device=None, generator=None):
-    """Uniform samples on :math:`[0, 1)` with ``x``'s shape, dtype and device (see :func:`rand`)."""
+    """Uniform samples on :math:`[0, 1)` with ``x``'s shape, dtype and device (see :func:`rand`).
+
+    >>> tl.rand_like(tl.zeros(2, 2)).shape
+    (2, 2)
+    """
     return rand(x.shape, dtype=dtype or x.dtype, device=device or x.backend, generator=generator)
 
 
 def randn_like(x, dtype=None, device=None, generator=None):
-    """Standard normal samples with ``x``'s shape, dtype and device (see :func:`randn`)."""
+    """Standard normal samples with ``x``'s shape, dtype and device (see :func:`randn`).
+
+    >>> x = tl.randn_like(tl.zeros(3, dtype=tl.float64))
+    >>> x.shape, x.dtype
+    ((3,), torchlight.float64)
+    """
     return randn(x.shape, dtype=dtype or x.dtype, device=device or x.backend, generator=generator)
 
 

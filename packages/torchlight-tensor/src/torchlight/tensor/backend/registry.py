@@ -57,7 +57,15 @@ def _discover():
 
 
 def register_backend(name: str, spec) -> None:
-    """Register a backend programmatically (a :class:`BackendSpec` or a backend object)."""
+    """Register a backend programmatically (a :class:`BackendSpec` or a backend object).
+
+    Installed backends register themselves through the ``torchlight.backends`` entry point
+    group; this is for backends defined in a script or a test.
+
+    >>> tl.register_backend("mycpu", tl.get_backend("cpu"))
+    >>> tl.get_backend("mycpu") is tl.get_backend("cpu")
+    True
+    """
     global _default_backend
     if not isinstance(spec, BackendSpec):
         backend = spec
@@ -151,7 +159,14 @@ def backend_status() -> list:
 
 
 def set_default_device(name) -> None:
-    """Make ``name`` the device of new tensors (validated now, so mistakes surface here)."""
+    """Make ``name`` the device of new tensors (validated now, so mistakes surface here).
+
+    ``None`` restores the default (``$TORCHLIGHT_DEVICE``, else ``"cpu"``).
+
+    >>> tl.set_default_device("cpu")
+    >>> tl.zeros(1).device
+    'cpu'
+    """
     global _default, _default_backend
     if name is not None:
         get_backend(name)
