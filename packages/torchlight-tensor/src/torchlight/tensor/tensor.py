@@ -72,11 +72,19 @@ class Tensor:
 
     @property
     def ndim(self) -> int:
-        """The number of dimensions, ``len(self.shape)``."""
+        """The number of dimensions, ``len(self.shape)``.
+
+        >>> tl.zeros(2, 3, 4).ndim
+        3
+        """
         return len(self._td.shape)
 
     def dim(self) -> int:
-        """The number of dimensions, ``len(self.shape)`` (same as :attr:`ndim`)."""
+        """The number of dimensions, ``len(self.shape)`` (same as :attr:`ndim`).
+
+        >>> tl.zeros(2, 3).dim()
+        2
+        """
         return len(self._td.shape)
 
     def numel(self) -> int:
@@ -119,13 +127,20 @@ class Tensor:
         return self._td.is_contiguous()
 
     def element_size(self) -> int:
-        """Bytes per element of this tensor's dtype (4 for ``float32``)."""
+        """Bytes per element of this tensor's dtype (4 for ``float32``).
+
+        >>> tl.zeros(1).element_size(), tl.zeros(1, dtype=tl.int64).element_size()
+        (4, 8)
+        """
         return self.dtype.itemsize
 
     @property
     def device(self) -> str:
         """The device the data lives on, as a string: ``"cpu"``, or the backend's name
         (``"numba"``, ``"cuda"``).
+
+        >>> tl.zeros(1).device
+        'cpu'
         """
         return getattr(self.backend, "device", self.backend.name)
 
@@ -145,12 +160,19 @@ class Tensor:
     def grad_fn(self):
         """The autograd function that produced this tensor (``None`` for a leaf); its
         ``backward`` is what :meth:`backward` calls on the way to the leaves.
+
+        >>> x = tl.ones(2, requires_grad=True)
+        >>> x.grad_fn is None, (x * 2).grad_fn is not None
+        (True, True)
         """
         return None if self._history is None else self._history.fn
 
     def is_floating_point(self) -> bool:
         """``True`` for ``float32`` and ``float64`` tensors (the only ones that can require
         gradients).
+
+        >>> tl.tensor([1.0]).is_floating_point(), tl.tensor([1]).is_floating_point()
+        (True, False)
         """
         return self.dtype.is_floating_point
 
@@ -177,6 +199,10 @@ class Tensor:
     def data(self):
         """The same data, detached from the graph (``self.detach()``). Assigning to ``.data``
         replaces the storage in place (same shape and dtype), without autograd seeing it.
+
+        >>> w = tl.ones(2, requires_grad=True)
+        >>> w.data.requires_grad
+        False
         """
         return self.detach()
 
@@ -209,7 +235,13 @@ class Tensor:
         return self
 
     def detach(self):
-        """The same data (shared storage) cut from the graph."""
+        """The same data (shared storage) cut from the graph.
+
+        >>> x = tl.ones(2, requires_grad=True)
+        >>> y = (x * 2).detach()
+        >>> y.requires_grad, y.is_leaf
+        (False, True)
+        """
         t = dispatch.wrap(self._td, self.backend, self.dtype)
         t._version = self._version
         return t
@@ -217,6 +249,10 @@ class Tensor:
     def detach_(self):
         """Cut this tensor from the graph in place: it becomes a leaf that does not require
         grad. Returns ``self``.
+
+        >>> y = tl.ones(2, requires_grad=True) * 2
+        >>> y.detach_().is_leaf
+        True
         """
         self._history = None
         self.requires_grad = False
@@ -237,7 +273,13 @@ class Tensor:
         return self
 
     def register_post_accumulate_grad_hook(self, hook):
-        """``hook(tensor)`` runs after ``.grad`` of this leaf has been accumulated in backward."""
+        """``hook(tensor)`` runs after ``.grad`` of this leaf has been accumulated in backward.
+
+        >>> w = tl.ones(2, requires_grad=True)
+        >>> _ = w.register_post_accumulate_grad_hook(lambda t: print("grad ready:", t.grad))
+        >>> (w * 3).sum().backward()
+        grad ready: tensor([3., 3.])
+        """
         hooks = getattr(self, "_hooks", None)
         if hooks is None:
             hooks = self._hooks = []
@@ -305,7 +347,11 @@ class Tensor:
 
     # --- conversion ----------------------------------------------------------------------------
     def numpy_view(self):
-        """The data as an ndarray (shares memory on the cpu backend)."""
+        """The data as an ndarray (shares memory on the cpu backend).
+
+        >>> tl.tensor([[1, 2]]).numpy_view().shape
+        (1, 2)
+        """
         return self.backend.to_numpy(self._td)
 
     def numpy(self):
@@ -322,7 +368,11 @@ class Tensor:
         return self.numpy_view()
 
     def to_numpy(self):
-        """A numpy copy of the data, whatever the tensor's grad state or device."""
+        """A numpy copy of the data, whatever the tensor's grad state or device.
+
+        >>> tl.tensor([1.0, 2.0], requires_grad=True).to_numpy()
+        array([1., 2.], dtype=float32)
+        """
         return np.array(self.numpy_view(), copy=True)
 
     # numpy defers binary operators to torchlight (``ndarray + tensor`` calls
@@ -422,23 +472,43 @@ class Tensor:
         return self.to("cpu")
 
     def float(self):
-        """This tensor as ``float32``: ``self.to(tl.float32)``."""
+        """This tensor as ``float32``: ``self.to(tl.float32)``.
+
+        >>> tl.tensor([1, 2]).float()
+        tensor([1., 2.])
+        """
         return self.to(dtypes.float32)
 
     def double(self):
-        """This tensor as ``float64``: ``self.to(tl.float64)``."""
+        """This tensor as ``float64``: ``self.to(tl.float64)``.
+
+        >>> tl.tensor([1, 2]).double().dtype
+        torchlight.float64
+        """
         return self.to(dtypes.float64)
 
     def long(self):
-        """This tensor as ``int64`` (floats are truncated toward zero): ``self.to(tl.int64)``."""
+        """This tensor as ``int64`` (floats are truncated toward zero): ``self.to(tl.int64)``.
+
+        >>> tl.tensor([1.7, -1.7]).long()
+        tensor([ 1, -1])
+        """
         return self.to(dtypes.int64)
 
     def bool(self):
-        """This tensor as ``bool`` (non-zero is ``True``): ``self.to(tl.bool)``."""
+        """This tensor as ``bool`` (non-zero is ``True``): ``self.to(tl.bool)``.
+
+        >>> tl.tensor([0.0, 2.0]).bool()
+        tensor([False,  True])
+        """
         return self.to(dtypes.bool_)
 
     def type_as(self, other):
-        """This tensor converted to ``other``'s dtype: ``self.to(other.dtype)``."""
+        """This tensor converted to ``other``'s dtype: ``self.to(other.dtype)``.
+
+        >>> tl.tensor([1, 2]).type_as(tl.zeros(1))
+        tensor([1., 2.])
+        """
         return self.to(other.dtype)
 
     def clone(self):
@@ -519,7 +589,11 @@ class Tensor:
         return _P.binary("add", self, o, reverse=True)
 
     def __sub__(self, o):
-        """Elementwise ``self - other`` with broadcasting."""
+        """Elementwise ``self - other`` with broadcasting.
+
+        >>> tl.tensor([5.0, 7.0]) - 1
+        tensor([4., 6.])
+        """
         return _P.binary("sub", self, o)
 
     def __rsub__(self, o):
@@ -578,19 +652,35 @@ class Tensor:
         return linalg.matmul(o, self)
 
     def __neg__(self):
-        """Elementwise ``-self``."""
+        """Elementwise ``-self``.
+
+        >>> -tl.tensor([1.0, -2.0])
+        tensor([-1.,  2.])
+        """
         return _P.Unary.apply(self, "neg") if self.dtype is not dtypes.bool_ else self.logical_not()
 
     def __abs__(self):
-        """Elementwise ``abs(self)``."""
+        """Elementwise ``abs(self)``.
+
+        >>> abs(tl.tensor([-1.5]))
+        tensor([1.5])
+        """
         return self.abs()
 
     def __lt__(self, o):
-        """Elementwise ``self < other`` as a ``bool`` tensor (also :meth:`lt`); no gradient."""
+        """Elementwise ``self < other`` as a ``bool`` tensor (also :meth:`lt`); no gradient.
+
+        >>> tl.tensor([1, 2, 3]) < 2
+        tensor([ True, False, False])
+        """
         return _P.compare("lt", self, o)
 
     def __le__(self, o):
-        """Elementwise ``self <= other`` as a ``bool`` tensor (also :meth:`le`); no gradient."""
+        """Elementwise ``self <= other`` as a ``bool`` tensor (also :meth:`le`); no gradient.
+
+        >>> tl.tensor([1, 2, 3]).le(2)
+        tensor([ True,  True, False])
+        """
         return _P.compare("le", self, o)
 
     def __gt__(self, o):
@@ -602,7 +692,11 @@ class Tensor:
         return _P.compare("gt", self, o)
 
     def __ge__(self, o):
-        """Elementwise ``self >= other`` as a ``bool`` tensor (also :meth:`ge`); no gradient."""
+        """Elementwise ``self >= other`` as a ``bool`` tensor (also :meth:`ge`); no gradient.
+
+        >>> tl.tensor([1, 2, 3]).ge(2)
+        tensor([False,  True,  True])
+        """
         return _P.compare("ge", self, o)
 
     def __eq__(self, o):
@@ -616,7 +710,11 @@ class Tensor:
         return _P.compare("eq", self, o)
 
     def __ne__(self, o):
-        """Elementwise ``self != other`` as a ``bool`` tensor (also :meth:`ne`); no gradient."""
+        """Elementwise ``self != other`` as a ``bool`` tensor (also :meth:`ne`); no gradient.
+
+        >>> tl.tensor([1, 2]).ne(tl.tensor([1, 3]))
+        tensor([False,  True])
+        """
         return _P.compare("ne", self, o)
 
     def __and__(self, o):
@@ -651,7 +749,11 @@ class Tensor:
     >>> tl.tensor([1.0, 2.0]).add(tl.tensor([1.0, 1.0]), alpha=3)
     tensor([4., 5.])
     """
-    sub.__doc__ = """``self - alpha * other``, elementwise with broadcasting."""
+    sub.__doc__ = """``self - alpha * other``, elementwise with broadcasting.
+
+    >>> tl.tensor([5.0, 7.0]).sub(tl.tensor([1.0, 2.0]), alpha=2)
+    tensor([3., 3.])
+    """
     mul = __mul__
     div = __truediv__
     pow = __pow__
@@ -661,16 +763,28 @@ class Tensor:
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
     def maximum(self, o):
-        """Elementwise maximum of ``self`` and ``other`` (broadcast); see :func:`torchlight.maximum`."""
+        """Elementwise maximum of ``self`` and ``other`` (broadcast); see :func:`torchlight.maximum`.
+
+        >>> tl.tensor([1.0, 5.0]).maximum(tl.tensor([3.0, 2.0]))
+        tensor([3., 5.])
+        """
         return _P.binary("maximum", self, o)
 
     def minimum(self, o):
-        """Elementwise minimum of ``self`` and ``other`` (broadcast); see :func:`torchlight.minimum`."""
+        """Elementwise minimum of ``self`` and ``other`` (broadcast); see :func:`torchlight.minimum`.
+
+        >>> tl.tensor([1.0, 5.0]).minimum(tl.tensor([3.0, 2.0]))
+        tensor([1., 2.])
+        """
         return _P.binary("minimum", self, o)
 
     # --- unary math ----------------------------------------------------------------------------
     def neg(self):
-        """Elementwise negation, ``-self``."""
+        """Elementwise negation, ``-self``.
+
+        >>> tl.tensor([1.0, -2.0]).neg()
+        tensor([-1.,  2.])
+        """
         return -self
 
     def abs(self):
@@ -690,19 +804,35 @@ class Tensor:
         return _P.unary("sign", self)
 
     def exp(self):
-        """Elementwise :math:`e^x`; see :func:`torchlight.exp`."""
+        """Elementwise :math:`e^x`; see :func:`torchlight.exp`.
+
+        >>> tl.tensor([0.0, 1.0]).exp()
+        tensor([1.    , 2.7183])
+        """
         return _P.unary("exp", self)
 
     def log(self):
-        r"""Elementwise natural logarithm :math:`\ln x`; see :func:`torchlight.log`."""
+        r"""Elementwise natural logarithm :math:`\ln x`; see :func:`torchlight.log`.
+
+        >>> tl.tensor([1.0, 100.0]).log()
+        tensor([0.    , 4.6052])
+        """
         return _P.unary("log", self)
 
     def sqrt(self):
-        r"""Elementwise :math:`\sqrt{x}`; see :func:`torchlight.sqrt`."""
+        r"""Elementwise :math:`\sqrt{x}`; see :func:`torchlight.sqrt`.
+
+        >>> tl.tensor([4.0, 9.0]).sqrt()
+        tensor([2., 3.])
+        """
         return _P.unary("sqrt", self)
 
     def rsqrt(self):
-        r"""Elementwise :math:`1/\sqrt{x}`; see :func:`torchlight.rsqrt`."""
+        r"""Elementwise :math:`1/\sqrt{x}`; see :func:`torchlight.rsqrt`.
+
+        >>> tl.tensor([4.0]).rsqrt()
+        tensor([0.5])
+        """
         return _P.unary("rsqrt", self)
 
     def reciprocal(self):
@@ -722,36 +852,67 @@ class Tensor:
         return _P.unary("square", self)
 
     def sin(self):
-        """Elementwise sine (radians); see :func:`torchlight.sin`."""
+        """Elementwise sine (radians); see :func:`torchlight.sin`.
+
+        >>> tl.tensor([0.0]).sin()
+        tensor([0.])
+        """
         return _P.unary("sin", self)
 
     def cos(self):
-        """Elementwise cosine (radians); see :func:`torchlight.cos`."""
+        """Elementwise cosine (radians); see :func:`torchlight.cos`.
+
+        >>> tl.tensor([0.0]).cos()
+        tensor([1.])
+        """
         return _P.unary("cos", self)
 
     def tanh(self):
-        """Elementwise hyperbolic tangent; see :func:`torchlight.tanh`."""
+        """Elementwise hyperbolic tangent; see :func:`torchlight.tanh`.
+
+        >>> tl.tensor([0.0, 1.0]).tanh()
+        tensor([0.    , 0.7616])
+        """
         return _P.unary("tanh", self)
 
     def sigmoid(self):
-        """Elementwise logistic sigmoid :math:`1/(1+e^{-x})`; see :func:`torchlight.sigmoid`."""
+        """Elementwise logistic sigmoid :math:`1/(1+e^{-x})`; see :func:`torchlight.sigmoid`.
+
+        >>> tl.tensor([0.0, 2.0]).sigmoid()
+        tensor([0.5   , 0.8808])
+        """
         return _P.unary("sigmoid", self)
 
     def relu(self):
-        r"""Elementwise :math:`\max(x, 0)`; see :func:`torchlight.relu`."""
+        r"""Elementwise :math:`\max(x, 0)`; see :func:`torchlight.relu`.
+
+        >>> tl.tensor([-1.0, 2.0]).relu()
+        tensor([0., 2.])
+        """
         return _P.unary("relu", self)
 
     def gelu(self, approximate="none"):
-        """Elementwise GELU, exact or ``approximate="tanh"``; see :func:`torchlight.gelu`."""
+        """Elementwise GELU, exact or ``approximate="tanh"``; see :func:`torchlight.gelu`.
+
+        >>> tl.tensor([1.0]).gelu(), tl.tensor([1.0]).gelu(approximate="tanh")
+        (tensor([0.8413]), tensor([0.8412]))
+        """
         return _P.unary("gelu_tanh" if approximate == "tanh" else "gelu", self)
 
     def silu(self):
-        r"""Elementwise SiLU (swish) :math:`x\,\sigma(x)`; see :func:`torchlight.silu`."""
+        r"""Elementwise SiLU (swish) :math:`x\,\sigma(x)`; see :func:`torchlight.silu`.
+
+        >>> tl.tensor([1.0]).silu()
+        tensor([0.7311])
+        """
         return _P.unary("silu", self)
 
     def softplus(self, beta=1.0, threshold=20.0):
         r"""Elementwise :math:`\frac{1}{\beta}\log(1+e^{\beta x})`, and ``x`` itself where
         :math:`\beta x` > ``threshold``; see :func:`torchlight.softplus`.
+
+        >>> tl.tensor([0.0, 30.0]).softplus()
+        tensor([ 0.6931, 30.    ])
         """
         if beta == 1.0:
             soft = _P.unary("softplus", self)
@@ -771,6 +932,9 @@ class Tensor:
     def clamp(self, min=None, max=None):
         r"""Elementwise :math:`\min(\max(x, \text{min}), \text{max})` (also :meth:`clip`); give at
         least one bound. See :func:`torchlight.clamp`.
+
+        >>> tl.tensor([-2.0, 0.5, 3.0]).clamp(0.0, 1.0)
+        tensor([0. , 0.5, 1. ])
         """
         if min is None and max is None:
             raise ShapeError("clamp: at least one of min and max must be given")
@@ -779,7 +943,12 @@ class Tensor:
     clip = clamp
 
     def where(self, condition, other):
-        """``where(condition, self, other)`` (PyTorch's ``Tensor.where``)."""
+        """``where(condition, self, other)`` (PyTorch's ``Tensor.where``).
+
+        >>> x = tl.tensor([-1.0, 2.0])
+        >>> x.where(x > 0, 0.0)
+        tensor([0., 2.])
+        """
         return where(condition, self, other)
 
     # --- reductions ------------------------------------------------------------------------
@@ -803,11 +972,18 @@ class Tensor:
     def var(self, dim=None, unbiased=True, keepdim=False, correction=None):
         """Variance over all elements or over ``dim`` (Bessel-corrected by default); see
         :func:`torchlight.var`.
+
+        >>> tl.tensor([1.0, 2.0, 3.0, 4.0]).var()
+        tensor(1.6667)
         """
         return reductions.var(self, dim, unbiased, keepdim, correction)
 
     def std(self, dim=None, unbiased=True, keepdim=False, correction=None):
-        """Standard deviation, the square root of :meth:`var`; see :func:`torchlight.std`."""
+        """Standard deviation, the square root of :meth:`var`; see :func:`torchlight.std`.
+
+        >>> tl.tensor([1.0, 2.0, 3.0, 4.0]).std(unbiased=False)
+        tensor(1.118)
+        """
         return reductions.std(self, dim, unbiased, keepdim, correction)
 
     def max(self, dim=None, keepdim=False):
@@ -827,6 +1003,9 @@ class Tensor:
     def min(self, dim=None, keepdim=False):
         """Smallest element (no ``dim``); ``(values, indices)`` along ``dim``; or, given a tensor,
         the elementwise :meth:`minimum`. See :func:`torchlight.min`.
+
+        >>> tl.tensor([[1.0, 5.0], [7.0, 2.0]]).min(dim=0)
+        MinMax(values=tensor([1., 2.]), indices=tensor([0, 1]))
         """
         if isinstance(dim, Tensor):
             return self.minimum(dim)
@@ -835,12 +1014,18 @@ class Tensor:
     def amax(self, dim=None, keepdim=False):
         """Largest value over ``dim`` (an int or tuple; all elements when ``None``), values only;
         see :func:`torchlight.amax`.
+
+        >>> tl.tensor([[1.0, 5.0], [7.0, 2.0]]).amax(dim=1)
+        tensor([5., 7.])
         """
         return reductions.amax(self, dim, keepdim)
 
     def amin(self, dim=None, keepdim=False):
         """Smallest value over ``dim`` (an int or tuple; all elements when ``None``), values only;
         see :func:`torchlight.amin`.
+
+        >>> tl.tensor([[1.0, 5.0], [7.0, 2.0]]).amin()
+        tensor(1.)
         """
         return reductions.amin(self, dim, keepdim)
 
@@ -856,16 +1041,26 @@ class Tensor:
     def argmin(self, dim=None, keepdim=False):
         """Index of the smallest element (flattened, or along ``dim``), ``int64``; see
         :func:`torchlight.argmin`.
+
+        >>> tl.tensor([3.0, 1.0, 2.0]).argmin()
+        tensor(1)
         """
         return reductions.argmin(self, dim, keepdim)
 
     def prod(self, dim=None, keepdim=False):
-        """Product of the elements, over all or along ``dim``; see :func:`torchlight.prod`."""
+        """Product of the elements, over all or along ``dim``; see :func:`torchlight.prod`.
+
+        >>> tl.tensor([[1.0, 2.0], [3.0, 4.0]]).prod(dim=0)
+        tensor([3., 8.])
+        """
         return reductions.prod(self, dim, keepdim)
 
     def logsumexp(self, dim=None, keepdim=False):
         r""":math:`\log\sum_i e^{x_i}` over ``dim``, computed stably; see
         :func:`torchlight.logsumexp`.
+
+        >>> tl.tensor([0.0, 0.0]).logsumexp(dim=0)
+        tensor(0.6931)
         """
         return reductions.logsumexp(self, dim, keepdim)
 
@@ -886,11 +1081,19 @@ class Tensor:
         return reductions.any(self, dim, keepdim)
 
     def softmax(self, dim=-1):
-        """Softmax along ``dim`` (default the last); see :func:`torchlight.softmax`."""
+        """Softmax along ``dim`` (default the last); see :func:`torchlight.softmax`.
+
+        >>> tl.tensor([[1.0, 1.0, 2.0]]).softmax(dim=-1)
+        tensor([[0.2119, 0.2119, 0.5761]])
+        """
         return activation.softmax(self, dim)
 
     def log_softmax(self, dim=-1):
-        """Log of the softmax along ``dim``, computed stably; see :func:`torchlight.log_softmax`."""
+        """Log of the softmax along ``dim``, computed stably; see :func:`torchlight.log_softmax`.
+
+        >>> tl.tensor([0.0, 0.0]).log_softmax(dim=0)
+        tensor([-0.6931, -0.6931])
+        """
         return activation.log_softmax(self, dim)
 
     # --- shape -------------------------------------------------------------------------------
@@ -919,11 +1122,19 @@ class Tensor:
         return shape_ops.reshape(self, shape)
 
     def view_as(self, other):
-        """:meth:`view` with ``other``'s shape."""
+        """:meth:`view` with ``other``'s shape.
+
+        >>> tl.arange(6).view_as(tl.zeros(2, 3)).shape
+        (2, 3)
+        """
         return self.view(other.shape)
 
     def reshape_as(self, other):
-        """:meth:`reshape` to ``other``'s shape."""
+        """:meth:`reshape` to ``other``'s shape.
+
+        >>> tl.arange(6).reshape_as(tl.zeros(3, 2)).shape
+        (3, 2)
+        """
         return self.reshape(other.shape)
 
     def permute(self, *dims):
@@ -966,7 +1177,12 @@ class Tensor:
         return shape_ops.expand(self, *shape)
 
     def expand_as(self, other):
-        """:meth:`expand` to ``other``'s shape."""
+        """:meth:`expand` to ``other``'s shape.
+
+        >>> tl.tensor([[1], [2]]).expand_as(tl.zeros(2, 3))
+        tensor([[1, 1, 1],
+                [2, 2, 2]])
+        """
         return self.expand(other.shape)
 
     def squeeze(self, dim=None):
@@ -1044,17 +1260,31 @@ class Tensor:
     def tril(self, diagonal=0):
         """The lower triangle of the last two dimensions: elements above diagonal ``diagonal``
         are zero. See :func:`torchlight.tril`.
+
+        >>> tl.ones(2, 3).tril()
+        tensor([[1., 0., 0.],
+                [1., 1., 0.]])
         """
         return shape_ops.tril(self, diagonal)
 
     def triu(self, diagonal=0):
         """The upper triangle of the last two dimensions: elements below diagonal ``diagonal``
         are zero. See :func:`torchlight.triu`.
+
+        >>> tl.ones(3, 3).triu(1)
+        tensor([[0., 1., 1.],
+                [0., 0., 1.],
+                [0., 0., 0.]])
         """
         return shape_ops.triu(self, diagonal)
 
     def repeat(self, *sizes):
-        """Tile the tensor: view as (1, s0, 1, s1, ...), expand to (r0, s0, r1, s1, ...), flatten pairs."""
+        """Tile the tensor: view as (1, s0, 1, s1, ...), expand to (r0, s0, r1, s1, ...), flatten pairs.
+
+        >>> tl.tensor([1, 2]).repeat(2, 2)
+        tensor([[1, 2, 1, 2],
+                [1, 2, 1, 2]])
+        """
         if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
             sizes = tuple(sizes[0])
         if len(sizes) < self.ndim:
@@ -1084,24 +1314,39 @@ class Tensor:
     def index_select(self, dim, idx):
         """The entries at positions ``idx`` (a 1-d ``int64`` tensor) along ``dim``; see
         :func:`torchlight.index_select`.
+
+        >>> tl.tensor([[1, 2], [3, 4], [5, 6]]).index_select(0, tl.tensor([2, 0]))
+        tensor([[5, 6],
+                [1, 2]])
         """
         return index.index_select(self, dim, idx)
 
     def gather(self, dim, idx):
         """Pick one element per position along ``dim``: ``out[i][j] = self[i][idx[i][j]]`` for
         ``dim=1``; see :func:`torchlight.gather`.
+
+        >>> tl.tensor([[10, 11, 12], [20, 21, 22]]).gather(1, tl.tensor([[2], [0]]))
+        tensor([[12],
+                [20]])
         """
         return index.gather(self, dim, idx)
 
     def scatter_add(self, dim, idx, src):
         """A copy of ``self`` with ``src`` added at the positions ``idx`` along ``dim``
         (repeated indices add up); see :func:`torchlight.scatter_add`.
+
+        >>> tl.zeros(3).scatter_add(0, tl.tensor([0, 2, 0]), tl.tensor([1.0, 2.0, 3.0]))
+        tensor([4., 0., 2.])
         """
         return index.scatter_add(self, dim, idx, src)
 
     def masked_fill(self, mask, value):
         """A copy with ``value`` where ``mask`` (a broadcastable ``bool`` tensor) is ``True``;
         see :func:`torchlight.masked_fill`.
+
+        >>> x = tl.tensor([1.0, 2.0, 3.0])
+        >>> x.masked_fill(x > 1.5, 0.0)
+        tensor([1., 0., 0.])
         """
         return index.masked_fill(self, mask, value)
 
@@ -1149,21 +1394,37 @@ class Tensor:
         return self._inplace_zip("add", other, "add_")
 
     def sub_(self, other, alpha=1):
-        """In place: ``self -= alpha * other``; returns ``self`` (see :meth:`add_`)."""
+        """In place: ``self -= alpha * other``; returns ``self`` (see :meth:`add_`).
+
+        >>> tl.ones(2).sub_(tl.tensor([1.0, 2.0]), alpha=0.5)
+        tensor([0.5, 0. ])
+        """
         if alpha != 1:
             other = other * alpha
         return self._inplace_zip("sub", other, "sub_")
 
     def mul_(self, other):
-        """In place: ``self *= other``; returns ``self`` (see :meth:`add_`)."""
+        """In place: ``self *= other``; returns ``self`` (see :meth:`add_`).
+
+        >>> tl.ones(2).mul_(3)
+        tensor([3., 3.])
+        """
         return self._inplace_zip("mul", other, "mul_")
 
     def div_(self, other):
-        """In place: ``self /= other``; returns ``self`` (see :meth:`add_`)."""
+        """In place: ``self /= other``; returns ``self`` (see :meth:`add_`).
+
+        >>> tl.ones(2).div_(4)
+        tensor([0.25, 0.25])
+        """
         return self._inplace_zip("div", other, "div_")
 
     def clamp_(self, min=None, max=None):
-        """In place :meth:`clamp`; returns ``self``."""
+        """In place :meth:`clamp`; returns ``self``.
+
+        >>> tl.tensor([-1.0, 0.5, 2.0]).clamp_(0.0, 1.0)
+        tensor([0. , 0.5, 1. ])
+        """
         if min is not None:
             self._inplace_zip("maximum", min, "clamp_")
             self._version[0] -= 1
@@ -1200,12 +1461,20 @@ class Tensor:
         return self.copy_(dispatch.scalar_like(value.item() if isinstance(value, Tensor) else value, self))
 
     def zero_(self):
-        """In place: set every element to 0; returns ``self``."""
+        """In place: set every element to 0; returns ``self``.
+
+        >>> tl.ones(2).zero_()
+        tensor([0., 0.])
+        """
         return self.fill_(0)
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
         """In place: fill with samples from the uniform distribution on :math:`[a, b)`, drawn
         from ``generator`` (the global one by default, see :func:`torchlight.manual_seed`); returns ``self``.
+
+        >>> w = tl.empty(3).uniform_(-1.0, 1.0)
+        >>> bool((w.abs() <= 1).all())
+        True
         """
         from .random import rng_of
 
@@ -1214,13 +1483,22 @@ class Tensor:
     def normal_(self, mean=0.0, std=1.0, generator=None):
         r"""In place: fill with samples from :math:`\mathcal N(\text{mean}, \text{std}^2)`, drawn
         from ``generator`` (the global one by default); returns ``self``.
+
+        >>> w = tl.empty(10000).normal_(0.0, 0.5)
+        >>> abs(w.std().item() - 0.5) < 0.02
+        True
         """
         from .random import rng_of
 
         return self.copy_(_host(rng_of(generator).normal(mean, std, self.shape), self))
 
     def masked_fill_(self, mask, value):
-        """In place :meth:`masked_fill`: ``value`` where ``mask`` is ``True``; returns ``self``."""
+        """In place :meth:`masked_fill`: ``value`` where ``mask`` is ``True``; returns ``self``.
+
+        >>> x = tl.tensor([1.0, 2.0, 3.0])
+        >>> x.masked_fill_(x > 1.5, 0.0)
+        tensor([1., 0., 0.])
+        """
         return self.copy_(self.detach().masked_fill(mask, value))
 
 
