@@ -34,14 +34,17 @@ settings.load_profile(_profile)
 
 @pytest.fixture(autouse=True)
 def _isolate_global_state(monkeypatch):
-    """Each test starts on the default device with grad mode on, whatever a failing test left."""
+    """Each test starts on the default device and dtype with grad mode on, whatever a failing
+    test left."""
     import torchlight as tl
 
     monkeypatch.delenv("TORCHLIGHT_DEVICE", raising=False)
     tl.set_default_device(None)
+    tl.set_default_dtype(tl.float32)
     tl.set_grad_enabled(True)
     yield
     tl.set_default_device(None)
+    tl.set_default_dtype(tl.float32)
     tl.set_grad_enabled(True)
 
 

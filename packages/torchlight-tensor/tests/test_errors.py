@@ -63,9 +63,10 @@ def test_inplace_broadcast_mismatch_names_shapes():
 
 
 def test_dim_out_of_range():
-    with pytest.raises(tl.ShapeError, match=r"dimension 2 .*1 dims"):
+    # an IndexError, as in PyTorch, naming the valid range and the dim given
+    with pytest.raises(tl.TensorIndexError, match=re.escape("expected to be in range of [-1, 0], but got 2")):
         tl.ones(3).sum(2)
-    with pytest.raises(tl.ShapeError):
+    with pytest.raises(IndexError):
         tl.ones(2, 3).softmax(3)
 
 
@@ -221,10 +222,12 @@ def test_torchlight_device_env_nonexistent_in_a_fresh_process():
 
 
 class _OtherCpu(NumpyBackend):
-    """A second backend (a numpy backend under another name) to mix devices with."""
+    """A second backend (a numpy backend under another name) to mix devices with. It does not
+    declare ``host_memory``, so it stands for a device whose data the cpu cannot read directly."""
 
     name = "othercpu"
     device = "othercpu"
+    capabilities = NumpyBackend.capabilities - {"host_memory"}
 
 
 def test_mixing_backends_raises(fresh_registry):

@@ -18,11 +18,17 @@ from torchlight.autograd import (  # noqa: E402
     TorchlightError,
     enable_grad,
     gradcheck,
+    inference_mode,
     is_grad_enabled,
+    is_inference_mode_enabled,
     no_grad,
     set_grad_enabled,
 )
 
+from . import accelerator, amp, cuda, serialization  # noqa: E402
+from .amp import autocast  # noqa: E402
+from .compiler import compile  # noqa: E402,A004
+from .serialization import load, save  # noqa: E402
 from .tensor import dtypes as _dtypes  # noqa: E402
 from .tensor.backend import (  # noqa: E402
     available_backends,
@@ -32,6 +38,16 @@ from .tensor.backend import (  # noqa: E402
     set_default_device,
 )
 from .tensor.dlpack import from_dlpack  # noqa: E402
+
+from .tensor.device import device  # noqa: E402
+from .tensor.dtypes import (  # noqa: E402
+    finfo,
+    get_default_dtype,
+    get_float32_matmul_precision,
+    iinfo,
+    set_default_dtype,
+    set_float32_matmul_precision,
+)
 from .tensor.errors import (  # noqa: E402
     BackendError,
     DeviceUnavailableError,
@@ -49,6 +65,7 @@ from .tensor.factories import (  # noqa: E402
     full,
     full_like,
     linspace,
+    logspace,
     ones,
     ones_like,
     rand,
@@ -62,53 +79,111 @@ from .tensor.factories import (  # noqa: E402
 )
 from .tensor.functional import (  # noqa: E402
     abs,
+    allclose,
     amax,
     amin,
     argmax,
     argmin,
+    argsort,
+    argwhere,
+    bmm,
     cat,
+    ceil,
     chunk,
     clamp,
+    clip,
     cos,
+    cumsum,
+    diag,
+    div,
+    dot,
+    einsum,
     embedding,
+    equal,
+    erf,
     exp,
+    exp2,
+    expm1,
+    flatten,
+    flip,
+    floor,
+    floor_divide,
     gather,
     gelu,
     index_select,
+    is_floating_point,
+    is_tensor,
+    isclose,
     layer_norm,
     log,
+    log1p,
+    log2,
+    log10,
     log_softmax,
     logsumexp,
     masked_fill,
+    masked_select,
     matmul,
     max,
     maximum,
     mean,
+    meshgrid,
     min,
     minimum,
+    mm,
+    narrow,
+    neg,
+    nonzero,
+    norm,
+    numel,
+    outer,
     pad,
+    permute,
+    pow,
     prod,
     relu,
+    remainder,
+    repeat_interleave,
+    reshape,
+    roll,
+    round,
     rsqrt,
+    scatter,
     scatter_add,
+    select,
     sigmoid,
+    sign,
     silu,
     sin,
     softmax,
     softplus,
+    sort,
     split,
     sqrt,
+    square,
+    squeeze,
     stack,
     std,
+    std_mean,
     sum,
+    t,
     tanh,
+    topk,
+    transpose,
     tril,
     triu,
+    trunc,
+    unbind,
+    unsqueeze,
     var,
+    var_mean,
     where,
 )
 from .tensor.random import Generator, default_generator, initial_seed, manual_seed, seed  # noqa: E402
+from .tensor.sampling import bernoulli, multinomial, randperm  # noqa: E402
+from .tensor.size import Size  # noqa: E402
 from .tensor.tensor import Tensor  # noqa: E402
+from .tensor.typed import BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor  # noqa: E402
 
 float32 = _dtypes.float32
 float64 = _dtypes.float64
@@ -117,7 +192,13 @@ bool = _dtypes.bool_  # noqa: A001 - PyTorch's name
 float = _dtypes.float32  # noqa: A001
 double = _dtypes.float64
 long = _dtypes.int64
+# one integer dtype: PyTorch's int32 names select it too (as tl.IntTensor and int32 numpy data do)
+int32 = _dtypes.int64
+int = _dtypes.int64  # noqa: A001
 dtype = _dtypes.DType
+float16 = _dtypes.float16  # named so programs import; any use raises DTypeError (see UnsupportedDType)
+half = _dtypes.float16
+bfloat16 = _dtypes.bfloat16
 
 # Lazily imported portions: attribute -> (module, distribution that provides it)
 _LAZY = {
@@ -129,6 +210,7 @@ _LAZY = {
     "distributed": ("torchlight.distributed", "torchlight-distributed"),
     "testing": ("torchlight.testing", "torchlight-testing"),
     "autograd": ("torchlight.autograd", "torchlight-autograd"),
+    "distributions": ("torchlight.distributions", "torchlight-nn"),
 }
 
 
@@ -156,37 +238,6 @@ def __getattr__(name):
         globals()[name] = mod
         return mod
     raise AttributeError(f"module 'torchlight' has no attribute {name!r}")
-
-
-def save(obj, path):
-    """Save tensors/state dicts to ``.npz`` (provided by torchlight-nn's checkpoint module).
-
-    ``obj`` is a tensor, or a (nested) dict / list of tensors and plain Python values, such as a
-    :meth:`~torchlight.nn.Module.state_dict` or an optimizer's.
-
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.npz")
-    >>> net = nn.Linear(4, 2)
-    >>> tl.save(net.state_dict(), path)
-    >>> nn.Linear(4, 2).load_state_dict(tl.load(path))
-    IncompatibleKeys(missing_keys=[], unexpected_keys=[])
-    """
-    return __getattr__("nn").checkpoint.save(obj, path)
-
-
-def load(path):
-    """Load what :func:`save` wrote, without pickle.
-
-    Tensors come back with their saved dtype and device; the file is read as arrays, never
-    unpickled, so a checkpoint cannot run code. See :func:`save` for an example.
-
-    >>> import os, tempfile
-    >>> path = os.path.join(tempfile.mkdtemp(), "tensors.npz")
-    >>> tl.save({"w": tl.ones(2)}, path)
-    >>> tl.load(path)
-    {'w': tensor([1., 1.])}
-    """
-    return __getattr__("nn").checkpoint.load(path)
 
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("importlib", "pkgutil")]

@@ -8,7 +8,14 @@ both implement it; the engine never imports numpy.
 from .engine import backward, topological_order
 from .errors import AutogradError, TorchlightError
 from .function import Context, Function, History
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .gradcheck import GradcheckError, gradcheck
 from .scalar import Scalar
 
@@ -25,6 +32,8 @@ __all__ = [
     "gradcheck",
     "is_grad_enabled",
     "no_grad",
+    "inference_mode",
+    "is_inference_mode_enabled",
     "set_grad_enabled",
     "topological_order",
 ]

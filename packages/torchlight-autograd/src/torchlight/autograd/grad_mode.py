@@ -7,7 +7,10 @@ is the cheapest check ``Function.apply`` can make on every op.
 
 import functools
 
-__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "GradMode"]
+__all__ = [
+    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "GradMode", "inference_mode",
+    "is_inference_mode_enabled",
+]
 
 
 class GradMode:
@@ -108,3 +111,56 @@ class enable_grad(_GradSwitch):
     """
 
     mode = True
+
+
+class inference_mode:
+    """Context manager / decorator for inference: like :class:`no_grad` when ``mode`` is True
+    (the default); ``inference_mode(False)`` changes nothing. ``@inference_mode`` and
+    ``@inference_mode()`` both work as decorators.
+
+    PyTorch also marks tensors made inside as "inference tensors" that later refuse autograd;
+    torchlight has no such tensors, so here it is exactly ``no_grad``.
+
+    >>> import torchlight as tl
+    >>> x = tl.ones(2, requires_grad=True)
+    >>> with tl.inference_mode():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+    """
+
+    def __new__(cls, mode=True):
+        if callable(mode):  # bare @inference_mode
+            return cls(True)(mode)
+        return super().__new__(cls)
+
+    active = False  # True while an inference_mode(True) block runs
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+
+    def __enter__(self):
+        self.prev = (GradMode.enabled, inference_mode.active)
+        if self.mode:
+            GradMode.enabled = False
+            inference_mode.active = True
+        return self
+
+    def __exit__(self, *exc):
+        GradMode.enabled, inference_mode.active = self.prev
+        return False
+
+    def __call__(self, fn):
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside an active ``inference_mode()`` block."""
+    return inference_mode.active

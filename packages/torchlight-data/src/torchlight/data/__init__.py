@@ -82,3 +82,13 @@ __all__ = [
     "synthetic",
     "text",
 ]
+
+
+def __getattr__(name):
+    # torch.utils.data exports DistributedSampler; here it belongs to torchlight-distributed (a
+    # layer above), so it is resolved on first access only (see torchlight.data.distributed).
+    if name == "DistributedSampler":
+        from . import distributed
+
+        return distributed.DistributedSampler
+    raise AttributeError(f"module 'torchlight.data' has no attribute {name!r}")

@@ -192,8 +192,8 @@ def _split_lengths(n: int, lengths: Sequence[float]) -> list[int]:
     return counts
 
 
-def random_split(dataset, lengths: Sequence[float], *, seed: int | None = None,
-                 generator=None) -> list[Subset]:
+def random_split(dataset, lengths: Sequence[float], generator=None, *,
+                 seed: int | None = None) -> list[Subset]:
     """Split ``dataset`` into non-overlapping random :class:`Subset` of the given ``lengths``.
 
     ``lengths`` are counts summing to ``len(dataset)`` or fractions summing to 1. The same

@@ -35,6 +35,22 @@ __all__ = ["DataLoader"]
 
 _POLL_S = 0.2          # result-queue wait between liveness checks of the workers
 _JOIN_TIMEOUT_S = 5.0  # grace period for a worker to exit before it is terminated
+_DEFAULT_PREFETCH = 2  # batches in flight per worker when prefetch_factor is None (PyTorch's default)
+
+
+def _as_context(context):
+    """The multiprocessing context workers start with: ``spawn`` unless the caller chose one."""
+    if context is None:
+        return multiprocessing.get_context("spawn")
+    if isinstance(context, str):
+        if context not in multiprocessing.get_all_start_methods():
+            raise ValueError(f"multiprocessing_context {context!r} is not a start method of this platform "
+                             f"(available: {multiprocessing.get_all_start_methods()})")
+        return multiprocessing.get_context(context)
+    if not hasattr(context, "Process") or not hasattr(context, "Queue"):
+        raise TypeError("multiprocessing_context must be a start method name or a multiprocessing context, "
+                        f"got {type(context).__name__}")
+    return context
 
 
 class DataLoader:
@@ -47,6 +63,25 @@ class DataLoader:
     ``timeout`` (seconds to wait for a worker's batch, 0 = forever), ``worker_init_fn`` (called with
     the worker id in each worker), ``prefetch_factor`` (batches in flight per worker), and the
     randomness source ``seed=`` (int) or ``generator=`` (``tl.Generator``/numpy ``Generator``).
+
+    Accepted for PyTorch compatibility, with these meanings here:
+
+    * ``pin_memory`` (and ``pin_memory_device``): page-locked host memory speeds up copies to a
+      CUDA device in PyTorch; torchlight's batches are ordinary host arrays, so this changes
+      nothing. Move batches with ``.to(device)`` as usual.
+    * ``persistent_workers=True`` (needs ``num_workers > 0``, as in PyTorch): accepted, but the
+      workers are still started afresh each epoch; batches and seeds are the same as PyTorch's
+      would be, only the per-epoch start-up cost remains.
+    * ``multiprocessing_context``: ``"spawn"`` (the default), ``"forkserver"``, ``"fork"`` or a
+      context object from :func:`multiprocessing.get_context`; the workers are started with it.
+      ``"fork"`` is only safe when no thread pool (numba, OpenBLAS) has started in the parent.
+    * ``prefetch_factor``: ``None`` means 2; with ``num_workers=0`` it must be left ``None``.
+    * ``in_order``: only ``True`` (batches in sampler order) is supported.
+
+    >>> from torchlight.data import DataLoader, TensorDataset
+    >>> loader = DataLoader(TensorDataset(tl.arange(10)), batch_size=4, pin_memory=True)
+    >>> [b[0].tolist() for b in loader]
+    [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
 
     Each worker seeds Python's ``random``, numpy's global state and ``tl.manual_seed`` with
     ``base_seed + worker_id``, where ``base_seed`` is drawn per epoch from the loader's randomness
@@ -62,13 +97,23 @@ class DataLoader:
     """
 
     def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool = False, sampler=None,
-                 batch_sampler=None, num_workers: int = 0, collate_fn=None, drop_last: bool = False,
-                 timeout: float = 0, worker_init_fn=None, *, seed: int | None = None,
-                 generator=None, prefetch_factor: int = 2):
+                 batch_sampler=None, num_workers: int = 0, collate_fn=None, pin_memory: bool = False,
+                 drop_last: bool = False,
+                 timeout: float = 0, worker_init_fn=None, multiprocessing_context=None,
+                 generator=None, *, prefetch_factor: int | None = None, persistent_workers: bool = False,
+                 pin_memory_device: str = "", in_order: bool = True, seed: int | None = None):
         if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 0:
             raise ValueError(f"num_workers must be a non-negative int, got {num_workers!r}")
         if timeout < 0:
             raise ValueError(f"timeout must be non-negative, got {timeout}")
+        if prefetch_factor is not None and num_workers == 0:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing. Let "
+                             "num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        if not in_order:
+            raise ValueError("DataLoader: in_order=False is not supported; batches always come in sampler order")
+        prefetch_factor = _DEFAULT_PREFETCH if prefetch_factor is None else prefetch_factor
         if not isinstance(prefetch_factor, int) or prefetch_factor < 1:
             raise ValueError(f"prefetch_factor must be a positive int, got {prefetch_factor!r}")
         self._iterable = isinstance(dataset, IterableDataset)
@@ -94,6 +139,10 @@ class DataLoader:
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.prefetch_factor = prefetch_factor
+        self.pin_memory, self.pin_memory_device = bool(pin_memory), pin_memory_device
+        self.persistent_workers = bool(persistent_workers)
+        self.multiprocessing_context = _as_context(multiprocessing_context)
+        self.generator = generator
         self._randomness = EpochRandomness(seed, generator)  # worker seeds, one draw per epoch
         if self._iterable:
             self.sampler = None
@@ -175,7 +224,7 @@ class _MultiProcessIter:
         self._workers: list = []
         self._index_queues: list = []
         n = loader.num_workers
-        ctx = multiprocessing.get_context("spawn")
+        ctx = loader.multiprocessing_context
         self._result_queue = ctx.Queue()
         self._done_event = ctx.Event()  # tells busy workers to skip their queued tasks
         self._indices = None if loader._iterable else iter(loader._index_sampler)

@@ -22,6 +22,8 @@ __all__ = [
     "BatchSampler",
 ]
 
+_CHUNK = 4096  # indices drawn at once by RandomSampler(replacement=True): bounded memory, few numpy calls
+
 
 class Sampler:
     """Base class: subclasses implement ``__iter__`` (and ``__len__`` when the length is known)."""
@@ -74,12 +76,16 @@ class RandomSampler(_RandomBase):
     """A random permutation of the dataset each epoch (or draws with replacement).
 
     ``num_samples`` defaults to ``len(data_source)``; without replacement, a larger value chains
-    several independent permutations (as PyTorch does).
+    several independent permutations (as PyTorch does). Indices are drawn lazily while iterating,
+    so memory stays bounded however large ``num_samples`` is.
 
     >>> from torchlight.data import RandomSampler
-    >>> order = list(RandomSampler(range(5), seed=0))
-    >>> sorted(order)
+    >>> sorted(RandomSampler(range(5), seed=0))
     [0, 1, 2, 3, 4]
+    >>> s = RandomSampler(range(10), replacement=True, num_samples=10**10, seed=0)
+    >>> it = iter(s); idx = [next(it) for _ in range(5)]
+    >>> len(s), all(0 <= i < 10 for i in idx)
+    (10000000000, True)
     """
 
     def __init__(self, data_source: Sized, replacement: bool = False, num_samples: int | None = None,
@@ -98,16 +104,19 @@ class RandomSampler(_RandomBase):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self) -> Iterator[int]:
-        n, k = len(self.data_source), self.num_samples
-        rng = self._randomness.next_epoch()
+        # The epoch's stream is taken now (iter() starts an epoch); the indices are drawn lazily,
+        # a chunk at a time, so num_samples may be far larger than memory (e.g. 10**10 draws).
+        return self._draw(self._randomness.next_epoch(), len(self.data_source), self.num_samples)
+
+    def _draw(self, rng, n: int, k: int) -> Iterator[int]:
         if n == 0:
-            return iter(())
+            return
         if self.replacement:
-            order = rng.integers(0, n, size=k)
+            for start in range(0, k, _CHUNK):
+                yield from rng.integers(0, n, size=min(_CHUNK, k - start)).tolist()
         else:
-            reps = -(-k // n)
-            order = np.concatenate([rng.permutation(n) for _ in range(reps)])[:k]
-        return iter(order.tolist())
+            for start in range(0, k, n):
+                yield from rng.permutation(n)[: k - start].tolist()
 
     def __len__(self) -> int:
         return self.num_samples

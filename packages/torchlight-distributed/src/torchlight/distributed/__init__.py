@@ -27,6 +27,7 @@ Modules::
     | ``sampler`` | ``DistributedSampler`` |
     | ``checkpoint`` | ``save_on_rank0``, ``load`` |
     | ``run`` | the launcher (``python -m torchlight.distributed.run``) |
+    | ``process_group`` | PyTorch's ``init_process_group``, ``get_rank``, ``ReduceOp``, ... |
 
 ``import torchlight.distributed`` does not import mpi4py: MPI is loaded by :func:`init` (which
 every function calls on first use), so this module imports on machines without MPI.
@@ -58,6 +59,16 @@ from .comm import (
 )
 from .ddp import DistributedDataParallel, parameters_in_sync
 from .deadline import CollectiveTimeoutError, collective_timeout, set_collective_timeout
+from .process_group import (
+    ReduceOp,
+    Work,
+    destroy_process_group,
+    get_backend,
+    get_rank,
+    get_world_size,
+    group,
+    init_process_group,
+)
 from .sampler import DistributedSampler
 
 DDP = DistributedDataParallel
@@ -91,4 +102,13 @@ __all__ = [
     "save_on_rank0",
     "load",
     "DistributedError",
+    # PyTorch's process-group API
+    "init_process_group",
+    "destroy_process_group",
+    "get_rank",
+    "get_world_size",
+    "get_backend",
+    "ReduceOp",
+    "Work",
+    "group",
 ]

@@ -23,6 +23,7 @@ from torchlight import Tensor
 
 from .comm import DistributedError, _import_mpi, get_comm
 from .deadline import arrive, wait
+from .process_group import ReduceOp, check_group, maybe_work
 
 __all__ = [
     "broadcast",
@@ -75,9 +76,15 @@ def _check(t, name):
         raise TypeError(f"{name} expects a torchlight Tensor, got {type(t).__name__}")
 
 
-def broadcast(tensor: Tensor, root: int = 0) -> Tensor:
-    """Overwrite ``tensor`` on every rank with its value on ``root`` (in place; returns it)."""
+def broadcast(tensor: Tensor, src: int = 0, group=None, async_op: bool = False, *, root: int | None = None):
+    """Overwrite ``tensor`` on every rank with its value on rank ``src`` (in place; returns it).
+
+    ``root=`` is the same as ``src``. With ``async_op=True`` a completed ``Work`` handle is
+    returned instead (PyTorch's signature).
+    """
     _check(tensor, "broadcast")
+    check_group(group, "broadcast")
+    root = src if root is None else root
     comm = get_comm()
     buf = flat_view(tensor)
     if buf is not None:
@@ -87,16 +94,19 @@ def broadcast(tensor: Tensor, root: int = 0) -> Tensor:
         wait([comm.Ibcast(tmp, root=root)], "broadcast", comm)
         _write_back(tensor, tmp)
     _bump(tensor)
-    return tensor
+    return maybe_work(async_op, tensor)
 
 
-def all_reduce(tensor: Tensor, op: str = "sum") -> Tensor:
+def all_reduce(tensor: Tensor, op: str = "sum", group=None, async_op: bool = False):
     """Reduce ``tensor`` over all ranks and leave the result on every rank, in place.
 
     ``op``: ``"sum"``, ``"mean"`` (floating point only: the sum divided by the world size),
-    ``"max"``, ``"min"``, ``"prod"``. Returns ``tensor``.
+    ``"max"``, ``"min"``, ``"prod"``, or the matching ``ReduceOp`` member (``ReduceOp.SUM``,
+    ``ReduceOp.AVG``, ...). Returns ``tensor`` (a completed ``Work`` with ``async_op=True``).
     """
     _check(tensor, "all_reduce")
+    check_group(group, "all_reduce")
+    op = op.value if isinstance(op, ReduceOp) else op
     mpi_op = _mpi_op(op)
     if op == "mean" and not tensor.dtype.is_floating_point:
         raise TypeError(f"all_reduce(op='mean') needs a floating point tensor, got {tensor.dtype}")
@@ -111,16 +121,28 @@ def all_reduce(tensor: Tensor, op: str = "sum") -> Tensor:
     if flat_view(tensor) is None:
         _write_back(tensor, buf)
     _bump(tensor)
-    return tensor
+    return maybe_work(async_op, tensor)
 
 
-def all_gather(tensor: Tensor, stack: bool = False):
+def all_gather(tensor, stack=False, group=None, async_op: bool = False):
     """Every rank's ``tensor``, in rank order, on every rank.
 
-    Returns a list of ``world_size()`` new tensors (PyTorch's ``all_gather`` fills such a list), or
-    with ``stack=True`` one tensor of shape ``(world_size(), *tensor.shape)``. All ranks must pass
-    tensors of the same shape and dtype.
+    Returns a list of ``world_size()`` new tensors, or with ``stack=True`` one tensor of shape
+    ``(world_size(), *tensor.shape)``. All ranks must pass tensors of the same shape and dtype.
+    PyTorch's form ``all_gather(tensor_list, tensor)`` works too: it copies the results into the
+    ``world_size()`` tensors of ``tensor_list`` and returns None (a ``Work`` with ``async_op``).
     """
+    check_group(group, "all_gather")
+    if isinstance(tensor, (list, tuple)):
+        out_list, tensor = tensor, stack
+        _check(tensor, "all_gather")
+        parts = all_gather(tensor)
+        if len(out_list) != len(parts):
+            raise DistributedError(f"all_gather: tensor_list has {len(out_list)} tensors, the world has {len(parts)} ranks")
+        with tl.no_grad():
+            for dst, part in zip(out_list, parts):
+                dst.copy_(part.to(dst.device))
+        return maybe_work(async_op, None)
     _check(tensor, "all_gather")
     comm = get_comm()
     size = comm.Get_size()

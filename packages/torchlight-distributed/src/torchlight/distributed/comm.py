@@ -154,6 +154,15 @@ def launched_by_mpiexec() -> bool:
     return "PMIX_RANK" in env
 
 
+def shutdown() -> None:
+    """Free torchlight's communicator (``destroy_process_group``); a later call starts a new one."""
+    global _COMM
+    with _LOCK:
+        if _COMM is not None:
+            _COMM.Free()
+            _COMM = None
+
+
 def is_initialized() -> bool:
     """True once :func:`init` has run in this process."""
     return _COMM is not None
@@ -189,11 +198,15 @@ def is_main_process() -> bool:
     return rank() == 0
 
 
-def barrier() -> None:
-    """Block until every rank has reached this call (within the collective timeout)."""
+def barrier(group=None, async_op=False, device_ids=None):
+    """Block until every rank has reached this call (within the collective timeout);
+    ``group``/``async_op`` as in PyTorch (see :mod:`torchlight.distributed.process_group`)."""
     from .deadline import arrive
+    from .process_group import check_group, maybe_work
 
+    check_group(group, "barrier")
     arrive(get_comm(), "barrier")
+    return maybe_work(async_op, None)
 
 
 def abort(code: int = 1, message: str | None = None) -> None:

@@ -58,6 +58,7 @@ from torchlight.tensor.storage import TensorData
 from .collectives import broadcast, broadcast_parameters, check_same_module
 from .comm import DistributedError, _import_mpi, init
 from .deadline import arrive, wait
+from .process_group import check_group
 
 __all__ = ["DistributedDataParallel", "parameters_in_sync"]
 
@@ -121,13 +122,27 @@ class DistributedDataParallel(nn.Module):
 
     ``ddp(x)`` calls ``module(x)``; ``ddp.module`` is the wrapped model (save
     ``ddp.module.state_dict()`` to get keys without the ``module.`` prefix).
+
+    PyTorch's keywords are accepted too: ``bucket_cap_mb`` (= ``bucket_mb``), ``device_ids`` (also
+    as the second positional argument, as in PyTorch) and ``output_device`` (the module stays on
+    the device it is on: one rank drives one device), ``process_group`` (``None`` or
+    ``dist.group.WORLD``), and ``dim``, ``check_reduction``, ``gradient_as_bucket_view`` (always
+    the case here) and ``static_graph``, which change nothing.
     """
 
-    def __init__(self, module: nn.Module, bucket_mb: float = 25.0, *, broadcast_buffers: bool = True,
-                 find_unused_parameters: bool = False, init_sync: bool = True, comm=None):
+    def __init__(self, module: nn.Module, bucket_mb: float = 25.0, output_device=None, dim: int = 0, *,
+                 broadcast_buffers: bool = True, find_unused_parameters: bool = False, init_sync: bool = True,
+                 comm=None, device_ids=None, process_group=None, bucket_cap_mb=None, check_reduction=False,
+                 gradient_as_bucket_view=False, static_graph=False):
         super().__init__()
         if not isinstance(module, nn.Module):
             raise TypeError(f"DistributedDataParallel wraps an nn.Module, got {type(module).__name__}")
+        if bucket_mb is None or isinstance(bucket_mb, (list, tuple)):  # PyTorch: DDP(model, [local_rank])
+            device_ids, bucket_mb = bucket_mb, 25.0
+        if bucket_cap_mb is not None:
+            bucket_mb = bucket_cap_mb
+        check_group(process_group, "DistributedDataParallel")
+        self.device_ids, self.output_device, self.dim = device_ids, output_device, dim
         if bucket_mb <= 0:
             raise ValueError(f"bucket_mb must be positive, got {bucket_mb}")
         self.module = module

@@ -1,4 +1,4 @@
-"""Containers: ``Sequential``, ``ModuleList`` and ``ModuleDict``.
+"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``.
 
 Their children are registered under string keys (``"0"``, ``"1"``, ... for the sequences), so
 parameter names come out as PyTorch's: ``Sequential(Linear, ReLU, Linear)`` has ``0.weight``,
@@ -8,8 +8,9 @@ parameter names come out as PyTorch's: ``Sequential(Linear, ReLU, Linear)`` has 
 from collections import OrderedDict
 
 from .module import Module
+from .parameter import Parameter
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict"]
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
 
 
 def _index(i, n, what):
@@ -210,3 +211,111 @@ class ModuleDict(Module):
     def forward(self, *args, **kwargs):
         """Not callable: a ``ModuleDict`` only holds modules; index it in the owner's ``forward``."""
         raise NotImplementedError("ModuleDict has no forward(); index it and call the modules")
+
+
+def _as_parameter(value):
+    # PyTorch wraps plain tensors (and array-likes) into Parameters on insertion.
+    return value if isinstance(value, Parameter) else Parameter(value)
+
+
+class ParameterList(Module):
+    """A list of parameters registered under ``"0"``, ``"1"``, ... (so optimizers and state
+    dicts see them); plain tensors are wrapped in :class:`Parameter` on insertion.
+
+    >>> pl = nn.ParameterList([tl.zeros(2), tl.ones(3)])
+    >>> _ = pl.append(tl.ones(1)); len(pl), [tuple(p.shape) for p in pl]
+    (3, [(2,), (3,), (1,)])
+    >>> list(pl.state_dict())
+    ['0', '1', '2']
+    """
+
+    def __init__(self, values=None):
+        super().__init__()
+        if values is not None:
+            self.extend(values)
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+    def __getitem__(self, idx):
+        if isinstance(idx, slice):
+            return ParameterList(list(self._parameters.values())[idx])
+        return self._parameters[str(_index(idx, len(self), "ParameterList"))]
+
+    def __setitem__(self, idx, value):
+        self.register_parameter(str(_index(idx, len(self), "ParameterList")), _as_parameter(value))
+
+    def append(self, value):
+        self.register_parameter(str(len(self)), _as_parameter(value))
+        return self
+
+    def extend(self, values):
+        for v in values:
+            self.append(v)
+        return self
+
+    def __iadd__(self, values):
+        return self.extend(values)
+
+    def extra_repr(self):
+        return "\n".join(f"({i}): Parameter containing: {tuple(p.shape)} {p.dtype}" for i, p in enumerate(self))
+
+
+class ParameterDict(Module):
+    """A dict of parameters registered under their keys; plain tensors are wrapped in
+    :class:`Parameter` on insertion.
+
+    >>> pd = nn.ParameterDict({"scale": tl.ones(2)})
+    >>> pd["shift"] = tl.zeros(2)
+    >>> sorted(pd.keys()), "scale" in pd
+    (['scale', 'shift'], True)
+    """
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key):
+        return self._parameters[key]
+
+    def __setitem__(self, key, value):
+        self.register_parameter(key, _as_parameter(value))
+
+    def __delitem__(self, key):
+        del self._parameters[key]
+
+    def __contains__(self, key):
+        return key in self._parameters
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def values(self):
+        return self._parameters.values()
+
+    def items(self):
+        return self._parameters.items()
+
+    def get(self, key, default=None):
+        return self._parameters.get(key, default)
+
+    def pop(self, key):
+        return self._parameters.pop(key)
+
+    def update(self, parameters):
+        items = parameters.items() if hasattr(parameters, "items") else parameters
+        for key, value in items:
+            self[key] = value
+
+    def extra_repr(self):
+        return "\n".join(f"({k}): Parameter containing: {tuple(p.shape)} {p.dtype}" for k, p in self.items())

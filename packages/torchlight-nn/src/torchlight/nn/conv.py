@@ -154,8 +154,10 @@ class _ConvNd(Module):
             raise ValueError(
                 f"in_channels ({in_channels}) and out_channels ({out_channels}) must be divisible by groups ({groups})"
             )
-        if padding_mode != "zeros":
-            raise ValueError(f"padding_mode {padding_mode!r} is not supported (only 'zeros')")
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise ValueError(f"padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', got {padding_mode!r}")
+        if padding_mode != "zeros" and isinstance(padding, str) and padding != "valid":
+            raise ValueError(f"padding={padding!r} is only supported with padding_mode='zeros'")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = _tuple(kernel_size, nd, "kernel_size")
         self.stride = _tuple(stride, nd, "stride")
@@ -184,6 +186,13 @@ class _ConvNd(Module):
                 init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
+        if self.padding_mode != "zeros" and not isinstance(self.padding, str):
+            # PyTorch pads with the mode first, then convolves without padding
+            from .padding import index_pad
+
+            flat = [p for p in reversed(self.padding) for _ in range(2)]
+            return _conv(index_pad(input, flat, self.padding_mode), self.weight, self.bias, self.stride, 0,
+                         self.dilation, self.groups, self._nd, type(self).__name__)
         return _conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
                      self.groups, self._nd, type(self).__name__)
 

@@ -5,7 +5,9 @@ initialisation, reproduced here, is ``kaiming_uniform_(W, a=sqrt(5))`` — which
 ``W ~ U(-1/sqrt(in), 1/sqrt(in))`` — and ``b ~ U(-1/sqrt(in), 1/sqrt(in))``.
 
 ``Embedding(num, dim)`` is a lookup table initialised ``N(0, 1)``; with ``padding_idx`` that row
-starts at zero and never receives a gradient (so it stays zero under any optimizer).
+starts at zero and never receives a gradient (so it stays zero under any optimizer). With
+``max_norm``, every row a forward looks up whose ``norm_type``-norm exceeds ``max_norm`` is first
+rescaled in place to norm ``max_norm`` (PyTorch's renormalisation, outside autograd).
 """
 
 import math
@@ -17,7 +19,7 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["Identity", "Linear", "Flatten", "Unflatten", "Embedding", "Dropout"]
+__all__ = ["Identity", "Linear", "Bilinear", "Flatten", "Unflatten", "Embedding", "Dropout", "Dropout1d", "Dropout2d"]
 
 
 class Identity(Module):
@@ -75,6 +77,39 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class Bilinear(Module):
+    """``Bilinear(in1_features, in2_features, out_features, bias=True)``:
+    ``y_k = x1ᵀ W_k x2 + b_k`` with ``W: (out, in1, in2)``; inputs ``(*, in1)`` and ``(*, in2)``.
+    Weight and bias start as ``U(−1/sqrt(in1), 1/sqrt(in1))``, as in PyTorch.
+
+    >>> nn.Bilinear(3, 4, 2)(tl.randn(5, 3), tl.randn(5, 4)).shape
+    (5, 2)
+    """
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
+        self.weight = Parameter(tl.empty(out_features, in1_features, in2_features, dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(tl.empty(out_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        bound = 1 / math.sqrt(self.in1_features)
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
 class Flatten(Module):
     """Flatten dims ``start_dim..end_dim`` (default: all but the batch dim).
 
@@ -114,7 +149,8 @@ class Unflatten(Module):
 
 
 class Embedding(Module):
-    r"""``Embedding(num_embeddings, embedding_dim, padding_idx=None)``: ``weight[input]``.
+    r"""``Embedding(num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0)``:
+    ``weight[input]``.
 
     A lookup table: row ``i`` of ``weight`` (``(num_embeddings, embedding_dim)``, drawn from
     :math:`\mathcal N(0, 1)`) is the vector of index ``i``; the row ``padding_idx`` is zero and gets no
@@ -122,16 +158,19 @@ class Embedding(Module):
 
     Shape: input of any shape ``S`` holding ``int64`` indices, output ``S + (embedding_dim,)``.
 
-    >>> emb = nn.Embedding(10, 3)
-    >>> emb(tl.tensor([[1, 2], [3, 4]])).shape
-    (2, 2, 3)
+    >>> emb = nn.Embedding(10, 3, max_norm=1.0)
+    >>> out = emb(tl.tensor([[1, 2], [4, 9]]))
+    >>> out.shape, bool((emb.weight[1].detach() ** 2).sum().sqrt() <= 1.0 + 1e-6)
+    ((2, 2, 3), True)
     """
 
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, _weight=None,
-                 _freeze=False, device=None, dtype=None):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
         super().__init__()
-        if max_norm is not None:
-            raise NotImplementedError("Embedding: max_norm is not supported")
+        if scale_grad_by_freq or sparse:
+            raise NotImplementedError("Embedding: scale_grad_by_freq and sparse gradients are not supported")
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise ValueError(f"padding_idx {padding_idx} must be within num_embeddings ({num_embeddings})")
@@ -154,15 +193,17 @@ class Embedding(Module):
                 self.weight[self.padding_idx] = 0.0
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None):
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, sparse=False):
         """An embedding whose weight is ``embeddings`` (2-D), frozen by default."""
         if embeddings.ndim != 2:
             raise tl.ShapeError(f"Embeddings parameter is expected to be 2-dimensional, got shape {embeddings.shape}")
         rows, cols = embeddings.shape
-        return cls(rows, cols, padding_idx=padding_idx, _weight=embeddings.detach(), _freeze=freeze)
+        return cls(rows, cols, padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
+                   scale_grad_by_freq=scale_grad_by_freq, sparse=sparse, _weight=embeddings.detach(), _freeze=freeze)
 
     def forward(self, input):
-        return F.embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type)
 
     def extra_repr(self):
         s = f"{self.num_embeddings}, {self.embedding_dim}"
@@ -195,3 +236,25 @@ class Dropout(Module):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout1d(Dropout):
+    """``Dropout1d(p=0.5)``: drops whole channels of ``(N, C, L)`` input in training mode.
+
+    >>> nn.Dropout1d(0.2).eval()(tl.ones(2, 3, 4)).shape
+    (2, 3, 4)
+    """
+
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training)
+
+
+class Dropout2d(Dropout):
+    """``Dropout2d(p=0.5)``: drops whole channels of ``(N, C, H, W)`` input in training mode.
+
+    >>> nn.Dropout2d(0.2).eval()(tl.ones(2, 3, 4, 4)).shape
+    (2, 3, 4, 4)
+    """
+
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training)

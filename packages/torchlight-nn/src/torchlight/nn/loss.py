@@ -23,6 +23,7 @@ Every loss first computes a per-element loss ``ℓ`` and then reduces it with ``
   ``exp(y) (y - x)`` with ``log_target=True``; ``'batchmean'`` divides the sum by ``N``.
 """
 
+import functools
 import warnings
 
 import torchlight as tl
@@ -52,6 +53,25 @@ def _reduce(loss, reduction):
     raise ValueError(f"{reduction!r} is not a valid value for reduction (use 'mean', 'sum' or 'none')")
 
 
+def legacy_reduction_args(fn):
+    """Let ``fn`` (a loss function or a loss module's ``__init__``) also take PyTorch's deprecated
+    ``size_average=`` / ``reduce=`` keywords, translated as PyTorch does: ``reduce=False`` →
+    ``'none'``, else ``size_average=False`` → ``'sum'``, else ``'mean'`` (with a warning)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, size_average=None, reduce=None, **kwargs):
+        if size_average is not None or reduce is not None:
+            size_average = True if size_average is None else size_average
+            reduce = True if reduce is None else reduce
+            reduction = ("mean" if size_average else "sum") if reduce else "none"
+            warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
+                          "instead.", UserWarning, stacklevel=2)
+            kwargs["reduction"] = reduction
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
 def _check_pair(input, target, name):
     if not isinstance(target, Tensor):
         target = tl.tensor(target, dtype=input.dtype, device=input.device)
@@ -63,6 +83,7 @@ def _check_pair(input, target, name):
     return target
 
 
+@legacy_reduction_args
 def mse_loss(input, target, reduction="mean"):
     r"""Mean squared error :math:`\ell_i = (x_i - y_i)^2`, reduced by ``reduction``
     (``"mean"``, ``"sum"`` or ``"none"``). ``input`` and ``target`` should have the same shape (a
@@ -76,6 +97,7 @@ def mse_loss(input, target, reduction="mean"):
     return _reduce(d * d, reduction)
 
 
+@legacy_reduction_args
 def l1_loss(input, target, reduction="mean"):
     r"""Mean absolute error :math:`\ell_i = |x_i - y_i|`, reduced by ``reduction``.
 
@@ -86,6 +108,7 @@ def l1_loss(input, target, reduction="mean"):
     return _reduce((input - target).abs(), reduction)
 
 
+@legacy_reduction_args
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     r"""Smooth L1 loss: quadratic near zero, linear beyond ``beta``:
 
@@ -106,6 +129,7 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
     return _reduce(tl.where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
 
 
+@legacy_reduction_args
 def huber_loss(input, target, reduction="mean", delta=1.0):
     r"""Huber loss: :math:`0.5\,d_i^2` for :math:`d_i = |x_i - y_i| \le \delta`, else
     :math:`\delta(d_i - 0.5\delta)`; reduced by ``reduction``. Equals ``delta * smooth_l1_loss`` with
@@ -156,6 +180,7 @@ def _target_info(input, target, weight, ignore_index, name):
     return safe, w_t
 
 
+@legacy_reduction_args
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     r"""Negative log-likelihood of class indices; ``input`` holds log-probabilities.
 
@@ -186,6 +211,7 @@ def _weighted_reduction(loss, w_t, shape, reduction):
     return loss.sum() / w_t.sum()
 
 
+@legacy_reduction_args
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
     r"""Softmax cross-entropy over dim 1 (dim 0 for a 1-D input) with class indices or probabilities.
 
@@ -246,6 +272,7 @@ def _log_clamped(x):
     return x.where(pos, 1.0).log().where(pos, -100.0).clamp(min=-100.0)
 
 
+@legacy_reduction_args
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     r"""Binary cross-entropy between probabilities ``input`` (in :math:`[0, 1]`) and ``target``:
 
@@ -272,6 +299,7 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     return _reduce(loss, reduction)
 
 
+@legacy_reduction_args
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
     r"""Binary cross-entropy on logits: ``binary_cross_entropy(sigmoid(input), target)`` computed
     stably as
@@ -298,6 +326,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     return _reduce(loss, reduction)
 
 
+@legacy_reduction_args
 def kl_div(input, target, reduction="mean", log_target=False):
     r"""KL(target ‖ q) pointwise with ``input = log q``; see the module docstring.
 
@@ -321,6 +350,7 @@ def kl_div(input, target, reduction="mean", log_target=False):
 
 
 class _Loss(Module):
+    @legacy_reduction_args
     def __init__(self, reduction="mean"):
         super().__init__()
         if reduction not in _REDUCTIONS + (("batchmean",) if isinstance(self, KLDivLoss) else ()):
@@ -332,6 +362,7 @@ class _Loss(Module):
 
 
 class _WeightedLoss(_Loss):
+    @legacy_reduction_args
     def __init__(self, weight=None, reduction="mean"):
         super().__init__(reduction)
         self.register_buffer("weight", weight)  # a buffer, like PyTorch: it is in state_dict
@@ -368,6 +399,7 @@ class SmoothL1Loss(_Loss):
     >>> nn.SmoothL1Loss()(tl.tensor([0.0]), tl.tensor([3.0]))
     tensor(2.5)
     """
+    @legacy_reduction_args
     def __init__(self, reduction="mean", beta=1.0):
         super().__init__(reduction)
         self.beta = beta
@@ -383,6 +415,7 @@ class HuberLoss(_Loss):
     >>> nn.HuberLoss(delta=2.0)(tl.tensor([0.0]), tl.tensor([3.0]))
     tensor(4.)
     """
+    @legacy_reduction_args
     def __init__(self, reduction="mean", delta=1.0):
         super().__init__(reduction)
         self.delta = delta
@@ -403,6 +436,7 @@ class NLLLoss(_WeightedLoss):
     >>> nn.NLLLoss()(logp, tl.tensor([0, 1]))
     tensor(0.1269)
     """
+    @legacy_reduction_args
     def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
         super().__init__(weight, reduction)
         self.ignore_index = ignore_index
@@ -427,6 +461,7 @@ class CrossEntropyLoss(_WeightedLoss):
     >>> loss(tl.tensor([[2.0, 0.0], [0.0, 2.0]]), tl.tensor([0, 1]))
     tensor(0.1269)
     """
+    @legacy_reduction_args
     def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         super().__init__(weight, reduction)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
@@ -458,6 +493,7 @@ class BCEWithLogitsLoss(_Loss):
     >>> nn.BCEWithLogitsLoss()(tl.tensor([0.0, 0.0]), tl.tensor([1.0, 0.0]))
     tensor(0.6931)
     """
+    @legacy_reduction_args
     def __init__(self, weight=None, reduction="mean", pos_weight=None):
         super().__init__(reduction)
         self.register_buffer("weight", weight)
@@ -477,6 +513,7 @@ class KLDivLoss(_Loss):
     >>> nn.KLDivLoss(reduction="batchmean")(p.log(), p)
     tensor(0.)
     """
+    @legacy_reduction_args
     def __init__(self, reduction="mean", log_target=False):
         super().__init__(reduction)
         self.log_target = log_target

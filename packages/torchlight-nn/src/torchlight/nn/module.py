@@ -399,6 +399,13 @@ class Module:
         """Move every parameter and buffer to the ``"cpu"`` backend; returns ``self``."""
         return self.to("cpu")
 
+    def cuda(self, device=None):
+        """``to("cuda")`` (``device`` an int picks ``"cuda:<device>"``); raises when no CUDA
+        backend is usable."""
+        if device is None:
+            return self.to("cuda")
+        return self.to(f"cuda:{device}" if isinstance(device, int) else device)
+
     # --- state dict --------------------------------------------------------------------------
     def state_dict(self, destination=None, prefix="", keep_vars=False):
         """Ordered ``name -> tensor`` for every parameter and persistent buffer, dotted names.
@@ -419,13 +426,15 @@ class Module:
                 child.state_dict(destination, prefix + name + ".", keep_vars)
         return destination
 
-    def load_state_dict(self, state_dict, strict=True):
+    def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copy values (tensors or numpy arrays) into the parameters and persistent buffers.
 
         Shape mismatches always raise; with ``strict=True`` (the default) missing and unexpected
         keys raise as well. The error lists every problem by name. Returns
         ``IncompatibleKeys(missing_keys, unexpected_keys)``. Nothing is written unless all
-        checks pass, so a failed load leaves the module unchanged.
+        checks pass, so a failed load leaves the module unchanged. ``assign`` (PyTorch's option to
+        adopt the given tensors instead of copying) is accepted; values are always copied, which
+        gives the same parameters.
         """
         return load_checked(self, state_dict, strict)
 

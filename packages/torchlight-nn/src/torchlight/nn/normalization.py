@@ -17,8 +17,14 @@ backward pass is autograd through the expression above (so gradients flow throug
 too, which is what makes train-mode batch norm's gradient differ from eval mode's).
 
 Layer norm normalises over the trailing ``normalized_shape`` dims of every sample and uses the
-backend's fused kernel (``tl.layer_norm``) when it offers one.
+backend's fused kernel (``tl.layer_norm``) when it offers one. Group norm splits the ``C``
+channels into ``G`` groups and normalises each sample's group (its ``C/G`` channels and all
+positions) the same way, with a per-channel affine; instance norm is group norm with one channel
+per group (optionally tracking running statistics like batch norm). RMS norm only rescales:
+``y = x / sqrt(mean(x²) + eps) · w`` over the trailing dims.
 """
+
+import numpy as np
 
 import torchlight as tl
 
@@ -26,7 +32,8 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["batch_norm", "LayerNorm", "BatchNorm1d", "BatchNorm2d"]
+__all__ = ["batch_norm", "group_norm", "rms_norm", "instance_norm", "LayerNorm", "BatchNorm1d", "BatchNorm2d",
+           "GroupNorm", "RMSNorm", "InstanceNorm1d", "InstanceNorm2d"]
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
@@ -218,3 +225,201 @@ class BatchNorm2d(_BatchNorm):
     """
 
     _dims = (4,)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Normalise ``(N, C, *)`` input over groups of ``C / num_groups`` channels (and all
+    positions) per sample: ``(x − μ_g) / sqrt(σ²_g + eps) · w_c + b_c`` (biased variance).
+
+    >>> y = F.group_norm(tl.arange(8.0).reshape(1, 4, 2), 2)
+    >>> [round(v, 4) for v in y[0, 0].tolist()]
+    [-1.3416, -0.4472]
+    """
+    if input.ndim < 2:
+        raise tl.ShapeError(f"group_norm: expected input of shape (N, C, *), got {input.shape}")
+    n, c = input.shape[0], input.shape[1]
+    if c % num_groups:
+        raise ValueError(f"group_norm: num_channels ({c}) must be divisible by num_groups ({num_groups})")
+    x = input.reshape(n, num_groups, -1)
+    mean = x.mean(-1, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(-1, keepdim=True)
+    y = (centered * (var + eps).rsqrt()).reshape(input.shape)
+    affine_shape = (c,) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        y = y * weight.reshape(affine_shape)
+    if bias is not None:
+        y = y + bias.reshape(affine_shape)
+    return y
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``x / sqrt(mean(x²) + eps) · w`` over the trailing ``normalized_shape`` dims; ``eps=None``
+    means the machine epsilon of the input's dtype (PyTorch's default).
+
+    >>> [round(v, 4) for v in F.rms_norm(tl.tensor([3.0, 4.0]), (2,)).tolist()]
+    [0.8485, 1.1314]
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape:
+        raise tl.ShapeError(f"rms_norm: input shape {input.shape} does not end with normalized_shape {shape}")
+    if eps is None:
+        eps = float(np.finfo(np.float64 if input.dtype is tl.float64 else np.float32).eps)
+    dims = tuple(range(input.ndim - len(shape), input.ndim))
+    y = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return y if weight is None else y * weight
+
+
+class GroupNorm(Module):
+    """``GroupNorm(num_groups, num_channels, eps=1e-5, affine=True)``: :func:`group_norm` with a
+    per-channel ``weight`` (ones) and ``bias`` (zeros); input ``(N, C, *)``.
+
+    >>> gn = nn.GroupNorm(2, 4)
+    >>> gn(tl.randn(3, 4, 5)).shape
+    (3, 4, 5)
+    """
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
+        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        if affine:
+            self.weight = Parameter(tl.ones(num_channels, dtype=dtype, device=device))
+            self.bias = Parameter(tl.zeros(num_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def reset_parameters(self):
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input):
+        if input.ndim < 2 or input.shape[1] != self.num_channels:
+            raise tl.ShapeError(f"GroupNorm: expected input of shape (N, {self.num_channels}, *), got {input.shape}")
+        return group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class RMSNorm(Module):
+    """``RMSNorm(normalized_shape, eps=None, elementwise_affine=True)``: :func:`rms_norm` with a
+    ``weight`` of ones (no bias), as in PyTorch.
+
+    >>> nn.RMSNorm(8)(tl.randn(2, 8)).shape
+    (2, 8)
+    """
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        self.normalized_shape, self.eps, self.elementwise_affine = shape, eps, elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(tl.ones(*shape, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+
+    def reset_parameters(self):
+        if self.weight is not None:
+            init.ones_(self.weight)
+
+    def forward(self, input):
+        return rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Normalise each channel of each sample of ``(N, C, *)`` over its positions:
+    ``(x − μ_nc) / sqrt(σ²_nc + eps) · w_c + b_c``. With running statistics and
+    ``use_input_stats``, they are updated (momentum as batch norm, the batch average of the
+    per-instance mean and unbiased variance); ``use_input_stats=False`` normalises with them.
+
+    >>> y = F.instance_norm(tl.tensor([[[1.0, 3.0], [0.0, 4.0]]]))
+    >>> [[round(v, 4) for v in row] for row in y[0].tolist()]
+    [[-1.0, 1.0], [-1.0, 1.0]]
+    """
+    if input.ndim < 3:
+        raise tl.ShapeError(f"instance_norm: expected input of shape (N, C, *) with positions, got {input.shape}")
+    n, c = input.shape[:2]
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: use_input_stats=False needs running_mean and running_var")
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    if running_mean is not None and running_var is not None:
+        with tl.no_grad():
+            x = input.detach().reshape(n, c, -1)
+            m = x.shape[-1]
+            mean = x.mean(-1)
+            var = ((x - mean.unsqueeze(-1)) ** 2).sum(-1) / max(m - 1, 1)
+            running_mean.mul_(1 - momentum).add_(mean.mean(0) * momentum)
+            running_var.mul_(1 - momentum).add_(var.mean(0) * momentum)
+    return group_norm(input, c, weight, bias, eps)
+
+
+class _InstanceNorm(Module):
+    _dims = 0
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
+                 dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(tl.ones(num_features, dtype=dtype, device=device))
+            self.bias = Parameter(tl.zeros(num_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", tl.zeros(num_features, dtype=dtype, device=device))
+            self.register_buffer("running_var", tl.ones(num_features, dtype=dtype, device=device))
+            self.register_buffer("num_batches_tracked", tl.tensor(0))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def forward(self, input):
+        unbatched = input.ndim == self._dims + 1
+        x = input.unsqueeze(0) if unbatched else input
+        if x.ndim != self._dims + 2 or x.shape[1] != self.num_features:
+            raise tl.ShapeError(f"{type(self).__name__}: expected input of shape (N, {self.num_features}, ...) with "
+                                f"{self._dims} spatial dims, got {input.shape}")
+        use_input_stats = self.training or not self.track_running_stats
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked = self.num_batches_tracked + 1
+        y = instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats,
+                          self.momentum, self.eps)
+        return y.squeeze(0) if unbatched else y
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """``InstanceNorm1d(num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False)``
+    on ``(N, C, L)`` (or ``(C, L)``).
+
+    >>> nn.InstanceNorm1d(3)(tl.randn(2, 3, 5)).shape
+    (2, 3, 5)
+    """
+
+    _dims = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """``InstanceNorm2d(num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False)``
+    on ``(N, C, H, W)`` (or ``(C, H, W)``); the normalisation of style-transfer networks.
+
+    >>> nn.InstanceNorm2d(3, affine=True)(tl.randn(2, 3, 4, 4)).shape
+    (2, 3, 4, 4)
+    """
+
+    _dims = 2

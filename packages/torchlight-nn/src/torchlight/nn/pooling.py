@@ -14,6 +14,8 @@ window would start in the right padding). ``p <= k/2`` so no window is padding o
 * adaptive average pool with output size ``m`` averages bin ``i = [⌊iL/m⌋, ⌈(i+1)L/m⌉)``. That
   average is linear and separable over dims, so it is ``A_h · x · A_wᵀ`` with ``A[i, j] =
   1/|bin i|`` for ``j`` in bin ``i``: two matmuls with constant matrices, exact for every size.
+* adaptive max pool takes the max over the same bins; a max over a rectangle is the max over
+  its rows of the max over its columns, so it too goes one dim at a time (one ``amax`` per bin).
 """
 
 import math
@@ -28,7 +30,8 @@ from .module import Module
 __all__ = [
     "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
     "adaptive_avg_pool2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
-    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
 ]
 
 
@@ -334,6 +337,82 @@ class AdaptiveAvgPool2d(Module):
 
     def forward(self, input):
         return adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+def _adaptive_max(x, output_size, nd, return_indices, name):
+    if return_indices:
+        raise NotImplementedError(f"{name}: return_indices=True is not supported")
+    if x.ndim not in (nd + 1, nd + 2):
+        raise tl.ShapeError(f"{name}: expected a {nd + 1}-D or {nd + 2}-D input, got shape {x.shape}")
+    spatial = x.shape[x.ndim - nd:]
+    sizes = (output_size,) * nd if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    sizes = tuple(s if o is None else o for s, o in zip(spatial, sizes))
+    if any(o <= 0 for o in sizes):
+        raise ValueError(f"{name}: output_size must be positive, got {sizes}")
+    y = x
+    for i, (length, size) in enumerate(zip(spatial, sizes)):
+        dim = x.ndim - nd + i
+        bins = []
+        for j in range(size):
+            lo, hi = (j * length) // size, -(-((j + 1) * length) // size)
+            bins.append(y.narrow(dim, lo, hi - lo).amax(dim, keepdim=True))
+        y = tl.cat(bins, dim)
+    return y
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Max over ``output_size`` bins ``[⌊iL/m⌋, ⌈(i+1)L/m⌉)`` of the last dim of ``(N, C, L)``.
+
+    >>> F.adaptive_max_pool1d(tl.tensor([[[1.0, 5.0, 2.0, 0.0, 3.0]]]), 2).tolist()
+    [[[5.0, 3.0]]]
+    """
+    return _adaptive_max(input, output_size, 1, return_indices, "adaptive_max_pool1d")
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Max over the adaptive bins of the last two dims of ``(N, C, H, W)``.
+
+    >>> F.adaptive_max_pool2d(tl.arange(16.0).reshape(1, 1, 4, 4), 1).tolist()
+    [[[[15.0]]]]
+    """
+    return _adaptive_max(input, output_size, 2, return_indices, "adaptive_max_pool2d")
+
+
+class AdaptiveMaxPool1d(Module):
+    """``AdaptiveMaxPool1d(output_size)``: :func:`adaptive_max_pool1d`.
+
+    >>> nn.AdaptiveMaxPool1d(3)(tl.randn(2, 4, 10)).shape
+    (2, 4, 3)
+    """
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input):
+        return adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool2d(Module):
+    """``AdaptiveMaxPool2d(output_size)``: :func:`adaptive_max_pool2d` (``output_size`` an int,
+    a pair, or a pair with ``None`` keeping that dim).
+
+    >>> nn.AdaptiveMaxPool2d((1, None))(tl.randn(2, 3, 5, 7)).shape
+    (2, 3, 1, 7)
+    """
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input):
+        return adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
     def extra_repr(self):
         return f"output_size={self.output_size}"

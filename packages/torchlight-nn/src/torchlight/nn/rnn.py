@@ -1,4 +1,8 @@
-"""Recurrent layers: ``GRUCell``, ``GRU``, ``LSTMCell``, ``LSTM`` with PyTorch's parameters.
+"""Recurrent layers: ``RNNCell``, ``RNN``, ``GRUCell``, ``GRU``, ``LSTMCell``, ``LSTM`` with PyTorch's parameters.
+
+Elman RNN (``weight_ih: (H, I)``, ``weight_hh: (H, H)``, ``act`` = tanh or relu)::
+
+    h' = act(W_ih x + b_ih + W_hh h + b_hh)
 
 GRU (gates stacked in the order r, z, n in ``weight_ih: (3H, I)`` and ``weight_hh: (3H, H)``)::
 
@@ -30,8 +34,10 @@ from . import functional as F
 from . import init
 from .module import Module
 from .parameter import Parameter
+from .utils.rnn import PackedSequence, pad_packed_sequence
 
-__all__ = ["GRUCell", "LSTMCell", "GRU", "LSTM", "gru_cell", "lstm_cell"]
+__all__ = ["RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "rnn_tanh_cell", "rnn_relu_cell", "gru_cell",
+           "lstm_cell"]
 
 
 def _gru_step(gi, h, w_hh, b_hh):
@@ -47,6 +53,20 @@ def _gru_step(gi, h, w_hh, b_hh):
     return n + z * (h - n)  # = (1 - z) n + z h
 
 
+def _rnn_step(gi, h, w_hh, b_hh, nonlinearity):
+    """One Elman step given ``gi = x W_ihᵀ + b_ih`` (``(N, H)``)."""
+    pre = gi + h @ w_hh.T
+    if b_hh is not None:
+        pre = pre + b_hh
+    return pre.tanh() if nonlinearity == "tanh" else pre.relu()
+
+
+def _check_nonlinearity(nonlinearity):
+    if nonlinearity not in ("tanh", "relu"):
+        raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+    return nonlinearity
+
+
 def _lstm_step(gi, h, c, w_hh, b_hh):
     """One LSTM step given ``gi = x W_ihᵀ + b_ih`` (``(N, 4H)``); returns ``(h', c')``."""
     gates = gi + h @ w_hh.T
@@ -55,6 +75,26 @@ def _lstm_step(gi, h, c, w_hh, b_hh):
     i, f, g, o = gates.chunk(4, -1)
     c = f.sigmoid() * c + i.sigmoid() * g.tanh()
     return o.sigmoid() * c.tanh(), c
+
+
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One Elman step ``tanh(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh)``: ``input (N, I)``, ``hx (N, H)`` → ``(N, H)``.
+
+    >>> from torchlight.nn.rnn import rnn_tanh_cell
+    >>> rnn_tanh_cell(tl.zeros(2, 3), tl.zeros(2, 4), tl.ones(4, 3), tl.ones(4, 4)).tolist()
+    [[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]
+    """
+    return _rnn_step(F.linear(input, w_ih, b_ih), hx, w_hh, b_hh, "tanh")
+
+
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One Elman step with ReLU: ``relu(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh)``; shapes as :func:`rnn_tanh_cell`.
+
+    >>> from torchlight.nn.rnn import rnn_relu_cell
+    >>> rnn_relu_cell(tl.ones(1, 2), tl.zeros(1, 1), -tl.ones(1, 2), tl.ones(1, 1)).tolist()
+    [[0.0]]
+    """
+    return _rnn_step(F.linear(input, w_ih, b_ih), hx, w_hh, b_hh, "relu")
 
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
@@ -137,6 +177,25 @@ class _CellBase(Module):
         return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
 
 
+class RNNCell(_CellBase):
+    """``RNNCell(input_size, hidden_size, bias=True, nonlinearity='tanh')``:
+    ``h' = act(x W_ihᵀ + b_ih + h W_hhᵀ + b_hh)`` (``h`` defaults to 0).
+
+    >>> nn.RNNCell(3, 5)(tl.randn(2, 3)).shape
+    (2, 5)
+    """
+
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
+        self.nonlinearity = _check_nonlinearity(nonlinearity)
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+
+    def forward(self, input, hx=None):
+        x, batched, zeros = self._prepare(input, hx)
+        h = zeros if hx is None else (hx if batched else hx.unsqueeze(0))
+        out = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh, self.nonlinearity)
+        return out if batched else out.squeeze(0)
+
+
 class GRUCell(_CellBase):
     """``GRUCell(input_size, hidden_size, bias=True)``: ``h' = cell(x, h)`` (h defaults to 0).
 
@@ -213,12 +272,43 @@ class _RNNBase(Module):
     def reset_parameters(self):
         _uniform_reset(self)
 
+    def flatten_parameters(self):
+        """A no-op kept for PyTorch compatibility: there it packs the weights into one cuDNN
+        buffer; here every step already reads the parameters directly.
+
+        >>> nn.LSTM(4, 8).flatten_parameters()
+        """
+
     def _weights(self, layer, d):
         sfx = f"_l{layer}" + ("_reverse" if d else "")
         p = self._parameters
         return p["weight_ih" + sfx], p["weight_hh" + sfx], p.get("bias_ih" + sfx), p.get("bias_hh" + sfx)
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
+        return self._forward(input, hx)
+
+    def _forward_packed(self, packed, hx):
+        # Run time-major over the sorted, padded batch; steps past a sequence's end leave its
+        # state unchanged (masks), so h_n is each sequence's last real state, in both directions.
+        padded, _ = pad_packed_sequence(packed._replace(unsorted_indices=None))
+        sizes = [int(b) for b in packed.batch_sizes.tolist()]
+        lengths = [sum(bs > b for bs in sizes) for b in range(padded.shape[1])]  # sorted order
+        if hx is not None and packed.sorted_indices is not None:
+            idx = packed.sorted_indices
+            hx = (hx[0].index_select(1, idx), hx[1].index_select(1, idx)) if self._lstm else hx.index_select(1, idx)
+        steps = tl.arange(padded.shape[0], device=padded.device).reshape(-1, 1, 1)
+        masks = steps < tl.tensor(lengths, device=padded.device).reshape(1, -1, 1)  # (T, B, 1)
+        out, state = self._forward(padded, hx, masks=masks, time_major=True)
+        data = tl.cat([out[t, :bs] for t, bs in enumerate(sizes)], 0)
+        if packed.unsorted_indices is not None:
+            idx = packed.unsorted_indices
+            state = (state[0].index_select(1, idx), state[1].index_select(1, idx)) if self._lstm \
+                else state.index_select(1, idx)
+        return PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices), state
+
+    def _forward(self, input, hx=None, masks=None, time_major=False):
         name = type(self).__name__
         if input.ndim not in (2, 3):
             raise tl.ShapeError(f"{name}: expected 2-D (unbatched) or 3-D input, got shape {input.shape}")
@@ -226,7 +316,7 @@ class _RNNBase(Module):
             raise tl.ShapeError(f"{name}: input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.shape[-1]}")
         batched = input.ndim == 3
         x = input if batched else input.unsqueeze(1)
-        if batched and self.batch_first:
+        if batched and self.batch_first and not time_major:
             x = x.transpose(0, 1)  # work time-major: (T, N, I)
         steps, n = x.shape[0], x.shape[1]
         dirs = 2 if self.bidirectional else 1
@@ -253,10 +343,16 @@ class _RNNBase(Module):
                 c = None if c0 is None else c0[layer * dirs + d]
                 seq = [None] * steps
                 for t in (range(steps) if d == 0 else reversed(range(steps))):
+                    h_prev, c_prev = h, c
                     if self._lstm:
                         h, c = _lstm_step(gi[t], h, c, w_hh, b_hh)
-                    else:
+                    elif self._gates == 3:
                         h = _gru_step(gi[t], h, w_hh, b_hh)
+                    else:
+                        h = _rnn_step(gi[t], h, w_hh, b_hh, self.nonlinearity)
+                    if masks is not None:  # packed input: finished sequences keep their state
+                        h = tl.where(masks[t], h, h_prev)
+                        c = None if c is None else tl.where(masks[t], c, c_prev)
                     seq[t] = h
                 outs.append(tl.stack(seq, 0))
                 h_n.append(h)
@@ -267,7 +363,7 @@ class _RNNBase(Module):
         output = layer_in
         h_n = tl.stack(h_n, 0)
         c_n = tl.stack(c_n, 0) if self._lstm else None
-        if batched and self.batch_first:
+        if batched and self.batch_first and not time_major:
             output = output.transpose(0, 1)
         if not batched:
             output, h_n = output.squeeze(1), h_n.squeeze(1)
@@ -287,6 +383,22 @@ class _RNNBase(Module):
         if self.bidirectional:
             s += ", bidirectional=True"
         return s
+
+
+class RNN(_RNNBase):
+    """``RNN(input_size, hidden_size, num_layers=1, nonlinearity='tanh', bias=True, batch_first=False,
+    dropout=0, bidirectional=False)``; ``forward(input, h0=None) -> (output, h_n)``, shapes as :class:`GRU`.
+
+    >>> out, h = nn.RNN(3, 5, num_layers=2)(tl.randn(7, 2, 3))
+    >>> out.shape, h.shape
+    ((7, 2, 5), (2, 2, 5))
+    """
+
+    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, device=None, dtype=None):
+        self.nonlinearity = _check_nonlinearity(nonlinearity)
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         device=device, dtype=dtype)
 
 
 class GRU(_RNNBase):

@@ -22,9 +22,9 @@ from collections import Counter
 from .optimizer import Optimizer
 
 __all__ = [
-    "LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
+    "LRScheduler", "_LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
     "LinearLR", "ExponentialLR", "CosineAnnealingLR", "SequentialLR", "OneCycleLR",
-    "ReduceLROnPlateau",
+    "ReduceLROnPlateau", "PolynomialLR", "CosineAnnealingWarmRestarts", "CyclicLR", "ChainedScheduler",
 ]
 
 _EPOCH_DEPRECATION = (
@@ -145,6 +145,11 @@ class LRScheduler:
 
     def __repr__(self):
         return f"{type(self).__name__}(last_epoch={self.last_epoch}, last_lr={self._last_lr})"
+
+
+_LRScheduler = LRScheduler
+"""The base class's name before PyTorch 2.0 (``torch.optim.lr_scheduler._LRScheduler``), still
+subclassed by many custom schedulers."""
 
 
 class LambdaLR(LRScheduler):
@@ -744,3 +749,13 @@ class ReduceLROnPlateau(LRScheduler):
         """Restore the scheduler's counters and best value from :meth:`state_dict`."""
         super().load_state_dict(state_dict)
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
+
+
+# Defined in their own module (which needs LRScheduler from this one) and imported last, so that
+# ``torchlight.optim.lr_scheduler.CyclicLR`` is where PyTorch programs look for it.
+from .cyclic_schedulers import (  # noqa: E402
+    ChainedScheduler,
+    CosineAnnealingWarmRestarts,
+    CyclicLR,
+    PolynomialLR,
+)

@@ -8,7 +8,11 @@ import numpy as np
 
 from .errors import DTypeError
 
-__all__ = ["DType", "float32", "float64", "int64", "bool_", "promote", "as_dtype", "DTYPES"]
+__all__ = [
+    "DType", "float32", "float64", "int64", "bool_", "promote", "as_dtype", "DTYPES",
+    "UnsupportedDType", "float16", "bfloat16", "get_default_dtype", "set_default_dtype",
+    "set_float32_matmul_precision", "get_float32_matmul_precision", "finfo", "iinfo",
+]
 
 
 class DType:
@@ -56,10 +60,55 @@ _BY_NAME = {d.name: d for d in DTYPES}
 _BY_NAME.update({"float": float32, "double": float64, "long": int64, "bool_": bool_})
 
 
+class UnsupportedDType:
+    """A PyTorch dtype name torchlight knows but does not compute in (``tl.float16``,
+    ``tl.half``, ``tl.bfloat16``): it exists so programs that *mention* it import and compare,
+    and any use (``dtype=``, ``.to``, ``autocast``) raises a :class:`DTypeError` that says so.
+
+    >>> import torchlight as tl
+    >>> tl.float16
+    torchlight.float16
+    >>> tl.zeros(2, dtype=tl.float16)
+    Traceback (most recent call last):
+    ...
+    torchlight.tensor.errors.DTypeError: torchlight does not compute in float16: ...
+    """
+
+    __slots__ = ("name", "itemsize")
+    is_floating_point = True
+
+    def __init__(self, name, itemsize):
+        self.name = name
+        self.itemsize = itemsize
+
+    def __repr__(self):
+        return f"torchlight.{self.name}"
+
+    def __reduce__(self):
+        return self.name
+
+
+float16 = UnsupportedDType("float16", 2)
+bfloat16 = UnsupportedDType("bfloat16", 2)
+_UNSUPPORTED = {"float16": float16, "half": float16, "bfloat16": bfloat16}
+
+
+def unsupported(dtype):
+    """The :class:`DTypeError` for a dtype torchlight does not compute in."""
+    return DTypeError(
+        f"torchlight does not compute in {dtype.name}: its floating dtypes are float32 (the "
+        "default) and float64. Use float32 (with autocast: enabled=False or dtype=torchlight.float32)."
+    )
+
+
 def as_dtype(dtype) -> DType:
     """Accept a torchlight dtype, a numpy dtype/type or a name; reject what torchlight lacks."""
     if isinstance(dtype, DType):
         return dtype
+    if isinstance(dtype, str) and dtype in _UNSUPPORTED:
+        dtype = _UNSUPPORTED[dtype]
+    if isinstance(dtype, UnsupportedDType):
+        raise unsupported(dtype)
     if isinstance(dtype, str) and dtype in _BY_NAME:
         return _BY_NAME[dtype]
     if dtype is float:
@@ -84,6 +133,14 @@ def as_dtype(dtype) -> DType:
     )
 
 
+def names_a_dtype(obj) -> bool:
+    """True when ``obj`` spells a dtype (a DType, a half-precision name, a Python/numpy type or a
+    dtype name) rather than a device — how ``Tensor.to(x)`` tells ``to(dtype)`` from ``to(device)``."""
+    if isinstance(obj, (DType, UnsupportedDType, type, np.dtype)):
+        return True
+    return isinstance(obj, str) and (obj in _BY_NAME or obj in _UNSUPPORTED)
+
+
 def from_numpy_dtype(npd) -> DType:
     return _BY_NP.get(npd) or as_dtype(npd)
 
@@ -94,12 +151,12 @@ def promote(a: DType, b: DType) -> DType:
 
 
 def scalar_dtype(value) -> DType:
-    """dtype a Python scalar would get as a tensor of its own (PyTorch: float -> float32)."""
+    """dtype a Python scalar would get as a tensor of its own (float -> the default dtype)."""
     if isinstance(value, bool):
         return bool_
     if isinstance(value, int):
         return int64
-    return float32
+    return _default[0]
 
 
 def promote_scalar(t: DType, value) -> DType:
@@ -108,3 +165,108 @@ def promote_scalar(t: DType, value) -> DType:
     if t.is_floating_point or s.rank <= t.rank:
         return t
     return s
+
+
+_default = [float32]  # the default floating dtype; one element so it can be rebound in place
+
+
+def get_default_dtype() -> DType:
+    """The dtype of new floating tensors (Python floats, ``zeros``, ``rand``, integer tensors
+    promoted by ``mean``/``exp``...): float32 unless :func:`set_default_dtype` changed it.
+
+    >>> import torchlight as tl
+    >>> tl.get_default_dtype()
+    torchlight.float32
+    """
+    return _default[0]
+
+
+def set_default_dtype(dtype) -> None:
+    """Make ``dtype`` (float32 or float64) the default floating dtype, as in PyTorch; a
+    process-wide setting. Tensors that exist keep their dtype.
+
+    >>> import torchlight as tl
+    >>> tl.set_default_dtype(tl.float64)
+    >>> tl.zeros(1).dtype, tl.tensor([0.5]).dtype
+    (torchlight.float64, torchlight.float64)
+    >>> tl.set_default_dtype(tl.float32)
+    """
+    dt = as_dtype(dtype)
+    if not dt.is_floating_point:
+        raise DTypeError(f"set_default_dtype: only floating dtypes (float32, float64) can be the default, got {dt}")
+    _default[0] = dt
+
+
+_MATMUL_PRECISIONS = ("highest", "high", "medium")
+_matmul_precision = ["highest"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Record PyTorch's float32 matmul precision hint (``"highest"``, ``"high"``, ``"medium"``).
+
+    In PyTorch ``"high"``/``"medium"`` *allow* faster, less precise internal formats (TF32,
+    bfloat16); torchlight's products are always full float32, which every setting permits, so
+    the value is only remembered for :func:`get_float32_matmul_precision`.
+
+    >>> import torchlight as tl
+    >>> tl.set_float32_matmul_precision("high")
+    >>> tl.get_float32_matmul_precision()
+    'high'
+    >>> tl.set_float32_matmul_precision("highest")
+    """
+    if precision not in _MATMUL_PRECISIONS:
+        raise DTypeError(f"set_float32_matmul_precision: expected one of {_MATMUL_PRECISIONS}, got {precision!r}")
+    _matmul_precision[0] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    """The last value given to :func:`set_float32_matmul_precision` (``"highest"`` by default).
+
+    >>> import torchlight as tl
+    >>> tl.get_float32_matmul_precision() in ("highest", "high", "medium")
+    True
+    """
+    return _matmul_precision[0]
+
+
+class finfo:  # noqa: N801 - PyTorch's name
+    """Limits of a floating dtype (default: the default dtype): ``eps``, ``max``, ``min``
+    (the most negative finite value), ``tiny`` (smallest normal), ``resolution``, ``bits``.
+
+    >>> import torchlight as tl
+    >>> tl.finfo(tl.float32).eps == 2.0 ** -23, tl.finfo().bits
+    (True, 32)
+    """
+
+    def __init__(self, dtype=None):
+        dt = as_dtype(dtype) if dtype is not None else get_default_dtype()
+        if not dt.is_floating_point:
+            raise DTypeError(f"finfo: {dt} is not a floating dtype; use iinfo for integers")
+        info = np.finfo(dt.np)
+        self.dtype, self.bits = dt.name, int(info.bits)
+        self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
+        self.tiny = self.smallest_normal = float(info.tiny)
+        self.resolution = float(info.resolution)
+
+    def __repr__(self):
+        return f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, tiny={self.tiny}, dtype={self.dtype})"
+
+
+class iinfo:  # noqa: N801 - PyTorch's name
+    """Limits of an integer dtype: ``min``, ``max``, ``bits`` (torchlight's integers are int64).
+
+    >>> import torchlight as tl
+    >>> tl.iinfo(tl.int64).max == 2**63 - 1
+    True
+    """
+
+    def __init__(self, dtype):
+        dt = as_dtype(dtype)
+        if dt.is_floating_point:
+            raise DTypeError(f"iinfo: {dt} is a floating dtype; use finfo")
+        info = np.iinfo(dt.np) if dt is int64 else None
+        self.dtype = dt.name
+        self.bits, self.min, self.max = (64, int(info.min), int(info.max)) if info else (8, 0, 1)
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"

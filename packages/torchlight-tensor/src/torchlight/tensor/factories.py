@@ -1,6 +1,7 @@
 """Creating tensors: from data, filled, ranges, random; plus ``cat``/``stack``/``where``.
 
-Every factory takes ``dtype=``, ``device=`` (a backend name such as ``"cpu"`` or ``"numba"``) and
+Every factory takes ``dtype=``, ``device=`` (a backend name such as ``"cpu"`` or ``"numba"``, or a
+:class:`~torchlight.device`) and
 ``requires_grad=``. Data is built on the host with numpy and handed to the backend once.
 """
 
@@ -9,6 +10,7 @@ import math
 import numpy as np
 
 from . import dtypes
+from .backend.protocol import HOST_MEMORY
 from .backend.registry import get_backend
 from .dispatch import alloc, set_index_range, wrap
 from .errors import DTypeError, ShapeError
@@ -18,7 +20,7 @@ from .storage import TensorData
 __all__ = [
     "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
     "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "arange", "linspace", "eye",
-    "rand", "randn", "randint", "from_numpy_on",
+    "rand", "randn", "randint", "from_numpy_on", "logspace",
 ]
 
 
@@ -47,8 +49,8 @@ def from_numpy_on(array, backend, dtype=None, requires_grad=False):
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of ``data`` (nested lists, numbers, numpy arrays, tensors).
 
-    Python floats become float32 (the default dtype), ints int64, bools bool; numpy arrays keep
-    their dtype (float16 → float32, other ints → int64).
+    Python floats get the default dtype (float32 unless ``set_default_dtype`` changed it), ints
+    int64, bools bool; numpy arrays keep their dtype (float16 → float32, other ints → int64).
 
     >>> tl.tensor([[1, 2], [3, 4]])
     tensor([[1, 2],
@@ -72,7 +74,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if arr.dtype == object or arr.dtype.kind in "USV":
         raise DTypeError(f"tensor(): cannot build a tensor from {type(data).__name__} data of dtype {arr.dtype}")
     if dtype is None:
-        dtype = dtypes.float32 if arr.dtype.kind in "fc" else dtypes.as_dtype(arr.dtype)
+        dtype = dtypes.get_default_dtype() if arr.dtype.kind in "fc" else dtypes.as_dtype(arr.dtype)
     # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
     if not arr.flags.c_contiguous:
         arr = np.array(arr, order="C")
@@ -109,20 +111,29 @@ def as_tensor(data, dtype=None, device=None):
 
 
 def from_numpy(array):
-    """A cpu tensor sharing memory with a C-contiguous ``array`` (copied when not contiguous).
+    """A tensor sharing memory with a C-contiguous ``array`` (copied when not contiguous, or when
+    its dtype is not one of torchlight's).
 
-    >>> a = np.zeros(3, dtype=np.float32)
+    It lives on the default device when that device keeps its data in host memory (the
+    ``"host_memory"`` backend capability, e.g. ``cpu`` and ``numba``), so writes through either
+    side stay visible; otherwise (a GPU default device) on ``cpu``, as in PyTorch.
+
+    >>> import numpy as np, torchlight as tl
+    >>> a = np.arange(3.0)
     >>> t = tl.from_numpy(a)
-    >>> a[0] = 5.0
-    >>> t
-    tensor([5., 0., 0.])
+    >>> a[0] = 7.0
+    >>> t.tolist()
+    [7.0, 1.0, 2.0]
     """
     if not isinstance(array, np.ndarray):
         raise DTypeError(f"from_numpy expects a numpy.ndarray, got {type(array).__name__}")
     dt = dtypes.as_dtype(array.dtype)
     if array.dtype != dt.np or not array.flags.c_contiguous:
         array = np.ascontiguousarray(array, dtype=dt.np)
-    return wrap(TensorData(array.reshape(-1), array.shape), get_backend("cpu"), dt)
+    backend = get_backend()
+    if HOST_MEMORY not in backend.capabilities:
+        backend = get_backend("cpu")
+    return wrap(TensorData(array.reshape(-1), array.shape), backend, dt)
 
 
 def _filled(shape, value, dtype, device, requires_grad):
@@ -139,7 +150,8 @@ def _filled(shape, value, dtype, device, requires_grad):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
-    """A tensor of the given shape filled with 0 (``float32`` unless ``dtype`` says otherwise).
+    """A tensor of the given shape filled with 0 (the default dtype, ``float32``, unless ``dtype``
+    says otherwise).
 
     The shape is given as separate ints or one tuple; ``device`` picks the backend (the default
     device when ``None``, see :func:`torchlight.set_default_device`).
@@ -150,17 +162,18 @@ def zeros(*size, dtype=None, device=None, requires_grad=False):
     >>> tl.zeros((2,), dtype=tl.int64)
     tensor([0, 0])
     """
-    return _filled(_shape(size), 0, dtype or dtypes.float32, device, requires_grad)
+    return _filled(_shape(size), 0, dtype or dtypes.get_default_dtype(), device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
-    """A tensor of the given shape filled with 1 (``float32`` by default); arguments as :func:`zeros`.
+    """A tensor of the given shape filled with 1 (the default dtype unless given); arguments as
+    :func:`zeros`.
 
     >>> tl.ones(2, 2, requires_grad=True)
     tensor([[1., 1.],
             [1., 1.]], requires_grad=True)
     """
-    return _filled(_shape(size), 1, dtype or dtypes.float32, device, requires_grad)
+    return _filled(_shape(size), 1, dtype or dtypes.get_default_dtype(), device, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -183,7 +196,7 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
     >>> tl.empty(2, 3).shape
     (2, 3)
     """
-    t = alloc(_shape(size), dtypes.as_dtype(dtype or dtypes.float32), get_backend(device))
+    t = alloc(_shape(size), dtypes.as_dtype(dtype or dtypes.get_default_dtype()), get_backend(device))
     return t.requires_grad_(True) if requires_grad else t
 
 
@@ -261,7 +274,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if step == 0:
         raise ShapeError("arange: step must be non-zero")
     if dtype is None:
-        dtype = dtypes.int64 if all(isinstance(v, int) for v in (start, end, step)) else dtypes.float32
+        dtype = dtypes.int64 if all(isinstance(v, int) for v in (start, end, step)) else dtypes.get_default_dtype()
     dt = dtypes.as_dtype(dtype)
     n = max(0, math.ceil((end - start) / step))
     arr = (start + np.arange(n, dtype=np.float64 if dt.is_floating_point else np.int64) * step).astype(dt.np)
@@ -269,13 +282,26 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
-    """``steps`` evenly spaced values from ``start`` to ``end``, both included (``float32``).
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included (the default dtype
+    unless given).
 
     >>> tl.linspace(0, 1, 5)
     tensor([0.  , 0.25, 0.5 , 0.75, 1.  ])
     """
-    dt = dtypes.as_dtype(dtype or dtypes.float32)
+    dt = dtypes.as_dtype(dtype or dtypes.get_default_dtype())
     return from_numpy_on(np.linspace(start, end, int(steps)), get_backend(device), dt, requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    """``steps`` values ``base ** v`` for ``v`` evenly spaced from ``start`` to ``end``.
+
+    >>> import torchlight as tl
+    >>> tl.logspace(0, 2, 3).tolist()
+    [1.0, 10.0, 100.0]
+    """
+    dt = dtypes.as_dtype(dtype or dtypes.get_default_dtype())
+    arr = np.logspace(start, end, int(steps), base=base)
+    return from_numpy_on(arr, get_backend(device), dt, requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
@@ -285,12 +311,12 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
     tensor([[1., 0., 0.],
             [0., 1., 0.]])
     """
-    dt = dtypes.as_dtype(dtype or dtypes.float32)
+    dt = dtypes.as_dtype(dtype or dtypes.get_default_dtype())
     return from_numpy_on(np.eye(n, m), get_backend(device), dt, requires_grad)
 
 
 def _random(shape, draw, dtype, device, requires_grad):
-    dt = dtypes.as_dtype(dtype or dtypes.float32)
+    dt = dtypes.as_dtype(dtype or dtypes.get_default_dtype())
     if not dt.is_floating_point:
         raise DTypeError(f"random floats cannot have dtype {dt}; use randint for integers")
     return from_numpy_on(np.asarray(draw(shape), dtype=dt.np), get_backend(device), dt, requires_grad)

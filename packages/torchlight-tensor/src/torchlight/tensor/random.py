@@ -19,7 +19,11 @@ class Generator:
     True
     """
 
-    def __init__(self, seed: int = 0):
+    def __init__(self, seed: int = 0, *, device=None):
+        # torch.Generator(device="cpu") / torch.Generator("cuda"): one host stream serves every
+        # device here, so a device argument (keyword, or in the seed's place) is accepted and unused
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            seed = 0
         self.manual_seed(seed)
 
     def manual_seed(self, seed: int) -> "Generator":

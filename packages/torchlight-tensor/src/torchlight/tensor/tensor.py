@@ -11,15 +11,30 @@ from torchlight.autograd import engine
 from torchlight.autograd.grad_mode import GradMode
 
 from . import dispatch, dtypes
+from .conveniences import TensorConveniences
+from .device import device_named as _device
 from .errors import AutogradError, DTypeError, ShapeError
-from .functions import activation, index, linalg, pointwise, reductions, shape
+from .functions import (
+    activation,
+    closeness,
+    index,
+    linalg,
+    pointwise,
+    reductions,
+    reorder,
+    rounding,
+    shape,
+    sorting,
+    special,
+)
+from .size import Size
 
 __all__ = ["Tensor"]
 
 _P = pointwise
 
 
-class Tensor:
+class Tensor(TensorConveniences):
     """An n-dimensional array with reverse-mode autograd (PyTorch semantics).
 
     Create one with a factory (:func:`torchlight.tensor`, :func:`torchlight.zeros`,
@@ -29,8 +44,8 @@ class Tensor:
     operation on it is recorded, and :meth:`backward` fills ``.grad`` of the leaves.
 
     >>> x = tl.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
-    >>> x.shape, x.dtype, x.device
-    ((2, 2), torchlight.float32, 'cpu')
+    >>> x.shape, x.dtype, x.device == "cpu"
+    ((2, 2), torchlight.float32, True)
     >>> y = (x @ x).sum()
     >>> y
     tensor(54., grad_fn=<SumBackward>)
@@ -43,10 +58,25 @@ class Tensor:
     __slots__ = ("_td", "backend", "dtype", "requires_grad", "grad", "_history", "_retains_grad",
                  "_version", "_base", "_hooks", "__weakref__", "__dict__")
 
-    def __init__(self, data, dtype=None, device=None, requires_grad=False):
-        from .factories import tensor
+    def __init__(self, *args, dtype=None, device=None, requires_grad=False):
+        """PyTorch's legacy constructor: ``Tensor(2, 3)`` is an uninitialised tensor of that
+        shape, ``Tensor(data)`` a copy of ``data``; both of the default float dtype unless
+        ``dtype`` is given (``tl.tensor(data)`` infers the dtype instead).
 
-        t = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        >>> import torchlight as tl
+        >>> tl.Tensor(2, 3).shape, tl.Tensor([1, 2]).dtype
+        ((2, 3), torchlight.float32)
+        """
+        from .factories import empty, tensor
+
+        if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
+            t = empty(*args, dtype=dtype or dtypes.get_default_dtype(), device=device, requires_grad=requires_grad)
+        elif len(args) == 1:
+            t = tensor(args[0], dtype=dtype or dtypes.get_default_dtype(), device=device, requires_grad=requires_grad)
+        elif not args:
+            t = empty(0, dtype=dtype or dtypes.get_default_dtype(), device=device, requires_grad=requires_grad)
+        else:
+            raise DTypeError(f"Tensor(...): pass sizes (ints) or one piece of data, got {args!r}")
         for name in ("_td", "backend", "dtype", "requires_grad", "grad", "_history",
                      "_retains_grad", "_version", "_base"):
             setattr(self, name, getattr(t, name))
@@ -62,13 +92,14 @@ class Tensor:
         return self._td.shape
 
     def size(self, dim=None):
-        """The shape (``size()``), or the length of dimension ``dim`` (negative counts from the end).
+        """The sizes as a :class:`~torchlight.Size` (a tuple), or the size of dimension ``dim``
+        (negative counts from the end).
 
         >>> x = tl.zeros(2, 3)
         >>> x.size(), x.size(-1)
-        ((2, 3), 3)
+        (torchlight.Size([2, 3]), 3)
         """
-        return self._td.shape if dim is None else self._td.shape[dispatch.normalize_dim(dim, self.ndim)]
+        return Size(self._td.shape) if dim is None else self._td.shape[dispatch.normalize_dim(dim, self.ndim)]
 
     @property
     def ndim(self) -> int:
@@ -105,7 +136,7 @@ class Tensor:
         >>> x.stride(), x.t().stride()
         ((3, 1), (1, 3))
         """
-        return self._td.strides if dim is None else self._td.strides[dim]
+        return self._td.strides if dim is None else self._td.strides[dispatch.normalize_dim(dim, self.ndim)]
 
     def storage_offset(self) -> int:
         """Index in the underlying storage of this tensor's first element (non-zero for views
@@ -135,14 +166,14 @@ class Tensor:
         return self.dtype.itemsize
 
     @property
-    def device(self) -> str:
-        """The device the data lives on, as a string: ``"cpu"``, or the backend's name
-        (``"numba"``, ``"cuda"``).
+    def device(self):
+        """The :class:`~torchlight.device` holding the data (equal to its name: ``x.device == "cpu"``):
+        the cpu, or a backend's device (``"numba"``, ``"cuda"``).
 
-        >>> tl.zeros(1).device
-        'cpu'
+        >>> tl.zeros(1).device == "cpu"
+        True
         """
-        return getattr(self.backend, "device", self.backend.name)
+        return _device(getattr(self.backend, "device", self.backend.name))
 
     @property
     def is_leaf(self) -> bool:
@@ -440,19 +471,21 @@ class Tensor:
         """
         return self.numpy_view().tolist()
 
-    def to(self, *args, dtype=None, device=None):
-        """A copy converted to another dtype and/or moved to another device; ``self`` itself
-        when nothing changes. Positional arguments may be a dtype (``tl.float64``, ``"float64"``) or a
-        device (``"cpu"``, ``"numba"``, ``"cuda"``); gradients flow back through the conversion.
+    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)`` (other's dtype and
+        device). Returns ``self`` when nothing changes, unless ``copy=True``. ``non_blocking`` and
+        ``memory_format`` are accepted for PyTorch compatibility (every transfer completes before
+        ``to`` returns; tensors are always strided).
 
-        >>> x = tl.tensor([1.5, 2.5])
-        >>> x.to(tl.int64)
-        tensor([1, 2])
-        >>> x.to("cpu") is x
-        True
+        >>> import torchlight as tl
+        >>> x = tl.ones(2)
+        >>> x.to("cpu", non_blocking=True) is x, x.to(tl.float64).dtype, x.to(x, copy=True) is x
+        (True, torchlight.float64, False)
         """
         for a in args:
-            if isinstance(a, (dtypes.DType, type)) or (isinstance(a, str) and a in ("float32", "float64", "int64", "bool")):
+            if isinstance(a, Tensor):  # to(other): other's dtype and device
+                dtype, device = a.dtype, a.backend
+            elif dtypes.names_a_dtype(a):
                 dtype = a
             else:
                 device = a
@@ -465,7 +498,7 @@ class Tensor:
                 out = _Move.apply(out, target)
         if dtype is not None:
             out = _P.to_dtype(out, dtypes.as_dtype(dtype))
-        return out
+        return out.clone() if copy and out is self else out
 
     def cpu(self):
         """This tensor on the ``"cpu"`` (numpy) backend: ``self.to("cpu")``."""
@@ -535,7 +568,7 @@ class Tensor:
     def __repr__(self):
         arr = np.array2string(self.numpy_view(), separator=", ", precision=4, prefix="tensor(")
         extra = []
-        if self.dtype not in (dtypes.float32, dtypes.int64, dtypes.bool_):
+        if self.dtype not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool_):
             extra.append(f"dtype={self.dtype}")
         if self.device != "cpu":
             extra.append(f"device='{self.device}'")
@@ -573,7 +606,7 @@ class Tensor:
     def __reduce__(self):
         # Pickle / deepcopy by value and device *name*: the copy uses the registered backend
         # singleton, so it combines with other tensors (worker processes rely on this).
-        return (_rebuild, (self.to_numpy(), self.dtype.name, self.device, self.requires_grad))
+        return (_rebuild, (self.to_numpy(), self.dtype.name, str(self.device), self.requires_grad))
 
     # --- arithmetic ----------------------------------------------------------------------------
     def __add__(self, o):
@@ -742,6 +775,22 @@ class Tensor:
         """
         return _P.MapNoGrad.apply(self.bool(), "logical_not")
 
+    def __floordiv__(self, o):
+        """``self // o``: floor division (exact for integers; see :func:`torchlight.floor_divide`)."""
+        return rounding.floor_divide(self, o)
+
+    def __rfloordiv__(self, o):
+        """``o // self`` for a number ``o``."""
+        return rounding.floor_divide(dispatch.scalar_like(o, self, dtypes.promote_scalar(self.dtype, o)), self)
+
+    def __mod__(self, o):
+        """``self % o``: remainder with the divisor's sign (see :func:`torchlight.remainder`)."""
+        return rounding.remainder(self, o)
+
+    def __rmod__(self, o):
+        """``o % self`` for a number ``o``."""
+        return rounding.remainder(dispatch.scalar_like(o, self, dtypes.promote_scalar(self.dtype, o)), self)
+
     add = lambda self, o, alpha=1: self + (o * alpha if alpha != 1 else o)  # noqa: E731
     sub = lambda self, o, alpha=1: self - (o * alpha if alpha != 1 else o)  # noqa: E731
     add.__doc__ = """``self + alpha * other``, elementwise with broadcasting.
@@ -755,11 +804,72 @@ class Tensor:
     tensor([3., 3.])
     """
     mul = __mul__
-    div = __truediv__
+
+    def div(self, other, rounding_mode=None):
+        """``self / other``; ``rounding_mode`` "trunc" or "floor" rounds the quotient."""
+        return rounding.div(self, other, rounding_mode)
+
+    def floor_divide(self, other):
+        """``floor(self / other)`` (see :func:`torchlight.floor_divide`)."""
+        return rounding.floor_divide(self, other)
+
+    def remainder(self, other):
+        """``self - other·floor(self / other)`` (see :func:`torchlight.remainder`)."""
+        return rounding.remainder(self, other)
+
+    def floor(self):
+        """Round down elementwise; zero gradient (see :func:`torchlight.floor`)."""
+        return rounding.floor(self)
+
+    def ceil(self):
+        """Round up elementwise; zero gradient (see :func:`torchlight.ceil`)."""
+        return rounding.ceil(self)
+
+    def trunc(self):
+        """Round towards zero elementwise; zero gradient (see :func:`torchlight.trunc`)."""
+        return rounding.trunc(self)
+
+    def round(self, decimals=0):
+        """Round half to even, to ``decimals`` places (see :func:`torchlight.round`)."""
+        return rounding.round(self, decimals)
     pow = __pow__
     matmul = __matmul__
-    mm = __matmul__
-    bmm = __matmul__
+
+    def mm(self, mat2):
+        """2-D matrix product (see :func:`torchlight.mm`)."""
+        return linalg.mm(self, mat2)
+
+    def bmm(self, mat2):
+        """3-D batched matrix product (see :func:`torchlight.bmm`)."""
+        return linalg.bmm(self, mat2)
+
+    def dot(self, other):
+        """Inner product of two 1-D tensors (see :func:`torchlight.dot`)."""
+        return linalg.dot(self, other)
+
+    def outer(self, other):
+        """Outer product of two 1-D tensors (see :func:`torchlight.outer`)."""
+        return linalg.outer(self, other)
+
+    def diag(self, diagonal=0):
+        """Diagonal matrix from a vector, or a matrix's diagonal (see :func:`torchlight.diag`)."""
+        return linalg.diag(self, diagonal)
+
+    def norm(self, p="fro", dim=None, keepdim=False):
+        """Vector p-norm over ``dim`` (see :func:`torchlight.norm`)."""
+        return linalg.norm(self, p, dim, keepdim)
+
+    def isclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """Elementwise closeness test (see :func:`torchlight.isclose`)."""
+        return closeness.isclose(self, other, rtol, atol, equal_nan)
+
+    def allclose(self, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+        """True when every element is close (see :func:`torchlight.allclose`)."""
+        return closeness.allclose(self, other, rtol, atol, equal_nan)
+
+    def equal(self, other):
+        """True when shapes and values are equal (see :func:`torchlight.equal`)."""
+        return closeness.equal(self, other)
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
     def maximum(self, o):
@@ -875,6 +985,30 @@ class Tensor:
         """
         return _P.unary("tanh", self)
 
+    def log1p(self):
+        """``log(1 + x)``, accurate for tiny x (see :func:`torchlight.log1p`)."""
+        return special.log1p(self)
+
+    def expm1(self):
+        """``exp(x) - 1``, accurate for tiny x (see :func:`torchlight.expm1`)."""
+        return special.expm1(self)
+
+    def log2(self):
+        """Base-2 logarithm."""
+        return special.log2(self)
+
+    def log10(self):
+        """Base-10 logarithm."""
+        return special.log10(self)
+
+    def exp2(self):
+        """``2 ** x``."""
+        return special.exp2(self)
+
+    def erf(self):
+        """The error function (see :func:`torchlight.erf`)."""
+        return special.erf(self)
+
     def sigmoid(self):
         """Elementwise logistic sigmoid :math:`1/(1+e^{-x})`; see :func:`torchlight.sigmoid`.
 
@@ -941,6 +1075,14 @@ class Tensor:
         return _P.Clamp.apply(self, min, max)
 
     clip = clamp
+
+    def clamp_min(self, min):
+        """``clamp(min=min)``."""
+        return self.clamp(min=min)
+
+    def clamp_max(self, max):
+        """``clamp(max=max)``."""
+        return self.clamp(max=max)
 
     def where(self, condition, other):
         """``where(condition, self, other)`` (PyTorch's ``Tensor.where``).
@@ -1087,6 +1229,41 @@ class Tensor:
         tensor([[0.2119, 0.2119, 0.5761]])
         """
         return activation.softmax(self, dim)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's name
+        """The ``k`` largest elements along ``dim``, with indices (see :func:`torchlight.topk`)."""
+        return sorting.topk(self, k, dim, largest, sorted)
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        """``(values, indices)`` sorted along ``dim`` (see :func:`torchlight.sort`)."""
+        return sorting.sort(self, dim, descending, stable)
+
+    def argsort(self, dim=-1, descending=False, stable=False):
+        """Indices that sort along ``dim`` (see :func:`torchlight.argsort`)."""
+        return sorting.argsort(self, dim, descending, stable)
+
+    def cumsum(self, dim, dtype=None):
+        """Running sum along ``dim`` (see :func:`torchlight.cumsum`)."""
+        return reorder.cumsum(self, dim, dtype)
+
+    def multinomial(self, num_samples, replacement=False, generator=None):
+        """Category indices drawn from these weights (see :func:`torchlight.multinomial`)."""
+        from .sampling import multinomial
+
+        return multinomial(self, num_samples, replacement, generator)
+
+    def bernoulli(self, p=None, generator=None):
+        """1 with probability given by the elements (or ``p``), else 0 (see :func:`torchlight.bernoulli`)."""
+        from .sampling import bernoulli
+
+        return bernoulli(self, p, generator)
+
+    def bernoulli_(self, p=0.5, generator=None):
+        """Fill in place with 1 (probability ``p``, a number or a tensor) or 0."""
+        from .sampling import bernoulli
+
+        probs = p if isinstance(p, Tensor) else self.detach().new_full(self.shape, float(p))
+        return self.copy_(bernoulli(probs.to(self.dtype).expand(self.shape).contiguous(), generator=generator))
 
     def log_softmax(self, dim=-1):
         """Log of the softmax along ``dim``, computed stably; see :func:`torchlight.log_softmax`.
@@ -1278,6 +1455,26 @@ class Tensor:
         """
         return shape_ops.triu(self, diagonal)
 
+    def roll(self, shifts, dims=None):
+        """Shift elements with wrap-around (see :func:`torchlight.roll`)."""
+        return reorder.roll(self, shifts, dims)
+
+    def flip(self, *dims):
+        """Reverse the order along ``dims`` (see :func:`torchlight.flip`)."""
+        return reorder.flip(self, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims)
+
+    def repeat_interleave(self, repeats, dim=None):
+        """Repeat each element (see :func:`torchlight.repeat_interleave`)."""
+        return reorder.repeat_interleave(self, repeats, dim)
+
+    def unbind(self, dim=0):
+        """The slices along ``dim`` as a tuple (see :func:`torchlight.unbind`)."""
+        return reorder.unbind(self, dim)
+
+    def select(self, dim, index):
+        """The slice at ``index`` along ``dim`` (see :func:`torchlight.select`)."""
+        return reorder.select(self, dim, index)
+
     def repeat(self, *sizes):
         """Tile the tensor: view as (1, s0, 1, s1, ...), expand to (r0, s0, r1, s1, ...), flatten pairs.
 
@@ -1349,6 +1546,26 @@ class Tensor:
         tensor([1., 0., 0.])
         """
         return index.masked_fill(self, mask, value)
+
+    def scatter(self, dim, index_, src=None, value=None):
+        """Out-of-place scatter (see :func:`torchlight.tensor.functions.index.scatter`)."""
+        return index.scatter(self, dim, index_, value if src is None else src)
+
+    def scatter_(self, dim, index_, src=None, value=None):
+        """In-place :meth:`scatter` (``x.zero_().scatter_(1, idx, 1.0)`` builds one-hots)."""
+        return self.copy_(index.scatter(self.detach(), dim, index_, value if src is None else src))
+
+    def nonzero(self, as_tuple=False):
+        """Indices of the non-zero elements (see :func:`torchlight.nonzero`)."""
+        return index.nonzero(self, as_tuple)
+
+    def argwhere(self):
+        """``nonzero()``: the ``(count, ndim)`` indices of the non-zero elements."""
+        return index.nonzero(self)
+
+    def masked_select(self, mask):
+        """The elements where ``mask`` holds, 1-D (see :func:`torchlight.masked_select`)."""
+        return index.masked_select(self, mask)
 
     # --- in place ------------------------------------------------------------------------------
     def _check_inplace(self, name):
@@ -1492,6 +1709,48 @@ class Tensor:
 
         return self.copy_(_host(rng_of(generator).normal(mean, std, self.shape), self))
 
+    def _inplace_result(self, name, result):
+        """Write ``result`` (computed out of place from this tensor's data) into this tensor."""
+        self._check_inplace(name)
+        self.backend.map("copy", result._td, self._td)
+        return self
+
+    def exp_(self):
+        """In-place :meth:`exp`."""
+        return self._inplace_result("exp_", self.detach().exp())
+
+    def log_(self):
+        """In-place :meth:`log`."""
+        return self._inplace_result("log_", self.detach().log())
+
+    def sqrt_(self):
+        """In-place :meth:`sqrt`."""
+        return self._inplace_result("sqrt_", self.detach().sqrt())
+
+    def abs_(self):
+        """In-place :meth:`abs`."""
+        return self._inplace_result("abs_", self.detach().abs())
+
+    def neg_(self):
+        """In-place negation."""
+        return self._inplace_result("neg_", -self.detach())
+
+    def sigmoid_(self):
+        """In-place :meth:`sigmoid`."""
+        return self._inplace_result("sigmoid_", self.detach().sigmoid())
+
+    def tanh_(self):
+        """In-place :meth:`tanh`."""
+        return self._inplace_result("tanh_", self.detach().tanh())
+
+    def relu_(self):
+        """In-place :meth:`relu`."""
+        return self._inplace_result("relu_", self.detach().relu())
+
+    def pow_(self, exponent):
+        """In-place ``self ** exponent`` (the result keeps this tensor's dtype)."""
+        return self._inplace_result("pow_", (self.detach() ** exponent).to(self.dtype))
+
     def masked_fill_(self, mask, value):
         """In place :meth:`masked_fill`: ``value`` where ``mask`` is ``True``; returns ``self``.
 
@@ -1526,7 +1785,7 @@ def where(condition, input, other):
         raise DTypeError("where: condition must be a bool tensor")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         # two Python scalars: PyTorch gives the default dtype for floats, int64 for ints
-        dt = dtypes.float32 if isinstance(input, float) or isinstance(other, float) else dtypes.int64
+        dt = dtypes.get_default_dtype() if isinstance(input, float) or isinstance(other, float) else dtypes.int64
         input = dispatch.scalar_like(input, condition, dt)
     if not isinstance(input, Tensor):
         other, input = _P.operands(other, input)

@@ -131,6 +131,25 @@ class BackendConformance(FusedConformance):
             v = sample(_rng("rt", shape), shape, dtype)
             assert read(be, TensorData(be.from_numpy(v.reshape(-1)), shape)).shape == shape
 
+    def test_host_memory_promise(self):
+        """``host_memory``: storage is a 1-D host ndarray, ``to_numpy`` views it, and another
+        host-memory backend's kernels (the cpu reference) work on it and vice versa."""
+        self._need("host_memory")
+        be = self.be
+        x = np.arange(12.0).reshape(3, 4)
+        storage = be.from_numpy(x.reshape(-1))
+        assert isinstance(storage, np.ndarray) and storage.ndim == 1, type(storage)
+        td = TensorData(storage, (3, 4))
+        view = be.to_numpy(td)
+        assert np.shares_memory(view, storage), "to_numpy must return a view of the storage"
+        ref = get_backend("cpu")
+        out = TensorData(be.empty(12, _dt("float64")), (3, 4))
+        ref.zip("add", td, td, out)  # the reference backend reads and writes this backend's storage
+        np.testing.assert_array_equal(read(be, out), 2 * x)
+        ref_td = TensorData(ref.from_numpy((x + 1).reshape(-1)), (3, 4))
+        be.zip("mul", ref_td, td, out)  # and this backend reads the reference backend's storage
+        np.testing.assert_array_equal(read(be, out), (x + 1) * x)
+
     # --- map ---------------------------------------------------------------------------------
     @pytest.mark.parametrize("op,dtype", _MAP_CASES)
     def test_map(self, op, dtype):

@@ -81,6 +81,26 @@ class CudaBackend:
     capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "fill", "dlpack"})
     simulator = SIMULATOR
 
+    # --- device queries (optional attributes, read by torchlight.cuda) ---------------------------
+    def synchronize(self):
+        """Wait until every queued kernel has finished."""
+        cuda.synchronize()
+
+    def empty_cache(self):
+        """Free the device arrays numba has queued for deallocation now, not at its next flush."""
+        deallocations = getattr(cuda.current_context(), "deallocations", None)
+        if deallocations is not None:
+            deallocations.clear()
+
+    @property
+    def device_name(self):
+        """The GPU's name as the driver reports it (``"NVIDIA H200"``); numba's simulated
+        device has none."""
+        name = getattr(cuda.get_current_device(), "name", None)
+        if name is None:
+            return "numba CUDA simulator" if SIMULATOR else "unknown CUDA device"
+        return name.decode() if isinstance(name, bytes) else str(name)
+
     # --- storage -------------------------------------------------------------------------------
     def empty(self, n, dtype):
         """Allocate uninitialised storage for ``n`` elements of ``dtype``, with CUDA kernels on device memory.

@@ -93,7 +93,7 @@ class NumbaBackend:
     name = "numba"
     device = "numba"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam"})
+    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "host_memory"})
 
     def __init__(self, numpy_ufuncs=None):
         if numpy_ufuncs is None:

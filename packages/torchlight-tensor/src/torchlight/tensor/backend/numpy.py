@@ -172,7 +172,7 @@ class NumpyBackend:
     name = "numpy"
     device = "cpu"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam"})
+    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "host_memory"})
 
     # --- storage -----------------------------------------------------------------------------
     def empty(self, n, dtype):

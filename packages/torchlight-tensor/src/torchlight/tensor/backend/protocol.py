@@ -37,12 +37,28 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  producer's memory (device memory; host memory is handled by the core)
     "fill", "compile"                     (declared by backends that provide them)
 
+Optional device queries (read with ``getattr``; answered for ``torchlight.cuda``)::
+
+    synchronize()                         wait for queued work (absent: nothing is ever queued)
+    device_name                           the hardware's name, e.g. "NVIDIA H200"
+    empty_cache()                         release memory held for reuse but owned by no tensor
+
+Memory capability (not an op: a promise about where storage lives)::
+
+    "host_memory": storage is a 1-D numpy ndarray in host memory; ``from_numpy(array)`` may return
+                 (a flat view of) ``array`` itself and ``to_numpy(view)`` returns an ndarray view
+                 sharing the storage. Any two host-memory backends can therefore run kernels on
+                 each other's storage: the core combines their tensors without a copy (an op
+                 between the built-in ``cpu`` backend and another host-memory backend runs on
+                 the other one) and ``from_numpy`` wraps an array zero-copy on a host-memory
+                 default device. See ``dispatch.same_backend``.
+
 Adding an op: a name here + a conformance-kit entry + a fallback, or an ``API_VERSION`` bump.
 """
 
 from typing import Protocol, runtime_checkable
 
-__all__ = ["API_VERSION", "MAP_OPS", "ZIP_OPS", "REDUCE_OPS", "Backend", "BackendSpec"]
+__all__ = ["API_VERSION", "MAP_OPS", "ZIP_OPS", "REDUCE_OPS", "HOST_MEMORY", "Backend", "BackendSpec"]
 
 API_VERSION = 1
 
@@ -64,6 +80,9 @@ ZIP_OPS = (
 ``sigmoid_back``/``tanh_back`` the first argument is the forward *output* y)."""
 
 REDUCE_OPS = ("sum", "prod", "max", "min", "argmax", "argmin")
+
+HOST_MEMORY = "host_memory"
+"""Capability name: the backend's storage is a host numpy array (see the module docstring)."""
 
 
 @runtime_checkable

@@ -13,6 +13,7 @@ silent fallback to another device.
 import os
 from importlib.metadata import entry_points
 
+from ..device import as_device_name, device
 from ..errors import BackendError, DeviceUnavailableError
 from .protocol import API_VERSION, BackendSpec
 
@@ -23,6 +24,7 @@ __all__ = [
     "backend_status",
     "set_default_device",
     "get_default_device",
+    "backend_usable",
 ]
 
 GROUP = "torchlight.backends"
@@ -90,7 +92,8 @@ def _describe() -> str:
 
 
 def get_backend(name=None):
-    """The backend object for a device name (``None``: the default device).
+    """The backend object for a device (a name such as ``"cpu"``/``"cuda:0"``, a
+    :class:`~torchlight.device`, or ``None`` for the default device).
 
     >>> tl.get_backend("cpu").name
     'numpy'
@@ -100,8 +103,17 @@ def get_backend(name=None):
         if _default_backend is None:
             _default_backend = get_backend(get_default_device())
         return _default_backend
-    if not isinstance(name, str):  # already a backend object
+    if isinstance(name, device):
+        name = as_device_name(name)
+    elif not isinstance(name, str):  # already a backend object
+        if not hasattr(name, "capabilities") or not hasattr(name, "from_numpy"):
+            raise BackendError(
+                f"expected a device (a name such as 'cpu' or 'cuda:0', or a torchlight.device), "
+                f"got {name!r} of type {type(name).__name__}"
+            )
         return name
+    elif ":" in name:
+        name = as_device_name(name)
     key = ALIASES.get(name, name)
     if key in _loaded:
         return _loaded[key]
@@ -132,6 +144,20 @@ def get_backend(name=None):
         raise BackendError(f"backend {name!r} failed to load: {type(exc).__name__}: {exc}") from exc
     _loaded[key] = backend
     return backend
+
+
+def backend_usable(name) -> bool:
+    """True when backend ``name`` is installed, not broken, implements this API version and its
+    hardware/runtime is present (``get_backend(name)`` would succeed). Never raises and loads
+    nothing heavy, so ``torchlight.cuda.is_available()`` is cheap."""
+    _discover()
+    key = ALIASES.get(name, name)
+    if key in _loaded:
+        return True
+    spec = _specs.get(key)
+    if spec is None or key in _broken or spec.api_version != API_VERSION:
+        return False
+    return spec.is_available()
 
 
 def available_backends() -> list:
@@ -168,6 +194,8 @@ def set_default_device(name) -> None:
     'cpu'
     """
     global _default, _default_backend
+    if isinstance(name, device):
+        name = str(name)
     if name is not None:
         get_backend(name)
     _default = name

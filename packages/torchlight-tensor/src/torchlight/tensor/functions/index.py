@@ -24,7 +24,8 @@ from ..errors import DTypeError, ShapeError, TensorIndexError
 
 __all__ = [
     "getitem", "basic_view", "IndexSelect", "Gather", "ScatterAdd", "index_select", "gather",
-    "scatter_add", "masked_fill", "embedding", "check_index", "expand_index",
+    "scatter_add", "masked_fill", "embedding", "check_index", "expand_index", "scatter",
+    "nonzero", "masked_select",
 ]
 
 
@@ -306,6 +307,73 @@ def scatter_add(x, dim, index, src):
     if src.dtype is not x.dtype:
         src = src.to(x.dtype)
     return ScatterAdd.apply(x, dim, index, src)
+
+
+def scatter(x, dim, index, src):
+    """``x`` with ``out[i][index[i][j]] = src[i][j]`` (for dim=1): PyTorch's ``scatter``.
+
+    ``src`` is a tensor (as large as ``index`` in every dim) or a number. Built from
+    ``scatter_add``: the written positions are those that receive a count, and the value there is
+    the mean of what was scattered to it — exactly ``src``'s value unless an index repeats, where
+    PyTorch leaves the winner unspecified. Differentiable in ``x`` (zero where overwritten) and
+    ``src``. Integer tensors go through float64, exact up to 2**53.
+
+    >>> import torchlight as tl
+    >>> tl.zeros(2, 3).scatter(1, tl.tensor([[2], [0]]), 1.0).tolist()
+    [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
+    """
+    from ..factories import zeros
+
+    Tensor = _tensor_type()
+    dim = normalize_dim(dim, x.ndim)
+    if not isinstance(src, Tensor):
+        src = scalar_like(src, x).expand(index.shape)
+    elif src.shape != index.shape:
+        src = src[tuple(slice(0, n) for n in index.shape)]
+    counts = zeros(x.shape, dtype=x.dtype if x.dtype.is_floating_point else dtypes.float64, device=x.backend)
+    counts = scatter_add(counts, dim, index, counts.new_ones(index.shape))
+    placed = scatter_add(x.detach().new_zeros(x.shape, dtype=counts.dtype), dim, index, src.to(counts.dtype))
+    written = counts > 0
+    value = placed / counts.clamp(min=1.0)
+    return value.to(x.dtype).where(written, x)
+
+
+def nonzero(x, as_tuple=False):
+    """Indices of the non-zero elements: an int64 ``(count, ndim)`` tensor in row-major order,
+    or with ``as_tuple=True`` one 1-D index tensor per dim (usable as ``x[...]``).
+
+    >>> import torchlight as tl
+    >>> tl.tensor([[0, 3], [5, 0]]).nonzero().tolist()
+    [[0, 1], [1, 0]]
+    """
+    from ..factories import from_numpy_on
+
+    arr = x.backend.to_numpy(x._td)
+    if arr.ndim == 0:  # PyTorch: shape (1, 0) or (0, 0)
+        count = int(bool(arr))
+        if as_tuple:
+            return (from_numpy_on(np.zeros(count, dtype=np.int64), x.backend),)
+        return from_numpy_on(np.zeros((count, 0), dtype=np.int64), x.backend)
+    found = np.nonzero(arr)
+    if as_tuple:
+        return tuple(from_numpy_on(np.ascontiguousarray(i, dtype=np.int64), x.backend) for i in found)
+    return from_numpy_on(np.ascontiguousarray(np.stack(found, 1), dtype=np.int64), x.backend)
+
+
+def masked_select(x, mask):
+    """The elements of ``x`` where ``mask`` (bool, broadcastable) is True, as a 1-D tensor.
+
+    >>> import torchlight as tl
+    >>> x = tl.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> tl.masked_select(x, x > 2).tolist()
+    [3.0, 4.0]
+    """
+    if mask.dtype is not dtypes.bool_:
+        raise DTypeError(f"masked_select: mask must be a bool tensor, got {mask.dtype}")
+    from ..dispatch import broadcast_shape
+
+    shape = broadcast_shape(x.shape, mask.shape, "masked_select")
+    return getitem(x.expand(shape), mask.expand(shape))
 
 
 class MaskedFill(Function):

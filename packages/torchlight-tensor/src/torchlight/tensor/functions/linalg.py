@@ -14,7 +14,7 @@ from ..errors import ShapeError
 from ..indexing import shape_broadcast
 from .pointwise import ndarray_operand, operands
 
-__all__ = ["MatMul", "matmul"]
+__all__ = ["MatMul", "matmul", "mm", "bmm", "dot", "outer", "diag", "einsum", "norm"]
 
 
 class MatMul(Function):
@@ -24,8 +24,9 @@ class MatMul(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
-        out = alloc(a.shape[:-1] + (b.shape[-1],), a.dtype, a.backend)
-        a.backend.matmul(a._td, b._td, out._td)
+        backend = a.backend if a.backend is b.backend else same_backend(a, b)
+        out = alloc(a.shape[:-1] + (b.shape[-1],), a.dtype, backend)
+        backend.matmul(a._td, b._td, out._td)
         return out
 
     @staticmethod
@@ -81,3 +82,169 @@ def matmul(a, b):
     if a_vec:
         out = out.squeeze(-1 if b_vec else -2)
     return out
+
+
+def mm(a, b):
+    """Matrix product of two 2-D tensors: ``(n, k) @ (k, m) -> (n, m)``; no broadcasting.
+
+    >>> import torchlight as tl
+    >>> tl.mm(tl.ones(2, 3), tl.ones(3, 4)).shape
+    (2, 4)
+    """
+    _check_ranks("mm", a, b, 2)
+    return matmul(a, b)
+
+
+def bmm(a, b):
+    """Batched matrix product of two 3-D tensors: ``(B, n, k) @ (B, k, m) -> (B, n, m)``; the
+    batch sizes must be equal (no broadcasting, as in PyTorch).
+
+    >>> import torchlight as tl
+    >>> tl.bmm(tl.ones(5, 2, 3), tl.ones(5, 3, 4)).shape
+    (5, 2, 4)
+    """
+    _check_ranks("bmm", a, b, 3)
+    if a.shape[0] != b.shape[0]:
+        raise ShapeError(f"bmm: batch sizes differ: shapes {a.shape} and {b.shape}")
+    return matmul(a, b)
+
+
+def _check_ranks(name, a, b, ndim):
+    from ..tensor import Tensor
+
+    for what, t in (("self", a), ("mat2", b)):
+        if not isinstance(t, Tensor) or t.ndim != ndim:
+            got = t.shape if isinstance(t, Tensor) else type(t).__name__
+            raise ShapeError(f"{name}: {what} must be a {ndim}-D tensor, got {got}")
+
+
+def dot(a, b):
+    """Inner product of two 1-D tensors of equal length (a 0-d tensor).
+
+    >>> import torchlight as tl
+    >>> tl.dot(tl.tensor([1.0, 2.0]), tl.tensor([3.0, 4.0])).item()
+    11.0
+    """
+    if a.ndim != 1 or b.ndim != 1 or a.shape != b.shape:
+        raise ShapeError(f"dot: expected two 1-D tensors of the same length, got {a.shape} and {b.shape}")
+    return matmul(a, b)
+
+
+def outer(a, b):
+    """Outer product of 1-D tensors: ``out[i, j] = a[i] b[j]``, shape ``(len(a), len(b))``.
+
+    >>> import torchlight as tl
+    >>> tl.outer(tl.tensor([1, 2]), tl.tensor([1, 10])).tolist()
+    [[1, 10], [2, 20]]
+    """
+    if a.ndim != 1 or b.ndim != 1:
+        raise ShapeError(f"outer: expected two 1-D tensors, got {a.shape} and {b.shape}")
+    return a.unsqueeze(1) * b.unsqueeze(0)
+
+
+def diag(x, diagonal=0):
+    """1-D input: a square matrix with ``x`` on the ``diagonal``-th diagonal (zeros elsewhere).
+    2-D input: its ``diagonal``-th diagonal as a 1-D tensor (positive: above the main one).
+
+    >>> import torchlight as tl
+    >>> tl.diag(tl.tensor([1, 2])).tolist()
+    [[1, 0], [0, 2]]
+    >>> tl.diag(tl.tensor([[1, 2], [3, 4]])).tolist()
+    [1, 4]
+    """
+    import numpy as np
+
+    from ..factories import from_numpy_on
+
+    if x.ndim == 1:
+        n = x.shape[0] + abs(diagonal)
+        rows = np.arange(x.shape[0]) + max(-diagonal, 0)
+        cols = np.arange(x.shape[0]) + max(diagonal, 0)
+        flat = from_numpy_on((rows * n + cols).astype(np.int64), x.backend)
+        from ..factories import zeros
+
+        out = zeros((n * n,), dtype=x.dtype, device=x.backend)
+        return out.scatter_add(0, flat, x).reshape(n, n)
+    if x.ndim == 2:
+        r, c = x.shape
+        rows = np.arange(max(-diagonal, 0), r)
+        cols = rows + diagonal
+        keep = (cols >= 0) & (cols < c)
+        flat = from_numpy_on((rows[keep] * c + cols[keep]).astype(np.int64), x.backend)
+        return x.reshape(-1).index_select(0, flat)
+    raise ShapeError(f"diag: expected a 1-D or 2-D tensor, got shape {x.shape}")
+
+
+def einsum(equation, *operands):
+    """Einstein summation: ``einsum("ij,jk->ik", a, b)`` is ``a @ b``.
+
+    Each operand is permuted and unsqueezed onto the equation's full index set, the operands
+    are multiplied with broadcasting and the indices missing from the output are summed out —
+    so the memory used is that of the full broadcast product. ``...`` stands for the same
+    leading dims in every operand; an index repeated within one operand (a diagonal) is not
+    supported. Without ``->``, the output is the indices that appear once, in sorted order.
+
+    >>> import torchlight as tl
+    >>> a, b = tl.ones(2, 3), tl.ones(3, 4)
+    >>> tl.einsum("ij,jk->ik", a, b).tolist() == (a @ b).tolist()
+    True
+    >>> tl.einsum("bi,bi->b", tl.ones(2, 3), tl.ones(2, 3)).tolist()
+    [3.0, 3.0]
+    """
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    eq = equation.replace(" ", "")
+    lhs, arrow, out = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise ShapeError(f"einsum: {equation!r} names {len(terms)} operands, got {len(operands)}")
+    ell = "".join(chr(ord("A") + k) for k in range(max((t.ndim for t in operands), default=0)))
+    spelled = []
+    for term, t in zip(terms, operands):
+        if "..." in term:
+            n = t.ndim - (len(term) - 3)
+            term = term.replace("...", ell[len(ell) - n:] if n > 0 else "")
+        if len(term) != t.ndim:
+            raise ShapeError(f"einsum: term {term!r} has {len(term)} indices but the operand has shape {t.shape}")
+        if len(set(term)) != len(term):
+            raise ShapeError(f"einsum: repeated index in {term!r} (a diagonal) is not supported")
+        spelled.append(term)
+    if arrow:
+        out = out.replace("...", "".join(sorted({c for t in spelled for c in t if c.isupper()})))
+    else:
+        counts = {}
+        for t in spelled:
+            for c in t:
+                counts[c] = counts.get(c, 0) + 1
+        out = "".join(sorted(c for c in counts if c.isupper())) + "".join(sorted(c for c, k in counts.items() if k == 1 and not c.isupper()))
+    inputs = {c for t in spelled for c in t}
+    if set(out) - inputs or len(set(out)) != len(out):
+        raise ShapeError(f"einsum: output {out!r} must name distinct indices that appear in the inputs {spelled}")
+    letters = list(out) + sorted(inputs - set(out))
+    product = None
+    for term, t in zip(spelled, operands):
+        present = [c for c in letters if c in term]
+        x = t.permute(*[term.index(c) for c in present]) if present else t
+        x = x.reshape(tuple(x.shape[present.index(c)] if c in term else 1 for c in letters))
+        product = x if product is None else product * x
+    summed = tuple(range(len(out), len(letters)))
+    return product.sum(summed) if summed else product
+
+
+def norm(x, p="fro", dim=None, keepdim=False):
+    """Vector p-norm ``(Σ|x|ᵖ)^(1/p)`` over ``dim`` (all elements when ``None``); ``"fro"`` and
+    2 are the Euclidean norm, ``float("inf")`` the largest ``|x|``, 1 the sum of ``|x|``.
+
+    >>> import torchlight as tl
+    >>> tl.norm(tl.tensor([3.0, 4.0])).item()
+    5.0
+    """
+    if p == "fro" or p == 2:
+        return (x * x).sum(dim, keepdim=keepdim).sqrt()
+    if p == float("inf"):
+        return x.abs().amax(dim, keepdim=keepdim)
+    if p == 1:
+        return x.abs().sum(dim, keepdim=keepdim)
+    if isinstance(p, (int, float)) and p > 0:
+        return (x.abs() ** p).sum(dim, keepdim=keepdim) ** (1.0 / p)
+    raise ShapeError(f"norm: p={p!r} is not supported; use 'fro', a positive number or float('inf')")

@@ -126,7 +126,7 @@ def operands(a, b, floating=False):
     if isinstance(b, _dispatch.Tensor):
         dt = tensor_result_dtype(a, b)
         if floating and not dt.is_floating_point:
-            dt = dtypes.float32
+            dt = dtypes.get_default_dtype()
         return to_dtype(a, dt), to_dtype(b, dt)
     if not isinstance(b, (int, float, bool)):
         try:
@@ -135,13 +135,13 @@ def operands(a, b, floating=False):
             raise DTypeError(f"cannot combine a tensor with a {type(b).__name__}") from None
     dt = dtypes.promote_scalar(a.dtype, b)
     if floating and not dt.is_floating_point:
-        dt = dtypes.float32
+        dt = dtypes.get_default_dtype()
     return to_dtype(a, dt), scalar_like(b, a, dt)
 
 
 def float_operand(a):
     """Float view of ``a`` for ops like exp/log (ints promote to float32, like PyTorch)."""
-    return a if a.dtype.is_floating_point else to_dtype(a, dtypes.float32)
+    return a if a.dtype.is_floating_point else to_dtype(a, dtypes.get_default_dtype())
 
 
 class Add(Function):
@@ -302,7 +302,9 @@ _RULES = {
     "cos": lambda x, g: -g * x.sin(),
     "square": lambda x, g: g * 2.0 * x,
     "reciprocal": lambda x, g: -g / (x * x),
+    "erf": lambda x, g: g * _TWO_OVER_SQRT_PI * (-(x * x)).exp(),
 }
+_TWO_OVER_SQRT_PI = 1.1283791670955126  # d/dx erf(x) = 2/√π · exp(-x²)
 
 
 def unary(op, x):
@@ -325,7 +327,7 @@ class Clamp(Function):
         ctx.save_for_backward(x)
         ctx.lo, ctx.hi = lo, hi
         if not x.dtype.is_floating_point and (isinstance(lo, float) or isinstance(hi, float)):
-            x = cast(x, dtypes.float32)  # int tensor, float bound: a float result (PyTorch)
+            x = cast(x, dtypes.get_default_dtype())  # int tensor, float bound: a float result (PyTorch)
         y = x
         if lo is not None:
             y = zip_op("maximum", y, scalar_like(lo, x))

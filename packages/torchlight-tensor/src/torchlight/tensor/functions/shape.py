@@ -5,14 +5,14 @@ broadcast dims, ``view`` by a reshape, a slice by writing the gradient into a ze
 
 from torchlight.autograd import Function
 
-from ..dispatch import alloc, normalize_dim, sum_to, view_of
+from ..dispatch import alloc, common_backend, normalize_dim, same_backend, sum_to, view_of
 from ..errors import ShapeError
 from ..storage import TensorData, infer_shape
 
 __all__ = [
     "View", "Permute", "Expand", "Restride", "Unfold", "Cat", "reshape", "view", "permute",
     "transpose", "expand", "squeeze", "unsqueeze", "flatten", "unfold", "cat", "stack", "split",
-    "chunk", "tril", "triu", "pad", "narrow",
+    "chunk", "tril", "triu", "pad", "narrow", "meshgrid",
 ]
 
 
@@ -227,11 +227,12 @@ class Cat(Function):
         ctx.dim, ctx.sizes = dim, [x.shape[dim] for x in xs]
         shape = list(ref.shape)
         shape[dim] = sum(ctx.sizes)
-        out = alloc(tuple(shape), ref.dtype, ref.backend)
+        backend = common_backend(*xs)
+        out = alloc(tuple(shape), ref.dtype, backend)
         start = 0
         for x, n in zip(xs, ctx.sizes):
             target = out._td.slice(dim, start, start + n, 1)
-            ref.backend.map("copy", x._td, target)
+            backend.map("copy", x._td, target)
             start += n
         return out
 
@@ -274,8 +275,6 @@ def cat(tensors, dim=0):
                 f"{tensors[0].shape} outside dimension {dim}"
             )
         if t.backend is not tensors[0].backend:
-            from ..dispatch import same_backend
-
             same_backend(tensors[0], t)
     return Cat.apply(dim, *[to_dtype(t, dt) for t in tensors])
 
@@ -419,3 +418,32 @@ def pad(x, pad, mode="constant", value=0.0):
     for k in range(len(pad) // 2):
         widths[x.ndim - 1 - k] = (pad[2 * k], pad[2 * k + 1])
     return Pad.apply(x, tuple(widths), value)
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids from 1-D tensors: with ``indexing="ij"`` output ``k`` has shape
+    ``(len(t0), len(t1), ...)`` and varies along dim ``k``; ``"xy"`` swaps the first two dims
+    (numpy's default). Each output is an expanded view (no copy), so gradients sum back.
+
+    >>> import torchlight as tl
+    >>> gy, gx = tl.meshgrid(tl.arange(2), tl.arange(3), indexing="ij")
+    >>> gy.tolist(), gx.tolist()
+    ([[0, 0, 0], [1, 1, 1]], [[0, 1, 2], [0, 1, 2]])
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ShapeError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    for t in tensors:
+        if t.ndim > 1:
+            raise ShapeError(f"meshgrid: expected 0-D or 1-D tensors, got shape {t.shape}")
+    tensors = [t.reshape(-1) for t in tensors]
+    swap = indexing == "xy" and len(tensors) >= 2
+    if swap:
+        tensors[0], tensors[1] = tensors[1], tensors[0]
+    shape = tuple(t.shape[0] for t in tensors)
+    n = len(tensors)
+    out = [t.reshape(tuple(-1 if k == i else 1 for k in range(n))).expand(shape) for i, t in enumerate(tensors)]
+    if swap:  # built with the first two inputs exchanged: hand them back in the caller's order
+        out[0], out[1] = out[1], out[0]
+    return tuple(out)

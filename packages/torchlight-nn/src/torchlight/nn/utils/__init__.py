@@ -4,6 +4,10 @@
 is too large: ``total = ‖g‖_p`` (``p = inf``: ``max |g_i|``), then every gradient is multiplied
 by ``min(1, max_norm / (total + 1e-6))`` — the direction is kept, only the length is capped.
 ``clip_grad_value_`` clamps every element to ``[-clip_value, clip_value]`` instead.
+
+Subpackage :mod:`torchlight.nn.utils.rnn`: ``pad_sequence``, ``pack_padded_sequence``, ... Weight
+reparameterisations: ``weight_norm`` / ``remove_weight_norm``, ``spectral_norm`` /
+``remove_spectral_norm``.
 """
 
 import math
@@ -11,7 +15,12 @@ import math
 import torchlight as tl
 from torchlight import Tensor, TorchlightError
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+from . import rnn
+from .spectral_norm import remove_spectral_norm, spectral_norm
+from .weight_norm import remove_weight_norm, weight_norm
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters", "rnn", "weight_norm",
+           "remove_weight_norm", "spectral_norm", "remove_spectral_norm"]
 
 
 def _as_list(parameters):

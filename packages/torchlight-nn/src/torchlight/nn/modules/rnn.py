@@ -1,0 +1,6 @@
+"""``torchlight.nn.modules.rnn``: the import path of ``torch.nn.modules.rnn`` (the same classes as
+``torchlight.nn``)."""
+
+from ..rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+
+__all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]

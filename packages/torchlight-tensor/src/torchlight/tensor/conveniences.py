@@ -1,0 +1,155 @@
+"""PyTorch's conveniences on ``Tensor`` that are not ops: legacy type strings and conversions,
+``new_*`` factories, device queries, ``format()`` of 0-d tensors.
+
+A mixin so that ``tensor.py`` keeps the tensor's own machinery (metadata, autograd, arithmetic)
+readable; ``Tensor`` inherits these unchanged.
+"""
+
+from . import dispatch, dtypes
+from .errors import DTypeError
+
+__all__ = ["TensorConveniences"]
+
+
+class TensorConveniences:
+    """Methods of :class:`~torchlight.Tensor` kept for PyTorch programs (see the module docstring)."""
+
+    __slots__ = ()
+
+    def ndimension(self) -> int:
+        """The number of dims (``dim()``'s older name)."""
+        return len(self._td.shape)
+
+    def nelement(self) -> int:
+        """The number of elements (``numel()``'s older name)."""
+        return self._td.size
+
+    @property
+    def is_cuda(self) -> bool:
+        """True when the tensor is on a ``cuda`` device (PyTorch's attribute)."""
+        return self.device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        """True when the tensor is on the built-in ``cpu`` device."""
+        return self.device.type == "cpu"
+
+    def is_complex(self) -> bool:
+        """False: torchlight has no complex dtypes."""
+        return False
+
+    def get_device(self) -> int:
+        """PyTorch's device ordinal: -1 for data in host memory, else 0 (each backend drives one
+        device)."""
+        return -1 if dispatch.HOST_MEMORY in self.backend.capabilities else 0
+
+    def pin_memory(self):
+        """The tensor itself: pinning matters for host→GPU copies, and torchlight's transfers are
+        synchronous. Only host-memory tensors can be pinned (as in PyTorch)."""
+        if dispatch.HOST_MEMORY not in self.backend.capabilities:
+            raise DTypeError(f"pin_memory: only tensors in host memory can be pinned, this one is on '{self.device}'")
+        return self
+
+    def is_pinned(self) -> bool:
+        """False: torchlight does not page-lock memory."""
+        return False
+
+    def cuda(self, device=None):
+        """``to("cuda")`` (``device`` may name an index: ``cuda(0)``); raises when no usable
+        cuda backend is installed."""
+        return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
+
+    def int(self):
+        """An integer copy; torchlight's integer dtype is int64 (PyTorch's ``int()`` gives int32)."""
+        return self.to(dtypes.int64)
+
+    def half(self):
+        """float16: not a dtype torchlight computes in, so this raises a clear ``DTypeError``."""
+        return self.to(dtypes.as_dtype("float16"))
+
+    def bfloat16(self):
+        """bfloat16: not a dtype torchlight computes in, so this raises a clear ``DTypeError``."""
+        return self.to(dtypes.as_dtype("bfloat16"))
+
+    def type(self, dtype=None, non_blocking=False):
+        """No argument: PyTorch's type string (``"torch.FloatTensor"``). With a dtype or a type
+        string (``"torch.LongTensor"``): the tensor converted to it.
+
+        >>> import torchlight as tl
+        >>> x = tl.tensor([1.5, 2.5])
+        >>> x.type(), x.type("torch.LongTensor").tolist(), x.type(tl.float64).dtype
+        ('torch.FloatTensor', [1, 2], torchlight.float64)
+        """
+        from .typed import dtype_of_type_string, type_string
+
+        if dtype is None:
+            return type_string(self)
+        if isinstance(dtype, str) and "Tensor" in dtype:
+            dt, dev = dtype_of_type_string(dtype)
+            out = self.to(dt)
+            return out if dev is None else out.to(dev)
+        if isinstance(dtype, type) and hasattr(dtype, "dtype") and isinstance(dtype.dtype, dtypes.DType):
+            return self.to(dtype.dtype)  # tl.LongTensor and friends
+        return self.to(dtypes.as_dtype(dtype))
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        """A new tensor from ``data`` with this tensor's dtype and device unless given.
+
+        >>> import torchlight as tl
+        >>> tl.ones(2, dtype=tl.float64).new_tensor([1, 2]).dtype
+        torchlight.float64
+        """
+        from .factories import tensor
+
+        return tensor(data, dtype=dtype or self.dtype, device=device or self.backend, requires_grad=requires_grad)
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        """Zeros of ``size`` with this tensor's dtype and device unless given.
+
+        >>> import torchlight as tl
+        >>> tl.ones(3, dtype=tl.int64).new_zeros(2, 2).tolist()
+        [[0, 0], [0, 0]]
+        """
+        from .factories import zeros
+
+        return zeros(*size, dtype=dtype or self.dtype, device=device or self.backend, requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        """Ones of ``size`` with this tensor's dtype and device unless given.
+
+        >>> import torchlight as tl
+        >>> tl.zeros(1).new_ones((2,)).tolist()
+        [1.0, 1.0]
+        """
+        from .factories import ones
+
+        return ones(*size, dtype=dtype or self.dtype, device=device or self.backend, requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        """``size`` filled with ``fill_value``, this tensor's dtype and device unless given.
+
+        >>> import torchlight as tl
+        >>> tl.zeros(1).new_full((2,), 7).tolist()
+        [7.0, 7.0]
+        """
+        from .factories import full
+
+        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.backend, requires_grad=requires_grad)
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        """An uninitialised tensor of ``size``, this tensor's dtype and device unless given.
+
+        >>> import torchlight as tl
+        >>> tl.zeros(1, dtype=tl.int64).new_empty(2, 3).shape
+        (2, 3)
+        """
+        from .factories import empty
+
+        return empty(*size, dtype=dtype or self.dtype, device=device or self.backend, requires_grad=requires_grad)
+
+    def __format__(self, spec):
+        """``format(t, ".2f")`` / f-strings: a 0-d tensor formats as its Python number; other
+        tensors format as ``str(t)`` and refuse a format spec (as in PyTorch)."""
+        if self.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)

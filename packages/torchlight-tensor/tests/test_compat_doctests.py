@@ -1,0 +1,36 @@
+"""The ``>>>`` examples in the docstrings of the PyTorch-compatibility modules run and give
+what they show (run with the standard doctest runner: pytest's own ``--doctest-modules``
+import rebinds ``torchlight.tensor`` to the subpackage, which shadows ``tl.tensor``)."""
+
+import doctest
+import importlib
+
+import pytest
+
+import torchlight as tl
+
+MODULES = [
+    "torchlight.tensor.device", "torchlight.tensor.sampling", "torchlight.tensor.functions.sorting",
+    "torchlight.tensor.functions.reorder", "torchlight.tensor.functions.linalg",
+    "torchlight.tensor.functions.closeness", "torchlight.tensor.functional", "torchlight.tensor.dtypes",
+    "torchlight.tensor.factories", "torchlight.tensor.tensor", "torchlight.cuda", "torchlight.cuda.amp",
+    "torchlight.amp.grad_scaler", "torchlight.amp.autocast_mode", "torchlight.accelerator",
+    "torchlight.autograd.grad_mode", "torchlight.compiler", "torchlight.tensor.functions.rounding",
+    "torchlight.tensor.functions.index", "torchlight.tensor.conveniences",
+    "torchlight.tensor.size", "torchlight.tensor.random", "torchlight.tensor.functions.special",
+]
+FLAGS = doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_run(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=FLAGS, report=True)
+    assert result.failed == 0
+
+
+@pytest.mark.parametrize("cls", [tl.FloatTensor, tl.DoubleTensor, tl.LongTensor, tl.IntTensor, tl.BoolTensor])
+def test_typed_tensor_docstring_examples_run(cls):
+    runner = doctest.DocTestRunner(optionflags=FLAGS)
+    for test in doctest.DocTestFinder().find(cls, cls.__name__, globs={}):
+        runner.run(test)
+    assert runner.failures == 0 and runner.tries > 0
