@@ -38,6 +38,7 @@ class ReduceOp(str, Enum):
     ``AVG`` (the sum divided by the world size; floating point only). Each member equals the
     string torchlight's own ``all_reduce(op=...)`` takes.
 
+    >>> from torchlight.distributed import ReduceOp
     >>> ReduceOp.SUM == "sum", ReduceOp.AVG.value
     (True, 'mean')
     """
@@ -53,6 +54,7 @@ class Work:
     """The handle ``async_op=True`` returns: the collective has already completed, so ``wait()``
     returns True at once and ``is_completed()`` is True.
 
+    >>> from torchlight.distributed import Work
     >>> Work().wait()
     True
     """

@@ -20,6 +20,7 @@ def _softplus(x):
 class Bernoulli(Distribution):
     """``Bernoulli(probs=None, logits=None)``; samples are floats 0.0/1.0 of the batch's shape.
 
+    >>> from torchlight.distributions import Bernoulli
     >>> d = Bernoulli(probs=tl.tensor([0.0, 1.0]))
     >>> d.sample().tolist()
     [0.0, 1.0]

@@ -36,6 +36,7 @@ class Categorical(Distribution):
     ``logits`` (unnormalised log-probabilities), shape ``batch_shape + (K,)``. Samples are int64
     class indices of shape ``sample_shape + batch_shape``.
 
+    >>> from torchlight.distributions import Categorical
     >>> d = Categorical(probs=tl.tensor([0.0, 1.0, 0.0]))
     >>> d.sample((4,)).tolist()
     [1, 1, 1, 1]

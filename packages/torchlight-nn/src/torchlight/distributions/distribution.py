@@ -20,6 +20,7 @@ def broadcast_all(*values):
     """Tensors of one broadcast shape from tensors and Python numbers (numbers take the dtype and
     device of the first tensor, float32 when there is none).
 
+    >>> from torchlight.distributions.distribution import broadcast_all
     >>> a, b = broadcast_all(tl.zeros(3), 1.0)
     >>> b.shape
     (3,)

@@ -19,6 +19,7 @@ _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 class Normal(Distribution):
     """``Normal(loc, scale)``: mean ``loc``, standard deviation ``scale`` (> 0); both broadcast.
 
+    >>> from torchlight.distributions import Normal
     >>> d = Normal(tl.zeros(2), 1.0)
     >>> d.sample((5,)).shape
     (5, 2)

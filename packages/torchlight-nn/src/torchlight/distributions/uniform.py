@@ -17,6 +17,7 @@ __all__ = ["Uniform"]
 class Uniform(Distribution):
     """``Uniform(low, high)`` with ``low < high`` (broadcast).
 
+    >>> from torchlight.distributions import Uniform
     >>> d = Uniform(0.0, 4.0)
     >>> round(d.log_prob(tl.tensor(1.0)).item(), 4), round(d.entropy().item(), 4)
     (-1.3863, 1.3863)
