@@ -60,12 +60,15 @@ class Work:
     """
 
     def wait(self, timeout=None) -> bool:
+        """Return ``True`` at once: the collective completed before the handle was returned."""
         return True
 
     def is_completed(self) -> bool:
+        """Always ``True`` (see the class docstring)."""
         return True
 
     def is_success(self) -> bool:
+        """Always ``True``: a failed collective raises instead of returning a handle."""
         return True
 
 

@@ -47,6 +47,7 @@ class Bernoulli(Distribution):
 
     @property
     def mode(self):
+        """The most likely outcome: 1 where ``probs > 0.5``, else 0 (0 on a tie)."""
         return (self.probs > 0.5).to(self.probs.dtype)
 
     @property

@@ -51,6 +51,7 @@ class Categorical(Distribution):
 
     @property
     def param_shape(self):
+        """The shape of ``probs`` (and ``logits``): ``batch_shape + (num_categories,)``."""
         return tuple(self.probs.shape)
 
     @property
@@ -59,6 +60,7 @@ class Categorical(Distribution):
 
     @property
     def mode(self):
+        """The most likely category, ``probs.argmax(-1)`` (the first on a tie)."""
         return self.probs.argmax(-1)
 
     def sample(self, sample_shape=()):

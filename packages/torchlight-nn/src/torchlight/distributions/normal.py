@@ -41,6 +41,7 @@ class Normal(Distribution):
 
     @property
     def mode(self):
+        """The most likely value, ``loc`` (equal to the mean)."""
         return self.loc
 
     @property

@@ -362,6 +362,7 @@ class PReLU(Module):
         self.weight = Parameter(tl.full((num_parameters,), init, dtype=dtype, device=device))
 
     def reset_parameters(self):
+        """Set every slope back to ``init`` (0.25 by default)."""
         with tl.no_grad():
             self.weight.fill_(self.init)
 

@@ -249,10 +249,12 @@ class ParameterList(Module):
         self.register_parameter(str(_index(idx, len(self), "ParameterList")), _as_parameter(value))
 
     def append(self, value):
+        """Add ``value`` (a tensor is wrapped in :class:`Parameter`) at the end; returns ``self``."""
         self.register_parameter(str(len(self)), _as_parameter(value))
         return self
 
     def extend(self, values):
+        """Add each of ``values`` at the end, in order; returns ``self``."""
         for v in values:
             self.append(v)
         return self
@@ -298,21 +300,29 @@ class ParameterDict(Module):
         return iter(self._parameters)
 
     def keys(self):
+        """The names of the parameters, in insertion order."""
         return self._parameters.keys()
 
     def values(self):
+        """The parameters, in insertion order."""
         return self._parameters.values()
 
     def items(self):
+        """``(name, parameter)`` pairs, in insertion order."""
         return self._parameters.items()
 
     def get(self, key, default=None):
+        """The parameter ``key``, or ``default`` when there is none."""
         return self._parameters.get(key, default)
 
     def pop(self, key):
+        """Remove the parameter ``key`` and return it."""
         return self._parameters.pop(key)
 
     def update(self, parameters):
+        """Add or replace parameters from a mapping or an iterable of ``(name, tensor)`` pairs (tensors
+        are wrapped in :class:`Parameter`).
+        """
         items = parameters.items() if hasattr(parameters, "items") else parameters
         for key, value in items:
             self[key] = value

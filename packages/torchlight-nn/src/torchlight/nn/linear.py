@@ -97,6 +97,7 @@ class Bilinear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        r"""Re-draw ``weight`` and ``bias`` from :math:`U(-1/\sqrt{\text{in1}}, 1/\sqrt{\text{in1}})`, as in PyTorch."""
         bound = 1 / math.sqrt(self.in1_features)
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:

@@ -292,6 +292,7 @@ class GroupNorm(Module):
             self.register_parameter("bias", None)
 
     def reset_parameters(self):
+        """Set ``weight`` to ones and ``bias`` to zeros (when ``affine``)."""
         if self.affine:
             init.ones_(self.weight)
             init.zeros_(self.bias)
@@ -323,6 +324,7 @@ class RMSNorm(Module):
             self.register_parameter("weight", None)
 
     def reset_parameters(self):
+        """Set ``weight`` to ones (when ``elementwise_affine``)."""
         if self.weight is not None:
             init.ones_(self.weight)
 
