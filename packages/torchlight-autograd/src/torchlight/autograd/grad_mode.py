@@ -162,5 +162,12 @@ class inference_mode:
 
 
 def is_inference_mode_enabled() -> bool:
-    """True inside an active ``inference_mode()`` block."""
+    """True inside an active ``inference_mode()`` block.
+
+    >>> with tl.inference_mode():
+    ...     tl.is_inference_mode_enabled()
+    True
+    >>> tl.is_inference_mode_enabled()
+    False
+    """
     return inference_mode.active
