@@ -1,4 +1,6 @@
-"""``Bernoulli(probs=None, logits=None)``: ``1`` with probability ``p``, ``0`` otherwise::
+"""``Bernoulli(probs=None, logits=None)``: ``1`` with probability ``p``, ``0`` otherwise.
+
+With the logit ``ℓ = logit(p)``::
 
     log p(x) = x·ℓ − softplus(ℓ)           (ℓ = logit(p); stable for large |ℓ|)
     H = softplus(ℓ) − p·ℓ,   mean = p,   var = p(1 − p)

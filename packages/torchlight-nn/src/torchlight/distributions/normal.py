@@ -1,4 +1,6 @@
-"""``Normal(loc, scale)``: the Gaussian ``N(μ, σ²)``::
+"""``Normal(loc, scale)``: the Gaussian ``N(μ, σ²)``.
+
+The formulas::
 
     log p(x) = −(x − μ)² / (2σ²) − log σ − ½ log(2π)
     H = ½ + ½ log(2π) + log σ

@@ -1,4 +1,6 @@
-"""``Uniform(low, high)`` on ``[low, high)``::
+"""``Uniform(low, high)`` on ``[low, high)``.
+
+The formulas::
 
     log p(x) = −log(high − low) inside, −inf outside
     H = log(high − low),   mean = (low + high)/2,   var = (high − low)²/12
