@@ -1,5 +1,5 @@
-"""The one entry point of the monorepo: ``nox -s tests``, ``wheels``, ``lint``, ``demo``, ``bench``,
-``docs``, ``doctest``, ``conformance``, ``gpu``.
+"""The one entry point of the monorepo: ``nox -s tests``, ``minimal``, ``oracle``, ``wheels``, ``lint``,
+``demo``, ``reproduce``, ``bench``, ``docs``, ``doctest``, ``conformance``, ``gpu``.
 
 Distributions are *discovered* (every ``packages/*/pyproject.toml``), never listed, so adding a
 distribution needs no change here and a session never breaks on one that does not exist yet.
@@ -57,8 +57,9 @@ def install_editable(session: nox.Session) -> None:
 
 
 def set_test_env(session: nox.Session) -> None:
-    if "TORCHLIGHT_DATA" not in os.environ:
-        session.env["TORCHLIGHT_DATA"] = str(ROOT.parent / "shared" / "data")
+    shared = ROOT.parent / "shared" / "data"  # beside the checkout (when it exists; else cache/download)
+    if "TORCHLIGHT_DATA" not in os.environ and shared.is_dir():
+        session.env["TORCHLIGHT_DATA"] = str(shared)
     # Multi-threaded OpenBLAS on a busy 2-core machine makes small matmuls ~1000x slower.
     session.env.setdefault("OPENBLAS_NUM_THREADS", "1")
     if os.environ.get("CI") and "TORCHLIGHT_HYPOTHESIS_PROFILE" not in os.environ:
@@ -78,6 +79,58 @@ def tests(session: nox.Session) -> None:
     # posargs hold only options)
     args = session.posargs or paths
     session.run("pytest", "--import-mode=importlib", *args)
+
+
+@nox.session
+def minimal(session: nox.Session) -> None:
+    """torchlight-tensor's tests with only what ``pip install torchlight-tensor`` brings (autograd,
+    numpy) plus pytest and hypothesis: no scipy, no other distribution. A test that needs more
+    skips with a reason naming the distribution to install."""
+    session.install("pytest", "hypothesis")
+    session.install("-e", str(PACKAGES / "torchlight-autograd"), "-e", str(PACKAGES / "torchlight-tensor"))
+    set_test_env(session)
+    session.run("python", "-c", "import importlib.util, sys; sys.exit("
+                "'scipy is installed: this session must run without it' "
+                "if importlib.util.find_spec('scipy') else 0)")
+    session.run("pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q",
+                *(session.posargs or ["packages/torchlight-tensor/tests"]))
+
+
+TORCH = "torch==2.13.0"  # the PyTorch the oracle tests and the benchmarks compare with (CPU wheel)
+
+
+def install_torch(session: nox.Session) -> bool:
+    """Install PyTorch CPU 2.13.0 if it can be; ``False`` (logged) when it cannot. pip's
+    ``PIP_FIND_LINKS`` (a local wheel directory) is passed on to uv, which does not read it."""
+    links = os.environ.get("PIP_FIND_LINKS")
+    try:
+        session.install(TORCH, *(["--find-links", links] if links else []))
+    except nox.command.CommandFailed:
+        session.log(f"{TORCH} is not installable here")
+        return False
+    return True
+
+
+#: the tests that compare with PyTorch (they skip where it is missing): the ``oracle``-marked tests
+#: of the distributions, and every test under tests-integration/compat
+ORACLE_DIRS = ["tests-integration/compat"]
+
+
+@nox.session
+def oracle(session: nox.Session) -> None:
+    """The tests that use PyTorch as an oracle, with PyTorch installed so that they run instead of
+    skipping. Fails if PyTorch cannot be installed."""
+    session.install(*TEST_TOOLS)
+    install_editable(session)
+    if not install_torch(session):
+        session.error(f"{TORCH} could not be installed: the oracle tests would only skip")
+    set_test_env(session)
+    pytest = ["pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q", *session.posargs]
+    marked = [str(p.relative_to(ROOT)) for p in sorted(PACKAGES.glob("*/tests"))]
+    session.run(*pytest, "-m", "oracle", *marked)
+    dirs = [d for d in ORACLE_DIRS if (ROOT / d).is_dir()]
+    if dirs:
+        session.run(*pytest, *dirs)
 
 
 # --- releases: one version, built and checked distributions, the installation page -----------
@@ -311,12 +364,25 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """The headline demo: the mini-GPT trains ~3 minutes on tiny Shakespeare and writes a
-    sample (``nox -s demo -- --minutes 1`` for a shorter run)."""
+    """The demo: the mini-GPT trains ~3 minutes on tiny Shakespeare and writes a sample
+    (``nox -s demo -- --minutes 1`` for a shorter run)."""
     install_editable(session)
     session.install("tqdm", "threadpoolctl", "matplotlib")
     set_test_env(session)
     session.run("python", "projects/mini-gpt/demo.py", *session.posargs)
+
+
+@nox.session
+def reproduce(session: nox.Session) -> None:
+    """One headline result: ``nox -s reproduce -- <project> [train.py flags]`` with <project> one of
+    mini-gpt, sentiment, translation, sklearn. Trains the project's headline configuration, evaluates
+    it and prints the metric beside the README's (``projects/reproduce.py``)."""
+    if not session.posargs:
+        session.error("name a project: nox -s reproduce -- mini-gpt|sentiment|translation|sklearn")
+    install_editable(session)
+    session.install("tqdm", "threadpoolctl", "matplotlib", "sacrebleu", "scikit-learn")
+    set_test_env(session)
+    session.run("python", "projects/reproduce.py", *session.posargs)
 
 
 @nox.session
@@ -327,11 +393,8 @@ def bench(session: nox.Session) -> None:
     stay empty. ``nox -s bench -- --threads 2 [--quick]``: ``--threads N`` goes to both scripts,
     the rest to ``bench_backends.py``."""
     install_editable(session)
-    links = os.environ.get("PIP_FIND_LINKS")
-    try:
-        session.install("torch==2.13.0", *(["--find-links", links] if links else []))
-    except nox.command.CommandFailed:
-        session.log("torch==2.13.0 is not installable here: the benchmarks run without PyTorch")
+    if not install_torch(session):
+        session.log("the benchmarks run without PyTorch")
     scripts = ROOT / "tests-integration" / "benchmarks"
     args = list(session.posargs)
     threads = args[args.index("--threads"):args.index("--threads") + 2] if "--threads" in args else []
@@ -378,7 +441,7 @@ def gpu(session: nox.Session) -> None:
 
 # --- documentation ---------------------------------------------------------------------------
 DOCS = ROOT / "docs"
-DOCS_TOOLS = ["sphinx>=7.2,<9", "myst-parser>=3", "furo>=2024.1"]
+DOCS_TOOLS = ["sphinx>=7.2,<9", "myst-parser>=3", "furo>=2024.1", "sphinx-copybutton>=0.5"]
 MATHJAX = "mathjax@3.2.2"  # 3.x: its es5/tex-mml-chtml.js is what Sphinx's mathjax_path loads
 MATHJAX_CACHE = DOCS / "_build" / "_cache" / (MATHJAX.replace("@", "-") + "-local")
 # combined MathJax bundles we do not load (only es5/tex-mml-chtml.js is), plus the CDN redirector

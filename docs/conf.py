@@ -39,6 +39,7 @@ extensions = [
     "sphinx.ext.graphviz",
     "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
+    "sphinx_copybutton",
     "torchlight_docs",
 ]
 
@@ -70,6 +71,11 @@ graphviz_dot_args = [
     "-Gfontname=Helvetica", "-Nfontname=Helvetica", "-Efontname=Helvetica",
     "-Gbgcolor=transparent",
 ]
+
+# --- copy buttons: copy the code, not the prompts or the printed output ------------------------
+copybutton_prompt_text = r">>> |\.\.\. |\$ "
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = True
 
 # --- API reference -------------------------------------------------------------------------------
 autodoc_member_order = "bysource"

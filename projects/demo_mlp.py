@@ -1,7 +1,7 @@
-"""The headline demo (``nox -s demo``): a 2-16-16-2 MLP learns the two-moons dataset.
+"""A 2-16-16-2 MLP learns the two-moons dataset: ``python projects/demo_mlp.py`` (about a second).
 
 Written with raw torchlight tensors — parameters, ReLU, log-softmax cross-entropy and a hand-made
-SGD step — so it shows the tensor + autograd core alone; later this slot runs the mini-GPT.
+SGD step — so it shows the tensor + autograd core alone, without ``nn`` or ``optim``.
 Exits non-zero unless the loss falls well below where it started.
 """
 

@@ -12,8 +12,8 @@ API reference
 
 Guards (each a Sphinx warning, so ``-W`` fails the build)
     * a public module that fails to import, or an ``__all__`` naming something that is missing;
-    * a plain ``python`` code fence in ``tutorials/``: tutorials use ``{doctest}`` / ``{testcode}``
-      so that ``sphinx-build -b doctest`` executes every block;
+    * a plain ``python`` code fence in ``tutorials/``, the quickstart or the landing page: they use
+      ``{doctest}`` / ``{testcode}`` so that ``sphinx-build -b doctest`` executes every block;
     * a CDN address in the built HTML, JavaScript or CSS (the site must work offline: MathJax is
       served locally).
 
@@ -53,6 +53,7 @@ CDN = re.compile(
     r"https?://(?:[\w.-]*\.)?(?:jsdelivr\.net|unpkg\.com|cdnjs\.cloudflare\.com|"
     r"cdn\.[\w.-]+|polyfill\.io|fonts\.googleapis\.com|fonts\.gstatic\.com|mathjax\.org/mathjax)"
 )
+EXECUTED_PAGES = {"quickstart", "index"}  # besides tutorials/: pages whose code must all run
 PY_FENCE = re.compile(r"^\s*(```+|~~~+)\s*(python3?|py|pycon|ipython3?)\s*$", re.M)
 
 
@@ -520,7 +521,7 @@ def _on_html_page_context(app, pagename, templatename, context, doctree):
 
 
 def _on_source_read(app, docname, source):
-    if not docname.startswith("tutorials/"):
+    if not (docname.startswith("tutorials/") or docname in EXECUTED_PAGES):
         return
     for m in PY_FENCE.finditer(source[0]):
         line = source[0].count("\n", 0, m.start()) + 1

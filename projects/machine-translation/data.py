@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from torchlight.data import pad_sequence
-from torchlight.data.datasets import tatoeba_eng_fra
+from torchlight.data.datasets import checkout_data_root, tatoeba_eng_fra
 from torchlight.data.text import WordVocab
 from torchlight.data.text.vocab import word_tokenize
 
@@ -44,7 +44,8 @@ class Splits:
 
 def load_pairs(max_words: int = 8) -> list[tuple[str, str]]:
     """All (english, french) pairs with both sides ≤ ``max_words`` words, NFKC + lowercased."""
-    return tatoeba_eng_fra(max_words=max_words, normalize=True, progress=False)
+    return tatoeba_eng_fra(max_words=max_words, root=checkout_data_root(__file__), normalize=True,
+                           progress=False)
 
 
 def split_pairs(pairs, seed: int = 0, n_val: int = 2000, n_test: int = 2000,

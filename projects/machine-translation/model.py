@@ -87,7 +87,7 @@ class Encoder(nn.Module):
         rnn = self.rnn
         if not self.cfg.bidirectional:
             gi = F.linear(x, rnn.weight_ih_l0, rnn.bias_ih_l0)  # (S, N, 3H)
-            gi = gi + tl.from_numpy(self._z_bias(pad, H))
+            gi = gi + tl.tensor(self._z_bias(pad, H))
             h = tl.zeros(N, H)
             w_t, b = rnn.weight_hh_l0.T, rnn.bias_hh_l0
             outs = []
@@ -104,7 +104,7 @@ class Encoder(nn.Module):
         gi_b = gi[..., 3 * H:].index_select(0, rev)  # the backward direction reads the source reversed
         gi = tl.stack([gi_f, gi_b], 1)  # (S, 2, N, 3H): step t holds fwd position t, bwd position S-1-t
         zb = np.stack([self._z_bias(pad, H), self._z_bias(pad[::-1], H)], 1)
-        gi = gi + tl.from_numpy(zb)
+        gi = gi + tl.tensor(zb)
         w_hh_t = tl.stack([rnn.weight_hh_l0.T, rnn.weight_hh_l0_reverse.T], 0)  # (2, H, 3H)
         b_hh = tl.stack([rnn.bias_hh_l0, rnn.bias_hh_l0_reverse], 0).unsqueeze(1)  # (2, 1, 3H)
         h = tl.zeros(2, N, H)
@@ -155,7 +155,7 @@ class Decoder(nn.Module):
         else:
             keys = values
         keys_t = keys.transpose(1, 2)  # (N, H, S)
-        mask = tl.from_numpy(np.where(src_pad.T[:, None, :], _NEG, 0.0).astype(np.float32))
+        mask = tl.tensor(np.where(src_pad.T[:, None, :], _NEG, 0.0).astype(np.float32))
         h0 = self.bridge(tl.cat([enc_h[d] for d in range(enc_h.shape[0])], -1)).tanh()
         return keys_t, values, mask, h0
 

@@ -3,6 +3,7 @@
     python projects/machine-translation/train.py                          # full data, 10 epochs
     python projects/machine-translation/train.py --max-minutes 60         # time-boxed run
     python projects/machine-translation/train.py --max-pairs 5000 --epochs 2   # quick run
+    python projects/machine-translation/train.py --preset headline      # the README's headline run
     python projects/machine-translation/train.py --attention dot --no-bidirectional
 
 Every ``--eval-every`` training minutes and at the end of every epoch (and of the budget) the
@@ -55,9 +56,23 @@ from data import (  # noqa: E402
 )
 from model import ModelConfig, Seq2Seq, count_parameters  # noqa: E402
 
+#: Named starting points; flags given on the command line override them.
+PRESETS = {
+    # The headline result (test BLEU 36.60 greedy / 38.26 beam 4) as a run of fixed length: it was
+    # measured as `--max-minutes 60 --epochs 50 --tf-end 1.0`, which stopped at step 9,757 with the
+    # learning-rate decay following the clock. `--steps 9757` puts that decay (the last 30 % of the
+    # run) at the same steps on any machine; evaluating at the end of each epoch and of the run
+    # (not every N minutes) keeps the checkpoint choice machine-independent too. The numpy backend:
+    # on this model (many small ops per GRU step) the numba backend measured 2.2 s/step against
+    # 0.8 s/step for numpy after compilation, with the same losses.
+    "headline": dict(epochs=50, steps=9757, tf_end=1.0, eval_every=0.0, backend="cpu"),
+}
+
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                   help="a named configuration (headline: the README's headline run)")
     p.add_argument("--out", default=str(HERE / "out"))
     p.add_argument("--backend", default="cpu", help="device: cpu (numpy), numba, ...")
     p.add_argument("--seed", type=int, default=0, help="split, initialisation, batch order")
@@ -76,7 +91,10 @@ def parse_args(argv=None):
     p.add_argument("--dropout", type=float, default=0.2)
     # optimisation
     p.add_argument("--epochs", type=int, default=10)
-    p.add_argument("--max-steps", type=int, default=None, help="stop after this many batches")
+    p.add_argument("--steps", type=int, default=None,
+                   help="length of the run in batches, which the schedules follow (default: the epochs)")
+    p.add_argument("--max-steps", type=int, default=None,
+                   help="stop after this many batches; the schedules stay those of the whole run")
     p.add_argument("--max-minutes", type=float, default=0.0, help="training-time budget (0: none)")
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--lr", type=float, default=1e-3)
@@ -86,11 +104,15 @@ def parse_args(argv=None):
     p.add_argument("--tf-start", type=float, default=1.0)
     p.add_argument("--tf-end", type=float, default=0.8)
     # evaluation
-    p.add_argument("--eval-every", type=float, default=10.0, help="training minutes between evaluations")
+    p.add_argument("--eval-every", type=float, default=10.0,
+                   help="training minutes between evaluations (0: only at the end of each epoch and of the run)")
     p.add_argument("--first-eval", type=float, default=5.0, help="training minutes of the first evaluation")
     p.add_argument("--eval-batch", type=int, default=500)
     p.add_argument("--max-len", type=int, default=30, help="decoding length limit")
     p.add_argument("--no-tqdm", dest="tqdm", action="store_false")
+    preset = p.parse_known_args(argv)[0].preset
+    if preset:
+        p.set_defaults(**PRESETS[preset])
     return p.parse_args(argv)
 
 
@@ -160,13 +182,14 @@ def main(argv=None):
 
     steps_per_epoch = math.ceil(len(train_data) / args.batch_size)
     total_steps = steps_per_epoch * args.epochs
-    if args.max_steps:
-        total_steps = min(total_steps, args.max_steps)
+    if args.steps:
+        total_steps = min(total_steps, args.steps)
+    stop_steps = min(total_steps, args.max_steps) if args.max_steps else total_steps
     budget = args.max_minutes * 60.0
 
     history = {"evals": [], "train_curve": []}
     best_bleu, step, train_time = -1.0, 0, 0.0
-    next_eval = min(args.first_eval, args.eval_every) * 60.0
+    next_eval = min(args.first_eval, args.eval_every) * 60.0 if args.eval_every > 0 else math.inf
     run_loss, run_tokens = 0.0, 0
     stop = False
 
@@ -240,7 +263,7 @@ def main(argv=None):
             if tqdm:
                 bar.set_postfix(loss=f"{lv:.3f}", tf=f"{tf_ratio():.2f}", min=f"{train_time / 60:.1f}", refresh=False)
             out_of_time = budget and train_time >= budget
-            if step >= total_steps or out_of_time:
+            if step >= stop_steps or out_of_time:
                 stop = True
                 break
             if train_time >= next_eval:

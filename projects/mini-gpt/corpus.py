@@ -22,18 +22,7 @@ import numpy as np
 
 import torchlight as tl
 
-__all__ = ["Corpus", "load_corpus", "make_batch", "random_starts", "bits_per_char", "default_data_root"]
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def default_data_root() -> str | None:
-    """``$TORCHLIGHT_DATA`` if set, else the repository's sibling ``../shared/data`` if it exists."""
-    if os.environ.get("TORCHLIGHT_DATA"):
-        return None  # torchlight.data reads the variable itself
-    candidate = REPO.parent / "shared" / "data"
-    return str(candidate) if candidate.is_dir() else None
-
+__all__ = ["Corpus", "load_corpus", "make_batch", "random_starts", "bits_per_char"]
 
 @dataclass
 class Corpus:
@@ -73,9 +62,9 @@ def load_corpus(tokenizer: str = "char", bpe_vocab: int = 1000, cache_dir: str |
     ``cache_dir``: where a freshly trained BPE tokenizer is saved/reused (``bpe-<vocab>.json``).
     """
     from torchlight.data import BPETokenizer, CharTokenizer
-    from torchlight.data.datasets import split_text, tiny_shakespeare
+    from torchlight.data.datasets import checkout_data_root, split_text, tiny_shakespeare
 
-    text = tiny_shakespeare(root=root if root is not None else default_data_root(), progress=False)
+    text = tiny_shakespeare(root=root if root is not None else checkout_data_root(__file__), progress=False)
     train_text, val_text = split_text(text, val_fraction=0.1)
     if tokenizer_path is not None and Path(tokenizer_path).is_file():
         tok = _load_tokenizer(tokenizer_path)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from torchlight.data import WordVocab
-from torchlight.data.datasets import sentiment_sentences
+from torchlight.data.datasets import checkout_data_root, sentiment_sentences
 from torchlight.data.text.vocab import word_tokenize
 
 N_TRAIN_POOL = 2400
@@ -44,7 +44,7 @@ class Split:
 
 def load_split(val_fraction: float = 0.1, val_seed: int = 0) -> Split:
     """The 3,000 sentences split as the reference project did, plus a validation fold."""
-    sents = sentiment_sentences(progress=False)
+    sents = sentiment_sentences(root=checkout_data_root(__file__), progress=False)
     if len(sents) != 3000:
         raise RuntimeError(f"expected 3,000 sentences, got {len(sents)}")
     perm = np.random.RandomState(0).permutation(len(sents))

@@ -10,7 +10,7 @@ import zipfile
 import pytest
 
 from torchlight.data import ChecksumError, DataNotFoundError
-from torchlight.data.datasets import Resource, cache_dir, fetch, sha256_file
+from torchlight.data.datasets import Resource, cache_dir, checkout_data_root, fetch, sha256_file
 from torchlight.data.datasets import resources as fetch_module
 
 CONTENT = b"To be, or not to be\n"
@@ -93,6 +93,25 @@ def test_root_beats_env_beats_cache(tmp_path, monkeypatch):
     put(root, RES.path)
     assert fetch(RES, root=root) == root / RES.path
     assert fetch(RES, root=tmp_path / "elsewhere") == env / RES.path  # falls through the chain
+
+
+def test_checkout_data_root_env_then_sibling_shared_data(tmp_path, monkeypatch):
+    """$TORCHLIGHT_DATA first (None: fetch reads it), then <checkout>/../shared/data, else None."""
+    checkout = tmp_path / "repo"
+    script = checkout / "projects" / "demo" / "train.py"
+    put(checkout, "projects/demo/train.py", b"")
+    (checkout / ".git").write_text("gitdir: elsewhere\n")  # a worktree's .git is a file
+    monkeypatch.delenv("TORCHLIGHT_DATA", raising=False)
+    assert checkout_data_root(script) is None  # no shared/data beside the checkout
+    shared = tmp_path / "shared" / "data"
+    put(shared, RES.path)
+    assert checkout_data_root(script) == shared
+    assert checkout_data_root(script.parent) == shared
+    assert fetch(RES, root=checkout_data_root(script)) == shared / RES.path
+    monkeypatch.setenv("TORCHLIGHT_DATA", str(tmp_path / "env"))
+    assert checkout_data_root(script) is None
+    monkeypatch.delenv("TORCHLIGHT_DATA")
+    assert checkout_data_root(tmp_path / "not-a-checkout" / "x.py") is None  # no .git above
 
 
 def test_cache_dir_default_and_override(monkeypatch, tmp_path):

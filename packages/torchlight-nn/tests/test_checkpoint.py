@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import torchlight as tl
+import torchlight.nn as nn
 from torchlight.nn import checkpoint as ck
 from torchlight.nn.checkpoint import CheckpointError
 
@@ -229,9 +230,6 @@ def test_saved_device_and_map_location(good):
 
 
 def test_parameters_come_back_as_parameters(tmp_path):
-    nn = pytest.importorskip("torchlight.nn")
-    if not hasattr(nn, "Parameter"):
-        pytest.skip("torchlight.nn.Parameter not available yet")
     ck.save({"p": nn.Parameter(tl.randn(3)), "frozen": nn.Parameter(tl.randn(2), requires_grad=False)}, tmp_path / "p")
     out = ck.load(tmp_path / "p")
     assert isinstance(out["p"], nn.Parameter) and out["p"].requires_grad
@@ -358,10 +356,7 @@ def test_load_state_names_wrong_keys_and_shapes(tmp_path):
         ck.load_state(m, tmp_path / "l.ckpt")
 
 
-def test_with_real_nn_modules_when_available(tmp_path):
-    nn = pytest.importorskip("torchlight.nn")
-    if not hasattr(nn, "Linear") or not hasattr(nn, "Sequential"):
-        pytest.skip("torchlight.nn layers not available yet")
+def test_with_real_nn_modules(tmp_path):
     tl.manual_seed(0)
     a = nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 2))
     tl.manual_seed(1)

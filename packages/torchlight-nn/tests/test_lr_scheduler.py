@@ -278,6 +278,7 @@ def test_state_dict_round_trip_through_a_checkpoint(kind, tmp_path):
         assert opt_b.param_groups[0]["momentum"] == opt_a.param_groups[0]["momentum"]
 
 
+@pytest.mark.oracle
 def test_matches_pytorch_when_available():
     torch = pytest.importorskip("torch")
     S = torch.optim.lr_scheduler

@@ -341,6 +341,7 @@ def test_load_state_dict_errors():
         Adam(params).load_state_dict({"state": {}})
 
 
+@pytest.mark.oracle
 def test_matches_pytorch_when_available():
     """Cross-check against the real thing (skipped unless PyTorch is installed)."""
     torch = pytest.importorskip("torch")

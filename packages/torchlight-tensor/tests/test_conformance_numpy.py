@@ -1,6 +1,10 @@
 """The numpy (``cpu``) backend runs the conformance kit like every other backend."""
 
-from torchlight.testing import BackendConformance
+from tltensor_helpers import require_distribution
+
+require_distribution("torchlight-testing")
+
+from torchlight.testing import BackendConformance  # noqa: E402
 
 
 class TestNumpyConformance(BackendConformance):

@@ -1,36 +1,29 @@
 """torchlight.jit: tracing to a tape, replaying it (other batch sizes, new weights), inspecting
 it, fusing elementwise chains, and the error paths."""
 
-import importlib.util
-
 import numpy as np
 import pytest
+from tltensor_helpers import installed, needs
 
 import torchlight as tl
 from torchlight.jit import TraceError
 
-HAS_NUMBA = importlib.util.find_spec("numba") is not None
+HAS_NUMBA = installed("numba")
+HAS_NUMBA_BACKEND = installed("torchlight-backend-numba")
 
 
 def needs_numba(test):
     """numba installed; and slow, since each generated kernel takes a second or two to compile."""
     return pytest.mark.slow(
-        pytest.mark.skipif(not HAS_NUMBA, reason="numba is not installed")(test)
+        pytest.mark.skipif(not HAS_NUMBA, reason=needs("numba"))(test)
     )
 
 
-def _nn():
-    try:
-        import torchlight.nn as nn
-
-        nn.Linear  # noqa: B018 - the distribution may be present but still empty
-        return nn
-    except (ImportError, AttributeError):
-        return None
-
-
-nn = _nn()
-needs_nn = pytest.mark.skipif(nn is None, reason="torchlight-nn is not installed")
+if installed("torchlight-nn"):  # installed but failing to import is an error, not a skip
+    import torchlight.nn as nn
+else:
+    nn = None
+needs_nn = pytest.mark.skipif(nn is None, reason=needs("torchlight-nn"))
 
 
 def rand(*shape, seed=0, scale=1.0):
@@ -440,10 +433,9 @@ def test_backend_compile_capability_is_used(monkeypatch):
     "make, shape, other", [(MLP, (3, 6), (5, 6)), (Block, (3, 5, 8), (4, 5, 8))]
 )
 def test_replay_on_the_numba_backend(make, shape, other):
-    try:
-        tl.set_default_device("numba")  # the conftest fixture restores the default
-    except tl.TorchlightError:
-        pytest.skip("the numba backend is not installed")
+    if not HAS_NUMBA_BACKEND:
+        pytest.skip(needs("torchlight-backend-numba"))
+    tl.set_default_device("numba")  # the conftest fixture restores the default
     model = make()
     x, x2 = rand(*shape, seed=90), rand(*other, seed=91)
     assert x.device == "numba"
@@ -453,10 +445,9 @@ def test_replay_on_the_numba_backend(make, shape, other):
 
 
 def test_numba_backend_replay_if_available():
-    try:
-        backend = tl.get_backend("numba")
-    except tl.TorchlightError:
-        pytest.skip("the numba backend is not installed")
+    if not HAS_NUMBA_BACKEND:
+        pytest.skip(needs("torchlight-backend-numba"))
+    backend = tl.get_backend("numba")
     x = rand(8, 6, seed=88).to("numba")
     tape = tl.jit.trace(gelu_tanh, x)
     assert tape.backend is backend

@@ -166,3 +166,29 @@ def np_softmax(x, axis):
 def np_log_softmax(x, axis):
     m = x.max(axis=axis, keepdims=True)
     return x - m - np.log(np.exp(x - m).sum(axis=axis, keepdims=True))
+
+
+def installed(name: str) -> bool:
+    """Whether the distribution ``name`` is installed (its metadata, not whether it imports)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version(name)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+def needs(name: str) -> str:
+    """The skip reason for a test that needs the distribution ``name``."""
+    return f"needs the distribution {name} (pip install {name})"
+
+
+def require_distribution(name: str) -> None:
+    """Skip the calling test module when the distribution ``name`` is not installed (``nox -s
+    minimal`` installs only autograd and tensor). Only absence skips: an installed distribution that
+    fails to import is an error, never a skip."""
+    import pytest
+
+    if not installed(name):
+        pytest.skip(needs(name), allow_module_level=True)

@@ -52,6 +52,7 @@ from .tensor.errors import (  # noqa: E402
     BackendError,
     DeviceUnavailableError,
     DTypeError,
+    OutOfMemoryError,
     ShapeError,
     TensorIndexError,
 )

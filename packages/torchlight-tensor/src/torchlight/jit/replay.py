@@ -17,10 +17,15 @@ Because a changed size is recognised by its value, trace with sizes that differ 
 dimensions (a size traced as 1 cannot be replayed as another size, since every size-1 dim would
 match); the replay refuses ambiguous cases it can see (a traced size that changes in one input
 dim and stays in another).
+
+**Validation.** A replay calls each ``Function.forward`` directly, so every check that must hold on
+new data — index and target ranges, index dtypes — lives in ``forward`` (not in the op's Python
+wrapper) and runs here as in eager mode; a bad index raises the same ``TensorIndexError``.
 """
 
 from torchlight.autograd.function import Context, Function
 from torchlight.autograd.grad_mode import GradMode
+from torchlight.tensor.errors import TensorIndexError
 
 from .tape import Slot, TraceError
 
@@ -258,6 +263,8 @@ def run_node(node, vals, sizes):
             out = node.fn.apply(*args, **kwargs)
     except TraceError:
         raise
+    except TensorIndexError as exc:  # bad index data, not a tape that cannot take the shapes: as eager
+        raise TensorIndexError(f"{exc} (replaying op #{node.index} {node.op!r} of a tape)") from exc
     except Exception as exc:
         raise TraceError(_disagree(node, vals, f"{type(exc).__name__}: {exc}")) from exc
     if sizes and not _shape_ok(out.shape, node.shape, sizes):

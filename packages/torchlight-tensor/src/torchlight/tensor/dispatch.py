@@ -9,7 +9,7 @@ shape, expand inputs with stride 0, cast to a common dtype, allocate ``out``, th
 import operator
 
 from .backend.protocol import HOST_MEMORY
-from .errors import BackendError, DTypeError, ShapeError, TensorIndexError
+from .errors import BackendError, DTypeError, OutOfMemoryError, ShapeError, TensorIndexError
 from .indexing import shape_broadcast
 from .storage import TensorData
 
@@ -33,6 +33,8 @@ __all__ = [
     "index_range",
     "normalize_dim",
     "normalize_dims",
+    "too_big",
+    "MAX_NUMEL",
 ]
 
 Tensor = None  # bound by tensor.py once the class exists (avoids an import cycle)
@@ -59,13 +61,35 @@ def alloc(shape, dtype, backend):
     n = 1
     for s in shape:
         n *= s
-    td.storage = backend.empty(n, dtype)
+    try:
+        td.storage = backend.empty(n, dtype)
+    except (MemoryError, ValueError, OverflowError) as exc:  # numpy: "Maximum allowed dimension exceeded"
+        raise too_big(shape, dtype, backend, exc) from exc
     td.shape = shape
     td.strides = _cstrides(shape)
     td.offset = 0
     td.size = n
     td.cache = None
     return wrap(td, backend, dtype)
+
+
+MAX_NUMEL = 2**60
+"""More elements than any backend can address (an exbibyte even of bools; byte offsets are int64):
+refused up front, before numpy fails with a message that names no size."""
+
+
+def too_big(shape, dtype, backend, reason=None):
+    """The error for a tensor of ``shape`` that cannot be allocated (``reason``: the backend's)."""
+    n = 1
+    for s in shape:
+        n *= s
+    nbytes = n * dtype.itemsize
+    why = f" ({type(reason).__name__}: {reason})" if reason is not None else ""
+    return OutOfMemoryError(
+        f"cannot allocate a tensor of size {tuple(shape)} and dtype {dtype} on {backend.name!r}: "
+        f"{n} elements, {nbytes} bytes (~{nbytes / 2**30:.3g} GiB){why}. Use a smaller size, or "
+        "process the data in chunks"
+    )
 
 
 _STRIDES_CACHE = {}
@@ -277,10 +301,16 @@ def set_index_range(t, lo, hi):
 
 
 def index_range(t):
-    """``(lo, hi)`` of an int64 tensor: from the record when still valid, else by reading it."""
+    """``(lo, hi)`` of an int64 tensor: from the record when still valid, else by reading it.
+
+    An empty tensor has the empty range ``(0, -1)``, which passes every bounds check. The record
+    is a fast path only: the backends' kernels check every index themselves (``backend/bounds.py``).
+    """
     rec = t.__dict__.get("_index_range")
     if rec is not None and rec[2] == t._version[0]:
         return rec[0], rec[1]
+    if t._td.size == 0:
+        return 0, -1
     arr = t.backend.to_numpy(t._td)
     lo, hi = int(arr.min()), int(arr.max())
     set_index_range(t, lo, hi)

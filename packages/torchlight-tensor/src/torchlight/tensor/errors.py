@@ -15,6 +15,7 @@ __all__ = [
     "TensorIndexError",
     "BackendError",
     "DeviceUnavailableError",
+    "OutOfMemoryError",
 ]
 
 
@@ -36,3 +37,7 @@ class BackendError(TorchlightError, RuntimeError):
 
 class DeviceUnavailableError(BackendError):
     """The backend exists but its hardware or runtime is missing (e.g. CUDA without a GPU)."""
+
+
+class OutOfMemoryError(TorchlightError, MemoryError):
+    """A tensor too large to allocate: more bytes than the device has, or a size that overflows."""

@@ -12,8 +12,8 @@ import numpy as np
 from . import dtypes
 from .backend.protocol import HOST_MEMORY
 from .backend.registry import get_backend
-from .dispatch import alloc, set_index_range, wrap
-from .errors import DTypeError, ShapeError
+from .dispatch import MAX_NUMEL, alloc, set_index_range, wrap
+from .errors import DTypeError, OutOfMemoryError, ShapeError
 from .random import rng_of
 from .storage import TensorData
 
@@ -30,6 +30,12 @@ def _shape(size):
     shape = tuple(int(s) for s in size)
     if any(s < 0 for s in shape):
         raise ShapeError(f"negative dimension in size {shape}")
+    n = 1
+    for s in shape:
+        n *= s
+    if n > MAX_NUMEL:  # before numpy builds host data for it (its message names no size)
+        raise OutOfMemoryError(f"a tensor of size {shape} would have {n} elements, more than any "
+                               f"device can address ({MAX_NUMEL}); use a smaller size")
     return shape
 
 

@@ -396,7 +396,14 @@ class Tensor(TensorConveniences):
         """
         if self.requires_grad:
             raise AutogradError("can't call numpy() on a tensor that requires grad; use .detach().numpy()")
-        return self.numpy_view()
+        arr = self.numpy_view()
+        st = self._td.storage
+        if "_index_range" in self.__dict__ and isinstance(st, np.ndarray) and np.may_share_memory(arr, st):
+            # the caller may write through this shared view without a version bump: forget the
+            # index bounds on record so the next index check reads the values (the kernels
+            # check anyway); a device backend's host copy keeps them
+            del self.__dict__["_index_range"]
+        return arr
 
     def to_numpy(self):
         """A numpy copy of the data, whatever the tensor's grad state or device.
@@ -1501,10 +1508,11 @@ class Tensor(TensorConveniences):
         if not advanced:
             dispatch.view_of(self, index.basic_view(self._td, norm)).copy_(value)
             return
-        # Advanced assignment goes through the host: correct on every backend, if not fast.
+        # Advanced assignment goes through the host: correct on every backend, if not fast. The
+        # positions are computed (and every index checked) as for reading x[idx].
+        positions = index.host_positions(self, norm)
         arr = self.to_numpy()
-        host = tuple(i.to_numpy() if isinstance(i, Tensor) else i for i in norm)
-        arr[host] = value.to_numpy() if isinstance(value, Tensor) else value
+        arr.reshape(-1)[positions] = value.to_numpy() if isinstance(value, Tensor) else value
         self.copy_(_host(arr, self))
         self._version[0] -= 1
 

@@ -11,7 +11,8 @@ A backend package runs the whole kit with three lines::
 The tests call the backend's primitives directly on ``TensorData`` views in every layout
 (:mod:`.strategies`) and compare with float64 numpy references (:mod:`.catalog`); a few more go
 through the public tensor API on the device (fallback paths, autograd, a short training run).
-Each test names the op, dtype and layout that failed.
+Each test names the op, dtype and layout that failed. :mod:`.bounds` feeds every indexing
+primitive out-of-range indices (the bounds-safety guarantee of the contract).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from torchlight.tensor.backend.protocol import API_VERSION, MAP_OPS, REDUCE_OPS,
 from torchlight.tensor.backend.registry import backend_status, get_backend
 from torchlight.tensor.storage import TensorData
 
+from .bounds import BoundsConformance
 from .catalog import (
     ALL,
     FLOAT,
@@ -71,7 +73,7 @@ def assert_close(got, want, dtype, spec=None, what=""):
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=atol, err_msg=what)
 
 
-class BackendConformance(FusedConformance):
+class BackendConformance(FusedConformance, BoundsConformance):
     """Subclass with ``backend_name`` (and optionally ``size_profile``); pytest collects it."""
 
     backend_name: str = "numpy"

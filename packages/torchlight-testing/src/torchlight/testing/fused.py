@@ -6,7 +6,8 @@ A mixin of :class:`~torchlight.testing.BackendConformance` (which supplies ``be`
 float64 numpy: ``softmax = exp(x - lse)``, layer norm's two-pass statistics and its backward
 ``dx = r (ĝ - mean ĝ - x̂ mean(ĝ x̂))``, and for cross-entropy ``ℓ_i = w_i (lse_i - x[i, t_i])``
 with gradient ``g_i w_i (softmax(x_i) - onehot(t_i))``. Inputs include rows of ±1e4 (a kernel
-that forgets to subtract the max overflows), one-element rows, empty batches and every layout.
+that forgets to subtract the max overflows), rows at the float32 limit (±3e38: a kernel that
+saves ``lse = m + log s`` loses ``log s`` there), one-element rows, empty batches and every layout.
 """
 
 from __future__ import annotations
@@ -167,6 +168,11 @@ class FusedConformance:
         big[0] = 1e4
         big[1, :] = -1e4
         yield "large", big, ("contiguous", "permuted")
+        # float32's extremes: a row of equal maxima and a row of ±1e30 (PyTorch is exact on both)
+        huge = rng.uniform(-1.0, 1.0, size=(R, C)).astype(dtype)
+        huge[1] = 3e38  # rows 1 and 2: every third row, from 0, has weight 0
+        huge[2, 0], huge[2, 1:] = 1e30, -1e30
+        yield "float32-limit", huge, ("contiguous",)
         yield "one-class", sample(rng, (R, 1), dtype), ("contiguous", "sliced")
         yield "empty", sample(rng, (0, C), dtype), ("contiguous",)
 
@@ -181,12 +187,13 @@ class FusedConformance:
 
     @staticmethod
     def _cross_entropy_ref(x, t, w):
+        """``(m, logs, loss)`` in float64: the row max, ``log Σ exp(x - m)`` and the weighted loss."""
         n = x.shape[0]
         x64 = _f64(x)
         m = x64.max(axis=1, keepdims=True) if n else np.zeros((0, 1))
-        lse = (np.log(np.exp(x64 - m).sum(axis=1, keepdims=True)) + m)[:, 0]
-        loss = np.where(w != 0, _f64(w) * (lse - x64[np.arange(n), t]), 0.0)
-        return lse, loss
+        logs = np.log(np.exp(x64 - m).sum(axis=1, keepdims=True))[:, 0]
+        loss = np.where(w != 0, _f64(w) * ((m[:, 0] - x64[np.arange(n), t]) + logs), 0.0)
+        return m[:, 0], logs, loss
 
     @pytest.mark.parametrize("dtype", FLOAT)
     def test_cross_entropy(self, dtype):
@@ -195,19 +202,24 @@ class FusedConformance:
         be = self.be
         for name, x, lays in self._cross_entropy_inputs(dtype):
             t, w = self._cross_entropy_targets(x, _rng("xent-t", name, dtype))
-            scale = max(1.0, float(np.abs(_f64(x)).max(initial=0.0)))
+            # the loss is a difference of logits: its error scales with their magnitude, except
+            # that (m - x_t) is exact when x_t is the max (the float32-limit rows)
+            scale = max(1.0, float(np.abs(_f64(x)).max(initial=0.0))) if name != "float32-limit" else 1.0
             tol = 1e-6 if dtype == "float32" else 1e-13
             for k, lay in enumerate(lays):
                 xt, xv = make_view(be, x, lay)  # a broadcast x repeats its first row
-                want_lse, want_loss = self._cross_entropy_ref(xv, t, w)
+                _, want_logs, want_loss = self._cross_entropy_ref(xv, t, w)
                 out_lay = OUT_LAYOUTS[k % len(OUT_LAYOUTS)]
-                loss, lse = empty_view(be, (x.shape[0],), dtype, out_lay), empty_view(be, (x.shape[0],), dtype)
-                be.cross_entropy(xt, make_view(be, t, "offset")[0], make_view(be, w, "sliced")[0], loss, lse)
+                loss, logs = empty_view(be, (x.shape[0],), dtype, out_lay), empty_view(be, (x.shape[0],), dtype)
+                be.cross_entropy(xt, make_view(be, t, "offset")[0], make_view(be, w, "sliced")[0], loss, logs)
                 what = f"cross_entropy {dtype} {name} x={lay} loss={out_lay}"
-                np.testing.assert_allclose(read(be, lse), want_lse, rtol=tol, atol=tol * scale, err_msg=what + " (lse)")
+                np.testing.assert_allclose(read(be, logs), want_logs, rtol=tol, atol=tol, err_msg=what + " (logs)")
                 got = read(be, loss)
+                if name == "float32-limit":  # only rows whose target is the max are exact there
+                    exact = _f64(xv)[np.arange(x.shape[0]), t] == _f64(xv).max(axis=1)
+                    got, want_loss = got[exact], want_loss[exact]
                 np.testing.assert_allclose(got, want_loss, rtol=10 * tol, atol=10 * tol * scale, err_msg=what)
-                assert np.all(got[w == 0] == 0), what + ": rows of weight 0 must give exactly 0"
+                assert np.all(read(be, loss)[w == 0] == 0), what + ": rows of weight 0 must give exactly 0"
 
     @pytest.mark.parametrize("dtype", FLOAT)
     def test_cross_entropy_backward(self, dtype):
@@ -221,14 +233,15 @@ class FusedConformance:
             tol = 1e-5 if dtype == "float32" else 1e-12
             for k, lay in enumerate(lays):
                 xt, xv = make_view(be, x, lay)
-                lse = self._cross_entropy_ref(xv, t, w)[0].astype(dtype)  # what the kernel is given
-                want = np.exp(_f64(xv) - _f64(lse)[:, None])
+                m, logs, _ = self._cross_entropy_ref(xv, t, w)
+                logs = logs.astype(dtype)  # what the kernel is given
+                want = np.exp((_f64(xv) - m[:, None]) - _f64(logs)[:, None])
                 want[np.arange(x.shape[0]), t] -= 1
                 want *= (_f64(g) * _f64(w))[:, None]
                 out_lay = OUT_LAYOUTS[k % len(OUT_LAYOUTS)]
                 dx = empty_view(be, x.shape, dtype, out_lay)
                 be.cross_entropy_backward(xt, make_view(be, t)[0], make_view(be, w)[0],
-                                          make_view(be, lse, "offset")[0], make_view(be, g, "sliced")[0], dx)
+                                          make_view(be, logs, "offset")[0], make_view(be, g, "sliced")[0], dx)
                 what = f"cross_entropy_backward {dtype} {name} x={lay} dx={out_lay}"
                 got = read(be, dx)
                 np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=what)

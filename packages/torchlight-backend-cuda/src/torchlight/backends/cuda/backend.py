@@ -15,6 +15,7 @@ dtype, ndim) on first use and cached; numba compiles each for the argument types
 import numpy as np
 from numba import cuda
 
+from torchlight.tensor.backend.bounds import FLAG_LEN, OPS, raise_if_flagged
 from torchlight.tensor.backend.protocol import API_VERSION
 from torchlight.tensor.errors import BackendError
 from torchlight.tensor.indexing import prod
@@ -72,6 +73,13 @@ def _rows(views, dim):
     return oshape, nrows, shape[dim], per
 
 
+def _rank_error(op, *views):
+    """The index kernels walk every operand with the iteration shape's strides: operands of the
+    wrong rank (a core bug, not a user's) would be read past their stride arrays."""
+    raise BackendError(f"cuda backend: {op} got operands of shapes {[v.shape for v in views]}, "
+                       "outside the contract (protocol.py)")
+
+
 class CudaBackend:
     """numba-cuda implementation of the backend contract (see ``torchlight.tensor.backend.protocol``)."""
 
@@ -101,6 +109,29 @@ class CudaBackend:
             return "numba CUDA simulator" if SIMULATOR else "unknown CUDA device"
         return name.decode() if isinstance(name, bytes) else str(name)
 
+    # --- bounds flag ---------------------------------------------------------------------------
+    # Index kernels record an out-of-range index in one host-mapped int64 array (the device
+    # writes it over the bus, the host reads it without a copy). Reading it right after each
+    # launch would make the host wait for the device at every index op, so it is read where the
+    # host waits anyway — every device->host copy — and by check_errors(), like PyTorch's device
+    # asserts, which also surface at the next synchronising call.
+    _flag = None
+
+    def _bounds_flag(self):
+        if CudaBackend._flag is None:
+            f = cuda.mapped_array(FLAG_LEN, dtype=np.int64)
+            f[:] = 0
+            CudaBackend._flag = f
+        return CudaBackend._flag
+
+    def check_errors(self):
+        """Wait for the device and raise the ``TensorIndexError`` of an index kernel that met an
+        index out of range since the last check (``torchlight.tensor.backend.bounds``)."""
+        if CudaBackend._flag is not None:
+            if not SIMULATOR:
+                cuda.synchronize()
+            raise_if_flagged(CudaBackend._flag)
+
     # --- storage -------------------------------------------------------------------------------
     def empty(self, n, dtype):
         """Allocate uninitialised storage for ``n`` elements of ``dtype``, with CUDA kernels on device memory.
@@ -123,13 +154,16 @@ class CudaBackend:
         """
         st = view.storage
         if view.size == 0:
+            self.check_errors()
             return np.empty(view.shape, dtype=st.dtype)
         if view.is_contiguous():
             packed = st[view.offset:view.offset + view.size]
         else:  # pack on the device first, so exactly the view's bytes cross the bus
             packed = cuda.device_array(view.size, dtype=st.dtype)
             self._copy_into(view, packed)
-        return transfers.to_host(packed).reshape(view.shape)
+        host = transfers.to_host(packed).reshape(view.shape)  # waits for the device
+        self.check_errors()
+        return host
 
     # --- DLPack (the "dlpack" capability; see .dlpack) -------------------------------------------
     def dlpack_source(self, view):
@@ -286,32 +320,37 @@ class CudaBackend:
                out.storage, obs, out.offset, out.strides[-2], out.strides[-1], bshape, nbatch, n, kk, m)
 
     # --- indexing ------------------------------------------------------------------------------
-    def _gather(self, a, dim, index_strides, index, out):
+    def _gather(self, a, dim, index_strides, index, out, op):
         if out.size == 0:
             return
         nd = len(out.shape)
         k = cached(("gather", nd), lambda: X.gather_kernel(nd))
         launch(k, *grid_1d(out.size), a.storage, tuple(a.strides), a.offset, a.strides[dim], dim,
-               index.storage, tuple(index_strides), index.offset, out.storage, tuple(out.strides),
-               out.offset, tuple(out.shape), out.size)
+               a.shape[dim], index.storage, tuple(index_strides), index.offset, out.storage,
+               tuple(out.strides), out.offset, tuple(out.shape), out.size, self._bounds_flag(),
+               OPS.index(op))
 
     def take(self, a, dim, index, out):
         """``out = a.index_select(dim, index)`` for an ``int64`` index view, with CUDA kernels on device memory.
 
         The contract is :meth:`Backend.take <torchlight.tensor.backend.protocol.Backend.take>`.
         """
+        if len(index.shape) != 1 or len(out.shape) != len(a.shape):
+            _rank_error("take", a, index, out)
         strides = [0] * len(out.shape)
         strides[dim] = index.strides[0]
-        self._gather(a, dim, strides, index, out)
+        self._gather(a, dim, strides, index, out, "take")
 
     def gather(self, a, dim, index, out):
         """``out = a.gather(dim, index)`` (PyTorch semantics), with CUDA kernels on device memory.
 
         The contract is :meth:`Backend.gather <torchlight.tensor.backend.protocol.Backend.gather>`.
         """
-        self._gather(a, dim, index.strides, index, out)
+        if not len(a.shape) == len(index.shape) == len(out.shape):
+            _rank_error("gather", a, index, out)
+        self._gather(a, dim, index.strides, index, out, "gather")
 
-    def _scatter_add(self, out, dim, shape, index_strides, index, src):
+    def _scatter_add(self, out, dim, shape, index_strides, index, src, op):
         n = 1
         for s in shape:
             n *= s
@@ -320,24 +359,28 @@ class CudaBackend:
         nd = len(shape)
         k = cached(("scatter_add", nd), lambda: X.scatter_add_kernel(nd))
         launch(k, *grid_1d(n), out.storage, tuple(out.strides), out.offset, out.strides[dim], dim,
-               index.storage, tuple(index_strides), index.offset, src.storage, tuple(src.strides),
-               src.offset, tuple(shape), n)
+               out.shape[dim], index.storage, tuple(index_strides), index.offset, src.storage,
+               tuple(src.strides), src.offset, tuple(shape), n, self._bounds_flag(), OPS.index(op))
 
     def put_add(self, out, dim, index, src):
         """``out.index_add_(dim, index, src)`` in place: rows of ``src`` added at ``index`` (repeats add up), with CUDA kernels on device memory.
 
         The contract is :meth:`Backend.put_add <torchlight.tensor.backend.protocol.Backend.put_add>`.
         """
+        if len(index.shape) != 1 or len(out.shape) != len(src.shape):
+            _rank_error("put_add", out, index, src)
         strides = [0] * len(src.shape)
         strides[dim] = index.strides[0]
-        self._scatter_add(out, dim, src.shape, strides, index, src)
+        self._scatter_add(out, dim, src.shape, strides, index, src, "put_add")
 
     def scatter_add(self, out, dim, index, src):
         """``out.scatter_add_(dim, index, src)`` in place (PyTorch semantics; repeats add up), with CUDA kernels on device memory.
 
         The contract is :meth:`Backend.scatter_add <torchlight.tensor.backend.protocol.Backend.scatter_add>`.
         """
-        self._scatter_add(out, dim, index.shape, index.strides, index, src)
+        if not len(out.shape) == len(index.shape) == len(src.shape):
+            _rank_error("scatter_add", out, index, src)
+        self._scatter_add(out, dim, index.shape, index.strides, index, src, "scatter_add")
 
     # --- fused capabilities ----------------------------------------------------------------------
     def softmax(self, a, dim, out, log=False):
@@ -423,35 +466,40 @@ class CudaBackend:
         columns so that every operand's rows coalesce alike."""
         return _rows((*mats, *(v.unsqueeze(1) for v in vectors)), 1)
 
-    def cross_entropy(self, x, target, weight, loss, lse):
-        """Capability ``cross_entropy``: per-row ``loss = weight·(lse - x[i, target])`` and ``lse = logsumexp(x, 1)`` of logits ``x`` (N, C), with CUDA kernels on device memory.
+    def cross_entropy(self, x, target, weight, loss, logs):
+        """Capability ``cross_entropy``: per-row losses of logits ``x`` (N, C),
+        ``loss = weight·((m - x[i, target]) + logs)`` with ``m = max(x, 1)`` and
+        ``logs = log Σ exp(x - m)`` (saved for the backward), with CUDA kernels on device memory.
 
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
         """
         if x.shape[0] == 0:
             return
         oshape, nrows, C, ((xs, xo, xl), (ts, to, _), (ws, wo, _), (ls, lo, _), (es, eo, _)) = \
-            self._ce_rows((x,), (target, weight, loss, lse))
+            self._ce_rows((x,), (target, weight, loss, logs))
         acc = _acc(x.storage.dtype)
         k = cached(("cross_entropy", str(acc), len(oshape)),
                    lambda: CE.cross_entropy_kernel(acc, len(oshape)))
         launch(k, *grid_rows(nrows), x.storage, xs, xo, xl, target.storage, ts, to, weight.storage,
-               ws, wo, loss.storage, ls, lo, lse.storage, es, eo, oshape, nrows, C)
+               ws, wo, loss.storage, ls, lo, logs.storage, es, eo, oshape, nrows, C, self._bounds_flag(),
+               OPS.index("cross_entropy"))
 
-    def cross_entropy_backward(self, x, target, weight, lse, g, dx):
-        """Capability ``cross_entropy``: ``dx = g·weight·(softmax(x) - onehot(target))``, zero on rows of weight 0, with CUDA kernels on device memory.
+    def cross_entropy_backward(self, x, target, weight, logs, g, dx):
+        """Capability ``cross_entropy``: ``dx = g·weight·(exp((x - m) - logs) - onehot(target))``
+        (the softmax from the saved ``logs``), zero on rows of weight 0, with CUDA kernels on device memory.
 
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
         """
         if x.shape[0] == 0:
             return
-        oshape, nrows, C, per = self._ce_rows((x, dx), (target, weight, lse, g))
+        oshape, nrows, C, per = self._ce_rows((x, dx), (target, weight, logs, g))
         (xs, xo, xl), (ds, do, dl), (ts, to, _), (ws, wo, _), (es, eo, _), (gs, go, _) = per
         acc = _acc(dx.storage.dtype)
         k = cached(("cross_entropy_bw", str(acc), len(oshape)),
                    lambda: CE.cross_entropy_backward_kernel(acc, len(oshape)))
         launch(k, *grid_rows(nrows), x.storage, xs, xo, xl, target.storage, ts, to, weight.storage,
-               ws, wo, lse.storage, es, eo, g.storage, gs, go, dx.storage, ds, do, dl, oshape, nrows, C)
+               ws, wo, logs.storage, es, eo, g.storage, gs, go, dx.storage, ds, do, dl, oshape, nrows, C,
+               self._bounds_flag(), OPS.index("cross_entropy_backward"))
 
     # --- fused optimizer update ------------------------------------------------------------------
     def adam_step(self, p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,

@@ -11,6 +11,12 @@ last), each row a strided loop.
 scatter-add: ``out[i with i[dim] := index[i]] += src[i]``. Two elements can hit the same output
 only if they differ in ``dim`` alone, so ``backend.py`` moves ``dim`` last and ``prange`` runs
 over rows: each output row is owned by one thread and repeated indices accumulate without races.
+
+Bounds: an index outside ``[0, n)`` (``n`` the size of the indexed dimension) is never followed.
+The kernel skips that element (gather writes 0 there) and records it in ``flag`` —
+``torchlight.tensor.backend.bounds``' layout ``[hit, value, size, op]`` — which the backend
+reads after the launch and turns into a ``TensorIndexError``. Racing threads may both record; each
+writes a bad value, so whichever write lands names a real offender.
 """
 
 import numpy as np
@@ -19,7 +25,7 @@ from numba import prange
 
 from ._jit import helper, kernel
 
-__all__ = ["gather_kernel", "scatter_add_kernel"]
+__all__ = ["gather_kernel", "scatter_add_kernel", "flag_index"]
 
 
 @helper
@@ -40,8 +46,16 @@ def _row3(r, shape, dim, s1, o1, s2, o2, s3, o3):
     return p1, p2, p3
 
 
+@helper
+def flag_index(flag, value, n):
+    """Record an out-of-range index ``value`` for a dimension of size ``n`` (op code set by the caller)."""
+    flag[1] = value
+    flag[2] = n
+    flag[0] = 1
+
+
 @kernel
-def gather_kernel(a, as_, ao, dim, idx, is_, io, out, os, oo, shape, nrows):
+def gather_kernel(a, as_, ao, dim, n, idx, is_, io, out, os, oo, shape, nrows, flag):
     last = shape.size - 1
     L = shape[last]
     sa_last = as_[last] if last != dim else 0
@@ -50,12 +64,28 @@ def gather_kernel(a, as_, ao, dim, idx, is_, io, out, os, oo, shape, nrows):
     so = os[last]
     for r in prange(nrows):
         pa, pi, po = _row3(r, shape, dim, as_, ao, is_, io, os, oo)
+        if si == 0:  # one index for the whole row (take along a leading dim: embeddings)
+            k = idx[pi]
+            if k < 0 or k >= n:
+                flag_index(flag, k, n)
+                for j in range(L):
+                    out[po + j * so] = 0
+            else:  # a branch-free copy loop, as without the check
+                src = pa + k * sa_dim
+                for j in range(L):
+                    out[po + j * so] = a[src + j * sa_last]
+            continue
         for j in range(L):
-            out[po + j * so] = a[pa + j * sa_last + idx[pi + j * si] * sa_dim]
+            k = idx[pi + j * si]
+            if k < 0 or k >= n:
+                flag_index(flag, k, n)
+                out[po + j * so] = 0
+            else:
+                out[po + j * so] = a[pa + j * sa_last + k * sa_dim]
 
 
 @kernel
-def scatter_add_kernel(out, os, oo, idx, is_, io, src, ss, so, shape, nrows):
+def scatter_add_kernel(out, os, oo, n, idx, is_, io, src, ss, so, shape, nrows, flag):
     """``dim`` is the last dim of ``shape`` (moved there by the caller)."""
     last = shape.size - 1
     L = shape[last]
@@ -65,4 +95,8 @@ def scatter_add_kernel(out, os, oo, idx, is_, io, src, ss, so, shape, nrows):
     for r in prange(nrows):
         po, pi, ps = _row3(r, shape, last, os, oo, is_, io, ss, so)
         for j in range(L):
-            out[po + idx[pi + j * si] * s_out_dim] += src[ps + j * ssrc]
+            k = idx[pi + j * si]
+            if k < 0 or k >= n:
+                flag_index(flag, k, n)
+            else:
+                out[po + k * s_out_dim] += src[ps + j * ssrc]

@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 
+from torchlight.tensor.backend.bounds import new_flag, raise_if_flagged
 from torchlight.tensor.backend.numpy import NumpyBackend, as_array
 from torchlight.tensor.backend.protocol import API_VERSION
 from torchlight.tensor.errors import BackendError
@@ -85,6 +86,13 @@ def _scalar(v):
 def _kind(dtype):
     k = dtype.kind
     return "b" if k == "b" else ("f" if k == "f" else "i")
+
+
+def _rank_error(op, *views):
+    """The index kernels walk every operand with the iteration shape's strides: operands of the
+    wrong rank (a core bug, not a user's) would be read past their stride arrays."""
+    raise BackendError(f"numba backend: {op} got operands of shapes {[v.shape for v in views]}, "
+                       "outside the contract (protocol.py)")
 
 
 class NumbaBackend:
@@ -291,31 +299,40 @@ class NumbaBackend:
                         _arr(bshape), nbatch, n, k, m)
 
     # --- indexing ------------------------------------------------------------------------------
-    def _gather(self, a, dim, index_strides, index, out):
+    # The index kernels never follow an index outside [0, size): they record it in a flag that is
+    # checked right after the launch (torchlight.tensor.backend.bounds).
+    def _gather(self, op, a, dim, index_strides, index, out):
         shape = out.shape
         nrows = out.size // shape[-1] if shape[-1] else 0
         if out.size == 0:
             return
-        X.gather_kernel.pick(out.size)(a.storage, _arr(a.strides), a.offset, dim, index.storage, _arr(index_strides),
-                        index.offset, out.storage, _arr(out.strides), out.offset, _arr(shape), nrows)
+        flag = new_flag()
+        X.gather_kernel.pick(out.size)(a.storage, _arr(a.strides), a.offset, dim, a.shape[dim], index.storage,
+                        _arr(index_strides), index.offset, out.storage, _arr(out.strides), out.offset,
+                        _arr(shape), nrows, flag)
+        raise_if_flagged(flag, op)
 
     def take(self, a, dim, index, out):
         """``out = a.index_select(dim, index)`` for an ``int64`` index view, with numba-compiled CPU kernels.
 
         The contract is :meth:`Backend.take <torchlight.tensor.backend.protocol.Backend.take>`.
         """
+        if len(index.shape) != 1 or len(out.shape) != len(a.shape):
+            _rank_error("take", a, index, out)
         strides = [0] * len(out.shape)
         strides[dim] = index.strides[0]
-        self._gather(a, dim, strides, index, out)
+        self._gather("take", a, dim, strides, index, out)
 
     def gather(self, a, dim, index, out):
         """``out = a.gather(dim, index)`` (PyTorch semantics), with numba-compiled CPU kernels.
 
         The contract is :meth:`Backend.gather <torchlight.tensor.backend.protocol.Backend.gather>`.
         """
-        self._gather(a, dim, index.strides, index, out)
+        if not len(a.shape) == len(index.shape) == len(out.shape):
+            _rank_error("gather", a, index, out)
+        self._gather("gather", a, dim, index.strides, index, out)
 
-    def _scatter_add(self, out, dim, shape, index_strides, index, src):
+    def _scatter_add(self, op, out, dim, shape, index_strides, index, src):
         if 0 in shape:
             return
         nd = len(shape)
@@ -324,26 +341,32 @@ class NumbaBackend:
         nrows = 1
         for s in pshape[:-1]:
             nrows *= s
+        flag = new_flag()
         X.scatter_add_kernel.pick(nrows * pshape[-1])(out.storage, _arr([out.strides[d] for d in order]), out.offset,
-                             index.storage, _arr([index_strides[d] for d in order]), index.offset,
-                             src.storage, _arr([src.strides[d] for d in order]), src.offset,
-                             _arr(pshape), nrows)
+                             out.shape[dim], index.storage, _arr([index_strides[d] for d in order]),
+                             index.offset, src.storage, _arr([src.strides[d] for d in order]), src.offset,
+                             _arr(pshape), nrows, flag)
+        raise_if_flagged(flag, op)
 
     def put_add(self, out, dim, index, src):
         """``out.index_add_(dim, index, src)`` in place: rows of ``src`` added at ``index`` (repeats add up), with numba-compiled CPU kernels.
 
         The contract is :meth:`Backend.put_add <torchlight.tensor.backend.protocol.Backend.put_add>`.
         """
+        if len(index.shape) != 1 or len(out.shape) != len(src.shape):
+            _rank_error("put_add", out, index, src)
         strides = [0] * len(src.shape)
         strides[dim] = index.strides[0]
-        self._scatter_add(out, dim, src.shape, strides, index, src)
+        self._scatter_add("put_add", out, dim, src.shape, strides, index, src)
 
     def scatter_add(self, out, dim, index, src):
         """``out.scatter_add_(dim, index, src)`` in place (PyTorch semantics; repeats add up), with numba-compiled CPU kernels.
 
         The contract is :meth:`Backend.scatter_add <torchlight.tensor.backend.protocol.Backend.scatter_add>`.
         """
-        self._scatter_add(out, dim, index.shape, index.strides, index, src)
+        if not len(out.shape) == len(index.shape) == len(src.shape):
+            _rank_error("scatter_add", out, index, src)
+        self._scatter_add("scatter_add", out, dim, index.shape, index.strides, index, src)
 
     # --- fused capabilities ----------------------------------------------------------------------
     @staticmethod
@@ -421,34 +444,43 @@ class NumbaBackend:
         if db is not None:
             as_array(db)[...] = pb.sum(axis=0)
 
-    def cross_entropy(self, x, target, weight, loss, lse):
-        """Capability ``cross_entropy``: per-row ``loss = weight·(lse - x[i, target])`` and ``lse = logsumexp(x, 1)`` of logits ``x`` (N, C), with numba-compiled CPU kernels.
+    def cross_entropy(self, x, target, weight, loss, logs):
+        """Capability ``cross_entropy``: per-row losses of logits ``x`` (N, C),
+        ``loss = weight·((m - x[i, target]) + logs)`` with ``m = max(x, 1)`` and
+        ``logs = log Σ exp(x - m)`` (saved for the backward), with numba-compiled CPU kernels.
 
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
         """
         n, c = x.shape
         if n == 0:
             return
+        flag = new_flag()
         CE.cross_entropy_rows.pick(n * c)(x.storage, x.offset, x.strides[0], x.strides[1],
                                           target.storage, target.offset, target.strides[0],
                                           weight.storage, weight.offset, weight.strides[0],
                                           loss.storage, loss.offset, loss.strides[0],
-                                          lse.storage, lse.offset, lse.strides[0], n, c, min(n, _CHUNKS))
+                                          logs.storage, logs.offset, logs.strides[0], n, c, min(n, _CHUNKS),
+                                          flag)
+        raise_if_flagged(flag, "cross_entropy")
 
-    def cross_entropy_backward(self, x, target, weight, lse, g, dx):
-        """Capability ``cross_entropy``: ``dx = g·weight·(softmax(x) - onehot(target))``, zero on rows of weight 0, with numba-compiled CPU kernels.
+    def cross_entropy_backward(self, x, target, weight, logs, g, dx):
+        """Capability ``cross_entropy``: ``dx = g·weight·(exp((x - m) - logs) - onehot(target))``
+        (the softmax from the saved ``logs``), zero on rows of weight 0, with numba-compiled CPU kernels.
 
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
         """
         n, c = x.shape
         if n == 0:
             return
+        flag = new_flag()
         CE.cross_entropy_backward_rows.pick(n * c)(x.storage, x.offset, x.strides[0], x.strides[1],
                                                    target.storage, target.offset, target.strides[0],
                                                    weight.storage, weight.offset, weight.strides[0],
-                                                   lse.storage, lse.offset, lse.strides[0],
+                                                   logs.storage, logs.offset, logs.strides[0],
                                                    g.storage, g.offset, g.strides[0],
-                                                   dx.storage, dx.offset, dx.strides[0], dx.strides[1], n, c)
+                                                   dx.storage, dx.offset, dx.strides[0], dx.strides[1], n, c,
+                                                   flag)
+        raise_if_flagged(flag, "cross_entropy_backward")
 
     # --- fused optimizer update ------------------------------------------------------------------
     def adam_step(self, p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,

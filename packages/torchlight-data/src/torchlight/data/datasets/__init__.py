@@ -5,7 +5,9 @@
 * :func:`tatoeba_eng_fra` — 167,130 English-French pairs (translation).
 
 Data is never bundled: see :mod:`torchlight.data.datasets.resources` for where files are looked for
-(``root=``, ``$TORCHLIGHT_DATA``, ``~/.cache/torchlight``) and how they are downloaded and checked.
+(``root=``, ``$TORCHLIGHT_DATA``, ``~/.cache/torchlight``) and how they are downloaded and checked;
+:func:`checkout_data_root` adds the ``shared/data`` folder beside a source checkout for programs
+inside one (the repository's projects).
 """
 
 from .corpora import (
@@ -17,7 +19,7 @@ from .corpora import (
     tatoeba_eng_fra,
     tiny_shakespeare,
 )
-from .resources import Resource, cache_dir, fetch, sha256_file
+from .resources import Resource, cache_dir, checkout_data_root, fetch, sha256_file
 from .splits import split_text, train_val_split
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "Resource",
     "fetch",
     "cache_dir",
+    "checkout_data_root",
     "sha256_file",
     "train_val_split",
     "split_text",

@@ -31,7 +31,7 @@ from urllib.request import urlopen  # looked up at call time, so tests can monke
 
 from ..errors import ChecksumError, DataNotFoundError
 
-__all__ = ["Resource", "fetch", "cache_dir", "sha256_file", "DOWNLOAD_TIMEOUT"]
+__all__ = ["Resource", "fetch", "cache_dir", "checkout_data_root", "sha256_file", "DOWNLOAD_TIMEOUT"]
 
 DOWNLOAD_TIMEOUT = 30.0  # seconds without progress before a mirror counts as unreachable
 _BLOCK = 1 << 16
@@ -60,6 +60,27 @@ def cache_dir() -> Path:
     """``$TORCHLIGHT_CACHE`` if set, else ``~/.cache/torchlight``."""
     env = os.environ.get("TORCHLIGHT_CACHE")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "torchlight"
+
+
+def checkout_data_root(anchor: str | os.PathLike) -> Path | None:
+    """The ``root=`` a program inside a source checkout passes to the corpus functions.
+
+    The projects of the torchlight repository call ``tiny_shakespeare(root=checkout_data_root(
+    __file__))`` so that they all find their data the same way: ``$TORCHLIGHT_DATA`` when it is set
+    (``None`` is returned and :func:`fetch` reads the variable itself), else the directory
+    ``shared/data`` *beside* the checkout (``<checkout>/../shared/data``) when it exists, else
+    ``None`` — and :func:`fetch` goes on to the cache and a verified download. The checkout is the
+    nearest directory above ``anchor`` (a file or directory) that holds a ``.git`` entry (a
+    directory in a clone, a file in a ``git worktree``).
+    """
+    if os.environ.get("TORCHLIGHT_DATA"):
+        return None
+    here = Path(anchor).resolve()
+    for directory in [here, *here.parents]:
+        if (directory / ".git").exists():
+            candidate = directory.parent / "shared" / "data"
+            return candidate if candidate.is_dir() else None
+    return None
 
 
 def sha256_file(path: str | os.PathLike) -> str:

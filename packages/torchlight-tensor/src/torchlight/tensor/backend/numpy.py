@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from .bounds import check_host
 from .protocol import API_VERSION, BackendSpec
 
 __all__ = ["NumpyBackend", "SPEC", "as_array", "blas_operands"]
@@ -41,17 +42,25 @@ def blas_operands(x, y):
     return x, y
 
 
-try:  # optional accelerator; math.erf below is exact to libm precision, just slower
-    from scipy.special import erf as _erf
-except ImportError:  # pragma: no cover - depends on the environment
-    _erf_py = np.frompyfunc(math.erf, 1, 1)
+_erf_py = np.frompyfunc(math.erf, 1, 1)
 
-    def _erf(x, out=None):
-        r = _erf_py(x).astype(x.dtype, copy=False)
-        if out is None:
-            return r
-        out[...] = r
-        return out
+
+def _erf_libm(x, out=None):
+    """``erf`` elementwise through ``math.erf`` (libm precision, one Python call per element): the
+    fallback when scipy is not installed. ``x`` may be 0-d, where ``frompyfunc`` returns a bare
+    Python float rather than an array, so the result is converted with ``np.asarray``."""
+    x = np.asarray(x)
+    r = np.asarray(_erf_py(x), dtype=x.dtype if x.dtype.kind == "f" else np.float64)
+    if out is None:
+        return r
+    out[...] = r
+    return out
+
+
+try:  # optional accelerator, vectorised; the libm fallback gives the same values, just slower
+    from scipy.special import erf as _erf
+except ImportError:  # pragma: no cover - depends on the environment (nox -s minimal runs without it)
+    _erf = _erf_libm
 
 
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
@@ -166,6 +175,14 @@ _ZIP = {
 _REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
+def _ce_shift(x):
+    """Each row's max, or 0 where that is ±inf (as PyTorch's logsumexp): cross-entropy's shift."""
+    m = x.max(axis=1)
+    if not np.isfinite(m).all():
+        m = np.where(np.isinf(m), 0, m).astype(x.dtype)
+    return m
+
+
 class NumpyBackend:
     """numpy implementation of the backend contract (see ``protocol.py``)."""
 
@@ -238,20 +255,25 @@ class NumpyBackend:
         x, y = blas_operands(as_array(a), as_array(b))
         np.matmul(x, y, out=as_array(out))
 
+    # Indexing primitives check their index on the host first (bounds.py): numpy would wrap a
+    # negative index silently and raise a bare IndexError for a large one.
     def take(self, a, dim, index, out):
         """``out = a.index_select(dim, index)`` for an ``int64`` index view, with numpy on the host.
 
         The contract is :meth:`Backend.take <torchlight.tensor.backend.protocol.Backend.take>`.
         """
-        as_array(out)[...] = np.take(as_array(a), as_array(index), axis=dim)
+        x, idx = as_array(a), as_array(index)
+        check_host("take", idx, x.shape[dim])
+        as_array(out)[...] = np.take(x, idx, axis=dim)
 
     def put_add(self, out, dim, index, src):
         """``out.index_add_(dim, index, src)`` in place: rows of ``src`` added at ``index`` (repeats add up), with numpy on the host.
 
         The contract is :meth:`Backend.put_add <torchlight.tensor.backend.protocol.Backend.put_add>`.
         """
-        o = as_array(out)
-        np.add.at(o, (slice(None),) * dim + (as_array(index),), as_array(src))
+        o, idx = as_array(out), as_array(index)
+        check_host("put_add", idx, o.shape[dim])
+        np.add.at(o, (slice(None),) * dim + (idx,), as_array(src))
 
     def gather(self, a, dim, index, out):
         """``out = a.gather(dim, index)`` (PyTorch semantics), with numpy on the host.
@@ -259,6 +281,7 @@ class NumpyBackend:
         The contract is :meth:`Backend.gather <torchlight.tensor.backend.protocol.Backend.gather>`.
         """
         idx = as_array(index)
+        check_host("gather", idx, as_array(a).shape[dim])
         # PyTorch lets index be smaller than the input in the other dims: read only that corner
         x = as_array(a)[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(idx.shape))]
         as_array(out)[...] = np.take_along_axis(x, idx, axis=dim)
@@ -269,6 +292,7 @@ class NumpyBackend:
         The contract is :meth:`Backend.scatter_add <torchlight.tensor.backend.protocol.Backend.scatter_add>`.
         """
         idx = as_array(index)
+        check_host("scatter_add", idx, as_array(out).shape[dim])
         grid = list(np.indices(idx.shape, sparse=True))
         grid[dim] = idx
         s = as_array(src)[tuple(slice(0, n) for n in idx.shape)]
@@ -281,6 +305,8 @@ class NumpyBackend:
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
         """
         x = as_array(a)
+        if x.size == 0:  # numpy's max has no identity for an empty row
+            return
         shifted = x - x.max(axis=dim, keepdims=True)
         e = np.exp(shifted)
         s = e.sum(axis=dim, keepdims=True)
@@ -295,6 +321,8 @@ class NumpyBackend:
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
         """
         yv, gv = as_array(y), as_array(g)
+        if yv.size == 0:
+            return
         if log:  # dx = g - softmax(x) * sum(g)
             np.subtract(gv, np.exp(yv) * gv.sum(axis=dim, keepdims=True), out=as_array(out))
         else:  # dx = y * (g - sum(g * y))
@@ -335,36 +363,44 @@ class NumpyBackend:
         if db is not None:
             as_array(db)[...] = gv.sum(axis=lead)
 
-    def cross_entropy(self, x, target, weight, loss, lse):
-        """Capability ``cross_entropy``: per-row ``loss = weight·(lse - x[i, target])`` and ``lse = logsumexp(x, 1)`` of logits ``x`` (N, C), with numpy on the host.
+    def cross_entropy(self, x, target, weight, loss, logs):
+        """Capability ``cross_entropy``: per-row losses of logits ``x`` (N, C),
+        ``loss = weight·((m - x[i, target]) + logs)`` with ``m = max(x, 1)`` and
+        ``logs = log Σ exp(x - m)`` (saved for the backward), with numpy on the host.
 
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
         """
         xv, t, w = as_array(x), as_array(target), as_array(weight)
         if xv.shape[0] == 0:
             return
-        m = xv.max(axis=1)
-        e = np.subtract(xv, m[:, None])
-        np.exp(e, out=e)
-        log_s = np.log(e.sum(axis=1))
+        check_host("cross_entropy", t, xv.shape[1])
+        m = _ce_shift(xv)
         picked = np.take_along_axis(xv, t[:, None], axis=1)[:, 0]
-        as_array(lse)[...] = log_s + m
-        # log_s + (m - x_t), not lse - x_t: with |x| ~ 1e4 in float32, lse has already lost
-        # the low digits of log_s that the loss consists of
-        with np.errstate(invalid="ignore"):
-            as_array(loss)[...] = np.where(w != 0, w * (log_s + (m - picked)), 0)
+        # inf - inf = NaN and log 0 = -inf (rows holding ±inf) are PyTorch's answers too
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            e = np.subtract(xv, m[:, None])
+            np.exp(e, out=e)
+            log_s = np.log(e.sum(axis=1))
+            as_array(logs)[...] = log_s
+            # (m - x_t) + log_s, not lse - x_t: with |x| ~ 1e4 in float32, lse = m + log_s has
+            # already lost the low digits of log_s that the loss consists of (near 3e38, all)
+            as_array(loss)[...] = np.where(w != 0, w * ((m - picked) + log_s), 0)
 
-    def cross_entropy_backward(self, x, target, weight, lse, g, dx):
-        """Capability ``cross_entropy``: ``dx = g·weight·(softmax(x) - onehot(target))``, zero on rows of weight 0, with numpy on the host.
+    def cross_entropy_backward(self, x, target, weight, logs, g, dx):
+        """Capability ``cross_entropy``: ``dx = g·weight·(exp((x - m) - logs) - onehot(target))``
+        (the softmax from the saved ``logs``), zero on rows of weight 0, with numpy on the host.
 
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
         """
         xv, t, w = as_array(x), as_array(target), as_array(weight)
         if xv.shape[0] == 0:
             return
+        check_host("cross_entropy_backward", t, xv.shape[1])
         d = as_array(dx)  # written in place: this is the biggest array of a language model's step
-        np.subtract(xv, as_array(lse)[:, None], out=d)
-        np.exp(d, out=d)
+        with np.errstate(invalid="ignore", over="ignore"):
+            np.subtract(xv, _ce_shift(xv)[:, None], out=d)
+            d -= as_array(logs)[:, None]
+            np.exp(d, out=d)
         d[np.arange(xv.shape[0]), t] -= 1
         d *= (as_array(g) * w)[:, None]
         if not w.all():  # 0 · inf would leave NaN in a dropped row

@@ -24,10 +24,12 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
 
     "softmax":   softmax(a, dim, out, log=False); softmax_backward(y, g, dim, out, log=False)
     "layernorm": layernorm(x, w, b, eps, out, mean, rstd); layernorm_backward(g, x, w, mean, rstd, dx, dw, db)
-    "cross_entropy": cross_entropy(x, target, weight, loss, lse); cross_entropy_backward(x, target, weight, lse, g, dx)
+    "cross_entropy": cross_entropy(x, target, weight, loss, logs); cross_entropy_backward(x, target, weight, logs, g, dx)
                  x (N, C) logits, target (N,) int64 in [0, C), weight (N,) per-row weight (0: row dropped);
-                 lse = logsumexp(x, 1); loss = weight·(lse - x[i, target]); dx = g·weight·(softmax(x) - onehot),
-                 loss and dx exactly 0 on rows of weight 0
+                 m = max(x, 1), logs = log Σ_c exp(x - m) (saved for the backward: m + logs rounds
+                 to m near the float32 limit), loss = weight·((m - x[i, target]) + logs);
+                 dx = g·weight·(exp((x - m) - logs) - onehot) with m recomputed, loss and dx exactly
+                 0 on rows of weight 0
     "adam":      adam_step(p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,
                  bias_correction2_sqrt): one Adam/AdamW update of p, m, v in place (contiguous
                  views of one shape and float dtype; decay = 1 - lr·λ for AdamW else 1, l2 = λ for
@@ -52,6 +54,14 @@ Memory capability (not an op: a promise about where storage lives)::
                  between the built-in ``cpu`` backend and another host-memory backend runs on
                  the other one) and ``from_numpy`` wraps an array zero-copy on a host-memory
                  default device. See ``dispatch.same_backend``.
+
+Bounds safety (every backend): ``take``, ``put_add``, ``gather``, ``scatter_add`` and the target
+of ``cross_entropy``/``cross_entropy_backward`` never read or write outside their buffers, whatever
+the index holds. The core validates indices first, but a backend must not rely on it (an index
+can be changed behind the core's back, e.g. through a shared ``.numpy()`` view): an index outside
+``[0, size)`` raises ``TensorIndexError`` from ``bounds.index_error`` — right away, or, on a device
+that runs asynchronously, at the next device→host copy. The helpers are in ``bounds.py``; the
+conformance kit feeds every indexing primitive out-of-range indices.
 
 Adding an op: a name here + a conformance-kit entry + a fallback, or an ``API_VERSION`` bump.
 """

@@ -18,11 +18,14 @@ but ``x`` itself; the composite (log-softmax, gather) keeps the N×C log-probabi
 
 from torchlight.autograd import Function
 
-from ..dispatch import alloc, normalize_dim, same_backend
-from ..errors import ShapeError
+from ..dispatch import alloc, index_range, normalize_dim, same_backend
+from ..errors import ShapeError, TensorIndexError
 from .pointwise import float_operand
 
-__all__ = ["Softmax", "LayerNorm", "CrossEntropyRows", "softmax", "log_softmax", "layer_norm", "cross_entropy_rows"]
+__all__ = [
+    "Softmax", "LayerNorm", "CrossEntropyRows", "softmax", "log_softmax", "layer_norm", "cross_entropy_rows",
+    "check_targets",
+]
 
 
 class Softmax(Function):
@@ -161,25 +164,40 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     return y.reshape(x.shape)
 
 
+def check_targets(target, classes, what="cross_entropy"):
+    """Raise unless every class index in the int64 ``target`` lies in ``[0, classes)``.
+
+    Runs inside ``CrossEntropyRows.forward``, so a ``tl.jit`` replay checks its targets as an
+    eager call does (the wrapper's ignore_index handling is not on the tape)."""
+    if target.numel() == 0:
+        return
+    lo, hi = index_range(target)
+    if lo < 0 or hi >= classes:
+        bad = lo if lo < 0 else hi
+        raise TensorIndexError(f"{what}: Target {bad} is out of bounds for {classes} classes "
+                               f"(class indices must lie in [0, {classes - 1}] or equal ignore_index)")
+
+
 class CrossEntropyRows(Function):
     r"""Autograd function of :func:`cross_entropy_rows` on a backend with a fused kernel; the
     gradient with respect to the logits is :math:`w_i(\operatorname{softmax}(x_i) - \text{onehot}(t_i))`.
     """
     @staticmethod
     def forward(ctx, x, target, weight):
+        check_targets(target, x.shape[1])
         n = x.shape[0]
         loss = alloc((n,), x.dtype, x.backend)
-        lse = alloc((n,), x.dtype, x.backend)
-        x.backend.cross_entropy(x._td, target._td, weight._td, loss._td, lse._td)
-        ctx.save_for_backward(x, lse)
+        logs = alloc((n,), x.dtype, x.backend)
+        x.backend.cross_entropy(x._td, target._td, weight._td, loss._td, logs._td)
+        ctx.save_for_backward(x, logs)
         ctx.target, ctx.weight = target, weight  # not differentiated: no version check needed
         return loss
 
     @staticmethod
     def backward(ctx, g):
-        x, lse = ctx.saved_tensors
+        x, logs = ctx.saved_tensors
         dx = alloc(x.shape, x.dtype, x.backend)
-        x.backend.cross_entropy_backward(x._td, ctx.target._td, ctx.weight._td, lse._td, g._td, dx._td)
+        x.backend.cross_entropy_backward(x._td, ctx.target._td, ctx.weight._td, logs._td, g._td, dx._td)
         return dx, None, None
 
 

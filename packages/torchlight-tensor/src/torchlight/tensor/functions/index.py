@@ -24,8 +24,8 @@ from ..errors import DTypeError, ShapeError, TensorIndexError
 
 __all__ = [
     "getitem", "basic_view", "IndexSelect", "Gather", "ScatterAdd", "index_select", "gather",
-    "scatter_add", "masked_fill", "embedding", "check_index", "expand_index", "scatter",
-    "nonzero", "masked_select",
+    "scatter_add", "masked_fill", "embedding", "check_index", "expand_index", "host_positions",
+    "scatter", "nonzero", "masked_select",
 ]
 
 
@@ -128,9 +128,10 @@ class AdvancedIndex(Function):
         ctx.shape = x.shape
         ctx.save_for_backward(positions)
         flat = x.reshape(-1)
-        out = alloc(positions.shape, x.dtype, x.backend)
-        x.backend.take(flat._td, 0, positions._td, out._td)
-        return out
+        pos = positions.reshape(-1)  # take's index is 1-D (the contract)
+        out = alloc(pos.shape, x.dtype, x.backend)
+        x.backend.take(flat._td, 0, pos._td, out._td)
+        return out.reshape(positions.shape)
 
     @staticmethod
     def backward(ctx, g):
@@ -171,6 +172,13 @@ def _positions(x, index):
     """The flat positions (an int64 tensor) that an expanded advanced ``index`` selects in ``x``."""
     from ..factories import from_numpy_on
 
+    # np.array(order="C"), not np.ascontiguousarray, which turns a 0-d result into shape (1,)
+    return from_numpy_on(np.array(host_positions(x, index), order="C"), x.backend)
+
+
+def host_positions(x, index):
+    """The flat positions (an ndarray) that an expanded advanced ``index`` selects in ``x``, every
+    index checked against its dimension first (``TensorIndexError``)."""
     host = []
     dim = 0
     for item in index:
@@ -194,17 +202,19 @@ def _positions(x, index):
                 raise TensorIndexError(f"index {int(bad)} is out of range for dimension {dim} with size {size}")
             dim += 1
         host.append(arr)
-    positions = np.arange(x.numel(), dtype=np.int64).reshape(x.shape)[tuple(host)]
-    # np.array(order="C"), not np.ascontiguousarray, which turns a 0-d result into shape (1,)
-    return from_numpy_on(np.array(positions, order="C"), x.backend)
+    return np.arange(x.numel(), dtype=np.int64).reshape(x.shape)[tuple(host)]
 
 
 class IndexSelect(Function):
-    """Autograd function of :func:`index_select`: backward adds the gradient rows back at their
-    indices (``put_add``).
-    """
+    """``x.index_select(dim, index)``. Like every indexing Function here it validates its index in
+    ``forward``, which both eager calls (``apply``) and tape replays (``tl.jit``) run."""
+
     @staticmethod
     def forward(ctx, x, dim, index):
+        if index.ndim != 1:
+            raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
+        same_backend(x, index)
+        index = check_index(index, x.shape[dim], "index_select")
         ctx.shape, ctx.dim = x.shape, dim
         ctx.save_for_backward(index)
         shape = x.shape[:dim] + (index.shape[0],) + x.shape[dim + 1 :]
@@ -224,18 +234,16 @@ class IndexSelect(Function):
 
 def index_select(x, dim, index):
     """The slices of ``x`` at ``index`` along ``dim``; behind :func:`torchlight.index_select`."""
-    dim = normalize_dim(dim, x.ndim)
-    if index.ndim != 1:
-        raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
-    same_backend(x, index)
-    index = check_index(index, x.shape[dim], "index_select")
-    return IndexSelect.apply(x, dim, index)
+    return IndexSelect.apply(x, normalize_dim(dim, x.ndim), index)
 
 
 class Gather(Function):
     """Autograd function of :func:`gather`: backward scatter-adds the gradient."""
     @staticmethod
     def forward(ctx, x, dim, index):
+        _check_gather_shapes("gather", x, dim, index)
+        same_backend(x, index)
+        index = check_index(index, x.shape[dim], "gather")
         ctx.shape, ctx.dim = x.shape, dim
         ctx.save_for_backward(index)
         out = alloc(index.shape, x.dtype, x.backend)
@@ -262,11 +270,7 @@ def _check_gather_shapes(name, x, dim, index):
 
 def gather(x, dim, index):
     """``out[i][j] = x[i][index[i][j]]`` (for dim=1): PyTorch's gather."""
-    dim = normalize_dim(dim, x.ndim)
-    _check_gather_shapes("gather", x, dim, index)
-    same_backend(x, index)
-    index = check_index(index, x.shape[dim], "gather")
-    return Gather.apply(x, dim, index)
+    return Gather.apply(x, normalize_dim(dim, x.ndim), index)
 
 
 class ScatterAdd(Function):
@@ -275,6 +279,13 @@ class ScatterAdd(Function):
     """
     @staticmethod
     def forward(ctx, x, dim, index, src):
+        _check_gather_shapes("scatter_add", x, dim, index)
+        if src.ndim != index.ndim or any(i > n for i, n in zip(index.shape, src.shape)):
+            raise ShapeError(f"scatter_add: src of shape {src.shape} must be at least as large as the "
+                             f"index {index.shape} in every dim")
+        same_backend(x, index)
+        same_backend(x, src)
+        index = check_index(index, x.shape[dim], "scatter_add")
         ctx.dim = dim
         ctx.save_for_backward(index)
         ctx.src_shape = src.shape
@@ -300,10 +311,7 @@ class ScatterAdd(Function):
 def scatter_add(x, dim, index, src):
     """``x`` with ``src`` added at ``index`` along ``dim``; behind :func:`torchlight.scatter_add`."""
     dim = normalize_dim(dim, x.ndim)
-    _check_gather_shapes("scatter_add", x, dim, index)
-    same_backend(x, index)
     same_backend(x, src)
-    index = check_index(index, x.shape[dim], "scatter_add")
     if src.dtype is not x.dtype:
         src = src.to(x.dtype)
     return ScatterAdd.apply(x, dim, index, src)

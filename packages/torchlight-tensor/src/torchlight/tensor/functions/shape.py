@@ -265,6 +265,10 @@ def cat(tensors, dim=0):
     dt = ref.dtype
     for t in tensors:
         dt = dtypes.promote(dt, t.dtype)
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise ShapeError(f"cat: zero-dimensional tensor (at position {i}) cannot be concatenated; "
+                             "use tl.stack to join scalars, or reshape them to (1,) first")
     dim = normalize_dim(dim, tensors[0].ndim)
     for i, t in enumerate(tensors):
         if t.ndim != tensors[0].ndim or any(
