@@ -184,6 +184,7 @@ from .tensor.random import Generator, default_generator, initial_seed, manual_se
 from .tensor.sampling import bernoulli, multinomial, randperm  # noqa: E402
 from .tensor.size import Size  # noqa: E402
 from .tensor.tensor import Tensor  # noqa: E402
+from .tensor.typeinfo import finfo, iinfo  # noqa: E402
 from .tensor.typed import BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor  # noqa: E402
 
 float32 = _dtypes.float32

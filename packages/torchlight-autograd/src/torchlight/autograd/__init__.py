@@ -18,6 +18,7 @@ from .grad_mode import (
 )
 from .gradcheck import GradcheckError, gradcheck
 from .scalar import Scalar
+from .variable import Variable
 
 __all__ = [
     "AutogradError",
@@ -36,4 +37,5 @@ __all__ = [
     "is_inference_mode_enabled",
     "set_grad_enabled",
     "topological_order",
+    "Variable",
 ]

@@ -1644,6 +1644,30 @@ class Tensor(TensorConveniences):
         """
         return self._inplace_zip("div", other, "div_")
 
+    # ``a += b`` and friends: in place, as in PyTorch (``with no_grad(): w -= lr * w.grad`` updates
+    # the leaf ``w`` itself). torchlight records no in-place ops in a graph, so on a tensor that is
+    # part of one (grad mode on, ``grad_fn`` set) they rebind the name to the out-of-place result.
+    def _augmented(self, inplace, other, outofplace):
+        if GradMode.enabled and self._history is not None:
+            return outofplace(self, other)
+        return inplace(self, other)
+
+    def __iadd__(self, other):
+        """``self += other``: :meth:`add_` (out of place on a tensor with a ``grad_fn``)."""
+        return self._augmented(Tensor.add_, other, Tensor.__add__)
+
+    def __isub__(self, other):
+        """``self -= other``: :meth:`sub_` (out of place on a tensor with a ``grad_fn``)."""
+        return self._augmented(Tensor.sub_, other, Tensor.__sub__)
+
+    def __imul__(self, other):
+        """``self *= other``: :meth:`mul_` (out of place on a tensor with a ``grad_fn``)."""
+        return self._augmented(Tensor.mul_, other, Tensor.__mul__)
+
+    def __itruediv__(self, other):
+        """``self /= other``: :meth:`div_` (out of place on a tensor with a ``grad_fn``)."""
+        return self._augmented(Tensor.div_, other, Tensor.__truediv__)
+
     def clamp_(self, min=None, max=None):
         """In place :meth:`clamp`; returns ``self``.
 

@@ -1,0 +1,54 @@
+"""Helpers of the compatibility suite: running a program through ``python -m torchlight.compat``."""
+
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROGRAMS = Path(__file__).parent / "programs"
+# "loss 1.23", "loss: 1.23", "loss=1.23", "loss_d 1.23", "val_loss 1.2" (one list per loss name)
+LOSS_RE = re.compile(r"\b(\w*loss\w*)[:= ]\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))", re.IGNORECASE)
+
+
+def parse_losses(stdout: str) -> dict:
+    """Every loss a program printed, by name, in order: ``{"loss": [2.3, 1.9, ...], ...}``."""
+    found: dict = {}
+    for name, value in LOSS_RE.findall(stdout):
+        found.setdefault(name.lower(), []).append(float(value))
+    return found
+
+
+def numba_available() -> bool:
+    from torchlight.tensor.backend.registry import backend_status
+
+    return any(name == "numba" and status == "available" for name, status, _ in backend_status())
+
+
+# A numba run costs 20-45 s on a busy 2-core machine (numba's import and kernel cache), so those
+# are marked slow; the cpu runs are the quick check.
+DEVICES = [
+    "cpu",
+    pytest.param("numba", marks=[
+        pytest.mark.slow,
+        pytest.mark.skipif(not numba_available(), reason="numba backend not available"),
+    ]),
+]
+
+
+def run_program(script: str, args, cwd, device: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run ``programs/<script>`` unchanged through the entry point on ``device``."""
+    env = dict(os.environ, TORCHLIGHT_DEVICE=device, OPENBLAS_NUM_THREADS="1", MPLBACKEND="Agg")
+    return subprocess.run(
+        [sys.executable, "-m", "torchlight.compat", str(PROGRAMS / script), *map(str, args)],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def check_finite(losses: dict) -> None:
+    for name, values in losses.items():
+        bad = [v for v in values if not math.isfinite(v)]
+        assert not bad, f"{name}: non-finite values {bad} in {values}"
