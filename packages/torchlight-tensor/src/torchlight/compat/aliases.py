@@ -158,6 +158,10 @@ class TorchAliasFinder(importlib.abc.MetaPathFinder):
     """Meta-path finder that answers every ``torch`` / ``torch.*`` import from :data:`ALIASES`."""
 
     def find_spec(self, fullname, path=None, target=None):
+        """The import system's question "who loads ``fullname``?": for ``torch`` and every ``torch.*``
+        name, a spec whose loader returns the torchlight module that :data:`ALIASES` maps it to
+        (``resolve(fullname)``); ``None`` for any other name, so other finders are asked.
+        """
         if not _is_under(fullname, "torch"):
             return None
         mapped = resolve(fullname)
