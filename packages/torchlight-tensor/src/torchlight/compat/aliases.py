@@ -72,6 +72,7 @@ def resolve(name: str):
     """The torchlight module name that PyTorch module ``name`` aliases; ``None`` when ``name`` is
     not under ``torch`` (or is one of :data:`NAMESPACES`, which have no torchlight module).
 
+    >>> from torchlight.compat.aliases import resolve
     >>> resolve("torch.nn.functional")
     'torchlight.nn.functional'
     >>> resolve("torch.utils.data.sampler")
