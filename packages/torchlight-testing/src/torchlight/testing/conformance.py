@@ -11,7 +11,7 @@ A backend package runs the whole kit with three lines::
 The tests call the backend's primitives directly on ``TensorData`` views in every layout
 (:mod:`.strategies`) and compare with float64 numpy references (:mod:`.catalog`); a few more go
 through the public tensor API on the device (fallback paths, autograd, a short training run).
-Each test names the op, dtype and layout that failed. :mod:`.bounds` feeds every indexing
+Each test names the op, dtype and layout that failed. :mod:`torchlight.testing.bounds` feeds every indexing
 primitive out-of-range indices (the bounds-safety guarantee of the contract).
 """
 
