@@ -8,7 +8,8 @@ distribution editable). Three things here are unusual:
   installed is listed as such instead of breaking the build;
 * MathJax is served from the built site (``_static/mathjax``), never from a CDN;
 * Python code in the tutorials must be ``{doctest}`` or ``{testcode}`` blocks: ``sphinx-build -b
-  doctest`` runs them, so the tutorials cannot drift from the code.
+  doctest`` runs them, so the tutorials cannot drift from the code. The ``>>>`` examples of the
+  docstrings in the API reference run in the same build.
 """
 
 import doctest as _doctest
@@ -114,6 +115,10 @@ try:
     HAVE["corpora"] = True
 except Exception:
     HAVE["corpora"] = False
+if HAVE["nn"]:
+    import torchlight.nn as nn
+    import torchlight.nn.functional as F
+    import torchlight.optim
 tl.manual_seed(0)
 np.set_printoptions(precision=4, suppress=True)
 """
@@ -121,7 +126,10 @@ np.set_printoptions(precision=4, suppress=True)
 doctest_default_flags = (
     _doctest.ELLIPSIS | _doctest.NORMALIZE_WHITESPACE | _doctest.DONT_ACCEPT_TRUE_FOR_1
 )
-doctest_test_doctest_blocks = ""  # only explicit {doctest}/{testcode} blocks, not docstrings
+# ``>>>`` examples in the API reference (docstrings) run too: a docstring example that stops
+# working fails the build. They may use ``tl``, ``np``, and ``nn`` / ``F`` when torchlight-nn is
+# installed, as PyTorch's docs use ``torch`` and ``nn``.
+doctest_test_doctest_blocks = "default"
 
 # --- HTML ------------------------------------------------------------------------------------
 html_theme = "furo"

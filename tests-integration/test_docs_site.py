@@ -140,3 +140,46 @@ def test_nothing_is_loaded_from_the_network():
     mathjax = site / "_static" / "mathjax" / "es5" / "tex-mml-chtml.js"
     assert mathjax.is_file(), "MathJax is not shipped inside the site"
     assert 'src="../_static/mathjax/es5/tex-mml-chtml.js' in MATHS_PAGE.read_text()
+
+
+_HREF_WITH_ANCHOR = re.compile(r'href="([^"#:]+\.html)#([^"]+)"')
+_ID = re.compile(r'\sid="([^"]+)"')
+
+
+def test_source_and_docs_links_point_at_existing_anchors():
+    """viewcode's links both ways: ``[source]`` from the reference into ``_modules/`` and
+    ``[docs]`` from a source page back to the reference land on an anchor that exists."""
+    import html
+
+    site = _site()
+    ids: dict = {}
+
+    def anchors(page: Path):
+        if page not in ids:
+            ids[page] = set(_ID.findall(page.read_text())) if page.is_file() else None
+        return ids[page]
+
+    checked, broken = 0, []
+    for page in sorted(site.rglob("*.html")):
+        in_source = "_modules" in page.relative_to(site).parts
+        for href, anchor in _HREF_WITH_ANCHOR.findall(page.read_text()):
+            target = (page.parent / href).resolve()
+            if in_source == ("_modules" in target.relative_to(site.resolve()).parts):
+                continue  # only links between the reference and the source pages
+            checked += 1
+            found = anchors(target)
+            if found is None or html.unescape(anchor) not in found:
+                broken.append(f"{page.relative_to(site)} -> {href}#{anchor}")
+    assert checked > 100, f"only {checked} links between the reference and the source pages"
+    assert not broken, f"{len(broken)} links to missing anchors:\n" + "\n".join(broken[:40])
+
+
+def test_no_empty_bases_line():
+    """A class that only derives from ``object`` shows no "Bases:" line at all."""
+    site = _site()
+    empty = [
+        str(page.relative_to(site))
+        for page in sorted((site / "reference").rglob("*.html"))
+        if re.search(r"<p>Bases:\s*</p>", page.read_text())
+    ]
+    assert not empty, f"{len(empty)} pages print an empty 'Bases:' line: {empty[:20]}"

@@ -16,13 +16,21 @@ Guards (each a Sphinx warning, so ``-W`` fails the build)
       ``{doctest}`` / ``{testcode}`` so that ``sphinx-build -b doctest`` executes every block;
     * a CDN address in the built HTML, JavaScript or CSS (the site must work offline: MathJax is
       served locally).
+
+Rendering fixes
+    * a class whose only base is ``object`` gets no ``:show-inheritance:`` (no empty "Bases:");
+    * viewcode's ``[docs]`` links from a source page back to the reference are re-pointed at the
+      anchor that exists (viewcode names them all after the first module documenting any object
+      of that file); ``tests-integration/test_docs_site.py`` checks every such link.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import posixpath
 import re
+import shutil
 import sys
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError
@@ -267,8 +275,9 @@ def _module_page(d: Dist, modname: str, mine: list[Entry], canonical, modules) -
         if inspect.isclass(e.obj) and issubclass(e.obj, BaseException):
             lines += [f".. autoexception:: {full}", "   :members:", "   :show-inheritance:", ""]
         elif inspect.isclass(e.obj):
-            lines += [f".. autoclass:: {full}", "   :members:", "   :undoc-members:",
-                      "   :show-inheritance:", ""]
+            # a class whose only base is ``object`` would print an empty "Bases:" line
+            inherits = [""] if e.obj.__bases__ == (object,) else ["   :show-inheritance:", ""]
+            lines += [f".. autoclass:: {full}", "   :members:", "   :undoc-members:", *inherits]
         elif inspect.isroutine(e.obj):
             lines += [f".. autofunction:: {full}", ""]
         else:
@@ -347,6 +356,10 @@ def _on_config_inited(app, config):
 
 def _on_builder_inited(app):
     root = Path(app.confdir).parent
+    if app.builder.format == "html":
+        # viewcode skips a source page that is newer than its module, so a page written by an
+        # older build would keep its old links: start the source pages afresh
+        shutil.rmtree(Path(app.outdir) / "_modules", ignore_errors=True)
     _, problems = build_reference(root, Path(app.srcdir) / API_DIR)
     problems += _write_tape_diagram(Path(app.srcdir) / TAPE_DOT)
     _write_results(Path(app.srcdir), root)
@@ -469,6 +482,44 @@ def _on_process_bases(app, name, obj, options, bases):
     bases[:] = [b for b in bases if b is not object]
 
 
+_BACKLINK = re.compile(r'(<a class="viewcode-back" href=")([^"#]*)#([^"]+)(")')
+
+
+def _on_html_page_context(app, pagename, templatename, context, doctree):
+    """Point viewcode's ``[docs]`` links at the anchors that exist.
+
+    viewcode builds every back-link of a source page as ``<first documenting module>.<name>``,
+    but the objects of one source file may be documented under different modules
+    (``nn.MSELoss`` in ``torchlight.nn``, ``mse_loss`` in ``torchlight.nn.functional``): each link
+    is re-pointed at the Python-domain object of that name documented on the linked page."""
+    if not pagename.startswith("_modules/") or "body" not in context:
+        return
+    objects = app.env.get_domain("py").objects
+    by_page: dict = {}
+    for full, entry in objects.items():
+        by_page.setdefault(entry.docname, []).append((full, entry.node_id))
+    base = pagename.rsplit("/", 1)[0]
+
+    def fix(m):
+        head, href, anchor, tail = m.groups()
+        docname = posixpath.normpath(posixpath.join(base, href))
+        docname = docname[: -len(app.builder.out_suffix)] if docname.endswith(app.builder.out_suffix) else docname
+        here = dict(by_page.get(docname, []))
+        if anchor in here.values():
+            return m.group(0)
+        # a reference page documents its objects as ``<page module>.<qualified name>``; the
+        # qualified name is a tail of the anchor (longest first: ``Tensor.sum`` before ``sum``)
+        page_module = docname.rpartition("/")[2]
+        parts = anchor.split(".")
+        for k in range(len(parts) - 1, 0, -1):
+            full = page_module + "." + ".".join(parts[-k:])
+            if full in here:
+                return f"{head}{href}#{here[full]}{tail}"
+        return m.group(0)
+
+    context["body"] = _BACKLINK.sub(fix, context["body"])
+
+
 def _on_source_read(app, docname, source):
     if not (docname.startswith("tutorials/") or docname in EXECUTED_PAGES):
         return
@@ -506,4 +557,6 @@ def setup(app):
     app.connect("autodoc-process-docstring", _on_process_docstring)
     app.connect("autodoc-process-bases", _on_process_bases)
     app.connect("build-finished", _on_build_finished)
+    # before any handler that returns a template name (html-page-context stops at the first result)
+    app.connect("html-page-context", _on_html_page_context, priority=100)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

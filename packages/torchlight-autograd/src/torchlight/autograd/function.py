@@ -41,6 +41,10 @@ class Context:
         self._freed = False
 
     def save_for_backward(self, *values):
+        """Keep ``values`` (inputs or outputs of ``forward``) for ``backward``, which reads them back
+        as :attr:`saved_tensors`. Their version counters are recorded, so modifying one in place before
+        backward raises a clear error instead of giving a wrong gradient.
+        """
         self._saved = values
         self._versions = tuple(
             (v._version, v._version[0]) if hasattr(v, "_version") else None for v in values
@@ -48,6 +52,12 @@ class Context:
 
     @property
     def saved_tensors(self):
+        """The values given to :meth:`save_for_backward`, in order (also ``saved_values``).
+
+        Raises :class:`~torchlight.autograd.errors.AutogradError` when the graph was already freed by an
+        earlier ``backward`` (pass ``retain_graph=True`` there) or when a saved tensor was modified in
+        place since.
+        """
         if self._freed:
             raise AutogradError(
                 "Trying to backward through the graph a second time, but its saved values were "
@@ -125,10 +135,38 @@ class Function:
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
+        """Compute the output from the inputs; a ``@staticmethod`` taking a :class:`Context` first.
+
+        Runs without recording (inside it no graph is built); save what ``backward`` will need with
+        ``ctx.save_for_backward(...)`` or as ``ctx.<attribute>``. Call the operation as
+        ``MyFunction.apply(*inputs)``, never ``forward`` directly.
+        """
         raise NotImplementedError
 
     @staticmethod
     def backward(ctx, grad):
+        r"""The chain-rule step: given ``grad`` = :math:`\partial L/\partial y` for the output ``y``,
+        return :math:`\partial L/\partial x_i = \text{grad}\cdot\partial y/\partial x_i` for each input of
+        ``forward``, in order (``None`` for an input that needs no gradient, such as an int argument).
+
+        A ``@staticmethod`` taking the ``Context`` that ``forward`` filled. Gradients must have the
+        shapes of the inputs.
+
+        >>> from torchlight.autograd import Function
+        >>> class Cube(Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         ctx.save_for_backward(x)
+        ...         return x * x * x
+        ...     @staticmethod
+        ...     def backward(ctx, grad):
+        ...         (x,) = ctx.saved_tensors
+        ...         return grad * 3 * x * x
+        >>> x = tl.tensor([1.0, 2.0], requires_grad=True)
+        >>> Cube.apply(x).sum().backward()
+        >>> x.grad
+        tensor([ 3., 12.])
+        """
         raise NotImplementedError
 
     @classmethod

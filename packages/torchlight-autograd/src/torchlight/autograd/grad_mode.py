@@ -20,12 +20,23 @@ class GradMode:
 
 
 def is_grad_enabled() -> bool:
-    """True when new operations are recorded for backpropagation."""
+    """True when new operations are recorded for backpropagation.
+
+    >>> with tl.no_grad():
+    ...     tl.is_grad_enabled()
+    False
+    """
     return GradMode.enabled
 
 
 class set_grad_enabled:
-    """Set gradient recording on or off; usable as a function, context manager or decorator."""
+    """Set gradient recording on or off; usable as a function, context manager or decorator.
+
+    >>> x = tl.ones(2, requires_grad=True)
+    >>> with tl.set_grad_enabled(False):
+    ...     (x * 2).requires_grad
+    False
+    """
 
     def __init__(self, mode: bool):
         self.prev = GradMode.enabled
@@ -76,13 +87,28 @@ class _GradSwitch:
 
 
 class no_grad(_GradSwitch):
-    """Context manager / decorator: operations inside record no graph (inference, optimizer steps)."""
+    """Context manager / decorator: operations inside record no graph (inference, optimizer steps).
+
+    >>> x = tl.ones(2, requires_grad=True)
+    >>> with tl.no_grad():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+    """
 
     mode = False
 
 
 class enable_grad(_GradSwitch):
-    """Context manager / decorator: re-enable recording inside a ``no_grad`` block."""
+    """Context manager / decorator: re-enable recording inside a ``no_grad`` block.
+
+    >>> x = tl.ones(2, requires_grad=True)
+    >>> with tl.no_grad():
+    ...     with tl.enable_grad():
+    ...         y = x * 2
+    >>> y.requires_grad
+    True
+    """
 
     mode = True
 
@@ -136,5 +162,12 @@ class inference_mode:
 
 
 def is_inference_mode_enabled() -> bool:
-    """True inside an active ``inference_mode()`` block."""
+    """True inside an active ``inference_mode()`` block.
+
+    >>> with tl.inference_mode():
+    ...     tl.is_inference_mode_enabled()
+    True
+    >>> tl.is_inference_mode_enabled()
+    False
+    """
     return inference_mode.active

@@ -36,6 +36,10 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-4, seed=0, raise_exceptio
 
     ``inputs`` may mix variables and constants; only variables with ``requires_grad=True`` are
     checked. Use float64 inputs: float32 rounding swamps the finite-difference signal.
+
+    >>> x = tl.randn(3, dtype=tl.float64, requires_grad=True)
+    >>> tl.gradcheck(lambda t: (t * t.sin()).sum(), (x,))
+    True
     """
     if not isinstance(inputs, (tuple, list)):
         inputs = (inputs,)

@@ -28,23 +28,42 @@ class Scalar:
     # --- engine protocol -------------------------------------------------------------------
     @property
     def is_leaf(self) -> bool:
+        """``True`` when no operation created this value (it was constructed directly); only
+        leaves keep ``.grad`` after :meth:`backward`.
+        """
         return self._history is None
 
     @property
     def parents(self):
+        """The inputs of the operation that made this value (an empty list for a leaf): the edges
+        the engine walks backwards.
+        """
         return [] if self._history is None else self._history.parents
 
     def accumulate_grad(self, g):
+        """Add ``g`` into ``.grad`` (the engine calls this for each path that reaches the value)."""
         g = g.data if isinstance(g, Scalar) else float(g)
         self.grad = g if self.grad is None else self.grad + g
 
     def backward(self, grad=1.0, retain_graph=False):
+        r"""Backpropagate from this value: afterwards every leaf ``x`` it depends on holds
+        :math:`\partial\,\text{self}/\partial x` (times ``grad``) in ``x.grad``.
+
+        >>> from torchlight.autograd import Scalar
+        >>> x = Scalar(3.0, requires_grad=True)
+        >>> y = x * x + 2 * x
+        >>> y.backward()
+        >>> x.grad
+        8.0
+        """
         _backward(self, grad if isinstance(grad, Scalar) else Scalar(grad), retain_graph=retain_graph)
 
     def detach(self):
+        """A new leaf with the same value, cut from the graph."""
         return Scalar(self.data)
 
     def requires_grad_(self, flag=True):
+        """Set whether operations on this leaf are recorded; returns ``self``."""
         self.requires_grad = flag
         return self
 
@@ -90,18 +109,28 @@ class Scalar:
         return Neg.apply(self)
 
     def exp(self):
+        """:math:`e^x` (derivative :math:`e^x`)."""
         return Exp.apply(self)
 
     def log(self):
+        """Natural logarithm (derivative :math:`1/x`)."""
         return Log.apply(self)
 
     def tanh(self):
+        r""":math:`\tanh x` (derivative :math:`1 - \tanh^2 x`)."""
         return Tanh.apply(self)
 
     def relu(self):
+        r""":math:`\max(x, 0)` (derivative 1 for :math:`x > 0`, else 0)."""
         return Relu.apply(self)
 
     def sigmoid(self):
+        r""":math:`\sigma(x) = 1/(1 + e^{-x})` (derivative :math:`\sigma(x)(1 - \sigma(x))`).
+
+        >>> from torchlight.autograd import Scalar
+        >>> Scalar(0.0).sigmoid().data
+        0.5
+        """
         return Sigmoid.apply(self)
 
     def __repr__(self):

@@ -68,7 +68,13 @@ def _stack_tensors(batch: Sequence):
 
 
 def default_collate(batch: Sequence):
-    """Collate a list of samples into a batch (see the module docstring for the rules)."""
+    """Collate a list of samples into a batch (see the module docstring for the rules).
+
+    >>> from torchlight.data import default_collate
+    >>> default_collate([(tl.tensor([1.0]), 0), (tl.tensor([2.0]), 1)])
+    [tensor([[1.],
+            [2.]]), tensor([0, 1])]
+    """
     if not isinstance(batch, Sequence) or isinstance(batch, (str, bytes)):
         raise CollateError(f"default_collate expects a list of samples, got {type(batch).__name__}")
     if len(batch) == 0:

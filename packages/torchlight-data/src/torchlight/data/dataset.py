@@ -22,7 +22,17 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDatas
 
 
 class Dataset:
-    """Base class of map-style datasets: subclasses implement ``__getitem__`` and ``__len__``."""
+    """Base class of map-style datasets: subclasses implement ``__getitem__`` and ``__len__``.
+
+    >>> from torchlight.data import Dataset
+    >>> class Squares(Dataset):
+    ...     def __len__(self):
+    ...         return 4
+    ...     def __getitem__(self, i):
+    ...         return i * i
+    >>> [Squares()[i] for i in range(4)]
+    [0, 1, 4, 9]
+    """
 
     def __getitem__(self, index):
         raise NotImplementedError(f"{type(self).__name__} must implement __getitem__")
@@ -37,6 +47,13 @@ class IterableDataset(Dataset):
     With ``num_workers > 0`` every worker iterates its own copy of the dataset; use
     :func:`torchlight.data.get_worker_info` inside ``__iter__`` to give each worker a different
     shard, or every sample is produced ``num_workers`` times (as in PyTorch).
+
+    >>> from torchlight.data import DataLoader, IterableDataset
+    >>> class Count(IterableDataset):
+    ...     def __iter__(self):
+    ...         return iter(range(3))
+    >>> list(DataLoader(Count(), batch_size=2))
+    [tensor([0, 1]), tensor([2])]
     """
 
     def __iter__(self):
@@ -64,6 +81,11 @@ class TensorDataset(Dataset):
     Numpy arrays are accepted and wrapped without copying (``tl.from_numpy``). Indexing returns
     views of row ``i``; the whole tensor is never copied per sample. ``ds.tensors`` gives the full
     tensors back (full-batch training).
+
+    >>> from torchlight.data import TensorDataset
+    >>> ds = TensorDataset(tl.arange(10.0).view(5, 2), tl.tensor([0, 1, 0, 1, 1]))
+    >>> len(ds), ds[1]
+    (5, (tensor([2., 3.]), tensor(1)))
     """
 
     def __init__(self, *tensors):
@@ -103,7 +125,12 @@ class TensorDataset(Dataset):
 
 
 class Subset(Dataset):
-    """The samples of ``dataset`` at ``indices``, in that order."""
+    """The samples of ``dataset`` at ``indices``, in that order.
+
+    >>> from torchlight.data import Subset
+    >>> Subset(["a", "b", "c", "d"], [3, 0])[0]
+    'd'
+    """
 
     def __init__(self, dataset, indices: Sequence[int]):
         self.dataset = dataset
@@ -117,7 +144,13 @@ class Subset(Dataset):
 
 
 class ConcatDataset(Dataset):
-    """Several map-style datasets, one after the other."""
+    """Several map-style datasets, one after the other.
+
+    >>> from torchlight.data import ConcatDataset
+    >>> ds = ConcatDataset([[1, 2], [3, 4, 5]])
+    >>> len(ds), ds[2]
+    (5, 3)
+    """
 
     def __init__(self, datasets):
         self.datasets = list(datasets)
@@ -166,6 +199,11 @@ def random_split(dataset, lengths: Sequence[float], generator=None, *,
     ``lengths`` are counts summing to ``len(dataset)`` or fractions summing to 1. The same
     ``seed`` always gives the same split; without seed or generator the split is drawn from
     torchlight's global random state (``tl.manual_seed``).
+
+    >>> from torchlight.data import random_split
+    >>> train, val = random_split(range(10), [0.8, 0.2], seed=0)
+    >>> len(train), len(val), sorted([*train, *val]) == list(range(10))
+    (8, 2, True)
     """
     check_seed_args(seed, generator)
     n = len(dataset)

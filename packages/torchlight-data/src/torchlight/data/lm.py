@@ -25,6 +25,11 @@ class LanguageModelDataset(Dataset):
 
         ids = CharTokenizer.from_text(text).encode(text)
         loader = DataLoader(LanguageModelDataset(ids, block_size=128), batch_size=64, shuffle=True, seed=0)
+
+    >>> from torchlight.data import LanguageModelDataset
+    >>> ds = LanguageModelDataset(tl.arange(10), block_size=4)
+    >>> len(ds), ds[0]
+    (2, (tensor([0, 1, 2, 3]), tensor([1, 2, 3, 4])))
     """
 
     def __init__(self, ids, block_size: int, stride: int | None = None):

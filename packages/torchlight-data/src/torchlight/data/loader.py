@@ -86,6 +86,14 @@ class DataLoader:
     Each worker seeds Python's ``random``, numpy's global state and ``tl.manual_seed`` with
     ``base_seed + worker_id``, where ``base_seed`` is drawn per epoch from the loader's randomness
     (so random augmentations differ between workers and epochs, and repeat with ``seed=``).
+
+    >>> from torchlight.data import DataLoader, TensorDataset
+    >>> ds = TensorDataset(tl.randn(5, 3), tl.tensor([0, 1, 0, 1, 1]))
+    >>> loader = DataLoader(ds, batch_size=2, shuffle=True, seed=0)
+    >>> len(loader)
+    3
+    >>> [(x.shape, y.shape) for x, y in loader]
+    [((2, 3), (2,)), ((2, 3), (2,)), ((1, 3), (1,))]
     """
 
     def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool = False, sampler=None,

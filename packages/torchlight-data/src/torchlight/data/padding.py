@@ -43,6 +43,11 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     non-empty inputs. ``padding_side="left"`` right-aligns the sequences (for decoder prompts).
     When an input requires grad the result is built from differentiable ``cat``/``stack`` so
     gradients flow back to the unpadded parts; otherwise it is one numpy fill.
+
+    >>> from torchlight.data import pad_sequence
+    >>> pad_sequence([tl.tensor([1, 2, 3]), tl.tensor([4])], batch_first=True)
+    tensor([[1, 2, 3],
+            [4, 0, 0]])
     """
     if padding_side not in ("right", "left"):
         raise ValueError(f"padding_side must be 'right' or 'left', got {padding_side!r}")
@@ -83,7 +88,12 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
 
 
 def sequence_lengths(sequences):
-    """The lengths of ``sequences`` as an int64 tensor of shape ``(B,)``."""
+    """The lengths of ``sequences`` as an int64 tensor of shape ``(B,)``.
+
+    >>> from torchlight.data import sequence_lengths
+    >>> sequence_lengths([tl.tensor([1, 2, 3]), tl.tensor([4])])
+    tensor([3, 1])
+    """
     return tl.tensor([len(s) if not hasattr(s, "shape") else s.shape[0] for s in sequences],
                      dtype=tl.int64)
 
@@ -93,6 +103,11 @@ def lengths_to_mask(lengths, max_len: int | None = None, padding_side: str = "ri
 
     ``max_len`` defaults to ``max(lengths)``. With ``padding_side="left"`` the True cells are the
     last ``length`` positions of each row, matching a left-padded batch.
+
+    >>> from torchlight.data import lengths_to_mask
+    >>> lengths_to_mask(tl.tensor([3, 1]))
+    tensor([[ True,  True,  True],
+            [ True, False, False]])
     """
     if hasattr(lengths, "numpy"):
         lengths = _host(lengths)
@@ -124,6 +139,13 @@ class PadCollate:
 
         loader = DataLoader(pairs, batch_size=32, collate_fn=PadCollate(fields=(0, 1)))
         for (src, src_len), (tgt, tgt_len) in loader: ...
+
+    >>> from torchlight.data import PadCollate
+    >>> collate = PadCollate(fields=(0,))
+    >>> (tokens, lengths), labels = collate([(tl.tensor([1, 2]), 0), (tl.tensor([3]), 1)])
+    >>> tokens, lengths, labels
+    (tensor([[1, 2],
+            [3, 0]]), tensor([2, 1]), tensor([0, 1]))
     """
 
     def __init__(self, fields: Sequence[int] = (0,), padding_value: float = 0,

@@ -36,7 +36,12 @@ class Sampler:
 
 
 class SequentialSampler(Sampler):
-    """``0, 1, ..., len(data_source) - 1``, every epoch."""
+    """``0, 1, ..., len(data_source) - 1``, every epoch.
+
+    >>> from torchlight.data import SequentialSampler
+    >>> list(SequentialSampler(range(3)))
+    [0, 1, 2]
+    """
 
     def __init__(self, data_source: Sized):
         self.data_source = data_source
@@ -74,6 +79,9 @@ class RandomSampler(_RandomBase):
     several independent permutations (as PyTorch does). Indices are drawn lazily while iterating,
     so memory stays bounded however large ``num_samples`` is.
 
+    >>> from torchlight.data import RandomSampler
+    >>> sorted(RandomSampler(range(5), seed=0))
+    [0, 1, 2, 3, 4]
     >>> s = RandomSampler(range(10), replacement=True, num_samples=10**10, seed=0)
     >>> it = iter(s); idx = [next(it) for _ in range(5)]
     >>> len(s), all(0 <= i < 10 for i in idx)
@@ -91,6 +99,7 @@ class RandomSampler(_RandomBase):
 
     @property
     def num_samples(self) -> int:
+        """How many indices one epoch yields (``len(data_source)`` unless ``num_samples`` was given)."""
         # Read lazily: the dataset may grow between construction and iteration.
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
@@ -114,7 +123,12 @@ class RandomSampler(_RandomBase):
 
 
 class SubsetRandomSampler(_RandomBase):
-    """The given indices in a random order each epoch."""
+    """The given indices in a random order each epoch.
+
+    >>> from torchlight.data import SubsetRandomSampler
+    >>> sorted(SubsetRandomSampler([2, 5, 7], seed=0))
+    [2, 5, 7]
+    """
 
     def __init__(self, indices, *, seed: int | None = None,
                  generator=None):
@@ -134,6 +148,10 @@ class WeightedRandomSampler(_RandomBase):
 
     Weights need not sum to one. Without replacement, at most as many samples as there are
     non-zero weights can be drawn. Typical use: rebalancing classes with weights ``1 / count``.
+
+    >>> from torchlight.data import WeightedRandomSampler
+    >>> list(WeightedRandomSampler([0.0, 1.0, 0.0], num_samples=3, seed=0))
+    [1, 1, 1]
     """
 
     def __init__(self, weights, num_samples: int, replacement: bool = True, *,
@@ -170,6 +188,10 @@ class BatchSampler(Sampler):
 
     The last, short batch is kept unless ``drop_last``; ``len()`` is
     ``floor(n / batch_size)`` with ``drop_last`` and ``ceil(n / batch_size)`` without.
+
+    >>> from torchlight.data import BatchSampler, SequentialSampler
+    >>> list(BatchSampler(SequentialSampler(range(5)), batch_size=2, drop_last=False))
+    [[0, 1], [2, 3], [4]]
     """
 
     def __init__(self, sampler: Iterable[int], batch_size: int, drop_last: bool):

@@ -85,11 +85,15 @@ class EpochRandomness:
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
+        """Make the next :meth:`next_epoch` produce the randomness of epoch ``epoch`` (to resume a run)."""
         if epoch < 0:
             raise ValueError(f"epoch must be non-negative, got {epoch}")
         self.epoch = int(epoch)
 
     def next_epoch(self, stream: int = 0) -> np.random.Generator:
+        """A numpy generator for the current epoch (and ``stream``), then move to the next epoch.
+        With a ``seed`` it depends only on ``(seed, epoch, stream)``, so a resumed run repeats it.
+        """
         epoch = self.epoch
         self.epoch += 1
         if self.seed is not None:

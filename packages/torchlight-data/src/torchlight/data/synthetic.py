@@ -99,6 +99,11 @@ def make_arrays(name: str, n: int = 100, seed: int = 0, noise: float | None = No
     ``noise`` (standard deviation of Gaussian jitter) applies to ``spiral`` (default 0) and
     ``moons`` (default 0.1); the unit-square sets are noise-free by construction.
     Points are shuffled, so a prefix of the set is a fair sample of both classes.
+
+    >>> from torchlight.data import synthetic
+    >>> X, y = synthetic.make_arrays("xor", 8, seed=0)
+    >>> X.shape, X.dtype, y.dtype
+    ((8, 2), dtype('float32'), dtype('int64'))
     """
     if name not in _GENERATORS:
         raise ValueError(f"unknown synthetic dataset {name!r}; choose one of {', '.join(NAMES)}")
@@ -115,7 +120,13 @@ def make_arrays(name: str, n: int = 100, seed: int = 0, noise: float | None = No
 
 
 def make(name: str, n: int = 100, seed: int = 0, noise: float | None = None):
-    """The named set as a :class:`~torchlight.data.TensorDataset` ``(X, y)``."""
+    """The named set as a :class:`~torchlight.data.TensorDataset` ``(X, y)``.
+
+    >>> from torchlight.data import synthetic
+    >>> ds = synthetic.make("moons", 100, seed=0)
+    >>> len(ds), ds[0][0].shape
+    (100, (2,))
+    """
     import torchlight as tl
 
     from .dataset import TensorDataset
@@ -125,35 +136,75 @@ def make(name: str, n: int = 100, seed: int = 0, noise: float | None = None):
 
 
 def simple(n: int = 100, seed: int = 0):
-    """Linearly separable: label 1 where ``x0 < 0.5``."""
+    """Linearly separable: label 1 where ``x0 < 0.5``.
+
+    >>> from torchlight.data import synthetic
+    >>> x, label = synthetic.simple(50)[0]
+    >>> int(label) == int(x[0] < 0.5)
+    True
+    """
     return make("simple", n, seed)
 
 
 def diag(n: int = 100, seed: int = 0):
-    """Linearly separable along a diagonal: label 1 where ``x0 + x1 < 0.5``."""
+    """Linearly separable along a diagonal: label 1 where ``x0 + x1 < 0.5``.
+
+    >>> from torchlight.data import synthetic
+    >>> x, label = synthetic.diag(50)[0]
+    >>> int(label) == int(x[0] + x[1] < 0.5)
+    True
+    """
     return make("diag", n, seed)
 
 
 def split(n: int = 100, seed: int = 0):
-    """Two outer bands: label 1 where ``x0 < 0.2`` or ``x0 > 0.8``."""
+    """Two outer bands: label 1 where ``x0 < 0.2`` or ``x0 > 0.8``.
+
+    >>> from torchlight.data import synthetic
+    >>> len(synthetic.split(20))
+    20
+    """
     return make("split", n, seed)
 
 
 def xor(n: int = 100, seed: int = 0):
-    """Label 1 in the top-left and bottom-right quadrants (not linearly separable)."""
+    """Label 1 in the top-left and bottom-right quadrants (not linearly separable).
+
+    >>> from torchlight.data import synthetic
+    >>> x, label = synthetic.xor(4, seed=0)[0]
+    >>> x.shape, label.dtype
+    ((2,), torchlight.int64)
+    """
     return make("xor", n, seed)
 
 
 def circle(n: int = 100, seed: int = 0):
-    """Label 1 outside the circle ``|x - (0.5, 0.5)|^2 = 0.1``."""
+    """Label 1 outside the circle ``|x - (0.5, 0.5)|^2 = 0.1``.
+
+    >>> from torchlight.data import synthetic
+    >>> len(synthetic.circle(30))
+    30
+    """
     return make("circle", n, seed)
 
 
 def spiral(n: int = 100, seed: int = 0, noise: float = 0.0):
-    """Two interleaved spirals, half the points each."""
+    """Two interleaved spirals, half the points each.
+
+    >>> from torchlight.data import synthetic
+    >>> ds = synthetic.spiral(6)
+    >>> sorted(int(ds[i][1]) for i in range(6))
+    [0, 0, 0, 1, 1, 1]
+    """
     return make("spiral", n, seed, noise)
 
 
 def moons(n: int = 100, seed: int = 0, noise: float = 0.1):
-    """Two interleaving half-moons, half the points each, with Gaussian ``noise``."""
+    """Two interleaving half-moons, half the points each, with Gaussian ``noise``.
+
+    >>> from torchlight.data import synthetic
+    >>> ds = synthetic.moons(200, noise=0.05)
+    >>> sum(int(ds[i][1]) for i in range(200))
+    100
+    """
     return make("moons", n, seed, noise)

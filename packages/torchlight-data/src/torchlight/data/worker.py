@@ -58,6 +58,7 @@ class MapFetcher:
                         and collate_fn is default_collate)
 
     def fetch(self, indices):
+        """Load the samples at ``indices`` from the map-style dataset and collate them into a batch."""
         if not self.auto_collation:
             return self.collate_fn(self.dataset[indices])
         if self._gather:
@@ -78,6 +79,9 @@ class IterableFetcher:
         self.drop_last = drop_last
 
     def fetch(self, _indices=None):
+        """Take the next ``batch_size`` samples from the iterable dataset and collate them (raises
+        ``StopIteration`` at the end).
+        """
         if not self.auto_collation:
             return self.collate_fn(next(self.iterator))
         samples = []
@@ -117,6 +121,9 @@ class ExceptionWrapper:
                         + "".join(traceback.format_exception(exc_type, exc, tb)))
 
     def reraise(self):
+        """Raise the worker's exception again in this process, its message holding the worker's
+        traceback.
+        """
         from .errors import DataLoaderError
 
         exc_type = None

@@ -38,6 +38,7 @@ class ReduceOp(str, Enum):
     ``AVG`` (the sum divided by the world size; floating point only). Each member equals the
     string torchlight's own ``all_reduce(op=...)`` takes.
 
+    >>> from torchlight.distributed import ReduceOp
     >>> ReduceOp.SUM == "sum", ReduceOp.AVG.value
     (True, 'mean')
     """
@@ -53,17 +54,21 @@ class Work:
     """The handle ``async_op=True`` returns: the collective has already completed, so ``wait()``
     returns True at once and ``is_completed()`` is True.
 
+    >>> from torchlight.distributed import Work
     >>> Work().wait()
     True
     """
 
     def wait(self, timeout=None) -> bool:
+        """Return ``True`` at once: the collective completed before the handle was returned."""
         return True
 
     def is_completed(self) -> bool:
+        """Always ``True`` (see the class docstring)."""
         return True
 
     def is_success(self) -> bool:
+        """Always ``True``: a failed collective raises instead of returning a handle."""
         return True
 
 

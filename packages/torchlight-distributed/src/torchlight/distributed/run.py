@@ -114,6 +114,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line of ``python -m torchlight.distributed.run``: start ``-n`` MPI ranks of a
+    script (or ``-m module``) through ``mpiexec``; returns the exit status. ``argv`` defaults to
+    ``sys.argv[1:]``.
+    """
     args = _parser().parse_args(argv)
     if args.nproc < 1:
         print("error: -n must be >= 1", file=sys.stderr)

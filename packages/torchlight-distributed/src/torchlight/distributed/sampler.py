@@ -72,6 +72,9 @@ class DistributedSampler(Sampler):
 
     @property
     def total_size(self) -> int:
+        """``num_samples * num_replicas``: the padded (or trimmed) number of indices shared out
+        across the ranks each epoch.
+        """
         return self.num_samples * self.num_replicas
 
     def set_epoch(self, epoch: int) -> None:

@@ -1,4 +1,6 @@
-"""``Bernoulli(probs=None, logits=None)``: ``1`` with probability ``p``, ``0`` otherwise::
+"""``Bernoulli(probs=None, logits=None)``: ``1`` with probability ``p``, ``0`` otherwise.
+
+With the logit ``ℓ = logit(p)``::
 
     log p(x) = x·ℓ − softplus(ℓ)           (ℓ = logit(p); stable for large |ℓ|)
     H = softplus(ℓ) − p·ℓ,   mean = p,   var = p(1 − p)
@@ -20,6 +22,7 @@ def _softplus(x):
 class Bernoulli(Distribution):
     """``Bernoulli(probs=None, logits=None)``; samples are floats 0.0/1.0 of the batch's shape.
 
+    >>> from torchlight.distributions import Bernoulli
     >>> d = Bernoulli(probs=tl.tensor([0.0, 1.0]))
     >>> d.sample().tolist()
     [0.0, 1.0]
@@ -46,6 +49,7 @@ class Bernoulli(Distribution):
 
     @property
     def mode(self):
+        """The most likely outcome: 1 where ``probs > 0.5``, else 0 (0 on a tie)."""
         return (self.probs > 0.5).to(self.probs.dtype)
 
     @property

@@ -36,6 +36,7 @@ class Categorical(Distribution):
     ``logits`` (unnormalised log-probabilities), shape ``batch_shape + (K,)``. Samples are int64
     class indices of shape ``sample_shape + batch_shape``.
 
+    >>> from torchlight.distributions import Categorical
     >>> d = Categorical(probs=tl.tensor([0.0, 1.0, 0.0]))
     >>> d.sample((4,)).tolist()
     [1, 1, 1, 1]
@@ -50,6 +51,7 @@ class Categorical(Distribution):
 
     @property
     def param_shape(self):
+        """The shape of ``probs`` (and ``logits``): ``batch_shape + (num_categories,)``."""
         return tuple(self.probs.shape)
 
     @property
@@ -58,6 +60,7 @@ class Categorical(Distribution):
 
     @property
     def mode(self):
+        """The most likely category, ``probs.argmax(-1)`` (the first on a tie)."""
         return self.probs.argmax(-1)
 
     def sample(self, sample_shape=()):

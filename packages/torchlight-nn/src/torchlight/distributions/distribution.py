@@ -20,6 +20,7 @@ def broadcast_all(*values):
     """Tensors of one broadcast shape from tensors and Python numbers (numbers take the dtype and
     device of the first tensor, float32 when there is none).
 
+    >>> from torchlight.distributions.distribution import broadcast_all
     >>> a, b = broadcast_all(tl.zeros(3), 1.0)
     >>> b.shape
     (3,)
@@ -44,10 +45,16 @@ class Distribution:
 
     @property
     def batch_shape(self):
+        """The shape of the batch of independent distributions this object holds (the broadcast shape
+        of its parameters).
+        """
         return self._batch_shape
 
     @property
     def event_shape(self):
+        """The shape of one draw from one distribution of the batch: ``()`` for a scalar
+        distribution, ``(k,)`` for a ``k``-dimensional one.
+        """
         return self._event_shape
 
     def _extended_shape(self, sample_shape=()):
@@ -59,23 +66,36 @@ class Distribution:
             return self.rsample(sample_shape)
 
     def rsample(self, sample_shape=()):
+        r"""A *reparameterised* sample of shape ``sample_shape + batch_shape + event_shape``: a
+        differentiable function of the parameters and parameter-free noise (:math:`x = \mu + \sigma\epsilon`
+        for a normal), so gradients flow from the sample back to the parameters. Distributions that
+        cannot be reparameterised (discrete ones) raise ``NotImplementedError``: use :meth:`sample`.
+        """
         raise NotImplementedError(f"{type(self).__name__} has no reparameterised sampler (use sample())")
 
     def sample_n(self, n):
+        """``n`` samples stacked along a new first dimension: ``sample((n,))``."""
         return self.sample((n,))
 
     def log_prob(self, value):
+        r"""The log-density (or log-probability for a discrete distribution) :math:`\log p(x)` of
+        ``value``: the value's shape without its trailing ``event_shape`` dimensions, broadcast with
+        ``batch_shape``. Differentiable with respect to the parameters.
+        """
         raise NotImplementedError
 
     def entropy(self):
+        r"""The entropy :math:`H = -\mathrm{E}[\log p(X)]` (nats), one value per distribution of the batch."""
         raise NotImplementedError
 
     @property
     def mean(self):
+        r"""The expected value :math:`\mathrm{E}[X]`, of shape ``batch_shape + event_shape``."""
         raise NotImplementedError
 
     @property
     def variance(self):
+        r"""The variance :math:`\mathrm{Var}[X]`, of shape ``batch_shape + event_shape``."""
         raise NotImplementedError
 
     @property

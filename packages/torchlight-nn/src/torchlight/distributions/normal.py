@@ -1,4 +1,6 @@
-"""``Normal(loc, scale)``: the Gaussian ``N(μ, σ²)``::
+"""``Normal(loc, scale)``: the Gaussian ``N(μ, σ²)``.
+
+The formulas::
 
     log p(x) = −(x − μ)² / (2σ²) − log σ − ½ log(2π)
     H = ½ + ½ log(2π) + log σ
@@ -19,6 +21,7 @@ _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 class Normal(Distribution):
     """``Normal(loc, scale)``: mean ``loc``, standard deviation ``scale`` (> 0); both broadcast.
 
+    >>> from torchlight.distributions import Normal
     >>> d = Normal(tl.zeros(2), 1.0)
     >>> d.sample((5,)).shape
     (5, 2)
@@ -40,6 +43,7 @@ class Normal(Distribution):
 
     @property
     def mode(self):
+        """The most likely value, ``loc`` (equal to the mean)."""
         return self.loc
 
     @property

@@ -1,4 +1,6 @@
-"""``Uniform(low, high)`` on ``[low, high)``::
+"""``Uniform(low, high)`` on ``[low, high)``.
+
+The formulas::
 
     log p(x) = −log(high − low) inside, −inf outside
     H = log(high − low),   mean = (low + high)/2,   var = (high − low)²/12
@@ -17,6 +19,7 @@ __all__ = ["Uniform"]
 class Uniform(Distribution):
     """``Uniform(low, high)`` with ``low < high`` (broadcast).
 
+    >>> from torchlight.distributions import Uniform
     >>> d = Uniform(0.0, 4.0)
     >>> round(d.log_prob(tl.tensor(1.0)).item(), 4), round(d.entropy().item(), 4)
     (-1.3863, 1.3863)

@@ -22,6 +22,14 @@ __all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softplus", "
 
 
 class ReLU(Module):
+    r"""Applies :math:`\operatorname{ReLU}(x) = \max(x, 0)` elementwise (:func:`F.relu <torchlight.nn.functional.relu>`).
+
+    Shape: any; the output has the input's shape. ``inplace`` is accepted for PyTorch compatibility
+    (the result is always a new tensor).
+
+    >>> nn.ReLU()(tl.tensor([-1.0, 2.0]))
+    tensor([0., 2.])
+    """
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -31,6 +39,14 @@ class ReLU(Module):
 
 
 class LeakyReLU(Module):
+    r"""Applies :math:`x` for :math:`x > 0` and :math:`\text{negative\_slope}\cdot x` otherwise,
+    elementwise: a ReLU that keeps a small gradient for negative inputs.
+
+    Shape: any, output as input.
+
+    >>> nn.LeakyReLU(0.1)(tl.tensor([-1.0, 2.0]))
+    tensor([-0.1,  2. ])
+    """
     def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__()
         self.negative_slope, self.inplace = negative_slope, inplace
@@ -43,6 +59,14 @@ class LeakyReLU(Module):
 
 
 class GELU(Module):
+    r"""Applies the Gaussian error linear unit :math:`x\,\Phi(x)` elementwise (``approximate="tanh"``
+    for GPT-2's tanh form); see :func:`torchlight.nn.functional.gelu`.
+
+    Shape: any, output as input.
+
+    >>> nn.GELU()(tl.tensor([0.0, 1.0]))
+    tensor([0.    , 0.8413])
+    """
     def __init__(self, approximate="none"):
         super().__init__()
         if approximate not in ("none", "tanh"):
@@ -57,6 +81,13 @@ class GELU(Module):
 
 
 class SiLU(Module):
+    r"""Applies SiLU (swish) :math:`x\,\sigma(x)` elementwise.
+
+    Shape: any, output as input.
+
+    >>> nn.SiLU()(tl.tensor([0.0, 1.0]))
+    tensor([0.    , 0.7311])
+    """
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -66,16 +97,38 @@ class SiLU(Module):
 
 
 class Tanh(Module):
+    r"""Applies :math:`\tanh x` elementwise (outputs in :math:`(-1, 1)`).
+
+    Shape: any, output as input.
+
+    >>> nn.Tanh()(tl.tensor([0.0]))
+    tensor([0.])
+    """
     def forward(self, input):
         return F.tanh(input)
 
 
 class Sigmoid(Module):
+    """Applies the logistic sigmoid :math:`1/(1 + e^{-x})` elementwise (outputs in :math:`(0, 1)`).
+
+    Shape: any, output as input.
+
+    >>> nn.Sigmoid()(tl.tensor([0.0]))
+    tensor([0.5])
+    """
     def forward(self, input):
         return F.sigmoid(input)
 
 
 class Softplus(Module):
+    r"""Applies :math:`\frac1\beta\log(1 + e^{\beta x})` elementwise, the identity where
+    :math:`\beta x` > ``threshold`` (a smooth, always-positive ReLU).
+
+    Shape: any, output as input.
+
+    >>> nn.Softplus()(tl.tensor([0.0]))
+    tensor([0.6931])
+    """
     def __init__(self, beta=1.0, threshold=20.0):
         super().__init__()
         self.beta, self.threshold = beta, threshold
@@ -88,6 +141,15 @@ class Softplus(Module):
 
 
 class Softmax(Module):
+    r"""Applies :math:`e^{x_i}/\sum_j e^{x_j}` along ``dim``, so each slice is a probability
+    distribution. ``dim=None`` picks PyTorch's legacy default (0 for 0-, 1- and 3-d inputs, else 1);
+    pass it explicitly.
+
+    Shape: any, output as input.
+
+    >>> nn.Softmax(dim=-1)(tl.tensor([[0.0, 0.0]]))
+    tensor([[0.5, 0.5]])
+    """
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
@@ -100,6 +162,14 @@ class Softmax(Module):
 
 
 class LogSoftmax(Module):
+    r"""Applies :math:`x_i - \log\sum_j e^{x_j}` along ``dim`` (the log of :class:`Softmax`, computed
+    stably); pair it with :class:`NLLLoss`, or use :class:`CrossEntropyLoss` on raw logits.
+
+    Shape: any, output as input.
+
+    >>> nn.LogSoftmax(dim=1)(tl.tensor([[0.0, 0.0]]))
+    tensor([[-0.6931, -0.6931]])
+    """
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
@@ -292,6 +362,7 @@ class PReLU(Module):
         self.weight = Parameter(tl.full((num_parameters,), init, dtype=dtype, device=device))
 
     def reset_parameters(self):
+        """Set every slope back to ``init`` (0.25 by default)."""
         with tl.no_grad():
             self.weight.fill_(self.init)
 

@@ -21,7 +21,14 @@ def _index(i, n, what):
 
 class Sequential(Module):
     """``Sequential(m1, m2, ...)`` or ``Sequential(OrderedDict(name=module))``: feeds each
-    module's output to the next."""
+    module's output to the next.
+
+    >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    >>> net(tl.randn(5, 4)).shape
+    (5, 2)
+    >>> net[0]
+    Linear(in_features=4, out_features=8, bias=True)
+    """
 
     def __init__(self, *args):
         super().__init__()
@@ -33,6 +40,7 @@ class Sequential(Module):
                 self.add_module(str(idx), module)
 
     def forward(self, input):
+        """Feed ``input`` through each child in order; the output of one is the input of the next."""
         for module in self._modules.values():
             input = module(input)
         return input
@@ -60,15 +68,18 @@ class Sequential(Module):
             del self._modules[k]
 
     def append(self, module):
+        """Add ``module`` at the end; returns ``self``."""
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules):
+        """Add each module of ``modules`` at the end, in order; returns ``self``."""
         for m in modules:
             self.append(m)
         return self
 
     def insert(self, index, module):
+        """Insert ``module`` before position ``index`` (negative counts from the end); returns ``self``."""
         mods = list(self._modules.values())
         mods.insert(index if index >= 0 else len(mods) + index, module)
         self._modules.clear()
@@ -78,7 +89,12 @@ class Sequential(Module):
 
 
 class ModuleList(Module):
-    """A list of modules whose parameters are registered (a plain list would hide them)."""
+    """A list of modules whose parameters are registered (a plain list would hide them).
+
+    >>> layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+    >>> len(layers), len(list(layers.parameters()))
+    (3, 6)
+    """
 
     def __init__(self, modules=None):
         super().__init__()
@@ -110,15 +126,18 @@ class ModuleList(Module):
         return self.extend(modules)
 
     def append(self, module):
+        """Add ``module`` at the end; returns ``self``."""
         self.add_module(str(len(self)), module)
         return self
 
     def extend(self, modules):
+        """Add each module of ``modules`` at the end; returns ``self``."""
         for m in modules:
             self.append(m)
         return self
 
     def insert(self, index, module):
+        """Insert ``module`` before position ``index``."""
         mods = list(self._modules.values())
         mods.insert(index, module)
         self._modules.clear()
@@ -126,11 +145,19 @@ class ModuleList(Module):
             self.add_module(str(i), m)
 
     def forward(self, *args, **kwargs):
+        """Not callable: a ``ModuleList`` only holds modules; iterate over it in the owner's
+        ``forward``.
+        """
         raise NotImplementedError("ModuleList has no forward(); iterate over it and call the modules")
 
 
 class ModuleDict(Module):
-    """An ordered dict of modules, registered under their keys."""
+    """An ordered dict of modules, registered under their keys.
+
+    >>> heads = nn.ModuleDict({"cls": nn.Linear(8, 3), "reg": nn.Linear(8, 1)})
+    >>> heads["reg"](tl.zeros(2, 8)).shape
+    (2, 1)
+    """
 
     def __init__(self, modules=None):
         super().__init__()
@@ -156,26 +183,33 @@ class ModuleDict(Module):
         return key in self._modules
 
     def keys(self):
+        """The names of the modules, in insertion order."""
         return self._modules.keys()
 
     def values(self):
+        """The modules, in insertion order."""
         return self._modules.values()
 
     def items(self):
+        """``(name, module)`` pairs, in insertion order."""
         return self._modules.items()
 
     def pop(self, key):
+        """Remove the module ``key`` and return it."""
         return self._modules.pop(key)
 
     def clear(self):
+        """Remove every module."""
         self._modules.clear()
 
     def update(self, modules):
+        """Add or replace modules from a mapping or an iterable of ``(name, module)`` pairs."""
         items = modules.items() if hasattr(modules, "items") else modules
         for key, module in items:
             self[key] = module
 
     def forward(self, *args, **kwargs):
+        """Not callable: a ``ModuleDict`` only holds modules; index it in the owner's ``forward``."""
         raise NotImplementedError("ModuleDict has no forward(); index it and call the modules")
 
 
@@ -215,10 +249,12 @@ class ParameterList(Module):
         self.register_parameter(str(_index(idx, len(self), "ParameterList")), _as_parameter(value))
 
     def append(self, value):
+        """Add ``value`` (a tensor is wrapped in :class:`Parameter`) at the end; returns ``self``."""
         self.register_parameter(str(len(self)), _as_parameter(value))
         return self
 
     def extend(self, values):
+        """Add each of ``values`` at the end, in order; returns ``self``."""
         for v in values:
             self.append(v)
         return self
@@ -264,21 +300,29 @@ class ParameterDict(Module):
         return iter(self._parameters)
 
     def keys(self):
+        """The names of the parameters, in insertion order."""
         return self._parameters.keys()
 
     def values(self):
+        """The parameters, in insertion order."""
         return self._parameters.values()
 
     def items(self):
+        """``(name, parameter)`` pairs, in insertion order."""
         return self._parameters.items()
 
     def get(self, key, default=None):
+        """The parameter ``key``, or ``default`` when there is none."""
         return self._parameters.get(key, default)
 
     def pop(self, key):
+        """Remove the parameter ``key`` and return it."""
         return self._parameters.pop(key)
 
     def update(self, parameters):
+        """Add or replace parameters from a mapping or an iterable of ``(name, tensor)`` pairs (tensors
+        are wrapped in :class:`Parameter`).
+        """
         items = parameters.items() if hasattr(parameters, "items") else parameters
         for key, value in items:
             self[key] = value

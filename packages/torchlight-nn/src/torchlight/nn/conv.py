@@ -124,12 +124,21 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, nd, name):
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """1-D cross-correlation of ``(N, C, L)`` with ``(O, C/groups, k)``; see the module docstring."""
+    """1-D cross-correlation of ``(N, C, L)`` with ``(O, C/groups, k)``; see the module docstring.
+
+    >>> F.conv1d(tl.tensor([[[1.0, 2.0, 4.0, 7.0]]]), tl.tensor([[[-1.0, 1.0]]]))
+    tensor([[[1., 2., 3.]]])
+    """
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """2-D cross-correlation of ``(N, C, H, W)`` with ``(O, C/groups, kh, kw)``."""
+    """2-D cross-correlation of ``(N, C, H, W)`` with ``(O, C/groups, kh, kw)``.
+
+    >>> F.conv2d(tl.ones(1, 1, 4, 4), tl.ones(1, 1, 3, 3))
+    tensor([[[[9., 9.],
+              [9., 9.]]]])
+    """
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
@@ -202,13 +211,37 @@ class _ConvNd(Module):
 
 class Conv1d(_ConvNd):
     """``Conv1d(in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-    groups=1, bias=True)`` on ``(N, C, L)`` (or unbatched ``(C, L)``) input."""
+    groups=1, bias=True)`` on ``(N, C, L)`` (or unbatched ``(C, L)``) input.
+
+    Cross-correlation (as in every deep-learning library), for each output channel :math:`j`:
+
+    .. math:: y_{n,j}(t) = b_j + \\sum_{c}\\sum_{u=0}^{k-1} w_{j,c,u}\\, x_{n,c}(s\\,t + d\\,u - p)
+
+    Shape: ``(N, C_in, L)`` to ``(N, C_out, L_out)``,
+    :math:`L_{out} = \\lfloor (L + 2p - d(k-1) - 1)/s \\rfloor + 1`; ``weight`` is
+    ``(C_out, C_in / groups, k)``.
+
+    >>> conv = nn.Conv1d(4, 6, kernel_size=3)
+    >>> conv(tl.zeros(2, 4, 10)).shape
+    (2, 6, 8)
+    """
 
     _nd = 1
 
 
 class Conv2d(_ConvNd):
     """``Conv2d(in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-    groups=1, bias=True)`` on ``(N, C, H, W)`` (or unbatched ``(C, H, W)``) input."""
+    groups=1, bias=True)`` on ``(N, C, H, W)`` (or unbatched ``(C, H, W)``) input.
+
+    The 2-D version of :class:`Conv1d`: each output channel sums a ``(k_h, k_w)`` cross-correlation
+    over the input channels of its group, plus a bias.
+
+    Shape: ``(N, C_in, H, W)`` to ``(N, C_out, H_out, W_out)``, each spatial size
+    :math:`\\lfloor (H + 2p - d(k-1) - 1)/s \\rfloor + 1`; ``weight`` is ``(C_out, C_in / groups, k_h, k_w)``.
+
+    >>> conv = nn.Conv2d(3, 8, kernel_size=3, padding=1)
+    >>> conv(tl.zeros(2, 3, 32, 32)).shape
+    (2, 8, 32, 32)
+    """
 
     _nd = 2

@@ -111,6 +111,7 @@ class EmbeddingBag(Module):
             self.weight = Parameter(_weight)
 
     def reset_parameters(self):
+        r"""Re-draw ``weight`` from :math:`\mathcal N(0, 1)`, with the ``padding_idx`` row zeroed."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
             with tl.no_grad():

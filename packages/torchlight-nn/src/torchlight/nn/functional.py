@@ -58,6 +58,9 @@ def linear(input, weight, bias=None):
 
     Leading dims are flattened into one batch dim first, so the product is a single 2-D matmul
     (and its backward ``dW = gᵀ x`` one more) instead of a broadcast batched one.
+
+    >>> F.linear(tl.tensor([[1.0, 2.0]]), tl.tensor([[1.0, 1.0], [0.0, 1.0]]), tl.tensor([0.5, 0.0]))
+    tensor([[3.5, 2. ]])
     """
     if input.shape[-1] != weight.shape[-1]:
         raise tl.ShapeError(
@@ -92,31 +95,59 @@ def bilinear(input1, input2, weight, bias=None):
 
 
 def relu(input, inplace=False):
+    r"""Elementwise :math:`\max(x, 0)`; the function behind :class:`~torchlight.nn.ReLU`
+    (``inplace`` is accepted and ignored).
+
+    >>> F.relu(tl.tensor([-1.0, 2.0]))
+    tensor([0., 2.])
+    """
     return input.relu()
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    """``x`` for ``x > 0``, ``negative_slope · x`` otherwise."""
+    """``x`` for ``x > 0``, ``negative_slope · x`` otherwise.
+
+    >>> F.leaky_relu(tl.tensor([-2.0, 3.0]), 0.1)
+    tensor([-0.2,  3. ])
+    """
     return input.leaky_relu(negative_slope)
 
 
 def gelu(input, approximate="none"):
-    """``x Φ(x)`` exactly, or ``0.5 x (1 + tanh(sqrt(2/π)(x + 0.044715 x³)))`` with ``'tanh'``."""
+    """``x Φ(x)`` exactly, or ``0.5 x (1 + tanh(sqrt(2/π)(x + 0.044715 x³)))`` with ``'tanh'``.
+
+    >>> F.gelu(tl.tensor([1.0])), F.gelu(tl.tensor([1.0]), approximate="tanh")
+    (tensor([0.8413]), tensor([0.8412]))
+    """
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     return input.gelu(approximate)
 
 
 def silu(input, inplace=False):
-    """``x σ(x)`` (a.k.a. swish)."""
+    """``x σ(x)`` (a.k.a. swish).
+
+    >>> F.silu(tl.tensor([1.0]))
+    tensor([0.7311])
+    """
     return input.silu()
 
 
 def tanh(input):
+    r"""Elementwise :math:`\tanh x`; the function behind :class:`~torchlight.nn.Tanh`.
+
+    >>> F.tanh(tl.tensor([0.0]))
+    tensor([0.])
+    """
     return input.tanh()
 
 
 def sigmoid(input):
+    """Elementwise :math:`1/(1 + e^{-x})`; the function behind :class:`~torchlight.nn.Sigmoid`.
+
+    >>> F.sigmoid(tl.tensor([0.0]))
+    tensor([0.5])
+    """
     return input.sigmoid()
 
 
@@ -128,6 +159,9 @@ def softplus(input, beta=1.0, threshold=20.0):
     reached through ``Tensor.softplus(threshold=None)`` because ``Tensor.softplus``'s own
     threshold branch is inverted in torchlight-tensor 0.1.0 (it returns ``x`` *below* the
     threshold).
+
+    >>> F.softplus(tl.tensor([0.0, 100.0]))
+    tensor([  0.6931, 100.    ])
     """
     soft = input.softplus(1.0, None) if beta == 1 else (input * beta).softplus(1.0, None) / beta
     if threshold is None:
@@ -136,7 +170,11 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 
 def logsigmoid(input):
-    """``log σ(x) = -softplus(-x)``, stable for large ``|x|``."""
+    """``log σ(x) = -softplus(-x)``, stable for large ``|x|``.
+
+    >>> F.logsigmoid(tl.tensor([0.0, -200.0]))
+    tensor([  -0.6931, -200.    ])
+    """
     return -softplus(-input, threshold=None)
 
 
@@ -146,10 +184,23 @@ def _implicit_dim(ndim):
 
 
 def softmax(input, dim=None):
+    r"""Softmax along ``dim``: :math:`e^{x_i}/\sum_j e^{x_j}` (see :func:`torchlight.softmax`).
+    ``dim=None`` uses PyTorch's legacy implicit choice (0 for 0-, 1- and 3-d input, else 1), which
+    is rarely the dimension you mean: pass ``dim``.
+
+    >>> F.softmax(tl.tensor([[1.0, 1.0]]), dim=1)
+    tensor([[0.5, 0.5]])
+    """
     return input.softmax(_implicit_dim(input.ndim) if dim is None else dim)
 
 
 def log_softmax(input, dim=None):
+    r""":math:`x_i - \log\sum_j e^{x_j}` along ``dim``, computed stably (see
+    :func:`torchlight.log_softmax`); ``dim=None`` as in :func:`softmax`.
+
+    >>> F.log_softmax(tl.tensor([[0.0, 0.0]]), dim=1)
+    tensor([[-0.6931, -0.6931]])
+    """
     return input.log_softmax(_implicit_dim(input.ndim) if dim is None else dim)
 
 
@@ -232,7 +283,11 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 def dropout(input, p=0.5, training=True, inplace=False, generator=None):
     """Zero each element with probability ``p`` and scale the survivors by ``1/(1-p)``, so the
-    expectation is unchanged (inverted dropout); the identity when not training."""
+    expectation is unchanged (inverted dropout); the identity when not training.
+
+    >>> F.dropout(tl.ones(4), p=0.5, training=False)
+    tensor([1., 1., 1., 1.])
+    """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
@@ -316,12 +371,20 @@ def _embedding_renorm_(weight, input, max_norm, norm_type):
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing ``normalized_shape`` dims (the backend's fused kernel when it
-    has one): ``y = (x - μ) / sqrt(σ² + eps) · w + b`` with the biased variance."""
+    has one): ``y = (x - μ) / sqrt(σ² + eps) · w + b`` with the biased variance.
+
+    >>> F.layer_norm(tl.tensor([[1.0, 2.0, 3.0]]), (3,))
+    tensor([[-1.2247,  0.    ,  1.2247]])
+    """
     return tl.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12):
-    """``x / max(‖x‖_p, eps)`` along ``dim``."""
+    """``x / max(‖x‖_p, eps)`` along ``dim``.
+
+    >>> F.normalize(tl.tensor([[3.0, 4.0]]), dim=1)
+    tensor([[0.6, 0.8]])
+    """
     if p == 2:
         norm = (input * input).sum(dim, keepdim=True).sqrt()
     elif p == 1:
@@ -334,7 +397,12 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
 
 
 def one_hot(tensor, num_classes=-1):
-    """int64 ``(..., num_classes)`` with a 1 at each index (``num_classes=-1``: max + 1)."""
+    """int64 ``(..., num_classes)`` with a 1 at each index (``num_classes=-1``: max + 1).
+
+    >>> F.one_hot(tl.tensor([0, 2]), num_classes=3)
+    tensor([[1, 0, 0],
+            [0, 0, 1]])
+    """
     if not isinstance(tensor, Tensor) or tensor.dtype is not tl.int64:
         raise tl.DTypeError("one_hot is only applicable to int64 index tensors")
     if num_classes == -1:

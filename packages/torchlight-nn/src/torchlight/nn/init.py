@@ -34,6 +34,9 @@ def calculate_gain(nonlinearity, param=None):
 
     linear / conv / sigmoid: 1; tanh: 5/3; relu: sqrt(2); leaky_relu(slope): sqrt(2 / (1 + slope²))
     (slope defaults to 0.01); selu: 3/4.
+
+    >>> nn.init.calculate_gain("relu") == 2 ** 0.5, nn.init.calculate_gain("tanh")
+    (True, 1.6666666666666667)
     """
     linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
               "conv_transpose3d", "sigmoid")
@@ -57,7 +60,11 @@ def calculate_gain(nonlinearity, param=None):
 
 
 def calculate_fan_in_and_fan_out(tensor):
-    """``(fan_in, fan_out)`` of a weight shaped ``(out, in, *receptive_field)``."""
+    """``(fan_in, fan_out)`` of a weight shaped ``(out, in, *receptive_field)``.
+
+    >>> nn.init.calculate_fan_in_and_fan_out(tl.empty(16, 3, 5, 5))   # a Conv2d weight
+    (75, 400)
+    """
     if tensor.ndim < 2:
         raise ValueError(
             f"Fan in and fan out can not be computed for tensor with fewer than 2 dimensions (shape {tensor.shape})"
@@ -77,32 +84,64 @@ def _calculate_correct_fan(tensor, mode):
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
-    """Fill with U(a, b)."""
+    """Fill with U(a, b).
+
+    >>> w = nn.init.uniform_(tl.empty(2, 3), -0.1, 0.1)
+    >>> bool((w.abs() <= 0.1).all())
+    True
+    """
     with tl.no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
-    """Fill with N(mean, std²)."""
+    """Fill with N(mean, std²).
+
+    >>> w = nn.init.normal_(tl.empty(10000), std=0.02)
+    >>> abs(w.std().item() - 0.02) < 0.001
+    True
+    """
     with tl.no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
 
 def constant_(tensor, val):
+    """Fill ``tensor`` with ``val`` in place, outside autograd; returns it.
+
+    >>> w = nn.Parameter(tl.zeros(2))
+    >>> nn.init.constant_(w, 0.5)
+    Parameter containing:
+    tensor([0.5, 0.5], requires_grad=True)
+    """
     with tl.no_grad():
         return tensor.fill_(val)
 
 
 def zeros_(tensor):
+    """Fill ``tensor`` with 0 in place, outside autograd (the usual bias initialisation); returns it.
+
+    >>> nn.init.zeros_(tl.ones(2))
+    tensor([0., 0.])
+    """
     return constant_(tensor, 0.0)
 
 
 def ones_(tensor):
+    """Fill ``tensor`` with 1 in place, outside autograd (a norm layer's weight); returns it.
+
+    >>> nn.init.ones_(tl.zeros(2))
+    tensor([1., 1.])
+    """
     return constant_(tensor, 1.0)
 
 
 def eye_(tensor):
-    """The identity matrix (2-D tensors only)."""
+    """The identity matrix (2-D tensors only).
+
+    >>> nn.init.eye_(tl.empty(2, 3))
+    tensor([[1., 0., 0.],
+            [0., 1., 0.]])
+    """
     if tensor.ndim != 2:
         raise ValueError(f"Only tensors with 2 dimensions are supported, got shape {tensor.shape}")
     with tl.no_grad():
@@ -110,7 +149,12 @@ def eye_(tensor):
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
-    """U(-a, a) with ``a = gain · sqrt(6 / (fan_in + fan_out))``."""
+    """U(-a, a) with ``a = gain · sqrt(6 / (fan_in + fan_out))``.
+
+    >>> w = nn.init.xavier_uniform_(tl.empty(4, 8))        # fan_in 8, fan_out 4
+    >>> bool((w.abs() <= (6 / (8 + 4)) ** 0.5).all())
+    True
+    """
     fan_in, fan_out = calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     a = math.sqrt(3.0) * std
@@ -118,14 +162,24 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
 
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
-    """N(0, std²) with ``std = gain · sqrt(2 / (fan_in + fan_out))``."""
+    """N(0, std²) with ``std = gain · sqrt(2 / (fan_in + fan_out))``.
+
+    >>> w = nn.init.xavier_normal_(tl.empty(200, 300))
+    >>> abs(w.std().item() - (2 / 500) ** 0.5) < 0.005
+    True
+    """
     fan_in, fan_out = calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return normal_(tensor, 0.0, std, generator)
 
 
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
-    """U(-bound, bound) with ``bound = sqrt(3) · gain / sqrt(fan)``."""
+    """U(-bound, bound) with ``bound = sqrt(3) · gain / sqrt(fan)``.
+
+    >>> w = nn.init.kaiming_uniform_(tl.empty(16, 9), nonlinearity="relu")
+    >>> bool((w.abs() <= (6 / 9) ** 0.5).all())          # sqrt(3) * sqrt(2) / sqrt(9)
+    True
+    """
     if 0 in tensor.shape:
         return tensor  # PyTorch warns and does nothing for zero-element tensors
     fan = _calculate_correct_fan(tensor, mode)
@@ -135,7 +189,12 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
 
 
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
-    """N(0, std²) with ``std = gain / sqrt(fan)``."""
+    """N(0, std²) with ``std = gain / sqrt(fan)``.
+
+    >>> w = nn.init.kaiming_normal_(tl.empty(256, 512), nonlinearity="relu")
+    >>> abs(w.std().item() - (2 / 512) ** 0.5) < 0.005
+    True
+    """
     if 0 in tensor.shape:
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
@@ -149,6 +208,10 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     Rejection sampling: draw normals, keep those inside [a, b], redraw the rest. Each round
     keeps a fraction ``p = Φ(β) - Φ(α)`` (``α = (a-mean)/std``), so it is fast unless the
     interval sits far in a tail; that case raises instead of looping for a long time.
+
+    >>> w = nn.init.trunc_normal_(tl.empty(1000), a=-1.0, b=1.0)
+    >>> bool((w.abs() <= 1.0).all())
+    True
     """
     if not a < b:
         raise ValueError(f"trunc_normal_: need a < b, got a={a}, b={b}")
@@ -174,6 +237,10 @@ def orthogonal_(tensor, gain=1.0, generator=None):
 
     The tensor is viewed as ``(rows, numel / rows)``. ``Q`` of ``A = QR`` is orthonormal; the
     signs of ``diag(R)`` are multiplied into ``Q`` so the result is uniformly (Haar) distributed.
+
+    >>> q = nn.init.orthogonal_(tl.empty(3, 3))
+    >>> bool(((q @ q.T) - tl.eye(3)).abs().max() < 1e-5)
+    True
     """
     if tensor.ndim < 2:
         raise ValueError(f"Only tensors with 2 or more dimensions are supported, got shape {tensor.shape}")

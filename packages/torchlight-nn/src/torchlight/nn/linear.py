@@ -23,7 +23,11 @@ __all__ = ["Identity", "Linear", "Bilinear", "Flatten", "Unflatten", "Embedding"
 
 
 class Identity(Module):
-    """Returns its input; accepts and ignores any constructor arguments (as PyTorch's does)."""
+    """Returns its input; accepts and ignores any constructor arguments (as PyTorch's does).
+
+    >>> nn.Identity(54, unused="ignored")(tl.tensor([1.0, 2.0]))
+    tensor([1., 2.])
+    """
 
     def __init__(self, *args, **kwargs):
         super().__init__()
@@ -33,7 +37,17 @@ class Identity(Module):
 
 
 class Linear(Module):
-    """``Linear(in_features, out_features, bias=True)``: ``y = x Wᵀ + b`` over the last dim."""
+    r"""``Linear(in_features, out_features, bias=True)``: ``y = x Wᵀ + b`` over the last dim.
+
+    The affine map :math:`y = xW^\top + b`. ``weight`` is ``(out_features, in_features)`` and
+    ``bias`` ``(out_features,)``, both drawn from :math:`U(-1/\sqrt{\text{in}}, 1/\sqrt{\text{in}})`.
+
+    Shape: input ``(*, in_features)``, output ``(*, out_features)`` (any leading dimensions).
+
+    >>> layer = nn.Linear(3, 2)
+    >>> layer(tl.randn(5, 3)).shape, layer.weight.shape
+    ((5, 2), (2, 3))
+    """
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
@@ -46,6 +60,10 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        r"""Re-draw the parameters as PyTorch does: ``weight`` from Kaiming-uniform with
+        :math:`a = \sqrt5`, i.e. :math:`U(-1/\sqrt{\text{in}}, 1/\sqrt{\text{in}})`, and ``bias`` from the
+        same range.
+        """
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight)
@@ -79,6 +97,7 @@ class Bilinear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        r"""Re-draw ``weight`` and ``bias`` from :math:`U(-1/\sqrt{\text{in1}}, 1/\sqrt{\text{in1}})`, as in PyTorch."""
         bound = 1 / math.sqrt(self.in1_features)
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:
@@ -93,7 +112,13 @@ class Bilinear(Module):
 
 
 class Flatten(Module):
-    """Flatten dims ``start_dim..end_dim`` (default: all but the batch dim)."""
+    """Flatten dims ``start_dim..end_dim`` (default: all but the batch dim).
+
+    Shape: ``(N, *dims)`` to ``(N, prod(dims))`` with the defaults.
+
+    >>> nn.Flatten()(tl.zeros(2, 3, 4)).shape
+    (2, 12)
+    """
 
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__()
@@ -107,7 +132,11 @@ class Flatten(Module):
 
 
 class Unflatten(Module):
-    """Expand dim ``dim`` into ``unflattened_size``."""
+    """Expand dim ``dim`` into ``unflattened_size``.
+
+    >>> nn.Unflatten(1, (3, 4))(tl.zeros(2, 12)).shape
+    (2, 3, 4)
+    """
 
     def __init__(self, dim, unflattened_size):
         super().__init__()
@@ -121,8 +150,14 @@ class Unflatten(Module):
 
 
 class Embedding(Module):
-    """``Embedding(num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0)``:
+    r"""``Embedding(num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0)``:
     ``weight[input]``.
+
+    A lookup table: row ``i`` of ``weight`` (``(num_embeddings, embedding_dim)``, drawn from
+    :math:`\mathcal N(0, 1)`) is the vector of index ``i``; the row ``padding_idx`` is zero and gets no
+    gradient.
+
+    Shape: input of any shape ``S`` holding ``int64`` indices, output ``S + (embedding_dim,)``.
 
     >>> emb = nn.Embedding(10, 3, max_norm=1.0)
     >>> out = emb(tl.tensor([[1, 2], [4, 9]]))
@@ -152,6 +187,7 @@ class Embedding(Module):
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self):
+        r"""Re-draw ``weight`` from :math:`\mathcal N(0, 1)`, with the ``padding_idx`` row zeroed."""
         init.normal_(self.weight)
         if self.padding_idx is not None:
             with tl.no_grad():
@@ -176,7 +212,19 @@ class Embedding(Module):
 
 
 class Dropout(Module):
-    """Inverted dropout with probability ``p`` in training mode; the identity in eval mode."""
+    """Inverted dropout with probability ``p`` in training mode; the identity in eval mode.
+
+    In training each element is zeroed with probability ``p`` and the survivors are multiplied by
+    :math:`1/(1-p)`, so the expected value is unchanged.
+
+    Shape: any, output as input.
+
+    >>> drop = nn.Dropout(0.5)
+    >>> sorted(set(drop(tl.ones(100)).tolist()))
+    [0.0, 2.0]
+    >>> drop.eval()(tl.ones(3))
+    tensor([1., 1., 1.])
+    """
 
     def __init__(self, p=0.5, inplace=False):
         super().__init__()

@@ -84,6 +84,13 @@ def _check_pair(input, target, name):
 
 @legacy_reduction_args
 def mse_loss(input, target, reduction="mean"):
+    r"""Mean squared error :math:`\ell_i = (x_i - y_i)^2`, reduced by ``reduction``
+    (``"mean"``, ``"sum"`` or ``"none"``). ``input`` and ``target`` should have the same shape (a
+    differing shape is broadcast, with a warning).
+
+    >>> F.mse_loss(tl.tensor([1.0, 2.0]), tl.tensor([1.0, 4.0]))
+    tensor(2.)
+    """
     target = _check_pair(input, target, "mse_loss")
     d = input - target
     return _reduce(d * d, reduction)
@@ -91,12 +98,27 @@ def mse_loss(input, target, reduction="mean"):
 
 @legacy_reduction_args
 def l1_loss(input, target, reduction="mean"):
+    r"""Mean absolute error :math:`\ell_i = |x_i - y_i|`, reduced by ``reduction``.
+
+    >>> F.l1_loss(tl.tensor([1.0, 2.0]), tl.tensor([1.0, 4.0]))
+    tensor(1.)
+    """
     target = _check_pair(input, target, "l1_loss")
     return _reduce((input - target).abs(), reduction)
 
 
 @legacy_reduction_args
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    r"""Smooth L1 loss: quadratic near zero, linear beyond ``beta``:
+
+    .. math:: \ell_i = \begin{cases} 0.5\,d_i^2/\beta & d_i < \beta \\ d_i - 0.5\beta & \text{otherwise}\end{cases},
+       \qquad d_i = |x_i - y_i|
+
+    reduced by ``reduction``. ``beta=0`` is the L1 loss.
+
+    >>> F.smooth_l1_loss(tl.tensor([0.0, 0.0]), tl.tensor([0.5, 3.0]), reduction="none")
+    tensor([0.125, 2.5  ])
+    """
     target = _check_pair(input, target, "smooth_l1_loss")
     if beta < 0:
         raise ValueError(f"smooth_l1_loss does not support negative values for beta, got {beta}")
@@ -108,6 +130,13 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
 
 @legacy_reduction_args
 def huber_loss(input, target, reduction="mean", delta=1.0):
+    r"""Huber loss: :math:`0.5\,d_i^2` for :math:`d_i = |x_i - y_i| \le \delta`, else
+    :math:`\delta(d_i - 0.5\delta)`; reduced by ``reduction``. Equals ``delta * smooth_l1_loss`` with
+    ``beta=delta``.
+
+    >>> F.huber_loss(tl.tensor([0.0, 0.0]), tl.tensor([0.5, 3.0]), reduction="none")
+    tensor([0.125, 2.5  ])
+    """
     target = _check_pair(input, target, "huber_loss")
     d = (input - target).abs()
     return _reduce(tl.where(d <= delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction)
@@ -152,7 +181,15 @@ def _target_info(input, target, weight, ignore_index, name):
 
 @legacy_reduction_args
 def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
-    """Negative log-likelihood of class indices; ``input`` holds log-probabilities."""
+    r"""Negative log-likelihood of class indices; ``input`` holds log-probabilities.
+
+    :math:`\ell_n = -w_{y_n} x_{n, y_n}`, averaged over the total weight of the counted targets
+    (``reduction="mean"``). Shapes as :class:`~torchlight.nn.NLLLoss`.
+
+    >>> logp = tl.log_softmax(tl.tensor([[2.0, 0.0], [0.0, 2.0]]), dim=1)
+    >>> F.nll_loss(logp, tl.tensor([0, 1]))
+    tensor(0.1269)
+    """
     if reduction not in _REDUCTIONS:
         _reduce(None, reduction)
     safe, w_t = _target_info(input, target, weight, ignore_index, "nll_loss")
@@ -175,7 +212,20 @@ def _weighted_reduction(loss, w_t, shape, reduction):
 
 @legacy_reduction_args
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
-    """Softmax cross-entropy over dim 1 (dim 0 for a 1-D input) with class indices or probabilities."""
+    r"""Softmax cross-entropy over dim 1 (dim 0 for a 1-D input) with class indices or probabilities.
+
+    With class indices ``target`` (``int64``, shape ``(N)``):
+    :math:`\ell_n = -w_{y_n}\log\operatorname{softmax}(x_n)_{y_n}`; with probabilities ``target`` (the
+    input's shape): :math:`\ell_n = -\sum_c w_c\, t_{n,c}\log\operatorname{softmax}(x_n)_c`. See
+    :class:`~torchlight.nn.CrossEntropyLoss` for ``weight``, ``ignore_index``,
+    ``label_smoothing`` and the shapes.
+
+    >>> logits = tl.tensor([[2.0, 0.0], [0.0, 2.0]])
+    >>> F.cross_entropy(logits, tl.tensor([0, 1]))
+    tensor(0.1269)
+    >>> F.cross_entropy(logits[:1], tl.tensor([[0.5, 0.5]]))
+    tensor(1.1269)
+    """
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0, got {label_smoothing}")
     if reduction not in _REDUCTIONS:
@@ -223,6 +273,17 @@ def _log_clamped(x):
 
 @legacy_reduction_args
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    r"""Binary cross-entropy between probabilities ``input`` (in :math:`[0, 1]`) and ``target``:
+
+    .. math:: \ell_i = -w_i\,[\,y_i \log x_i + (1 - y_i)\log(1 - x_i)\,]
+
+    with each log clamped at -100 (so a probability of exactly 0 or 1 gives a finite loss, as in
+    PyTorch); reduced by ``reduction``. Same shapes for ``input`` and ``target``. For raw scores use
+    :func:`binary_cross_entropy_with_logits`, which is stabler.
+
+    >>> F.binary_cross_entropy(tl.tensor([0.5, 0.9]), tl.tensor([1.0, 1.0]))
+    tensor(0.3993)
+    """
     if target.shape != input.shape:
         raise ValueError(
             f"Using a target size ({target.shape}) that is different to the input size ({input.shape}) is deprecated. "
@@ -239,6 +300,17 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
 
 @legacy_reduction_args
 def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+    r"""Binary cross-entropy on logits: ``binary_cross_entropy(sigmoid(input), target)`` computed
+    stably as
+
+    .. math:: \ell_i = w_i\,[\,(1 - y_i)\,x_i + p_i\,\operatorname{softplus}(-x_i)\,],\qquad
+       p_i = 1 + (\text{pos\_weight} - 1)\,y_i
+
+    (``pos_weight`` weighs the positive examples, one value per class); reduced by ``reduction``.
+
+    >>> F.binary_cross_entropy_with_logits(tl.tensor([0.0]), tl.tensor([1.0]))
+    tensor(0.6931)
+    """
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
     # softplus(-x) via the backend's stable kernel (threshold=None: see functional.softplus)
@@ -255,7 +327,16 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
 
 @legacy_reduction_args
 def kl_div(input, target, reduction="mean", log_target=False):
-    """KL(target ‖ q) pointwise with ``input = log q``; see the module docstring."""
+    r"""KL(target ‖ q) pointwise with ``input = log q``; see the module docstring.
+
+    :math:`\ell_i = y_i(\log y_i - x_i)` for ``input`` :math:`x = \log q` and ``target`` :math:`y`;
+    ``reduction="batchmean"`` gives :math:`\mathrm{KL}(y\,\|\,q)` per sample.
+
+    >>> p = tl.tensor([[0.5, 0.5]])
+    >>> q = tl.tensor([[0.25, 0.75]])
+    >>> F.kl_div(q.log(), p, reduction="batchmean")
+    tensor(0.1438)
+    """
     if log_target:
         loss = target.exp() * (target - input)
     else:
@@ -287,16 +368,36 @@ class _WeightedLoss(_Loss):
 
 
 class MSELoss(_Loss):
+    r"""Mean squared error between ``input`` and ``target``: :math:`\ell_i = (x_i - y_i)^2`, then
+    ``reduction`` (``"mean"``, ``"sum"`` or ``"none"``). See :func:`~torchlight.nn.functional.mse_loss`.
+
+    Shapes: ``input`` and ``target`` of the same shape; a 0-d output, or the input's shape with
+    ``"none"``.
+
+    >>> nn.MSELoss()(tl.tensor([1.0, 2.0]), tl.tensor([1.0, 4.0]))
+    tensor(2.)
+    """
     def forward(self, input, target):
         return mse_loss(input, target, self.reduction)
 
 
 class L1Loss(_Loss):
+    """Mean absolute error :math:`|x_i - y_i|`, then ``reduction``. Shapes as :class:`MSELoss`.
+
+    >>> nn.L1Loss(reduction="sum")(tl.tensor([1.0, 2.0]), tl.tensor([1.0, 4.0]))
+    tensor(2.)
+    """
     def forward(self, input, target):
         return l1_loss(input, target, self.reduction)
 
 
 class SmoothL1Loss(_Loss):
+    """Smooth L1 loss (quadratic below ``beta``, linear above); see
+    :func:`~torchlight.nn.functional.smooth_l1_loss`. Shapes as :class:`MSELoss`.
+
+    >>> nn.SmoothL1Loss()(tl.tensor([0.0]), tl.tensor([3.0]))
+    tensor(2.5)
+    """
     @legacy_reduction_args
     def __init__(self, reduction="mean", beta=1.0):
         super().__init__(reduction)
@@ -307,6 +408,12 @@ class SmoothL1Loss(_Loss):
 
 
 class HuberLoss(_Loss):
+    """Huber loss (quadratic below ``delta``, linear above); see
+    :func:`~torchlight.nn.functional.huber_loss`. Shapes as :class:`MSELoss`.
+
+    >>> nn.HuberLoss(delta=2.0)(tl.tensor([0.0]), tl.tensor([3.0]))
+    tensor(4.)
+    """
     @legacy_reduction_args
     def __init__(self, reduction="mean", delta=1.0):
         super().__init__(reduction)
@@ -317,6 +424,17 @@ class HuberLoss(_Loss):
 
 
 class NLLLoss(_WeightedLoss):
+    r"""Negative log-likelihood of class indices, for log-probabilities (the output of
+    :class:`LogSoftmax`): :math:`\ell_n = -w_{y_n}\,x_{n, y_n}`. With ``"mean"`` the sum is divided by
+    the total weight of the targets that count; targets equal to ``ignore_index`` contribute nothing.
+
+    Shapes: ``input`` ``(N, C)`` (or ``(N, C, d1, ...)``, or ``(C,)``), ``target`` ``(N)`` (or
+    ``(N, d1, ...)``, or ``()``) of ``int64`` class indices in ``[0, C)``; ``weight`` ``(C,)``.
+
+    >>> logp = tl.log_softmax(tl.tensor([[2.0, 0.0], [0.0, 2.0]]), dim=1)
+    >>> nn.NLLLoss()(logp, tl.tensor([0, 1]))
+    tensor(0.1269)
+    """
     @legacy_reduction_args
     def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
         super().__init__(weight, reduction)
@@ -327,6 +445,21 @@ class NLLLoss(_WeightedLoss):
 
 
 class CrossEntropyLoss(_WeightedLoss):
+    r"""Cross-entropy of raw scores (logits) and class indices: ``NLLLoss`` of ``log_softmax(input)``,
+
+    .. math:: \ell_n = -w_{y_n}\log\frac{e^{x_{n, y_n}}}{\sum_c e^{x_{n, c}}}
+
+    ``label_smoothing`` :math:`\varepsilon` mixes the one-hot target with the uniform distribution
+    (:math:`(1-\varepsilon)` on the class, :math:`\varepsilon/C` everywhere). ``weight``,
+    ``ignore_index`` and ``reduction`` as in :class:`NLLLoss`.
+
+    Shapes: ``input`` ``(N, C)`` or ``(N, C, d1, ...)`` (e.g. a language model's
+    ``(B, V, T)``), ``target`` ``(N)`` or ``(N, d1, ...)`` of ``int64`` indices.
+
+    >>> loss = nn.CrossEntropyLoss()
+    >>> loss(tl.tensor([[2.0, 0.0], [0.0, 2.0]]), tl.tensor([0, 1]))
+    tensor(0.1269)
+    """
     @legacy_reduction_args
     def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         super().__init__(weight, reduction)
@@ -337,11 +470,28 @@ class CrossEntropyLoss(_WeightedLoss):
 
 
 class BCELoss(_WeightedLoss):
+    """Binary cross-entropy of probabilities (after a :class:`Sigmoid`); see
+    :func:`~torchlight.nn.functional.binary_cross_entropy`. ``weight`` rescales each element.
+
+    Shapes: ``input`` and ``target`` of the same shape, values in :math:`[0, 1]`.
+
+    >>> nn.BCELoss()(tl.tensor([0.5]), tl.tensor([1.0]))
+    tensor(0.6931)
+    """
     def forward(self, input, target):
         return binary_cross_entropy(input, target, self.weight, self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):
+    """A :class:`Sigmoid` and :class:`BCELoss` in one, computed stably from logits; see
+    :func:`~torchlight.nn.functional.binary_cross_entropy_with_logits` (``pos_weight`` weighs
+    positives, per class).
+
+    Shapes: ``input`` and ``target`` of the same shape.
+
+    >>> nn.BCEWithLogitsLoss()(tl.tensor([0.0, 0.0]), tl.tensor([1.0, 0.0]))
+    tensor(0.6931)
+    """
     @legacy_reduction_args
     def __init__(self, weight=None, reduction="mean", pos_weight=None):
         super().__init__(reduction)
@@ -353,6 +503,15 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class KLDivLoss(_Loss):
+    r"""Kullback-Leibler divergence :math:`\ell_i = y_i(\log y_i - x_i)` where ``input`` :math:`x` holds
+    *log*-probabilities and ``target`` :math:`y` probabilities (or log-probabilities with
+    ``log_target=True``). ``reduction="batchmean"`` divides the sum by the batch size, which is the
+    mathematical KL divergence; ``"mean"`` divides by the number of elements.
+
+    >>> p = tl.tensor([[0.5, 0.5]])
+    >>> nn.KLDivLoss(reduction="batchmean")(p.log(), p)
+    tensor(0.)
+    """
     @legacy_reduction_args
     def __init__(self, reduction="mean", log_target=False):
         super().__init__(reduction)

@@ -28,7 +28,24 @@ __all__ = ["Module", "StateDictError", "IncompatibleKeys"]
 class Module:
     """Base class of every layer and model. Subclasses call ``super().__init__()`` first and
     define ``forward``; calling the module runs the forward pre-hooks, ``forward`` and the forward
-    hooks."""
+    hooks.
+
+    Assigning a :class:`Parameter`, a ``Module`` or a :class:`Buffer` to an attribute registers it,
+    so :meth:`parameters`, :meth:`state_dict`, :meth:`to` and :meth:`train` reach it.
+
+    >>> class MLP(nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.hidden = nn.Linear(4, 8)
+    ...         self.out = nn.Linear(8, 2)
+    ...     def forward(self, x):
+    ...         return self.out(self.hidden(x).relu())
+    >>> net = MLP()
+    >>> net(tl.randn(5, 4)).shape
+    (5, 2)
+    >>> [name for name, _ in net.named_parameters()]
+    ['hidden.weight', 'hidden.bias', 'out.weight', 'out.bias']
+    """
 
     training: bool
 
@@ -43,6 +60,19 @@ class Module:
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
 
     def forward(self, *args, **kwargs):
+        """The computation of the module: what ``module(*args)`` runs (after the forward pre-hooks,
+        before the forward hooks). Every subclass defines it; call the module, not ``forward``, so that
+        hooks run.
+
+        >>> class Affine(nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__()
+        ...         self.scale = nn.Parameter(tl.tensor(2.0))
+        ...     def forward(self, x):
+        ...         return self.scale * x + 1
+        >>> Affine()(tl.tensor([1.0, 2.0]))
+        tensor([3., 5.], grad_fn=...)
+        """
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args, **kwargs):
@@ -72,6 +102,10 @@ class Module:
             raise AttributeError(f"cannot assign {what} before Module.__init__() call (call super().__init__() first)")
 
     def register_parameter(self, name, param):
+        """Register ``param`` (a :class:`~torchlight.nn.Parameter`, or ``None`` for an absent one such as
+        a disabled bias) under ``name``. Same as assigning ``self.name = param``; useful when the name
+        is computed.
+        """
         self._check_init("parameters")
         _check_name(self, name, "parameter")
         if param is not None and not isinstance(param, Parameter):
@@ -94,6 +128,10 @@ class Module:
             self._non_persistent.add(name)
 
     def add_module(self, name, module):
+        """Register ``module`` as a child under ``name`` (also ``register_module``); same as
+        ``self.name = module`` for a computed name. Its parameters then appear in :meth:`parameters`
+        and :meth:`state_dict` under ``"name."``.
+        """
         self._check_init("child modules")
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
@@ -174,10 +212,17 @@ class Module:
             yield from child.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
 
     def modules(self):
+        """Iterate over this module and all its descendants (each once), depth first.
+
+        >>> net = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+        >>> [type(m).__name__ for m in net.modules()]
+        ['Sequential', 'Linear', 'ReLU']
+        """
         for _, m in self.named_modules():
             yield m
 
     def named_children(self):
+        """Iterate over ``(name, module)`` of the direct children (not grandchildren)."""
         seen = set()
         for name, child in self._modules.items():
             if child is not None and id(child) not in seen:
@@ -185,6 +230,7 @@ class Module:
                 yield name, child
 
     def children(self):
+        """Iterate over the direct child modules (see :meth:`named_children`)."""
         for _, c in self.named_children():
             yield c
 
@@ -203,17 +249,34 @@ class Module:
         return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse=True):
+        """Iterate over the parameters of this module and (with ``recurse=True``) of its descendants,
+        each once: what an optimizer is given.
+
+        >>> sum(p.numel() for p in nn.Linear(3, 2).parameters())
+        8
+        """
         for _, p in self.named_parameters(recurse=recurse):
             yield p
 
     def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        """Iterate over ``(dotted name, tensor)`` of the buffers (state that is saved but not trained,
+        such as BatchNorm's running statistics), ``prefix``-ed.
+        """
         return self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse=True):
+        """Iterate over the buffers of this module and its descendants (see :meth:`named_buffers`)."""
         for _, b in self.named_buffers(recurse=recurse):
             yield b
 
     def get_submodule(self, target):
+        """The descendant module at dotted path ``target`` (``""`` is the module itself); raises
+        ``AttributeError`` naming the missing part.
+
+        >>> net = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+        >>> net.get_submodule("0")
+        Linear(in_features=2, out_features=3, bias=True)
+        """
         mod = self
         for part in target.split(".") if target else []:
             if part not in mod._modules:
@@ -222,6 +285,7 @@ class Module:
         return mod
 
     def get_parameter(self, target):
+        """The parameter at dotted path ``target`` (``"0.weight"``)."""
         path, _, name = target.rpartition(".")
         mod = self.get_submodule(path)
         if name not in mod._parameters:
@@ -234,6 +298,10 @@ class Module:
 
     # --- modes and gradients -----------------------------------------------------------------
     def train(self, mode=True):
+        """Put this module and every descendant in training mode (``mode=True``) or evaluation mode;
+        returns ``self``. The mode changes what :class:`~torchlight.nn.Dropout` and
+        :class:`~torchlight.nn.BatchNorm1d` do.
+        """
         if not isinstance(mode, bool):
             raise TypeError(f"train(mode) expects a bool, got {type(mode).__name__}")
         for m in self.modules():
@@ -241,9 +309,17 @@ class Module:
         return self
 
     def eval(self):
+        """Evaluation mode: ``self.train(False)`` (dropout off, batch norm uses running statistics).
+        Returns ``self``. Gradients are still recorded: use :func:`torchlight.no_grad` for that.
+
+        >>> net = nn.Dropout(0.5).eval()
+        >>> net.training
+        False
+        """
         return self.train(False)
 
     def requires_grad_(self, requires_grad=True):
+        """Set ``requires_grad`` on every parameter (``False`` freezes the module); returns ``self``."""
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
@@ -310,12 +386,17 @@ class Module:
         return self._apply(convert)
 
     def float(self):
+        """Convert every floating-point parameter and buffer to ``float32``; returns ``self``."""
         return self.to(tl.float32)
 
     def double(self):
+        """Convert every floating-point parameter and buffer to ``float64`` (as :func:`torchlight.gradcheck`
+        wants); returns ``self``.
+        """
         return self.to(tl.float64)
 
     def cpu(self):
+        """Move every parameter and buffer to the ``"cpu"`` backend; returns ``self``."""
         return self.to("cpu")
 
     def cuda(self, device=None):

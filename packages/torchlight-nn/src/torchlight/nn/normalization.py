@@ -42,6 +42,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
     With ``training=True`` batch statistics are used and, when given, ``running_mean`` and
     ``running_var`` are updated in place. With ``training=False`` the running statistics are used.
+
+    >>> x = tl.tensor([[1.0, 10.0], [3.0, 30.0]])
+    >>> F.batch_norm(x, None, None, training=True)
+    tensor([[-1., -1.],
+            [ 1.,  1.]])
     """
     if input.ndim < 2:
         raise tl.ShapeError(f"batch_norm: expected at least 2-D input (N, C, ...), got shape {input.shape}")
@@ -77,7 +82,20 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 class LayerNorm(Module):
     """``LayerNorm(normalized_shape, eps=1e-5, elementwise_affine=True, bias=True)``: weight
-    initialised to ones, bias to zeros."""
+    initialised to ones, bias to zeros.
+
+    .. math:: y = \\frac{x - \\mathrm{E}[x]}{\\sqrt{\\mathrm{Var}[x] + \\epsilon}}\\cdot\\gamma + \\beta
+
+    with the mean and (biased) variance over the last ``len(normalized_shape)`` dimensions of each
+    sample; :math:`\\gamma` (``weight``) and :math:`\\beta` (``bias``) have shape
+    ``normalized_shape``.
+
+    Shape: ``(*, *normalized_shape)``, output as input.
+
+    >>> ln = nn.LayerNorm(3)
+    >>> ln(tl.tensor([[1.0, 2.0, 3.0]])).detach()
+    tensor([[-1.2247,  0.    ,  1.2247]])
+    """
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         super().__init__()
@@ -98,6 +116,7 @@ class LayerNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
+        """Set ``weight`` to ones and ``bias`` to zeros (the identity affine map)."""
         if self.weight is not None:
             init.ones_(self.weight)
         if self.bias is not None:
@@ -179,13 +198,31 @@ class _BatchNorm(Module):
 
 
 class BatchNorm1d(_BatchNorm):
-    """Batch norm over ``(N, C)`` or ``(N, C, L)`` input."""
+    r"""Batch norm over ``(N, C)`` or ``(N, C, L)`` input.
+
+    In training each channel is normalised with the batch's mean and (biased) variance, then
+    scaled by ``weight`` and shifted by ``bias``; the running statistics move towards the batch's
+    (:math:`r \leftarrow (1 - m)\,r + m\,\text{stat}`, the unbiased variance) and are used in eval mode.
+
+    >>> bn = nn.BatchNorm1d(2)
+    >>> bn(tl.tensor([[1.0, 10.0], [3.0, 30.0]])).detach()
+    tensor([[-1., -1.],
+            [ 1.,  1.]])
+    >>> bn.running_mean
+    tensor([0.2, 2. ])
+    """
 
     _dims = (2, 3)
 
 
 class BatchNorm2d(_BatchNorm):
-    """Batch norm over ``(N, C, H, W)`` input."""
+    """Batch norm over ``(N, C, H, W)`` input.
+
+    Statistics are per channel, over ``N``, ``H`` and ``W``; otherwise as :class:`BatchNorm1d`.
+
+    >>> nn.BatchNorm2d(16)(tl.randn(4, 16, 8, 8)).shape
+    (4, 16, 8, 8)
+    """
 
     _dims = (4,)
 
@@ -255,6 +292,7 @@ class GroupNorm(Module):
             self.register_parameter("bias", None)
 
     def reset_parameters(self):
+        """Set ``weight`` to ones and ``bias`` to zeros (when ``affine``)."""
         if self.affine:
             init.ones_(self.weight)
             init.zeros_(self.bias)
@@ -286,6 +324,7 @@ class RMSNorm(Module):
             self.register_parameter("weight", None)
 
     def reset_parameters(self):
+        """Set ``weight`` to ones (when ``elementwise_affine``)."""
         if self.weight is not None:
             init.ones_(self.weight)
 

@@ -28,6 +28,7 @@ _MODES = ("reflect", "replicate", "circular")
 def index_pad(input, pad, mode):
     """``F.pad`` for ``mode`` in ``reflect``, ``replicate``, ``circular`` (see the module docstring).
 
+    >>> from torchlight.nn.padding import index_pad
     >>> index_pad(tl.tensor([[1.0, 2.0, 3.0]]), (2, 1), "reflect").tolist()
     [[3.0, 2.0, 1.0, 2.0, 3.0, 2.0]]
     """

@@ -28,6 +28,13 @@ class Parameter(Tensor):
 
     ``data`` defaults to an empty float32 tensor of shape ``(0,)``. The parameter shares storage
     with ``data`` (no copy) and is always a leaf: any autograd history of ``data`` is dropped.
+
+    >>> p = nn.Parameter(tl.ones(2))
+    >>> p
+    Parameter containing:
+    tensor([1., 1.], requires_grad=True)
+    >>> p.is_leaf
+    True
     """
 
     __slots__ = ()
@@ -79,6 +86,13 @@ class Buffer(Tensor):
 
     Assigning a ``Buffer`` registers ``t`` as a buffer; the module stores the plain tensor, not
     this wrapper. ``persistent=False`` keeps it out of ``state_dict()``.
+
+    >>> class Counter(nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.count = nn.Buffer(tl.zeros(1))
+    >>> list(Counter().state_dict())
+    ['count']
     """
 
     __slots__ = ()

@@ -124,19 +124,51 @@ def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, div
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    r"""1-D max pooling: the maximum of each window of ``kernel_size`` elements, windows ``stride``
+    apart (``kernel_size`` by default), after padding both sides with ``-inf`` by ``padding``;
+    ``dilation`` spaces the window's elements; ``ceil_mode`` keeps a last partial window. With
+    ``return_indices=True`` also the flat index of each maximum.
+
+    Shapes: ``(N, C, L)`` or ``(C, L)`` to ``(N, C, L_out)`` with
+    :math:`L_{out} = \lfloor (L + 2p - d(k - 1) - 1)/s \rfloor + 1`.
+
+    >>> F.max_pool1d(tl.tensor([[[1.0, 3.0, 2.0, 5.0]]]), 2)
+    tensor([[[3., 5.]]])
+    """
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1, "max_pool1d")
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """2-D max pooling over ``(H, W)`` windows; arguments (ints or pairs) and output sizes as
+    :func:`max_pool1d`, per spatial dimension.
+
+    Shapes: ``(N, C, H, W)`` or ``(C, H, W)`` to ``(N, C, H_out, W_out)``.
+
+    >>> F.max_pool2d(tl.arange(16.0).view(1, 1, 4, 4), 2)
+    tensor([[[[ 5.,  7.],
+              [13., 15.]]]])
+    """
     return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d")
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """1-D average pooling: the mean of each window (zero-padded by ``padding``; the padding counts in
+    the divisor unless ``count_include_pad=False``). Shapes as :func:`max_pool1d`.
+
+    >>> F.avg_pool1d(tl.tensor([[[1.0, 3.0, 2.0, 6.0]]]), 2)
+    tensor([[[2., 4.]]])
+    """
     return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, "avg_pool1d")
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
+    """2-D average pooling over ``(H, W)`` windows; ``divisor_override`` replaces the window size as
+    the divisor. Shapes as :func:`max_pool2d`.
+
+    >>> F.avg_pool2d(tl.ones(1, 1, 4, 4), 2).shape
+    (1, 1, 2, 2)
+    """
     return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2, "avg_pool2d")
 
 
@@ -166,10 +198,23 @@ def _adaptive_avg(x, output_size, nd, name):
 
 
 def adaptive_avg_pool1d(input, output_size):
+    r"""1-D average pooling to a fixed ``output_size``: bin :math:`i` of :math:`L_{out}` averages
+    elements :math:`\lfloor iL/L_{out}\rfloor` to :math:`\lceil (i+1)L/L_{out}\rceil - 1` (bins may
+    overlap). ``(N, C, L)`` to ``(N, C, output_size)``.
+
+    >>> F.adaptive_avg_pool1d(tl.tensor([[[1.0, 2.0, 3.0, 4.0]]]), 2)
+    tensor([[[1.5, 3.5]]])
+    """
     return _adaptive_avg(input, output_size, 1, "adaptive_avg_pool1d")
 
 
 def adaptive_avg_pool2d(input, output_size):
+    """2-D average pooling to a fixed ``output_size`` (an int, a pair, ``None`` keeping that size);
+    ``(N, C, H, W)`` to ``(N, C, *output_size)``. ``output_size=1`` is global average pooling.
+
+    >>> F.adaptive_avg_pool2d(tl.ones(2, 3, 5, 7), 1).shape
+    (2, 3, 1, 1)
+    """
     return _adaptive_avg(input, output_size, 2, "adaptive_avg_pool2d")
 
 
@@ -192,14 +237,36 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool1d(_MaxPoolNd):
+    r"""1-D max pooling layer; see :func:`~torchlight.nn.functional.max_pool1d` for the arguments.
+
+    Shape: ``(N, C, L)`` or ``(C, L)`` to ``(N, C, L_out)``,
+    :math:`L_{out} = \lfloor (L + 2p - d(k - 1) - 1)/s \rfloor + 1` (stride ``s`` defaults to ``k``).
+
+    >>> nn.MaxPool1d(2)(tl.zeros(8, 4, 10)).shape
+    (8, 4, 5)
+    """
     _fn = staticmethod(max_pool1d)
 
 
 class MaxPool2d(_MaxPoolNd):
+    """2-D max pooling layer; see :func:`~torchlight.nn.functional.max_pool2d`.
+
+    Shape: ``(N, C, H, W)`` to ``(N, C, H_out, W_out)``, each spatial size as in :class:`MaxPool1d`.
+
+    >>> nn.MaxPool2d(2)(tl.zeros(8, 4, 28, 28)).shape
+    (8, 4, 14, 14)
+    """
     _fn = staticmethod(max_pool2d)
 
 
 class AvgPool1d(Module):
+    """1-D average pooling layer; see :func:`~torchlight.nn.functional.avg_pool1d`.
+
+    Shape: ``(N, C, L)`` to ``(N, C, L_out)`` as in :class:`MaxPool1d` (without dilation).
+
+    >>> nn.AvgPool1d(2)(tl.tensor([[[1.0, 3.0, 2.0, 6.0]]]))
+    tensor([[[2., 4.]]])
+    """
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
         super().__init__()
         self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
@@ -213,6 +280,13 @@ class AvgPool1d(Module):
 
 
 class AvgPool2d(Module):
+    """2-D average pooling layer; see :func:`~torchlight.nn.functional.avg_pool2d`.
+
+    Shape: ``(N, C, H, W)`` to ``(N, C, H_out, W_out)``.
+
+    >>> nn.AvgPool2d(2)(tl.zeros(1, 3, 8, 8)).shape
+    (1, 3, 4, 4)
+    """
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
         super().__init__()
@@ -229,6 +303,14 @@ class AvgPool2d(Module):
 
 
 class AdaptiveAvgPool1d(Module):
+    """Average pooling to a fixed length ``output_size`` whatever the input length; see
+    :func:`~torchlight.nn.functional.adaptive_avg_pool1d`.
+
+    Shape: ``(N, C, L)`` to ``(N, C, output_size)``.
+
+    >>> nn.AdaptiveAvgPool1d(3)(tl.zeros(2, 4, 10)).shape
+    (2, 4, 3)
+    """
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
@@ -241,6 +323,14 @@ class AdaptiveAvgPool1d(Module):
 
 
 class AdaptiveAvgPool2d(Module):
+    """Average pooling to a fixed ``(H_out, W_out)``; ``AdaptiveAvgPool2d(1)`` is the global
+    average pooling at the end of a CNN. See :func:`~torchlight.nn.functional.adaptive_avg_pool2d`.
+
+    Shape: ``(N, C, H, W)`` to ``(N, C, *output_size)``.
+
+    >>> nn.AdaptiveAvgPool2d((1, 1))(tl.zeros(2, 16, 7, 7)).shape
+    (2, 16, 1, 1)
+    """
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size

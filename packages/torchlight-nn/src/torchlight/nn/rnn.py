@@ -88,10 +88,41 @@ def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    r"""One GRU step (the function behind :class:`~torchlight.nn.GRUCell`), PyTorch's equations:
+
+    .. math::
+       r &= \sigma(W_{ir}x + b_{ir} + W_{hr}h + b_{hr}) \\
+       z &= \sigma(W_{iz}x + b_{iz} + W_{hz}h + b_{hz}) \\
+       n &= \tanh(W_{in}x + b_{in} + r \odot (W_{hn}h + b_{hn})) \\
+       h' &= (1 - z) \odot n + z \odot h
+
+    Shapes: ``input`` ``(N, in)``, ``hx`` ``(N, H)``, ``w_ih`` ``(3H, in)``, ``w_hh`` ``(3H, H)``,
+    biases ``(3H,)``, gates stacked in the order r, z, n; returns ``h'`` ``(N, H)``.
+
+    >>> H = 4
+    >>> h = nn.rnn.gru_cell(tl.zeros(2, 3), tl.zeros(2, H), tl.zeros(3 * H, 3), tl.zeros(3 * H, H))
+    >>> h.shape
+    (2, 4)
+    """
     return _gru_step(F.linear(input, w_ih, b_ih), hx, w_hh, b_hh)
 
 
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    r"""One LSTM step (the function behind :class:`~torchlight.nn.LSTMCell`):
+
+    .. math::
+       i, f, g, o &= \sigma(\cdot), \sigma(\cdot), \tanh(\cdot), \sigma(\cdot)
+       \text{ of the four chunks of } W_{ih}x + b_{ih} + W_{hh}h + b_{hh} \\
+       c' &= f \odot c + i \odot g, \qquad h' = o \odot \tanh(c')
+
+    Shapes: ``input`` ``(N, in)``, ``hx = (h, c)`` each ``(N, H)``, ``w_ih`` ``(4H, in)``, ``w_hh``
+    ``(4H, H)``, biases ``(4H,)``; returns ``(h', c')``.
+
+    >>> h, c = nn.rnn.lstm_cell(tl.zeros(2, 3), (tl.zeros(2, 5), tl.zeros(2, 5)),
+    ...                         tl.zeros(20, 3), tl.zeros(20, 5))
+    >>> h.shape, c.shape
+    ((2, 5), (2, 5))
+    """
     h, c = hx
     return _lstm_step(F.linear(input, w_ih, b_ih), h, c, w_hh, b_hh)
 
@@ -156,7 +187,17 @@ class RNNCell(_CellBase):
 
 
 class GRUCell(_CellBase):
-    """``GRUCell(input_size, hidden_size, bias=True)``: ``h' = cell(x, h)`` (h defaults to 0)."""
+    """``GRUCell(input_size, hidden_size, bias=True)``: ``h' = cell(x, h)`` (h defaults to 0).
+
+    One step of :func:`~torchlight.nn.rnn.gru_cell` with learned weights.
+
+    Shape: ``x`` ``(N, input_size)`` (or ``(input_size,)``), ``h`` ``(N, hidden_size)``; returns
+    ``h'`` ``(N, hidden_size)``.
+
+    >>> cell = nn.GRUCell(3, 5)
+    >>> cell(tl.randn(2, 3)).shape
+    (2, 5)
+    """
 
     _gates = 3
 
@@ -168,7 +209,14 @@ class GRUCell(_CellBase):
 
 
 class LSTMCell(_CellBase):
-    """``LSTMCell(input_size, hidden_size, bias=True)``: ``(h', c') = cell(x, (h, c))``."""
+    """``LSTMCell(input_size, hidden_size, bias=True)``: ``(h', c') = cell(x, (h, c))``.
+
+    One step of :func:`~torchlight.nn.rnn.lstm_cell` with learned weights.
+
+    >>> h, c = nn.LSTMCell(3, 5)(tl.randn(2, 3))
+    >>> h.shape, c.shape
+    ((2, 5), (2, 5))
+    """
 
     _gates = 4
 
@@ -349,13 +397,23 @@ class GRU(_RNNBase):
 
     ``output``: ``(T, N, D·H)`` (``(N, T, D·H)`` with ``batch_first``), the last layer's hidden
     state at every step; ``h_n``: ``(num_layers·D, N, H)``, every layer's final state.
+
+    >>> gru = nn.GRU(3, 5, num_layers=2, batch_first=True)
+    >>> out, h_n = gru(tl.randn(4, 7, 3))
+    >>> out.shape, h_n.shape
+    ((4, 7, 5), (2, 4, 5))
     """
 
     _gates = 3
 
 
 class LSTM(_RNNBase):
-    """``LSTM(...)`` with GRU's arguments; ``forward(input, (h0, c0)=None) -> (output, (h_n, c_n))``."""
+    """``LSTM(...)`` with GRU's arguments; ``forward(input, (h0, c0)=None) -> (output, (h_n, c_n))``.
+
+    >>> out, (h_n, c_n) = nn.LSTM(3, 5)(tl.randn(7, 4, 3))
+    >>> out.shape, h_n.shape, c_n.shape
+    ((7, 4, 5), (1, 4, 5), (1, 4, 5))
+    """
 
     _gates = 4
     _lstm = True

@@ -1,7 +1,9 @@
 """``torchlight.optim``: optimizers and learning-rate schedulers with PyTorch's semantics.
 
->>> opt = torchlight.optim.AdamW(model.parameters(), lr=3e-4)
->>> sched = torchlight.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=100)
+>>> model = nn.Linear(3, 1)
+>>> opt = tl.optim.AdamW(model.parameters(), lr=3e-4)
+>>> sched = tl.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=100)
+>>> loss = model(tl.randn(8, 3)).pow(2).mean()
 >>> loss.backward(); opt.step(); opt.zero_grad(); sched.step()
 """
 

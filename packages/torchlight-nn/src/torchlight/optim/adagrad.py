@@ -19,6 +19,23 @@ __all__ = ["Adagrad"]
 
 
 class Adagrad(Optimizer):
+    r"""Adagrad (Duchi et al.): each parameter's step is divided by the root of its accumulated
+    squared gradients, so often-updated coordinates slow down:
+
+    .. math:: s \leftarrow s + g^2, \qquad p \leftarrow p - \frac{\text{lr}_t\, g}{\sqrt{s} + \epsilon},
+       \qquad \text{lr}_t = \frac{\text{lr}}{1 + (t - 1)\,\text{lr\_decay}}
+
+    ``initial_accumulator_value`` starts :math:`s`; ``weight_decay`` adds :math:`\lambda p` to
+    :math:`g`.
+
+    >>> w = nn.Parameter(tl.tensor([1.0]))
+    >>> opt = tl.optim.Adagrad([w], lr=0.5)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    Parameter containing:
+    tensor([0.5], requires_grad=True)
+    """
     def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
                  initial_accumulator_value=0.0, eps=1e-10, *, maximize=False):
         if initial_accumulator_value < 0.0:

@@ -27,6 +27,25 @@ __all__ = ["Adam", "AdamW"]
 
 
 class Adam(Optimizer):
+    r"""Adam (Kingma & Ba): per-parameter steps scaled by running estimates of the gradient's first
+    and second moments,
+
+    .. math::
+       m &\leftarrow \beta_1 m + (1 - \beta_1)\,g, \qquad v \leftarrow \beta_2 v + (1 - \beta_2)\,g^2 \\
+       p &\leftarrow p - \frac{\text{lr}}{1 - \beta_1^t}\cdot\frac{m}{\sqrt{v}/\sqrt{1 - \beta_2^t} + \epsilon}
+
+    ``weight_decay`` adds :math:`\lambda p` to the gradient (L2; see :class:`AdamW` for decoupled
+    decay); ``amsgrad`` uses the running maximum of :math:`v`; ``maximize`` ascends. Backends with
+    the ``"adam"`` capability run the update as one fused kernel per parameter.
+
+    >>> w = nn.Parameter(tl.tensor([1.0, -1.0]))
+    >>> opt = tl.optim.Adam([w], lr=0.1)
+    >>> (w * w).sum().backward()
+    >>> opt.step()                        # the first step moves each weight by about lr
+    >>> w
+    Parameter containing:
+    tensor([ 0.9, -0.9], requires_grad=True)
+    """
     _decoupled = False
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
@@ -93,7 +112,16 @@ class Adam(Optimizer):
 
 
 class AdamW(Adam):
-    """Adam with decoupled weight decay: ``p ← p·(1 − lr·weight_decay)`` before the Adam step."""
+    """Adam with decoupled weight decay: ``p ← p·(1 − lr·weight_decay)`` before the Adam step.
+
+    >>> w = nn.Parameter(tl.tensor([1.0]))
+    >>> opt = tl.optim.AdamW([w], lr=0.1, weight_decay=0.5)
+    >>> w.grad = tl.zeros(1)              # no gradient: only the decay acts
+    >>> opt.step()
+    >>> w
+    Parameter containing:
+    tensor([0.95], requires_grad=True)
+    """
 
     _decoupled = True
 

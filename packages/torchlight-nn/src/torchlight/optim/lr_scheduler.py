@@ -78,6 +78,10 @@ class LRScheduler:
 
     # --- the schedule ------------------------------------------------------------------------
     def get_lr(self) -> list:
+        """The learning rate of each parameter group for the current ``last_epoch`` (one float per
+        group): what a subclass defines to make a schedule. :meth:`step` writes these values into the
+        optimizer's groups.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement get_lr()")
 
     def get_last_lr(self) -> list:
@@ -85,6 +89,20 @@ class LRScheduler:
         return list(self._last_lr)
 
     def step(self, epoch: int | None = None) -> None:
+        """Advance the schedule one epoch (or one batch, for per-batch schedules) and set each
+        group's ``lr``; call it after ``optimizer.step()``.
+
+        >>> w = nn.Parameter(tl.zeros(1))
+        >>> opt = tl.optim.SGD([w], lr=1.0)
+        >>> sched = tl.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        >>> lrs = []
+        >>> for epoch in range(5):
+        ...     opt.step()
+        ...     sched.step()
+        ...     lrs.append(sched.get_last_lr()[0])
+        >>> lrs
+        [1.0, 0.5, 0.5, 0.25, 0.25]
+        """
         if self._step_count == 1 and not self._is_initial:
             opt = self.optimizer
             if type(opt).step is Optimizer.step and getattr(opt, "_opt_step_count", 1) == 0:
@@ -120,6 +138,9 @@ class LRScheduler:
         return {k: v for k, v in self.__dict__.items() if k not in self._transient}
 
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the schedule from :meth:`state_dict` (e.g. when resuming a training run from a
+        checkpoint).
+        """
         self.__dict__.update(state_dict)
 
     def __repr__(self):
@@ -132,7 +153,19 @@ subclassed by many custom schedulers."""
 
 
 class LambdaLR(LRScheduler):
-    """``lr = base_lr · lr_lambda(epoch)`` (one function, or one per param group)."""
+    """``lr = base_lr · lr_lambda(epoch)`` (one function, or one per param group).
+
+    >>> from torchlight.optim.lr_scheduler import LambdaLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = LambdaLR(opt, lambda epoch: 1 / (epoch + 1))
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [1.0, 0.5, 0.3333, 0.25, 0.2]
+    """
 
     _transient = ("optimizer", "lr_lambdas")
 
@@ -169,7 +202,19 @@ class LambdaLR(LRScheduler):
 
 
 class MultiplicativeLR(LambdaLR):
-    """``lr ← lr · lr_lambda(epoch)`` at every step after the first."""
+    """``lr ← lr · lr_lambda(epoch)`` at every step after the first.
+
+    >>> from torchlight.optim.lr_scheduler import MultiplicativeLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = MultiplicativeLR(opt, lambda epoch: 0.9)
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [1.0, 0.9, 0.81, 0.729, 0.6561]
+    """
 
     def get_lr(self):
         if self.last_epoch > 0 and not self._is_initial:
@@ -178,7 +223,19 @@ class MultiplicativeLR(LambdaLR):
 
 
 class StepLR(LRScheduler):
-    """``lr = base_lr · gamma^(epoch // step_size)``."""
+    """``lr = base_lr · gamma^(epoch // step_size)``.
+
+    >>> from torchlight.optim.lr_scheduler import StepLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = StepLR(opt, step_size=2, gamma=0.1)
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [1.0, 1.0, 0.1, 0.1, 0.01]
+    """
 
     def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
         if int(step_size) <= 0:
@@ -197,7 +254,19 @@ class StepLR(LRScheduler):
 
 
 class MultiStepLR(LRScheduler):
-    """``lr = base_lr · gamma^(number of milestones <= epoch)``."""
+    """``lr = base_lr · gamma^(number of milestones <= epoch)``.
+
+    >>> from torchlight.optim.lr_scheduler import MultiStepLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = MultiStepLR(opt, milestones=[1, 3], gamma=0.1)
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [1.0, 0.1, 0.1, 0.01, 0.01]
+    """
 
     def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
         self.milestones = Counter(int(m) for m in milestones)
@@ -224,7 +293,19 @@ class MultiStepLR(LRScheduler):
 
 
 class ConstantLR(LRScheduler):
-    """``lr = base_lr · factor`` until ``total_iters``, then ``base_lr``."""
+    """``lr = base_lr · factor`` until ``total_iters``, then ``base_lr``.
+
+    >>> from torchlight.optim.lr_scheduler import ConstantLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = ConstantLR(opt, factor=0.5, total_iters=2)
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [0.5, 0.5, 1.0, 1.0, 1.0]
+    """
 
     def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
         if factor > 1.0 or factor < 0:
@@ -246,7 +327,19 @@ class ConstantLR(LRScheduler):
 
 
 class LinearLR(LRScheduler):
-    """``lr = base_lr · (start + (end − start) · min(epoch, total_iters) / total_iters)``."""
+    """``lr = base_lr · (start + (end − start) · min(epoch, total_iters) / total_iters)``.
+
+    >>> from torchlight.optim.lr_scheduler import LinearLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = LinearLR(opt, start_factor=0.25, total_iters=3)
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [0.25, 0.5, 0.75, 1.0, 1.0]
+    """
 
     def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1):
         if start_factor > 1.0 or start_factor <= 0:
@@ -273,7 +366,19 @@ class LinearLR(LRScheduler):
 
 
 class ExponentialLR(LRScheduler):
-    """``lr = base_lr · gamma^epoch``."""
+    """``lr = base_lr · gamma^epoch``.
+
+    >>> from torchlight.optim.lr_scheduler import ExponentialLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = ExponentialLR(opt, gamma=0.5)
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [1.0, 0.5, 0.25, 0.125, 0.0625]
+    """
 
     def __init__(self, optimizer, gamma, last_epoch=-1):
         self.gamma = gamma
@@ -290,7 +395,19 @@ class ExponentialLR(LRScheduler):
 
 class CosineAnnealingLR(LRScheduler):
     """``lr = eta_min + (base_lr − eta_min)·(1 + cos(π·epoch/T_max))/2`` (SGDR without restarts;
-    past ``T_max`` the cosine continues, as in PyTorch)."""
+    past ``T_max`` the cosine continues, as in PyTorch).
+
+    >>> from torchlight.optim.lr_scheduler import CosineAnnealingLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = CosineAnnealingLR(opt, T_max=4)
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [1.0, 0.8536, 0.5, 0.1464, 0.0]
+    """
 
     def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):
         if T_max <= 0:
@@ -321,6 +438,18 @@ class SequentialLR(LRScheduler):
 
     At a milestone the next scheduler restarts at its own epoch 0 (closed form), so a cosine
     after a warmup starts from the base learning rate.
+
+    >>> from torchlight.optim.lr_scheduler import ExponentialLR, LinearLR, SequentialLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = SequentialLR(opt, [LinearLR(opt, start_factor=0.5, total_iters=2),
+    ...                              ExponentialLR(opt, gamma=0.5)], milestones=[2])
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [0.5, 0.75, 1.0, 0.5, 0.25]
     """
 
     _transient = ("optimizer", "_schedulers")
@@ -357,6 +486,7 @@ class SequentialLR(LRScheduler):
         self._is_initial = False
 
     def step(self, epoch=None):
+        """Advance the active scheduler; at each milestone hand over to the next one."""
         if epoch is not None:
             raise TypeError("SequentialLR.step() takes no epoch")
         self.last_epoch += 1
@@ -374,6 +504,7 @@ class SequentialLR(LRScheduler):
         return state
 
     def load_state_dict(self, state_dict):
+        """Restore this scheduler and each of the schedulers it chains from :meth:`state_dict`."""
         state_dict = dict(state_dict)
         subs = state_dict.pop("_schedulers")
         if len(subs) != len(self._schedulers):
@@ -388,7 +519,19 @@ class SequentialLR(LRScheduler):
 class OneCycleLR(LRScheduler):
     """The 1cycle policy (Smith & Topin): warm up from ``max_lr/div_factor`` to ``max_lr`` over
     ``pct_start`` of ``total_steps``, then anneal to ``initial_lr/final_div_factor``; momentum
-    (or Adam's β1) cycles the other way. Step it once per batch."""
+    (or Adam's β1) cycles the other way. Step it once per batch.
+
+    >>> from torchlight.optim.lr_scheduler import OneCycleLR
+    >>> opt = tl.optim.SGD([nn.Parameter(tl.zeros(1))], lr=1.0)
+    >>> sched = OneCycleLR(opt, max_lr=1.0, total_steps=5)
+    >>> lrs = []
+    >>> for epoch in range(5):
+    ...     lrs.append(round(sched.get_last_lr()[0], 4))
+    ...     opt.step()
+    ...     sched.step()
+    >>> lrs
+    [0.04, 0.9505, 0.6113, 0.1883, 0.0]
+    """
 
     def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
                  pct_start=0.3, anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85,
@@ -537,6 +680,9 @@ class ReduceLROnPlateau(LRScheduler):
         self.threshold_mode = threshold_mode
 
     def is_better(self, a, best):
+        """Whether metric value ``a`` improves on ``best`` by more than ``threshold`` (relative or
+        absolute, for ``mode`` ``"min"`` or ``"max"``).
+        """
         if self.mode == "min" and self.threshold_mode == "rel":
             return a < best * (1.0 - self.threshold)
         if self.mode == "min":
@@ -547,9 +693,23 @@ class ReduceLROnPlateau(LRScheduler):
 
     @property
     def in_cooldown(self):
+        """``True`` during the ``cooldown`` epochs that follow a reduction (bad epochs are not
+        counted then).
+        """
         return self.cooldown_counter > 0
 
     def step(self, metrics, epoch=None):
+        """Record this epoch's ``metrics`` (the validation loss, say); after ``patience`` epochs without
+        improvement multiply every group's lr by ``factor`` (not below ``min_lr``).
+
+        >>> w = nn.Parameter(tl.zeros(1))
+        >>> opt = tl.optim.SGD([w], lr=1.0)
+        >>> sched = tl.optim.lr_scheduler.ReduceLROnPlateau(opt, patience=1)
+        >>> for loss in [1.0, 1.0, 1.0]:
+        ...     sched.step(loss)
+        >>> sched.get_last_lr()
+        [0.1]
+        """
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1
@@ -586,6 +746,7 @@ class ReduceLROnPlateau(LRScheduler):
                 group["lr"] = new_lr
 
     def load_state_dict(self, state_dict):
+        """Restore the scheduler's counters and best value from :meth:`state_dict`."""
         super().load_state_dict(state_dict)
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
 

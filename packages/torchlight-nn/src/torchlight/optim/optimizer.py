@@ -46,6 +46,19 @@ class Optimizer:
 
     ``params`` is an iterable of tensors, or of dicts each holding ``"params"`` plus any
     hyper-parameters that override ``defaults`` for that group.
+
+    The training loop every optimizer serves:
+
+    >>> model = nn.Linear(2, 1)
+    >>> opt = tl.optim.SGD(model.parameters(), lr=0.1)
+    >>> x, y = tl.randn(16, 2), tl.randn(16, 1)
+    >>> for step in range(3):
+    ...     opt.zero_grad()
+    ...     loss = F.mse_loss(model(x), y)
+    ...     loss.backward()
+    ...     opt.step()
+    >>> len(opt.param_groups), opt.param_groups[0]["lr"]
+    (1, 0.1)
     """
 
     def __init__(self, params, defaults: dict):

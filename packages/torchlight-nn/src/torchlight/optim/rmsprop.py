@@ -21,6 +21,22 @@ __all__ = ["RMSprop"]
 
 
 class RMSprop(Optimizer):
+    r"""RMSprop: steps divided by a running root-mean-square of the gradient,
+
+    .. math:: v \leftarrow \alpha v + (1 - \alpha)\,g^2, \qquad p \leftarrow p - \text{lr}\,\frac{g}{\sqrt{v} + \epsilon}
+
+    ``centered`` subtracts the square of a running mean of :math:`g` inside the root;
+    ``momentum`` :math:`\mu` accumulates :math:`b \leftarrow \mu b + g/(\sqrt v + \epsilon)` and steps
+    by :math:`\text{lr}\cdot b`; ``weight_decay`` adds :math:`\lambda p` to :math:`g`.
+
+    >>> w = nn.Parameter(tl.tensor([1.0]))
+    >>> opt = tl.optim.RMSprop([w], lr=0.01)
+    >>> (w * w).sum().backward()
+    >>> opt.step()                        # the first step is lr / sqrt(1 - alpha) = 0.1
+    >>> w
+    Parameter containing:
+    tensor([0.9], requires_grad=True)
+    """
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
                  centered=False, *, maximize=False):
         defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,

@@ -21,6 +21,25 @@ __all__ = ["SGD"]
 
 
 class SGD(Optimizer):
+    r"""Stochastic gradient descent, with optional momentum, dampening, Nesterov momentum and weight
+    decay (PyTorch's formulation, spelled out in this module's docstring). The plain update is
+
+    .. math:: p \leftarrow p - \text{lr}\cdot g
+
+    and with momentum :math:`\mu` a velocity :math:`b \leftarrow \mu b + (1 - \text{dampening})\,g`
+    replaces :math:`g` (Nesterov: :math:`g + \mu b`).
+
+    ``params`` is an iterable of parameters or of parameter-group dicts (each may override any
+    hyper-parameter). Call :meth:`zero_grad`, ``loss.backward()``, then :meth:`step`.
+
+    >>> w = nn.Parameter(tl.tensor([1.0, -2.0]))
+    >>> opt = tl.optim.SGD([w], lr=0.1)
+    >>> (w * w).sum().backward()          # gradient 2w
+    >>> opt.step()
+    >>> w
+    Parameter containing:
+    tensor([ 0.8, -1.6], requires_grad=True)
+    """
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
                  nesterov=False, *, maximize=False):
         if momentum < 0.0:

@@ -27,6 +27,7 @@ __all__ = ["AveragedModel", "SWALR", "update_bn", "get_ema_multi_avg_fn", "get_e
 def get_ema_multi_avg_fn(decay=0.999):
     """``multi_avg_fn`` for an exponential moving average with the given ``decay``.
 
+    >>> from torchlight.optim.swa_utils import get_ema_multi_avg_fn
     >>> ema = get_ema_multi_avg_fn(0.9)
     >>> avg, cur = [tl.zeros(2)], [tl.ones(2)]
     >>> ema(avg, cur, 1); [round(v, 4) for v in avg[0].tolist()]
@@ -43,6 +44,7 @@ def get_ema_multi_avg_fn(decay=0.999):
 def get_ema_avg_fn(decay=0.999):
     """``avg_fn`` (one tensor at a time) for an exponential moving average.
 
+    >>> from torchlight.optim.swa_utils import get_ema_avg_fn
     >>> round(get_ema_avg_fn(0.5)(tl.tensor(0.0), tl.tensor(1.0), 3).item(), 4)
     0.5
     """
@@ -59,6 +61,7 @@ class AveragedModel(nn.Module):
     updates. Without ``use_buffers`` the buffers are copied from ``model`` on each update (then
     use :func:`update_bn`); with it they are averaged like the parameters.
 
+    >>> from torchlight.optim.swa_utils import AveragedModel
     >>> model = nn.Linear(2, 1)
     >>> swa = AveragedModel(model)
     >>> with tl.no_grad():
@@ -114,6 +117,7 @@ class SWALR(LRScheduler):
     """``SWALR(optimizer, swa_lr, anneal_epochs=10, anneal_strategy='cos')``: anneal every group's
     learning rate to ``swa_lr`` (one value or one per group), then keep it.
 
+    >>> from torchlight.optim.swa_utils import SWALR
     >>> opt = tl.optim.SGD([tl.zeros(1, requires_grad=True)], lr=1.0)
     >>> sched = SWALR(opt, swa_lr=0.1, anneal_epochs=3, anneal_strategy="linear")
     >>> lrs = [sched.get_last_lr()[0]]
@@ -165,6 +169,7 @@ def update_bn(loader, model, device=None):
     """Recompute the running statistics of every BatchNorm in ``model`` with one pass over
     ``loader`` (batches, or ``(input, ...)`` tuples whose first item is fed to the model).
 
+    >>> from torchlight.optim.swa_utils import update_bn
     >>> net = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
     >>> update_bn([tl.randn(8, 2) for _ in range(3)], net)
     >>> net[1].num_batches_tracked.item()

@@ -59,12 +59,17 @@ class GradScaler:
         return 1.0
 
     def get_growth_factor(self) -> float:
+        """PyTorch's default growth factor, 2.0 (reported for compatibility; this scaler never scales)."""
         return 2.0
 
     def get_backoff_factor(self) -> float:
+        """PyTorch's default backoff factor, 0.5 (reported for compatibility; this scaler never scales)."""
         return 0.5
 
     def get_growth_interval(self) -> int:
+        """PyTorch's default growth interval, 2000 steps (reported for compatibility; this scaler
+        never scales).
+        """
         return 2000
 
     def state_dict(self) -> dict:

@@ -77,6 +77,7 @@ def resolve(name: str):
     """The torchlight module name that PyTorch module ``name`` aliases; ``None`` when ``name`` is
     not under ``torch`` (or is one of :data:`NAMESPACES`, which have no torchlight module).
 
+    >>> from torchlight.compat.aliases import resolve
     >>> resolve("torch.nn.functional")
     'torchlight.nn.functional'
     >>> resolve("torch.utils.data.sampler")
@@ -163,6 +164,10 @@ class TorchAliasFinder(importlib.abc.MetaPathFinder):
     """Meta-path finder that answers every ``torch`` / ``torch.*`` import from :data:`ALIASES`."""
 
     def find_spec(self, fullname, path=None, target=None):
+        """The import system's question "who loads ``fullname``?": for ``torch`` and every ``torch.*``
+        name, a spec whose loader returns the torchlight module that :data:`ALIASES` maps it to
+        (``resolve(fullname)``); ``None`` for any other name, so other finders are asked.
+        """
         if not _is_under(fullname, "torch"):
             return None
         mapped = resolve(fullname)

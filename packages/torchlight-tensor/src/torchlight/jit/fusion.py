@@ -102,6 +102,9 @@ class FusedGroup:
         self._chains = {}
 
     def chain(self, scalar):
+        """The :class:`ElementwiseChain` of this group's ops for inputs whose scalar pattern is
+        ``scalar`` (which inputs are 0-d), built once and cached.
+        """
         c = self._chains.get(scalar)
         if c is None:
             c = self._chains[scalar] = ElementwiseChain(
@@ -110,6 +113,9 @@ class FusedGroup:
         return c
 
     def run(self, vals, sizes, compiler):
+        """Run the group on the values in ``vals``: one compiled kernel when the inputs qualify (same
+        shape and dtype, contiguous) and ``compiler`` offers one, otherwise op by op.
+        """
         ins = [vals[s] for s in self.ext_inputs]
         shape, scalar = _qualify(ins, self.dtype)
         kernel = None

@@ -330,6 +330,10 @@ def release_plan(tape, steps, key):
 
 
 def replay(tape, inputs, fuse=None):
+    """Run ``tape``'s recorded ops on new ``inputs`` under ``no_grad`` and return its outputs (what
+    :meth:`GraphTape.replay` calls). Input shapes may differ from the traced ones where the tape's
+    dimensions are symbolic; ``fuse`` chooses elementwise fusion (see :meth:`GraphTape.replay`).
+    """
     tensors = check_inputs(tape, inputs)
     sizes = size_map(tape, tensors)
     vals = [None] * len(tape.values)

@@ -47,6 +47,7 @@ def flops(node):
 
 
 def out_bytes(node):
+    """Bytes the op of ``node`` writes: 0 for a view op, else elements times the dtype's size."""
     if node.op in VIEW_OPS:
         return 0
     return _numel(node.shape) * node.dtype.itemsize

@@ -205,17 +205,23 @@ class GraphTape:
     # --- structure -----------------------------------------------------------------------------
     @property
     def inputs(self):
+        """The tape's input values (one per argument of the traced call), in order."""
         return [v for v in self.values if v.kind == "input"]
 
     @property
     def parameters(self):
+        """The values the tape reads from the model's parameters (and buffers) at replay time."""
         return [v for v in self.values if v.kind == "param"]
 
     @property
     def constants(self):
+        """The constant tensors captured while tracing (created inside the model, not inputs or
+        parameters).
+        """
         return [v for v in self.values if v.kind == "const"]
 
     def output_slots(self):
+        """The value slots that hold the traced call's outputs, flattened in order."""
         out = []
         _collect_slots(self.outputs, out)
         return out
@@ -250,11 +256,23 @@ class GraphTape:
         return Counter(node.op for node in self.nodes)
 
     def summary(self, fuse=False) -> str:
+        """A readable table of the tape: one row per op with its inputs, output shape, FLOPs and bytes
+        (``fuse=True`` adds which fused group each op belongs to).
+
+        >>> import torchlight.jit
+        >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+        >>> print(tl.jit.trace(net, tl.randn(3, 4)).summary())  # doctest: +ELLIPSIS
+        GraphTape Sequential: inputs in0(3, 4) float32; 2 parameter tensors (40 values)
+        ...
+        """
         from .summary import summary
 
         return summary(self, fuse=fuse)
 
     def to_dot(self) -> str:
+        """The tape as Graphviz ``digraph`` text (inputs, parameters, ops with their output shapes,
+        outputs); render it with ``dot -Tsvg``.
+        """
         from .summary import to_dot
 
         return to_dot(self)

@@ -204,6 +204,13 @@ def trace(fn_or_module, *example_inputs):
     Replays may change sizes where the recorded ops allow it (typically the batch size): trace
     with sizes that are distinct from the other dimensions (a batch of 3 rather than one equal to
     the hidden size), because a changed size is recognised by its value.
+
+    >>> import torchlight.jit
+    >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)).eval()
+    >>> tape = tl.jit.trace(net, tl.randn(3, 4))
+    >>> x = tl.randn(5, 4)                 # another batch size replays too
+    >>> bool((tape(x) - net(x)).abs().max() < 1e-6)
+    True
     """
     Tensor = _tensor_class()
     _warn_if_training(fn_or_module)

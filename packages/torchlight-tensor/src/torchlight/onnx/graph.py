@@ -47,6 +47,7 @@ class Value:
 
     @property
     def ndim(self):
+        """The number of dimensions of the value (``len(shape)``)."""
         return len(self.shape)
 
     def __repr__(self):
@@ -77,6 +78,8 @@ class GraphBuilder:
         return name
 
     def reserve(self, name):
+        """Claim ``name`` for a graph input or output as given by the user; raises
+        :class:`OnnxExportError` when it is already taken (ONNX names must be unique)."""
         if name in self._used:
             raise OnnxExportError(f"the name {name!r} is used twice in the exported graph; pass distinct names")
         self._used.add(name)

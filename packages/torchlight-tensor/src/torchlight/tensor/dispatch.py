@@ -172,6 +172,9 @@ def _reference_backend() -> Any:
 
 
 def map_op(op: str, a: _Tensor, dtype: DType | None = None) -> _Tensor:
+    """A new tensor ``op(a)`` computed by ``a``'s backend (``op`` one of ``MAP_OPS``), outside
+    autograd; ``dtype`` sets the output's dtype.
+    """
     out = alloc(a._td.shape, dtype or a.dtype, a.backend)
     a.backend.map(op, a._td, out._td)
     return out
@@ -330,6 +333,10 @@ def normalize_dim(dim: Any, ndim: int, allow_end: bool = False) -> int:
     Valid dims of an ``ndim``-tensor are ``[-ndim, ndim - 1]`` (a 0-d tensor accepts 0 and -1, as
     in PyTorch); ``allow_end`` widens that by one for ops that insert a dim (``unsqueeze``,
     ``stack``). Out of range raises :class:`TensorIndexError` (an ``IndexError``, as in PyTorch).
+
+    >>> from torchlight.tensor.dispatch import normalize_dim
+    >>> normalize_dim(-1, 3)
+    2
     """
     n = ndim + 1 if allow_end else ndim
     try:

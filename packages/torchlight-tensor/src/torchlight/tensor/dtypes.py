@@ -16,7 +16,14 @@ __all__ = [
 
 
 class DType:
-    """A torchlight dtype: a name, the numpy dtype of its storage, and whether it is floating."""
+    """A torchlight dtype: a name, the numpy dtype of its storage, and whether it is floating.
+
+    The four dtypes are ``tl.float32`` (the default for floats), ``tl.float64``, ``tl.int64``
+    (the default for ints, and indices) and ``tl.bool``.
+
+    >>> tl.tensor([1, 2]).dtype, tl.tensor([1.0]).dtype, tl.float64.is_floating_point
+    (torchlight.int64, torchlight.float32, True)
+    """
 
     __slots__ = ("name", "np", "is_floating_point", "rank")
 
@@ -28,6 +35,11 @@ class DType:
 
     @property
     def itemsize(self) -> int:
+        """Bytes per element (4 for ``float32``, 8 for ``float64`` and ``int64``, 1 for ``bool``).
+
+        >>> tl.float32.itemsize
+        4
+        """
         return self.np.itemsize
 
     def __repr__(self):

@@ -57,6 +57,12 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 
     Python floats get the default dtype (float32 unless ``set_default_dtype`` changed it), ints
     int64, bools bool; numpy arrays keep their dtype (float16 → float32, other ints → int64).
+
+    >>> tl.tensor([[1, 2], [3, 4]])
+    tensor([[1, 2],
+            [3, 4]])
+    >>> tl.tensor([0.5, 1.5], requires_grad=True)
+    tensor([0.5, 1.5], requires_grad=True)
     """
     from .tensor import Tensor
 
@@ -92,7 +98,12 @@ def _unwrap(data):
 
 
 def as_tensor(data, dtype=None, device=None):
-    """Like ``tensor`` but returns ``data`` itself when it already is a matching tensor."""
+    """Like ``tensor`` but returns ``data`` itself when it already is a matching tensor.
+
+    >>> x = tl.tensor([1.0, 2.0])
+    >>> tl.as_tensor(x) is x, tl.as_tensor([1, 2]).dtype
+    (True, torchlight.int64)
+    """
     from .tensor import Tensor
 
     if isinstance(data, Tensor):
@@ -145,20 +156,52 @@ def _filled(shape, value, dtype, device, requires_grad):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given shape filled with 0 (the default dtype, ``float32``, unless ``dtype``
+    says otherwise).
+
+    The shape is given as separate ints or one tuple; ``device`` picks the backend (the default
+    device when ``None``, see :func:`torchlight.set_default_device`).
+
+    >>> tl.zeros(2, 3)
+    tensor([[0., 0., 0.],
+            [0., 0., 0.]])
+    >>> tl.zeros((2,), dtype=tl.int64)
+    tensor([0, 0])
+    """
     return _filled(_shape(size), 0, dtype or dtypes.get_default_dtype(), device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given shape filled with 1 (the default dtype unless given); arguments as
+    :func:`zeros`.
+
+    >>> tl.ones(2, 2, requires_grad=True)
+    tensor([[1., 1.],
+            [1., 1.]], requires_grad=True)
+    """
     return _filled(_shape(size), 1, dtype or dtypes.get_default_dtype(), device, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor of shape ``size`` filled with ``fill_value``; the dtype follows the value (``int64``
+    for an int, ``float32`` for a float, ``bool``) unless given.
+
+    >>> tl.full((2, 2), 7)
+    tensor([[7, 7],
+            [7, 7]])
+    """
     if dtype is None:
         dtype = dtypes.scalar_dtype(fill_value)
     return _filled(_shape((size,)), fill_value, dtype, device, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given shape whose elements are not initialised (whatever the memory held):
+    use it only when every element is written before being read.
+
+    >>> tl.empty(2, 3).shape
+    (2, 3)
+    """
     t = alloc(_shape(size), dtypes.as_dtype(dtype or dtypes.get_default_dtype()), get_backend(device))
     return t.requires_grad_(True) if requires_grad else t
 
@@ -168,30 +211,70 @@ def _like(fn, x, dtype, device, requires_grad, *args):
 
 
 def zeros_like(x, dtype=None, device=None, requires_grad=False):
+    """Zeros with ``x``'s shape, and its dtype and device unless given.
+
+    >>> tl.zeros_like(tl.tensor([1, 2, 3]))
+    tensor([0, 0, 0])
+    """
     return _like(zeros, x, dtype, device, requires_grad)
 
 
 def ones_like(x, dtype=None, device=None, requires_grad=False):
+    """Ones with ``x``'s shape, dtype and device (unless given).
+
+    >>> tl.ones_like(tl.zeros(2))
+    tensor([1., 1.])
+    """
     return _like(ones, x, dtype, device, requires_grad)
 
 
 def empty_like(x, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor with ``x``'s shape, dtype and device (see :func:`empty`).
+
+    >>> tl.empty_like(tl.zeros(2, dtype=tl.int64)).dtype
+    torchlight.int64
+    """
     return _like(empty, x, dtype, device, requires_grad)
 
 
 def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
+    """A tensor of ``x``'s shape, dtype and device filled with ``fill_value``.
+
+    >>> tl.full_like(tl.zeros(3), 0.5)
+    tensor([0.5, 0.5, 0.5])
+    """
     return full(x.shape, fill_value, dtype=dtype or x.dtype, device=device or x.backend, requires_grad=requires_grad)
 
 
 def rand_like(x, dtype=None, device=None, generator=None):
+    """Uniform samples on :math:`[0, 1)` with ``x``'s shape, dtype and device (see :func:`rand`).
+
+    >>> tl.rand_like(tl.zeros(2, 2)).shape
+    (2, 2)
+    """
     return rand(x.shape, dtype=dtype or x.dtype, device=device or x.backend, generator=generator)
 
 
 def randn_like(x, dtype=None, device=None, generator=None):
+    """Standard normal samples with ``x``'s shape, dtype and device (see :func:`randn`).
+
+    >>> x = tl.randn_like(tl.zeros(3, dtype=tl.float64))
+    >>> x.shape, x.dtype
+    ((3,), torchlight.float64)
+    """
     return randn(x.shape, dtype=dtype or x.dtype, device=device or x.backend, generator=generator)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    r"""The 1-d tensor ``[start, start + step, ...]`` up to but excluding ``end``:
+    :math:`\lceil(\text{end} - \text{start})/\text{step}\rceil` elements. With one argument it counts
+    from 0. ``int64`` when every argument is an int, else ``float32``.
+
+    >>> tl.arange(5)
+    tensor([0, 1, 2, 3, 4])
+    >>> tl.arange(0, 1, 0.25)
+    tensor([0.  , 0.25, 0.5 , 0.75])
+    """
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -205,6 +288,12 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end``, both included (the default dtype
+    unless given).
+
+    >>> tl.linspace(0, 1, 5)
+    tensor([0.  , 0.25, 0.5 , 0.75, 1.  ])
+    """
     dt = dtypes.as_dtype(dtype or dtypes.get_default_dtype())
     return from_numpy_on(np.linspace(start, end, int(steps)), get_backend(device), dt, requires_grad)
 
@@ -222,6 +311,12 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    """The ``(n, m)`` identity matrix (``m = n`` by default): ones on the diagonal, zeros elsewhere.
+
+    >>> tl.eye(2, 3)
+    tensor([[1., 0., 0.],
+            [0., 1., 0.]])
+    """
     dt = dtypes.as_dtype(dtype or dtypes.get_default_dtype())
     return from_numpy_on(np.eye(n, m), get_backend(device), dt, requires_grad)
 
@@ -244,13 +339,25 @@ def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    """Standard normal."""
+    """Samples from the standard normal distribution :math:`\\mathcal N(0, 1)`, of the given shape,
+    drawn from ``generator`` (the global one by default). For :math:`\\mathcal N(\\mu, \\sigma^2)`
+    use ``mu + sigma * tl.randn(...)``.
+
+    >>> x = tl.randn(10000)
+    >>> abs(x.mean().item()) < 0.05, abs(x.std().item() - 1) < 0.05
+    (True, True)
+    """
     return _random(_shape(size), rng_of(generator).standard_normal, dtype, device, requires_grad, "normal",
                    generator)
 
 
 def randint(low, high=None, size=(), dtype=None, device=None, generator=None):
-    """Integers uniform on [low, high) (``randint(high, size)`` also works, like PyTorch)."""
+    """Integers uniform on [low, high) (``randint(high, size)`` also works, like PyTorch).
+
+    >>> x = tl.randint(0, 10, (2, 3))
+    >>> x.shape, x.dtype, bool(((x >= 0) & (x < 10)).all())
+    ((2, 3), torchlight.int64, True)
+    """
     if isinstance(high, (tuple, list)) and size == ():  # randint(high, size), as in PyTorch
         high, size = None, high
     if high is None:

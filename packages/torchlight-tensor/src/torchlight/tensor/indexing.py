@@ -22,6 +22,12 @@ __all__ = [
 
 
 def prod(shape) -> int:
+    """The number of elements of ``shape`` (1 for ``()``).
+
+    >>> from torchlight.tensor.indexing import prod
+    >>> prod((2, 3, 4))
+    24
+    """
     n = 1
     for s in shape:
         n *= s

@@ -51,6 +51,7 @@ class TensorData:
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions of the view."""
         return len(self.shape)
 
     def is_contiguous(self) -> bool:
@@ -70,6 +71,7 @@ class TensorData:
 
     # --- zero-copy views ---------------------------------------------------------------------
     def permute(self, dims: Sequence[int]) -> TensorData:
+        """The same storage with the dimensions reordered (strides permuted, no copy)."""
         if sorted(dims) != list(range(self.ndim)):
             raise ShapeError(f"permute: {tuple(dims)} is not a permutation of the {self.ndim} dims of shape {self.shape}")
         return self._new(
@@ -130,6 +132,7 @@ class TensorData:
         return self._new(shape, strides, self.offset + begin * self.strides[dim] if n else self.offset)
 
     def unsqueeze(self, dim: int) -> TensorData:
+        """The same storage with a size-1 dimension inserted at ``dim``."""
         stride = self.strides[dim] * self.shape[dim] if dim < self.ndim else 1
         return self._new(
             self.shape[:dim] + (1,) + self.shape[dim:],

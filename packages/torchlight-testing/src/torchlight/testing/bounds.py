@@ -47,6 +47,9 @@ class BoundsConformance:
 
     @pytest.mark.parametrize("dtype", ["float32", "int64"])
     def test_take_rejects_out_of_range(self, dtype):
+        """``take`` raises ``TensorIndexError`` for each of :func:`bad_indices` (just past the end, far out, negative), writes nothing outside ``out``
+        and leaves the input untouched.
+        """
         be = self.be
         shape = self.P.shape
         for dim in range(len(shape)):
@@ -62,6 +65,9 @@ class BoundsConformance:
 
     @pytest.mark.parametrize("dtype", ["float32", "int64"])
     def test_put_add_rejects_out_of_range(self, dtype):
+        """``put_add`` raises ``TensorIndexError`` for each of :func:`bad_indices` (just past the end, far out, negative) and writes nothing outside
+        ``out``.
+        """
         be = self.be
         shape = self.P.shape
         for dim in range(len(shape)):
@@ -76,6 +82,9 @@ class BoundsConformance:
 
     @pytest.mark.parametrize("dtype", ["float32", "int64"])
     def test_gather_rejects_out_of_range(self, dtype):
+        """``gather`` raises ``TensorIndexError`` for each of :func:`bad_indices` (just past the end, far out, negative), writes nothing outside ``out``
+        and leaves the input untouched.
+        """
         be = self.be
         shape = self.P.shape
         for dim in range(len(shape)):
@@ -93,6 +102,9 @@ class BoundsConformance:
 
     @pytest.mark.parametrize("dtype", ["float32", "int64"])
     def test_scatter_add_rejects_out_of_range(self, dtype):
+        """``scatter_add`` raises ``TensorIndexError`` for each of :func:`bad_indices` (just past the end, far out, negative) and writes nothing
+        outside ``out``.
+        """
         be = self.be
         shape = self.P.shape
         for dim in range(len(shape)):
@@ -109,6 +121,9 @@ class BoundsConformance:
 
     @pytest.mark.parametrize("dtype", ["float32", "float64"])
     def test_cross_entropy_rejects_out_of_range_targets(self, dtype):
+        """Capability ``cross_entropy``: a target outside ``[0, C)`` makes the forward and the backward
+        raise ``TensorIndexError`` without writing outside their output buffers.
+        """
         self._need("cross_entropy")
         be = self.be
         R, C = self.P.rows

@@ -11,7 +11,7 @@ A backend package runs the whole kit with three lines::
 The tests call the backend's primitives directly on ``TensorData`` views in every layout
 (:mod:`.strategies`) and compare with float64 numpy references (:mod:`.catalog`); a few more go
 through the public tensor API on the device (fallback paths, autograd, a short training run).
-Each test names the op, dtype and layout that failed. :mod:`.bounds` feeds every indexing
+Each test names the op, dtype and layout that failed. :mod:`torchlight.testing.bounds` feeds every indexing
 primitive out-of-range indices (the bounds-safety guarantee of the contract).
 """
 
@@ -82,10 +82,12 @@ class BackendConformance(FusedConformance, BoundsConformance):
     # --- fixtures ----------------------------------------------------------------------------
     @property
     def be(self):
+        """The backend under test, ``get_backend(backend_name)``."""
         return get_backend(self.backend_name)
 
     @property
     def P(self):
+        """The :class:`SizeProfile` of this run (``size_profile``, or ``$TORCHLIGHT_CONFORMANCE_PROFILE``)."""
         return resolve_profile(self.size_profile)
 
     def _settings(self):
@@ -106,6 +108,7 @@ class BackendConformance(FusedConformance, BoundsConformance):
 
     # --- the contract's surface ------------------------------------------------------------
     def test_protocol_surface(self):
+        """The backend implements every primitive of the protocol and declares the core's ``API_VERSION``."""
         be = self.be
         assert isinstance(be, Backend), "the backend misses a primitive of the Backend protocol"
         assert be.API_VERSION == API_VERSION
@@ -114,10 +117,12 @@ class BackendConformance(FusedConformance, BoundsConformance):
         assert rows.get(self.backend_name) == "available", rows
 
     def test_catalog_is_complete(self):
+        """Every op of ``MAP_OPS``/``ZIP_OPS``/``REDUCE_OPS`` has a numpy reference in the kit's catalogue."""
         assert check_catalog_complete() == []
 
     @pytest.mark.parametrize("dtype", ALL)
     def test_storage_roundtrip(self, dtype):
+        """``from_numpy`` then ``to_numpy`` gives back the same values, for every dtype."""
         be = self.be
         x = sample(_rng("rt", dtype), self.P.shape, dtype)
         td = TensorData(be.from_numpy(x.reshape(-1)), x.shape)
@@ -150,6 +155,7 @@ class BackendConformance(FusedConformance, BoundsConformance):
     # --- map ---------------------------------------------------------------------------------
     @pytest.mark.parametrize("op,dtype", _MAP_CASES)
     def test_map(self, op, dtype):
+        """Each unary op matches its numpy reference on every input and output layout."""
         be, spec = self.be, MAP_CATALOG[op]
         out_dtype = spec.out or dtype
         for k, (shape, lay, out_lay) in enumerate(self._layout_cases()):
@@ -164,6 +170,7 @@ class BackendConformance(FusedConformance, BoundsConformance):
     @pytest.mark.parametrize("src", ALL)
     @pytest.mark.parametrize("dst", ALL)
     def test_copy_casts(self, src, dst):
+        """``copy`` into an ``out`` of another dtype casts as numpy does."""
         be = self.be
         for k, (shape, lay, out_lay) in enumerate(self._layout_cases()):
             x = sample(_rng("cast", src, dst, k), shape, src)
@@ -174,6 +181,7 @@ class BackendConformance(FusedConformance, BoundsConformance):
             assert outside_untouched(be, out, dst)
 
     def test_map_large_values_are_stable(self):
+        """``sigmoid``, ``tanh``, ``softplus`` and ``silu`` stay finite and correct for inputs up to ±1e4."""
         be = self.be
         for dtype in FLOAT:
             x = np.array([-1e4, -800.0, -80.0, -20.0, 0.0, 20.0, 80.0, 800.0, 1e4], dtype=dtype)
@@ -188,6 +196,7 @@ class BackendConformance(FusedConformance, BoundsConformance):
     # --- zip ---------------------------------------------------------------------------------
     @pytest.mark.parametrize("op,dtype", _ZIP_CASES)
     def test_zip(self, op, dtype):
+        """Each binary op matches its numpy reference on every layout, broadcast inputs included."""
         be, spec = self.be, ZIP_CATALOG[op]
         out_dtype = spec.out or dtype
         s = self.P.shape
@@ -218,6 +227,7 @@ class BackendConformance(FusedConformance, BoundsConformance):
         assert_close(read(be, a), spec.ref(_f64(xv), _f64(y)), "float32", spec, f"in-place {op} {layout}")
 
     def test_zip_broadcasting_property(self):
+        """Property test (hypothesis): binary ops on random broadcast shapes and layouts match numpy."""
         be = self.be
 
         @self._settings()
@@ -243,6 +253,7 @@ class BackendConformance(FusedConformance, BoundsConformance):
     # --- where -------------------------------------------------------------------------------
     @pytest.mark.parametrize("dtype", ALL)
     def test_where(self, dtype):
+        """``where`` selects like ``numpy.where`` on every layout."""
         be = self.be
         s = self.P.shape
         cases = [(s, "contiguous", "contiguous", "contiguous", "contiguous"),
@@ -264,6 +275,8 @@ class BackendConformance(FusedConformance, BoundsConformance):
     # --- reduce ------------------------------------------------------------------------------
     @pytest.mark.parametrize("op,dtype", _RED_CASES)
     def test_reduce(self, op, dtype):
+        """Each reduction matches numpy over single dimensions, pairs and all dimensions, on every
+        input layout."""
         be, spec = self.be, REDUCE_CATALOG[op]
         out_dtype = spec.out or dtype
         nd = len(self.P.shape)
@@ -283,6 +296,7 @@ class BackendConformance(FusedConformance, BoundsConformance):
 
     @pytest.mark.parametrize("op", REDUCE_OPS)
     def test_reduce_edges(self, op):
+        """Reductions over size-1 and empty dimensions give numpy's results."""
         be, spec = self.be, REDUCE_CATALOG[op]
         cases = [((1,), (0,)), ((1, 1, 1), (0, 1, 2) if not op.startswith("arg") else (1,)), ((3, 1), (1,)),
                  ((0, 4), (1,)), ((5,), (0,))]
@@ -310,6 +324,7 @@ class BackendConformance(FusedConformance, BoundsConformance):
     # --- matmul ------------------------------------------------------------------------------
     @pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
     def test_matmul(self, dtype):
+        """``matmul`` matches numpy on plain, batched, transposed and sliced operands."""
         be = self.be
         B, n, k, m = self.P.matmul
         cases = [  # (a shape, b shape, a layout, b layout, out layout, batch-broadcast a)
@@ -352,6 +367,7 @@ class BackendConformance(FusedConformance, BoundsConformance):
     # --- indexing ----------------------------------------------------------------------------
     @pytest.mark.parametrize("dtype", ALL)
     def test_take(self, dtype):
+        """``take`` (index_select) matches numpy along every dimension."""
         be = self.be
         shape = self.P.shape
         for dim in range(len(shape)):
@@ -411,6 +427,7 @@ class BackendConformance(FusedConformance, BoundsConformance):
 
     @pytest.mark.parametrize("dtype", ALL)
     def test_gather(self, dtype):
+        """``gather`` matches PyTorch's semantics (checked against numpy) along every dimension."""
         self._check_gather(dtype, smaller=False)
 
     @pytest.mark.parametrize("dtype", ["float32", "int64"])
@@ -420,6 +437,7 @@ class BackendConformance(FusedConformance, BoundsConformance):
 
     @pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
     def test_scatter_add(self, dtype):
+        """``scatter_add`` accumulates repeated indices, along every dimension."""
         be = self.be
         shape = self.P.shape
         for dim in range(len(shape)):
@@ -443,6 +461,7 @@ class BackendConformance(FusedConformance, BoundsConformance):
 
     # --- through the tensor API on the device -------------------------------------------------
     def test_to_device_roundtrip(self):
+        """A tensor moved to the backend and back keeps its values exactly."""
         import torchlight as tl
 
         x = tl.randn(*self.P.shape, dtype=tl.float64)
@@ -498,6 +517,7 @@ class BackendConformance(FusedConformance, BoundsConformance):
         return (x @ w1 + b1).tanh() @ w2 + b2
 
     def test_gradcheck_mlp(self):
+        """Gradients of a small MLP computed on the backend pass :func:`torchlight.gradcheck` (float64)."""
         import torchlight as tl
 
         params = self._mlp_params(tl, tl.float64)

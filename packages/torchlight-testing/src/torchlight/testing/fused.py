@@ -53,6 +53,7 @@ class FusedConformance:
     @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
     @pytest.mark.parametrize("dtype", FLOAT)
     def test_softmax(self, dtype, log):
+        """Capability ``softmax``: the fused (log-)softmax matches the numpy reference on every layout."""
         self._need("softmax")
         be = self.be
         for name, x, lays in self._softmax_inputs(dtype):
@@ -74,6 +75,7 @@ class FusedConformance:
     @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
     @pytest.mark.parametrize("dtype", FLOAT)
     def test_softmax_backward(self, dtype, log):
+        """Capability ``softmax``: its backward matches the analytic gradient."""
         self._need("softmax")
         be = self.be
         for name, x, _ in self._softmax_inputs(dtype):
@@ -107,6 +109,7 @@ class FusedConformance:
     @pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
     @pytest.mark.parametrize("dtype", FLOAT)
     def test_layernorm(self, dtype, affine):
+        """Capability ``layernorm``: output, mean and rstd match numpy, with and without affine parameters."""
         self._need("layernorm")
         be = self.be
         eps = 1e-5
@@ -131,6 +134,7 @@ class FusedConformance:
     @pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
     @pytest.mark.parametrize("dtype", FLOAT)
     def test_layernorm_backward(self, dtype, affine):
+        """Capability ``layernorm``: ``dx``, ``dw`` and ``db`` match the analytic gradients."""
         self._need("layernorm")
         be = self.be
         eps = 1e-5
@@ -195,6 +199,7 @@ class FusedConformance:
 
     @pytest.mark.parametrize("dtype", FLOAT)
     def test_cross_entropy(self, dtype):
+        """Capability ``cross_entropy``: per-row losses and logsumexp match numpy, zero on weight-0 rows."""
         self._need("cross_entropy")
         be = self.be
         for name, x, lays in self._cross_entropy_inputs(dtype):
@@ -220,6 +225,7 @@ class FusedConformance:
 
     @pytest.mark.parametrize("dtype", FLOAT)
     def test_cross_entropy_backward(self, dtype):
+        """Capability ``cross_entropy``: ``dx`` matches ``g·w·(softmax - onehot)``."""
         self._need("cross_entropy")
         be = self.be
         for name, x, lays in self._cross_entropy_inputs(dtype):

@@ -34,6 +34,10 @@ PROFILES = {
 
 
 def resolve_profile(name: str) -> SizeProfile:
+    """The :class:`SizeProfile` named ``name``, or the one named by ``$TORCHLIGHT_CONFORMANCE_PROFILE``
+    when set (so CI can run every backend's kit at another size); raises ``ValueError`` listing the
+    known names.
+    """
     name = os.environ.get("TORCHLIGHT_CONFORMANCE_PROFILE") or name
     try:
         return PROFILES[name]

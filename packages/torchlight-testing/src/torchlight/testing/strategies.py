@@ -124,10 +124,14 @@ def outside_untouched(backend, view, dtype: str) -> bool:
 # --- hypothesis strategies -------------------------------------------------------------------
 
 def dtype_names(allowed=("float32", "float64", "int64", "bool")):
+    """A hypothesis strategy drawing one of the dtype names in ``allowed``."""
     return st.sampled_from(allowed)
 
 
 def layouts(allowed=LAYOUTS):
+    """A hypothesis strategy drawing one of the memory layouts in ``allowed`` (``contiguous``,
+    ``offset``, ``permuted``, ``sliced``, ``broadcast``): how the kit lays a value out in storage.
+    """
     return st.sampled_from(allowed)
 
 

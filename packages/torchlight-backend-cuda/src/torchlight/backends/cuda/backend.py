@@ -144,12 +144,24 @@ class CudaBackend:
 
     # --- storage -------------------------------------------------------------------------------
     def empty(self, n, dtype):
+        """Allocate uninitialised storage for ``n`` elements of ``dtype``, with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.empty <torchlight.tensor.backend.protocol.Backend.empty>`.
+        """
         return cuda.device_array(n, dtype=dtype.np)
 
     def from_numpy(self, array):
+        """Storage holding the data of the C-contiguous ndarray ``array`` (shared where the device allows), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.from_numpy <torchlight.tensor.backend.protocol.Backend.from_numpy>`.
+        """
         return transfers.to_device(cuda, np.ascontiguousarray(array).reshape(-1))
 
     def to_numpy(self, view):
+        """The elements of the strided ``view`` as an ndarray of its shape (may share memory), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.to_numpy <torchlight.tensor.backend.protocol.Backend.to_numpy>`.
+        """
         st = view.storage
         if view.size == 0:
             self.check_errors()
@@ -193,6 +205,10 @@ class CudaBackend:
 
     # --- elementwise ---------------------------------------------------------------------------
     def map(self, op, a, out):
+        """Unary elementwise ``out = op(a)``, ``op`` one of ``MAP_OPS`` (same shapes), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.map <torchlight.tensor.backend.protocol.Backend.map>`.
+        """
         n = out.size
         if n == 0:
             return
@@ -215,6 +231,10 @@ class CudaBackend:
         launch(k, *grid_1d(n), code, sa, xs, a.offset, so, os_, out.offset, shape, n)
 
     def zip(self, op, a, b, out):
+        """Binary elementwise ``out = op(a, b)``, ``op`` one of ``ZIP_OPS`` (inputs already broadcast to ``out``'s shape), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.zip <torchlight.tensor.backend.protocol.Backend.zip>`.
+        """
         n = out.size
         if n == 0:
             return
@@ -239,6 +259,10 @@ class CudaBackend:
         launch(k, *grid_1d(n), code, sa, as_, a.offset, sb, bs, b.offset, so, os_, out.offset, shape, n)
 
     def where(self, cond, a, b, out):
+        """Elementwise select ``out = a if cond else b`` (``cond`` a bool view; all of one shape), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.where <torchlight.tensor.backend.protocol.Backend.where>`.
+        """
         n = out.size
         if n == 0:
             return
@@ -249,6 +273,10 @@ class CudaBackend:
 
     # --- reductions ----------------------------------------------------------------------------
     def reduce(self, op, a, dims, out):
+        """Reduce ``a`` over ``dims`` into ``out`` (size 1 in those dims), ``op`` one of ``REDUCE_OPS``, with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.reduce <torchlight.tensor.backend.protocol.Backend.reduce>`.
+        """
         nout = out.size
         if nout == 0:
             return
@@ -281,6 +309,10 @@ class CudaBackend:
 
     # --- matmul --------------------------------------------------------------------------------
     def matmul(self, a, b, out):
+        """Batched matrix product ``out = a @ b`` of ``(..., n, k)`` and ``(..., k, m)`` views (batch dims already equal), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.matmul <torchlight.tensor.backend.protocol.Backend.matmul>`.
+        """
         if out.size == 0:
             return
         n, kk = a.shape[-2:]
@@ -309,6 +341,10 @@ class CudaBackend:
                OPS.index(op))
 
     def take(self, a, dim, index, out):
+        """``out = a.index_select(dim, index)`` for an ``int64`` index view, with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.take <torchlight.tensor.backend.protocol.Backend.take>`.
+        """
         if len(index.shape) != 1 or len(out.shape) != len(a.shape):
             _rank_error("take", a, index, out)
         strides = [0] * len(out.shape)
@@ -316,6 +352,10 @@ class CudaBackend:
         self._gather(a, dim, strides, index, out, "take")
 
     def gather(self, a, dim, index, out):
+        """``out = a.gather(dim, index)`` (PyTorch semantics), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.gather <torchlight.tensor.backend.protocol.Backend.gather>`.
+        """
         if not len(a.shape) == len(index.shape) == len(out.shape):
             _rank_error("gather", a, index, out)
         self._gather(a, dim, index.strides, index, out, "gather")
@@ -333,6 +373,10 @@ class CudaBackend:
                tuple(src.strides), src.offset, tuple(shape), n, self._bounds_flag(), OPS.index(op))
 
     def put_add(self, out, dim, index, src):
+        """``out.index_add_(dim, index, src)`` in place: rows of ``src`` added at ``index`` (repeats add up), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.put_add <torchlight.tensor.backend.protocol.Backend.put_add>`.
+        """
         if len(index.shape) != 1 or len(out.shape) != len(src.shape):
             _rank_error("put_add", out, index, src)
         strides = [0] * len(src.shape)
@@ -340,12 +384,20 @@ class CudaBackend:
         self._scatter_add(out, dim, src.shape, strides, index, src, "put_add")
 
     def scatter_add(self, out, dim, index, src):
+        """``out.scatter_add_(dim, index, src)`` in place (PyTorch semantics; repeats add up), with CUDA kernels on device memory.
+
+        The contract is :meth:`Backend.scatter_add <torchlight.tensor.backend.protocol.Backend.scatter_add>`.
+        """
         if not len(out.shape) == len(index.shape) == len(src.shape):
             _rank_error("scatter_add", out, index, src)
         self._scatter_add(out, dim, index.shape, index.strides, index, src, "scatter_add")
 
     # --- fused capabilities ----------------------------------------------------------------------
     def softmax(self, a, dim, out, log=False):
+        """Capability ``softmax``: ``out = softmax(a, dim)`` (``log_softmax`` with ``log=True``), max-shifted, with CUDA kernels on device memory.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         if out.size == 0:
             return
         oshape, nrows, L, ((xs, xo, xl), (os_, oo, ol)) = _rows((a, out), dim)
@@ -355,6 +407,10 @@ class CudaBackend:
                bool(log))
 
     def softmax_backward(self, y, g, dim, out, log=False):
+        """Capability ``softmax``: the input gradient ``out`` of softmax (or log-softmax) from its output ``y`` and gradient ``g``, with CUDA kernels on device memory.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         if out.size == 0:
             return
         oshape, nrows, L, ((ys, yo, yl), (gs, go, gl), (os_, oo, ol)) = _rows((y, g, out), dim)
@@ -364,6 +420,10 @@ class CudaBackend:
                ol, oshape, nrows, L, bool(log))
 
     def layernorm(self, x, w, b, eps, out, mean, rstd):
+        """Capability ``layernorm``: normalise each row of ``x`` into ``out``, saving its ``mean`` and ``rstd`` = 1/σ, with CUDA kernels on device memory.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         if out.size == 0:
             return
         dim = len(x.shape) - 1
@@ -379,6 +439,10 @@ class CudaBackend:
                mean.storage, ms, mo, rstd.storage, rs, ro, oshape, nrows, L)
 
     def layernorm_backward(self, g, x, w, mean, rstd, dx, dw, db):
+        """Capability ``layernorm``: ``dx`` (and ``dw``, ``db`` when given) from ``g`` and the saved ``mean``/``rstd``, with CUDA kernels on device memory.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         if dx.size == 0:
             return
         dim = len(x.shape) - 1
@@ -413,6 +477,12 @@ class CudaBackend:
         return _rows((*mats, *(v.unsqueeze(1) for v in vectors)), 1)
 
     def cross_entropy(self, x, target, weight, loss, logs):
+        """Capability ``cross_entropy``: per-row losses of logits ``x`` (N, C),
+        ``loss = weight·((m - x[i, target]) + logs)`` with ``m = max(x, 1)`` and
+        ``logs = log Σ exp(x - m)`` (saved for the backward), with CUDA kernels on device memory.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         if x.shape[0] == 0:
             return
         oshape, nrows, C, ((xs, xo, xl), (ts, to, _), (ws, wo, _), (ls, lo, _), (es, eo, _)) = \
@@ -425,6 +495,11 @@ class CudaBackend:
                OPS.index("cross_entropy"))
 
     def cross_entropy_backward(self, x, target, weight, logs, g, dx):
+        """Capability ``cross_entropy``: ``dx = g·weight·(exp((x - m) - logs) - onehot(target))``
+        (the softmax from the saved ``logs``), zero on rows of weight 0, with CUDA kernels on device memory.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         if x.shape[0] == 0:
             return
         oshape, nrows, C, per = self._ce_rows((x, dx), (target, weight, logs, g))
@@ -439,6 +514,10 @@ class CudaBackend:
     # --- fused optimizer update ------------------------------------------------------------------
     def adam_step(self, p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,
                   bias_correction2_sqrt):
+        """Capability ``adam``: one Adam/AdamW update of ``p``, ``m``, ``v`` in place (formula in ``torchlight/tensor/functions/updates.py``), with CUDA kernels on device memory.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         n = p.size
         if n == 0:
             return

@@ -28,6 +28,7 @@ class Counts:
         self.log = []
 
     def snapshot(self):
+        """The four tallies as a dict (``h2d``, ``d2h``, ``h2d_bytes``, ``d2h_bytes``)."""
         return {"h2d": self.h2d, "d2h": self.d2h, "h2d_bytes": self.h2d_bytes, "d2h_bytes": self.d2h_bytes}
 
     def __repr__(self):
@@ -44,6 +45,7 @@ def counts() -> Counts:
 
 
 def reset() -> None:
+    """Set the process-wide transfer tallies back to zero."""
     global _TOTAL
     _TOTAL = Counts()
 

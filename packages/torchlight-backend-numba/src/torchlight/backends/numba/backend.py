@@ -120,12 +120,24 @@ class NumbaBackend:
 
     # --- storage -------------------------------------------------------------------------------
     def empty(self, n, dtype):
+        """Allocate uninitialised storage for ``n`` elements of ``dtype``, with numba-compiled CPU kernels.
+
+        The contract is :meth:`Backend.empty <torchlight.tensor.backend.protocol.Backend.empty>`.
+        """
         return np.empty(n, dtype=dtype.np)
 
     def from_numpy(self, array):
+        """Storage holding the data of the C-contiguous ndarray ``array`` (shared where the device allows), with numba-compiled CPU kernels.
+
+        The contract is :meth:`Backend.from_numpy <torchlight.tensor.backend.protocol.Backend.from_numpy>`.
+        """
         return np.ascontiguousarray(array).reshape(-1)
 
     def to_numpy(self, view):
+        """The elements of the strided ``view`` as an ndarray of its shape (may share memory), with numba-compiled CPU kernels.
+
+        The contract is :meth:`Backend.to_numpy <torchlight.tensor.backend.protocol.Backend.to_numpy>`.
+        """
         return as_array(view)
 
     # --- the "compile" capability: fused elementwise chains (torchlight.jit) ------------------
@@ -137,6 +149,10 @@ class NumbaBackend:
 
     # --- elementwise ---------------------------------------------------------------------------
     def map(self, op, a, out):
+        """Unary elementwise ``out = op(a)``, ``op`` one of ``MAP_OPS`` (same shapes), with numba-compiled CPU kernels.
+
+        The contract is :meth:`Backend.map <torchlight.tensor.backend.protocol.Backend.map>`.
+        """
         n = out.size
         if n == 0:
             return
@@ -163,6 +179,10 @@ class NumbaBackend:
             E.map_strided.pick(n)(code, sa, _arr(xs), a.offset, so, _arr(os_), out.offset, _arr(shape), n)
 
     def zip(self, op, a, b, out):
+        """Binary elementwise ``out = op(a, b)``, ``op`` one of ``ZIP_OPS`` (inputs already broadcast to ``out``'s shape), with numba-compiled CPU kernels.
+
+        The contract is :meth:`Backend.zip <torchlight.tensor.backend.protocol.Backend.zip>`.
+        """
         n = out.size
         if n == 0:
             return
@@ -205,6 +225,10 @@ class NumbaBackend:
                     _arr(shape), n)
 
     def where(self, cond, a, b, out):
+        """Elementwise select ``out = a if cond else b`` (``cond`` a bool view; all of one shape), with numba-compiled CPU kernels.
+
+        The contract is :meth:`Backend.where <torchlight.tensor.backend.protocol.Backend.where>`.
+        """
         n = out.size
         if n == 0:
             return
@@ -221,6 +245,10 @@ class NumbaBackend:
 
     # --- reductions ----------------------------------------------------------------------------
     def reduce(self, op, a, dims, out):
+        """Reduce ``a`` over ``dims`` into ``out`` (size 1 in those dims), ``op`` one of ``REDUCE_OPS``, with numba-compiled CPU kernels.
+
+        The contract is :meth:`Backend.reduce <torchlight.tensor.backend.protocol.Backend.reduce>`.
+        """
         nout = out.size
         if nout == 0:
             return
@@ -262,6 +290,10 @@ class NumbaBackend:
 
     # --- matmul --------------------------------------------------------------------------------
     def matmul(self, a, b, out):
+        """Batched matrix product ``out = a @ b`` of ``(..., n, k)`` and ``(..., k, m)`` views (batch dims already equal), with numba-compiled CPU kernels.
+
+        The contract is :meth:`Backend.matmul <torchlight.tensor.backend.protocol.Backend.matmul>`.
+        """
         if out.size == 0:
             return
         n, k = a.shape[-2:]
@@ -296,6 +328,10 @@ class NumbaBackend:
         raise_if_flagged(flag, op)
 
     def take(self, a, dim, index, out):
+        """``out = a.index_select(dim, index)`` for an ``int64`` index view, with numba-compiled CPU kernels.
+
+        The contract is :meth:`Backend.take <torchlight.tensor.backend.protocol.Backend.take>`.
+        """
         if len(index.shape) != 1 or len(out.shape) != len(a.shape):
             _rank_error("take", a, index, out)
         strides = [0] * len(out.shape)
@@ -303,6 +339,10 @@ class NumbaBackend:
         self._gather("take", a, dim, strides, index, out)
 
     def gather(self, a, dim, index, out):
+        """``out = a.gather(dim, index)`` (PyTorch semantics), with numba-compiled CPU kernels.
+
+        The contract is :meth:`Backend.gather <torchlight.tensor.backend.protocol.Backend.gather>`.
+        """
         if not len(a.shape) == len(index.shape) == len(out.shape):
             _rank_error("gather", a, index, out)
         self._gather("gather", a, dim, index.strides, index, out)
@@ -324,6 +364,10 @@ class NumbaBackend:
         raise_if_flagged(flag, op)
 
     def put_add(self, out, dim, index, src):
+        """``out.index_add_(dim, index, src)`` in place: rows of ``src`` added at ``index`` (repeats add up), with numba-compiled CPU kernels.
+
+        The contract is :meth:`Backend.put_add <torchlight.tensor.backend.protocol.Backend.put_add>`.
+        """
         if len(index.shape) != 1 or len(out.shape) != len(src.shape):
             _rank_error("put_add", out, index, src)
         strides = [0] * len(src.shape)
@@ -331,6 +375,10 @@ class NumbaBackend:
         self._scatter_add("put_add", out, dim, src.shape, strides, index, src)
 
     def scatter_add(self, out, dim, index, src):
+        """``out.scatter_add_(dim, index, src)`` in place (PyTorch semantics; repeats add up), with numba-compiled CPU kernels.
+
+        The contract is :meth:`Backend.scatter_add <torchlight.tensor.backend.protocol.Backend.scatter_add>`.
+        """
         if not len(out.shape) == len(index.shape) == len(src.shape):
             _rank_error("scatter_add", out, index, src)
         self._scatter_add("scatter_add", out, dim, index.shape, index.strides, index, src)
@@ -351,12 +399,20 @@ class NumbaBackend:
         return _arr(outer), nrows, shape[dim], per
 
     def softmax(self, a, dim, out, log=False):
+        """Capability ``softmax``: ``out = softmax(a, dim)`` (``log_softmax`` with ``log=True``), max-shifted, with numba-compiled CPU kernels.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         if out.size == 0:
             return
         shape, nrows, L, ((xs, xo, xl), (os_, oo, ol)) = self._rows((a, out), dim)
         F.softmax_rows.pick(out.size)(a.storage, xs, xo, xl, out.storage, os_, oo, ol, shape, nrows, L, log)
 
     def softmax_backward(self, y, g, dim, out, log=False):
+        """Capability ``softmax``: the input gradient ``out`` of softmax (or log-softmax) from its output ``y`` and gradient ``g``, with numba-compiled CPU kernels.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         if out.size == 0:
             return
         shape, nrows, L, ((ys, yo, yl), (gs, go, gl), (os_, oo, ol)) = self._rows((y, g, out), dim)
@@ -364,6 +420,10 @@ class NumbaBackend:
                                 shape, nrows, L, log)
 
     def layernorm(self, x, w, b, eps, out, mean, rstd):
+        """Capability ``layernorm``: normalise each row of ``x`` into ``out``, saving its ``mean`` and ``rstd`` = 1/σ, with numba-compiled CPU kernels.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         if out.size == 0:
             return
         dim = len(x.shape) - 1
@@ -377,6 +437,10 @@ class NumbaBackend:
                          rstd.storage, rs, ro, shape, nrows, L)
 
     def layernorm_backward(self, g, x, w, mean, rstd, dx, dw, db):
+        """Capability ``layernorm``: ``dx`` (and ``dw``, ``db`` when given) from ``g`` and the saved ``mean``/``rstd``, with numba-compiled CPU kernels.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         if dx.size == 0:
             return
         dim = len(x.shape) - 1
@@ -396,6 +460,12 @@ class NumbaBackend:
             as_array(db)[...] = pb.sum(axis=0)
 
     def cross_entropy(self, x, target, weight, loss, logs):
+        """Capability ``cross_entropy``: per-row losses of logits ``x`` (N, C),
+        ``loss = weight·((m - x[i, target]) + logs)`` with ``m = max(x, 1)`` and
+        ``logs = log Σ exp(x - m)`` (saved for the backward), with numba-compiled CPU kernels.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         n, c = x.shape
         if n == 0:
             return
@@ -409,6 +479,11 @@ class NumbaBackend:
         raise_if_flagged(flag, "cross_entropy")
 
     def cross_entropy_backward(self, x, target, weight, logs, g, dx):
+        """Capability ``cross_entropy``: ``dx = g·weight·(exp((x - m) - logs) - onehot(target))``
+        (the softmax from the saved ``logs``), zero on rows of weight 0, with numba-compiled CPU kernels.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         n, c = x.shape
         if n == 0:
             return
@@ -425,6 +500,10 @@ class NumbaBackend:
     # --- fused optimizer update ------------------------------------------------------------------
     def adam_step(self, p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,
                   bias_correction2_sqrt):
+        """Capability ``adam``: one Adam/AdamW update of ``p``, ``m``, ``v`` in place (formula in ``torchlight/tensor/functions/updates.py``), with numba-compiled CPU kernels.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         n = p.size
         if n == 0:
             return

@@ -83,6 +83,7 @@ def decode_file(data: bytes, path, encoding: str = "utf-8", errors: str = "stric
     """``data`` (the bytes of the file ``path``) decoded; a bad byte raises
     :class:`~torchlight.data.DecodingError` naming the file, the offset and what to do.
 
+    >>> from torchlight.data.datasets import decode_file
     >>> decode_file(b"caf\\xc3\\xa9", "menu.txt")
     'café'
     >>> decode_file(b"caf\\xe9", "menu.txt", errors="replace")

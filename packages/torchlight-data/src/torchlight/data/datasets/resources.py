@@ -84,6 +84,9 @@ def checkout_data_root(anchor: str | os.PathLike) -> Path | None:
 
 
 def sha256_file(path: str | os.PathLike) -> str:
+    """The SHA-256 hex digest of the file at ``path`` (read in 1 MiB blocks), as checked after a
+    download.
+    """
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while block := f.read(1 << 20):

@@ -56,6 +56,7 @@ def _merge(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
 class BPETokenizer:
     """A byte-level BPE tokenizer.
 
+    >>> from torchlight.data.text import BPETokenizer
     >>> tok = BPETokenizer().train("low lower lowest " * 50, vocab_size=260)
     >>> tok.decode(tok.encode("lowest, née")) == "lowest, née"
     True
@@ -245,6 +246,7 @@ class BPETokenizer:
 
     @property
     def vocab_size(self) -> int:
+        """256 byte tokens + one per merge + the special tokens: the size an embedding table needs."""
         return 256 + len(self.merges) + len(self.special_tokens)
 
     def __len__(self) -> int:
@@ -252,12 +254,18 @@ class BPETokenizer:
 
     # ---------------------------------------------------------------- persistence
     def to_dict(self) -> dict:
+        """Everything needed to rebuild this tokenizer as plain JSON-able values (with a ``type`` and a
+        format ``version``).
+        """
         return {"type": self.TYPE, "version": FORMAT_VERSION, "pattern": self.pattern,
                 "merges": [list(p) for p in self.merges],
                 "special_tokens": list(self.special_tokens)}
 
     @classmethod
     def from_dict(cls, payload: dict) -> BPETokenizer:
+        """Rebuild a tokenizer from :meth:`to_dict`'s output; raises
+        :class:`~torchlight.data.TokenizerError` naming a missing field.
+        """
         try:
             return cls([tuple(p) for p in payload["merges"]], payload.get("special_tokens", ()),
                        payload["pattern"])
@@ -265,10 +273,12 @@ class BPETokenizer:
             raise TokenizerError(f"malformed BPETokenizer file: {exc!r}") from None
 
     def save(self, path: str | os.PathLike) -> None:
+        """Write the tokenizer to ``path`` as JSON (see :meth:`load`)."""
         write_json(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> BPETokenizer:
+        """Read a tokenizer written by :meth:`save`; the file's ``type`` must match."""
         return cls.from_dict(read_json(path, cls.TYPE))
 
     def __eq__(self, other):

@@ -28,6 +28,7 @@ class CharTokenizer:
     :class:`~torchlight.data.TokenizerError` unless ``unk`` names a character of the alphabet to
     use in its place.
 
+    >>> from torchlight.data.text import CharTokenizer
     >>> tok = CharTokenizer.from_text("hello")
     >>> tok.encode("hell"), tok.decode([3, 1])
     ([1, 0, 2, 2], 'oh')
@@ -56,12 +57,20 @@ class CharTokenizer:
 
     @property
     def vocab_size(self) -> int:
+        """Number of characters in the alphabet (the size an embedding table needs)."""
         return len(self.itos)
 
     def __len__(self) -> int:
         return len(self.itos)
 
     def encode(self, text: str) -> list[int]:
+        """The id of each character of ``text``. A character outside the alphabet raises
+        :class:`~torchlight.data.TokenizerError`, or becomes ``unk``'s id when ``unk`` was given.
+
+        >>> from torchlight.data.text import CharTokenizer
+        >>> CharTokenizer.from_text("abc").encode("cab")
+        [2, 0, 1]
+        """
         stoi = self.stoi
         try:
             return [stoi[c] for c in text]
@@ -76,6 +85,12 @@ class CharTokenizer:
             return [stoi.get(c, u) for c in text]
 
     def decode(self, ids) -> str:
+        """The text of ``ids`` (a list of ints or a 1-d integer tensor); the inverse of :meth:`encode`.
+
+        >>> from torchlight.data.text import CharTokenizer
+        >>> CharTokenizer.from_text("abc").decode(tl.tensor([2, 0]))
+        'ca'
+        """
         itos, n = self.itos, len(self.itos)
         out = []
         for i in as_id_list(ids):
@@ -85,20 +100,28 @@ class CharTokenizer:
         return "".join(out)
 
     def to_dict(self) -> dict:
+        """Everything needed to rebuild this tokenizer as plain JSON-able values (with a ``type`` and a
+        format ``version``).
+        """
         return {"type": self.TYPE, "version": FORMAT_VERSION, "chars": self.itos, "unk": self.unk}
 
     @classmethod
     def from_dict(cls, payload: dict) -> CharTokenizer:
+        """Rebuild a tokenizer from :meth:`to_dict`'s output; raises
+        :class:`~torchlight.data.TokenizerError` naming a missing field.
+        """
         try:
             return cls(payload["chars"], unk=payload.get("unk"))
         except KeyError as exc:
             raise TokenizerError(f"CharTokenizer file lacks the field {exc}") from None
 
     def save(self, path: str | os.PathLike) -> None:
+        """Write the tokenizer to ``path`` as JSON (see :meth:`load`)."""
         write_json(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> CharTokenizer:
+        """Read a tokenizer written by :meth:`save`; the file's ``type`` must match."""
         return cls.from_dict(read_json(path, cls.TYPE))
 
     def __eq__(self, other):

@@ -34,6 +34,7 @@ def word_tokenize(text: str, lower: bool = True, normalize: bool = True) -> list
     ``normalize`` applies Unicode NFKC first (so the narrow no-break spaces of French typography
     become plain spaces, and ligatures split), ``lower`` lowercases.
 
+    >>> from torchlight.data.text import word_tokenize
     >>> word_tokenize("Don't stop, Ma\u202fAnn!")
     ["don't", 'stop', ',', 'ma', 'ann', '!']
     """
@@ -96,6 +97,7 @@ class WordVocab:
 
     @property
     def vocab_size(self) -> int:
+        """Number of tokens, special tokens included."""
         return len(self.itos)
 
     def __contains__(self, token: str) -> bool:
@@ -106,6 +108,9 @@ class WordVocab:
         return self.stoi.get(token, self.unk_id)
 
     def tokenize(self, text: str) -> list[str]:
+        """``text`` split into word tokens as this vocabulary was built (lower-cased and normalised if
+        it was); what :meth:`encode` looks up.
+        """
         return word_tokenize(text, self.lower, self.normalize)
 
     def encode(self, text: str, add_sos: bool = False, add_eos: bool = False) -> list[int]:
@@ -119,6 +124,7 @@ class WordVocab:
         return ids
 
     def lookup_tokens(self, ids) -> list[str]:
+        """The token of each id in ``ids`` (a list or a 1-d integer tensor), specials included."""
         n = len(self.itos)
         out = []
         for i in as_id_list(ids):
@@ -143,21 +149,29 @@ class WordVocab:
         return " ".join(out)
 
     def to_dict(self) -> dict:
+        """Everything needed to rebuild this vocabulary as plain JSON-able values (with a ``type`` and a
+        format ``version``).
+        """
         return {"type": self.TYPE, "version": FORMAT_VERSION, "tokens": self.itos,
                 "lower": self.lower, "normalize": self.normalize}
 
     @classmethod
     def from_dict(cls, payload: dict) -> WordVocab:
+        """Rebuild a vocabulary from :meth:`to_dict`'s output; raises
+        :class:`~torchlight.data.TokenizerError` naming a missing field.
+        """
         try:
             return cls(payload["tokens"], lower=payload["lower"], normalize=payload["normalize"])
         except KeyError as exc:
             raise TokenizerError(f"WordVocab file lacks the field {exc}") from None
 
     def save(self, path: str | os.PathLike) -> None:
+        """Write the vocabulary to ``path`` as JSON (see :meth:`load`)."""
         write_json(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> WordVocab:
+        """Read a vocabulary written by :meth:`save`; the file's ``type`` must match."""
         return cls.from_dict(read_json(path, cls.TYPE))
 
     def __eq__(self, other):

@@ -32,6 +32,13 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     ``p.grad`` is replaced by its scaled version).
 
     Returns the total norm *before* clipping (a 0-d tensor), as PyTorch does.
+
+    >>> w = nn.Parameter(tl.zeros(2))
+    >>> w.grad = tl.tensor([3.0, 4.0])
+    >>> nn.utils.clip_grad_norm_([w], max_norm=1.0)
+    tensor(5.)
+    >>> w.grad
+    tensor([0.6, 0.8])
     """
     params = _as_list(parameters)
     grads = [p.grad for p in params if p.grad is not None]
@@ -62,7 +69,14 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 
 def clip_grad_value_(parameters, clip_value):
-    """Clamp every gradient element to ``[-clip_value, clip_value]`` (``p.grad`` is replaced)."""
+    """Clamp every gradient element to ``[-clip_value, clip_value]`` (``p.grad`` is replaced).
+
+    >>> w = nn.Parameter(tl.zeros(2))
+    >>> w.grad = tl.tensor([-3.0, 0.5])
+    >>> nn.utils.clip_grad_value_([w], 1.0)
+    >>> w.grad
+    tensor([-1. ,  0.5])
+    """
     clip_value = float(clip_value)
     with tl.no_grad():
         for p in _as_list(parameters):
@@ -71,7 +85,11 @@ def clip_grad_value_(parameters, clip_value):
 
 
 def parameters_to_vector(parameters):
-    """All parameters flattened and concatenated into one 1-D tensor (differentiable)."""
+    """All parameters flattened and concatenated into one 1-D tensor (differentiable).
+
+    >>> nn.utils.parameters_to_vector(nn.Linear(2, 3).parameters()).shape
+    (9,)
+    """
     params = _as_list(parameters)
     if not params:
         raise ValueError("parameters_to_vector: no parameters given")
@@ -79,7 +97,13 @@ def parameters_to_vector(parameters):
 
 
 def vector_to_parameters(vec, parameters):
-    """Copy consecutive slices of the 1-D ``vec`` into the parameters (inverse of the above)."""
+    """Copy consecutive slices of the 1-D ``vec`` into the parameters (inverse of the above).
+
+    >>> lin = nn.Linear(2, 1)
+    >>> nn.utils.vector_to_parameters(tl.tensor([1.0, 2.0, 3.0]), lin.parameters())
+    >>> lin.weight.tolist(), lin.bias.tolist()
+    ([[1.0, 2.0]], [3.0])
+    """
     if not isinstance(vec, Tensor) or vec.ndim != 1:
         raise TypeError(f"expected vec to be a 1-D Tensor, got {type(vec).__name__}")
     params = _as_list(parameters)

@@ -190,22 +190,46 @@ class NumpyBackend:
 
     # --- storage -----------------------------------------------------------------------------
     def empty(self, n, dtype):
+        """Allocate uninitialised storage for ``n`` elements of ``dtype``, with numpy on the host.
+
+        The contract is :meth:`Backend.empty <torchlight.tensor.backend.protocol.Backend.empty>`.
+        """
         return np.empty(n, dtype=dtype.np)
 
     def from_numpy(self, array):
+        """Storage holding the data of the C-contiguous ndarray ``array`` (shared where the device allows), with numpy on the host.
+
+        The contract is :meth:`Backend.from_numpy <torchlight.tensor.backend.protocol.Backend.from_numpy>`.
+        """
         return np.ascontiguousarray(array).reshape(-1)
 
     def to_numpy(self, view):
+        """The elements of the strided ``view`` as an ndarray of its shape (may share memory), with numpy on the host.
+
+        The contract is :meth:`Backend.to_numpy <torchlight.tensor.backend.protocol.Backend.to_numpy>`.
+        """
         return as_array(view)
 
     # --- primitives --------------------------------------------------------------------------
     def map(self, op, a, out):
+        """Unary elementwise ``out = op(a)``, ``op`` one of ``MAP_OPS`` (same shapes), with numpy on the host.
+
+        The contract is :meth:`Backend.map <torchlight.tensor.backend.protocol.Backend.map>`.
+        """
         _MAP[op](as_array(a), as_array(out))
 
     def zip(self, op, a, b, out):
+        """Binary elementwise ``out = op(a, b)``, ``op`` one of ``ZIP_OPS`` (inputs already broadcast to ``out``'s shape), with numpy on the host.
+
+        The contract is :meth:`Backend.zip <torchlight.tensor.backend.protocol.Backend.zip>`.
+        """
         _ZIP[op](as_array(a), as_array(b), out=as_array(out))
 
     def reduce(self, op, a, dims, out):
+        """Reduce ``a`` over ``dims`` into ``out`` (size 1 in those dims), ``op`` one of ``REDUCE_OPS``, with numpy on the host.
+
+        The contract is :meth:`Backend.reduce <torchlight.tensor.backend.protocol.Backend.reduce>`.
+        """
         x, o = as_array(a), as_array(out)
         if op == "argmax" or op == "argmin":
             (d,) = dims
@@ -214,25 +238,45 @@ class NumpyBackend:
             _REDUCE[op].reduce(x, axis=tuple(dims), out=o, keepdims=True)
 
     def where(self, cond, a, b, out):
+        """Elementwise select ``out = a if cond else b`` (``cond`` a bool view; all of one shape), with numpy on the host.
+
+        The contract is :meth:`Backend.where <torchlight.tensor.backend.protocol.Backend.where>`.
+        """
         np.copyto(as_array(out), np.where(as_array(cond), as_array(a), as_array(b)))
 
     def matmul(self, a, b, out):
+        """Batched matrix product ``out = a @ b`` of ``(..., n, k)`` and ``(..., k, m)`` views (batch dims already equal), with numpy on the host.
+
+        The contract is :meth:`Backend.matmul <torchlight.tensor.backend.protocol.Backend.matmul>`.
+        """
         x, y = blas_operands(as_array(a), as_array(b))
         np.matmul(x, y, out=as_array(out))
 
     # Indexing primitives check their index on the host first (bounds.py): numpy would wrap a
     # negative index silently and raise a bare IndexError for a large one.
     def take(self, a, dim, index, out):
+        """``out = a.index_select(dim, index)`` for an ``int64`` index view, with numpy on the host.
+
+        The contract is :meth:`Backend.take <torchlight.tensor.backend.protocol.Backend.take>`.
+        """
         x, idx = as_array(a), as_array(index)
         check_host("take", idx, x.shape[dim])
         as_array(out)[...] = np.take(x, idx, axis=dim)
 
     def put_add(self, out, dim, index, src):
+        """``out.index_add_(dim, index, src)`` in place: rows of ``src`` added at ``index`` (repeats add up), with numpy on the host.
+
+        The contract is :meth:`Backend.put_add <torchlight.tensor.backend.protocol.Backend.put_add>`.
+        """
         o, idx = as_array(out), as_array(index)
         check_host("put_add", idx, o.shape[dim])
         np.add.at(o, (slice(None),) * dim + (idx,), as_array(src))
 
     def gather(self, a, dim, index, out):
+        """``out = a.gather(dim, index)`` (PyTorch semantics), with numpy on the host.
+
+        The contract is :meth:`Backend.gather <torchlight.tensor.backend.protocol.Backend.gather>`.
+        """
         idx = as_array(index)
         check_host("gather", idx, as_array(a).shape[dim])
         # PyTorch lets index be smaller than the input in the other dims: read only that corner
@@ -240,6 +284,10 @@ class NumpyBackend:
         as_array(out)[...] = np.take_along_axis(x, idx, axis=dim)
 
     def scatter_add(self, out, dim, index, src):
+        """``out.scatter_add_(dim, index, src)`` in place (PyTorch semantics; repeats add up), with numpy on the host.
+
+        The contract is :meth:`Backend.scatter_add <torchlight.tensor.backend.protocol.Backend.scatter_add>`.
+        """
         idx = as_array(index)
         check_host("scatter_add", idx, as_array(out).shape[dim])
         grid = list(np.indices(idx.shape, sparse=True))
@@ -249,6 +297,10 @@ class NumpyBackend:
 
     # --- fused capabilities ------------------------------------------------------------------
     def softmax(self, a, dim, out, log=False):
+        """Capability ``softmax``: ``out = softmax(a, dim)`` (``log_softmax`` with ``log=True``), max-shifted, with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         x = as_array(a)
         if x.size == 0:  # numpy's max has no identity for an empty row
             return
@@ -261,6 +313,10 @@ class NumpyBackend:
             np.divide(e, s, out=as_array(out))
 
     def softmax_backward(self, y, g, dim, out, log=False):
+        """Capability ``softmax``: the input gradient ``out`` of softmax (or log-softmax) from its output ``y`` and gradient ``g``, with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         yv, gv = as_array(y), as_array(g)
         if yv.size == 0:
             return
@@ -270,6 +326,10 @@ class NumpyBackend:
             np.multiply(yv, gv - (gv * yv).sum(axis=dim, keepdims=True), out=as_array(out))
 
     def layernorm(self, x, w, b, eps, out, mean, rstd):
+        """Capability ``layernorm``: normalise each row of ``x`` into ``out``, saving its ``mean`` and ``rstd`` = 1/σ, with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         xv = as_array(x)
         mu = xv.mean(axis=-1, keepdims=True)
         xc = xv - mu
@@ -284,6 +344,10 @@ class NumpyBackend:
         as_array(rstd)[...] = r
 
     def layernorm_backward(self, g, x, w, mean, rstd, dx, dw, db):
+        """Capability ``layernorm``: ``dx`` (and ``dw``, ``db`` when given) from ``g`` and the saved ``mean``/``rstd``, with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         gv, r = as_array(g), as_array(rstd)
         xhat = (as_array(x) - as_array(mean)) * r
         dxhat = gv * as_array(w) if w is not None else gv
@@ -297,6 +361,12 @@ class NumpyBackend:
             as_array(db)[...] = gv.sum(axis=lead)
 
     def cross_entropy(self, x, target, weight, loss, logs):
+        """Capability ``cross_entropy``: per-row losses of logits ``x`` (N, C),
+        ``loss = weight·((m - x[i, target]) + logs)`` with ``m = max(x, 1)`` and
+        ``logs = log Σ exp(x - m)`` (saved for the backward), with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         xv, t, w = as_array(x), as_array(target), as_array(weight)
         if xv.shape[0] == 0:
             return
@@ -314,6 +384,11 @@ class NumpyBackend:
             as_array(loss)[...] = np.where(w != 0, w * ((m - picked) + log_s), 0)
 
     def cross_entropy_backward(self, x, target, weight, logs, g, dx):
+        """Capability ``cross_entropy``: ``dx = g·weight·(exp((x - m) - logs) - onehot(target))``
+        (the softmax from the saved ``logs``), zero on rows of weight 0, with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         xv, t, w = as_array(x), as_array(target), as_array(weight)
         if xv.shape[0] == 0:
             return
@@ -330,6 +405,10 @@ class NumpyBackend:
 
     def adam_step(self, p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,
                   bias_correction2_sqrt):
+        """Capability ``adam``: one Adam/AdamW update of ``p``, ``m``, ``v`` in place (formula in ``torchlight/tensor/functions/updates.py``), with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
         pa, ga, ma, va = as_array(p), as_array(g), as_array(m), as_array(v)
         if maximize:
             ga = -ga

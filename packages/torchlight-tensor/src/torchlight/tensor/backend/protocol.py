@@ -132,18 +132,37 @@ class Backend(Protocol):
     API_VERSION: int
     capabilities: frozenset
 
-    def empty(self, n: int, dtype: Any) -> Any: ...
-    def from_numpy(self, array: Any) -> Any: ...
-    def to_numpy(self, view: View) -> Any: ...
-    def map(self, op: str, a: View, out: View) -> None: ...
-    def zip(self, op: str, a: View, b: View, out: View) -> None: ...
-    def reduce(self, op: str, a: View, dims: Sequence[int], out: View) -> None: ...
-    def where(self, cond: View, a: View, b: View, out: View) -> None: ...
-    def matmul(self, a: View, b: View, out: View) -> None: ...
-    def take(self, a: View, dim: int, index: View, out: View) -> None: ...
-    def put_add(self, out: View, dim: int, index: View, src: View) -> None: ...
-    def gather(self, a: View, dim: int, index: View, out: View) -> None: ...
-    def scatter_add(self, out: View, dim: int, index: View, src: View) -> None: ...
+    def empty(self, n: int, dtype: Any) -> Any:
+        """New storage for ``n`` elements of ``dtype`` (a :class:`~torchlight.tensor.dtypes.DType`), not initialised."""
+    def from_numpy(self, array: Any) -> Any:
+        """Storage holding the data of a C-contiguous ndarray (the backend may share its memory)."""
+    def to_numpy(self, view: View) -> Any:
+        """The elements of ``view`` (a ``TensorData``) as an ndarray of its shape; may share memory
+        (the core copies when it must)."""
+    def map(self, op: str, a: View, out: View) -> None:
+        """Unary elementwise ``out = op(a)``: ``op`` is one of ``MAP_OPS``; ``a.shape == out.shape``
+        (``copy`` also casts to ``out``'s dtype)."""
+    def zip(self, op: str, a: View, b: View, out: View) -> None:
+        """Binary elementwise ``out = op(a, b)``: ``op`` is one of ``ZIP_OPS``; ``a``, ``b`` and ``out``
+        have one shape (the core broadcast the inputs with stride-0 views)."""
+    def reduce(self, op: str, a: View, dims: Sequence[int], out: View) -> None:
+        """Reduce ``a`` over the tuple ``dims`` into ``out``, whose size is 1 in those dims; ``op`` is one
+        of ``REDUCE_OPS`` (``argmax``/``argmin``: exactly one dim, ``int64`` out)."""
+    def where(self, cond: View, a: View, b: View, out: View) -> None:
+        """``out = a`` where the bool view ``cond`` is true, else ``b`` (all of one shape)."""
+    def matmul(self, a: View, b: View, out: View) -> None:
+        """``out = a @ b`` for ``(..., n, k)`` and ``(..., k, m)`` views whose batch dimensions are
+        already equal; ``out`` is ``(..., n, m)``."""
+    def take(self, a: View, dim: int, index: View, out: View) -> None:
+        """``out = a.index_select(dim, index)``: ``index`` is a 1-d ``int64`` view of valid positions."""
+    def put_add(self, out: View, dim: int, index: View, src: View) -> None:
+        """In place ``out.index_add_(dim, index, src)``: slice ``i`` of ``src`` is added to slice
+        ``index[i]`` of ``out``; repeated indices add up."""
+    def gather(self, a: View, dim: int, index: View, out: View) -> None:
+        """``out = a.gather(dim, index)``: ``out[i][j] = a[i][index[i][j]]`` for ``dim=1``."""
+    def scatter_add(self, out: View, dim: int, index: View, src: View) -> None:
+        """In place ``out.scatter_add_(dim, index, src)``: ``out[index[i][j]][j] += src[i][j]`` for
+        ``dim=0``; repeated indices add up."""
 
 
 def host_memory(backend: Any) -> bool:
@@ -178,6 +197,8 @@ class BackendSpec:
         self._why: str | None = None
 
     def is_available(self) -> bool:
+        """Whether the backend can be loaded here (its libraries and hardware are present); never
+        raises."""
         if self._available is None:
             return True
         try:
@@ -187,7 +208,11 @@ class BackendSpec:
         return bool(ok)
 
     def why_unavailable(self) -> str | None:
+        """Why :meth:`is_available` says no (a sentence for the user), or ``None`` when it is
+        available."""
         return None if self.is_available() else self._why
 
     def load(self) -> Any:
+        """Import the backend's heavy modules and return the backend object (called once, by
+        :func:`torchlight.get_backend`)."""
         return self._loader()

@@ -59,7 +59,15 @@ def _discover():
 
 
 def register_backend(name: str, spec) -> None:
-    """Register a backend programmatically (a :class:`BackendSpec` or a backend object)."""
+    """Register a backend programmatically (a :class:`BackendSpec` or a backend object).
+
+    Installed backends register themselves through the ``torchlight.backends`` entry point
+    group; this is for backends defined in a script or a test.
+
+    >>> tl.register_backend("mycpu", tl.get_backend("cpu"))
+    >>> tl.get_backend("mycpu") is tl.get_backend("cpu")
+    True
+    """
     global _default_backend
     if not isinstance(spec, BackendSpec):
         backend = spec
@@ -85,7 +93,11 @@ def _describe() -> str:
 
 def get_backend(name=None):
     """The backend object for a device (a name such as ``"cpu"``/``"cuda:0"``, a
-    :class:`~torchlight.device`, or ``None`` for the default device)."""
+    :class:`~torchlight.device`, or ``None`` for the default device).
+
+    >>> tl.get_backend("cpu").name
+    'numpy'
+    """
     global _default_backend
     if name is None:
         if _default_backend is None:
@@ -149,7 +161,11 @@ def backend_usable(name) -> bool:
 
 
 def available_backends() -> list:
-    """Names of installed backends whose hardware/runtime is present."""
+    """Names of installed backends whose hardware/runtime is present.
+
+    >>> "numpy" in tl.available_backends()  # the cpu backend
+    True
+    """
     _discover()
     return sorted(n for n, s in _specs.items() if s.is_available())
 
@@ -169,7 +185,14 @@ def backend_status() -> list:
 
 
 def set_default_device(name) -> None:
-    """Make ``name`` the device of new tensors (validated now, so mistakes surface here)."""
+    """Make ``name`` the device of new tensors (validated now, so mistakes surface here).
+
+    ``None`` restores the default (``$TORCHLIGHT_DEVICE``, else ``"cpu"``).
+
+    >>> tl.set_default_device("cpu")
+    >>> tl.zeros(1).device == "cpu"
+    True
+    """
     global _default, _default_backend
     if isinstance(name, device):
         name = str(name)
@@ -180,6 +203,12 @@ def set_default_device(name) -> None:
 
 
 def get_default_device() -> str:
+    """The device new tensors go to when a factory is given no ``device``: the one set by
+    :func:`set_default_device`, else ``$TORCHLIGHT_DEVICE``, else ``"cpu"``.
+
+    >>> tl.get_default_device()
+    'cpu'
+    """
     if _default is not None:
         return _default
     return os.environ.get("TORCHLIGHT_DEVICE") or "cpu"

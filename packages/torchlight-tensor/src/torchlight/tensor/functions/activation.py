@@ -29,6 +29,9 @@ __all__ = [
 
 
 class Softmax(Function):
+    r"""Autograd function of :func:`softmax` / :func:`log_softmax` on a backend with a fused kernel;
+    backward is :math:`s \odot (g - \sum g \odot s)` (softmax) or :math:`g - e^{y}\sum g` (log).
+    """
     @staticmethod
     def forward(ctx, x, dim, log):
         out = alloc(x.shape, x.dtype, x.backend)
@@ -61,14 +64,33 @@ def _softmax(x, dim, log):
 
 
 def softmax(x, dim=-1):
+    r"""Softmax along ``dim``: :math:`\operatorname{softmax}(x)_i = e^{x_i}/\sum_j e^{x_j}`, each slice
+    summing to 1. Computed as :math:`e^{x_i - m}/\sum_j e^{x_j - m}` with :math:`m = \max_j x_j`, so
+    large inputs do not overflow.
+
+    >>> tl.softmax(tl.tensor([1.0, 2.0, 3.0]), dim=0)
+    tensor([0.09  , 0.2447, 0.6652])
+    >>> tl.softmax(tl.tensor([1000.0, 1000.0]), dim=0)
+    tensor([0.5, 0.5])
+    """
     return _softmax(x, dim, False)
 
 
 def log_softmax(x, dim=-1):
+    r"""Logarithm of :func:`softmax` along ``dim``, computed directly as
+    :math:`x_i - \log\sum_j e^{x_j}` (stable, and more accurate than ``softmax(x).log()``). The input
+    of :func:`torchlight.nn.functional.nll_loss`.
+
+    >>> tl.log_softmax(tl.tensor([0.0, 0.0]), dim=0)
+    tensor([-0.6931, -0.6931])
+    """
     return _softmax(x, dim, True)
 
 
 class LayerNorm(Function):
+    r"""Autograd function of :func:`layer_norm` on a backend with a fused kernel (forward saves the
+    normalised input and :math:`1/\sigma` for backward).
+    """
     @staticmethod
     def forward(ctx, x, weight, bias, eps):
         stat_shape = x.shape[:-1] + (1,)
@@ -97,6 +119,19 @@ class LayerNorm(Function):
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    r"""Layer normalisation over the trailing ``normalized_shape`` dimensions:
+
+    .. math:: y = \frac{x - \mathrm{E}[x]}{\sqrt{\mathrm{Var}[x] + \epsilon}} \cdot w + b
+
+    with mean and (biased) variance taken over the last ``len(normalized_shape)`` dimensions of
+    each sample; ``weight`` :math:`w` and ``bias`` :math:`b` (shape ``normalized_shape``) are
+    optional. Input ``(*, *normalized_shape)``, output the same shape. The function behind
+    :class:`torchlight.nn.LayerNorm`.
+
+    >>> y = tl.layer_norm(tl.tensor([[1.0, 2.0, 3.0]]), (3,))
+    >>> y
+    tensor([[-1.2247,  0.    ,  1.2247]])
+    """
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     normalized_shape = tuple(normalized_shape)
@@ -144,6 +179,9 @@ def check_targets(target, classes, what="cross_entropy"):
 
 
 class CrossEntropyRows(Function):
+    r"""Autograd function of :func:`cross_entropy_rows` on a backend with a fused kernel; the
+    gradient with respect to the logits is :math:`w_i(\operatorname{softmax}(x_i) - \text{onehot}(t_i))`.
+    """
     @staticmethod
     def forward(ctx, x, target, weight):
         check_targets(target, x.shape[1])

@@ -159,6 +159,9 @@ def _host_index(item, x_shape_dim=None):
 
 
 def getitem(x, index):
+    """``x[index]`` with numpy's rules: basic indexing (ints, slices, ``None``, ``...``) returns a view;
+    advanced indexing (int or bool tensors, lists) gathers a copy. Gradients flow either way.
+    """
     index, advanced = expand_index(x, index)
     if not advanced:
         return BasicIndex.apply(x, index)
@@ -230,10 +233,12 @@ class IndexSelect(Function):
 
 
 def index_select(x, dim, index):
+    """The slices of ``x`` at ``index`` along ``dim``; behind :func:`torchlight.index_select`."""
     return IndexSelect.apply(x, normalize_dim(dim, x.ndim), index)
 
 
 class Gather(Function):
+    """Autograd function of :func:`gather`: backward scatter-adds the gradient."""
     @staticmethod
     def forward(ctx, x, dim, index):
         _check_gather_shapes("gather", x, dim, index)
@@ -269,6 +274,9 @@ def gather(x, dim, index):
 
 
 class ScatterAdd(Function):
+    """Autograd function of :func:`scatter_add`: the gradient of ``x`` passes through, that of ``src``
+    is gathered at ``index``.
+    """
     @staticmethod
     def forward(ctx, x, dim, index, src):
         _check_gather_shapes("scatter_add", x, dim, index)
@@ -301,6 +309,7 @@ class ScatterAdd(Function):
 
 
 def scatter_add(x, dim, index, src):
+    """``x`` with ``src`` added at ``index`` along ``dim``; behind :func:`torchlight.scatter_add`."""
     dim = normalize_dim(dim, x.ndim)
     same_backend(x, src)
     if src.dtype is not x.dtype:
@@ -392,6 +401,7 @@ class MaskedFill(Function):
 
 
 def masked_fill(x, mask, value):
+    """``x`` with ``value`` where ``mask`` is true; behind :func:`torchlight.masked_fill`."""
     if mask.dtype is not dtypes.bool_:
         raise DTypeError(f"masked_fill: mask must be a bool tensor, got {mask.dtype}")
     if hasattr(value, "item"):

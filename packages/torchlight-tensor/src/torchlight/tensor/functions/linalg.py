@@ -18,6 +18,9 @@ __all__ = ["MatMul", "matmul", "mm", "bmm", "dot", "outer", "diag", "einsum", "n
 
 
 class MatMul(Function):
+    r"""Autograd function of a matrix product of equal-batch operands:
+    :math:`\partial L/\partial A = G B^\top`, :math:`\partial L/\partial B = A^\top G`.
+    """
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
@@ -35,6 +38,9 @@ class MatMul(Function):
 
 
 def matmul(a, b):
+    """``a @ b`` with PyTorch's rules (vectors, broadcast batch dimensions); behind
+    :func:`torchlight.matmul`, whose docstring gives the shapes.
+    """
     from ..tensor import Tensor
 
     if isinstance(a, np.ndarray):

@@ -146,6 +146,9 @@ def float_operand(a):
 
 
 class Add(Function):
+    """Autograd function of ``a + b``: the gradient passes unchanged to both inputs (summed over
+    broadcast dimensions).
+    """
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = (a.shape, b.shape)
@@ -158,6 +161,7 @@ class Add(Function):
 
 
 class Sub(Function):
+    """Autograd function of ``a - b``: gradients ``g`` and ``-g``."""
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = (a.shape, b.shape)
@@ -170,6 +174,7 @@ class Sub(Function):
 
 
 class Mul(Function):
+    """Autograd function of ``a * b``: gradients ``g * b`` and ``g * a``."""
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
@@ -184,6 +189,7 @@ class Mul(Function):
 
 
 class Div(Function):
+    r"""Autograd function of ``a / b``: gradients :math:`g/b` and :math:`-g\,a/b^2`."""
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
@@ -239,6 +245,7 @@ class Maximum(Function):
 
 
 class Minimum(Maximum):
+    """Autograd function of the elementwise minimum (ties split the gradient, as :class:`Maximum`)."""
     op = "minimum"
 
 
@@ -254,6 +261,9 @@ def binary(op, a, b, reverse=False):
 
 
 def compare(op, a, b):
+    """Elementwise comparison ``a op b`` (``op`` one of ``lt``, ``le``, ``gt``, ``ge``, ``eq``,
+    ``ne``) as a ``bool`` tensor, after broadcasting and type promotion; no gradient.
+    """
     x, y = operands(a, b)
     return Compare.apply(x, y, op)
 
@@ -298,6 +308,10 @@ _RULES = {
 
 
 def unary(op, x):
+    """Apply the named elementwise op (one of the backend contract's ``MAP_OPS``) to ``x`` with its
+    derivative recorded; integer inputs are promoted to float first (except for ``neg``, ``abs``,
+    ``sign`` and ``relu``).
+    """
     if op not in ("neg", "abs", "sign", "relu") or x.dtype is dtypes.bool_:
         x = float_operand(x)
     if op == "sign":

@@ -39,6 +39,9 @@ def _unreduce(g, shape, dims):
 
 
 class Sum(Function):
+    r"""Autograd function of :func:`sum`: backward broadcasts the gradient back over the reduced
+    dimensions (:math:`\partial/\partial x_i \sum_j x_j = 1`).
+    """
     @staticmethod
     def forward(ctx, x, dims, keepdim):
         ctx.shape, ctx.dims = x.shape, dims
@@ -50,6 +53,9 @@ class Sum(Function):
 
 
 def sum(x, dim=None, keepdim=False, dtype=None):
+    """Sum of ``x`` over ``dim`` (all dimensions when ``None``); the implementation behind
+    :func:`torchlight.sum` and :meth:`Tensor.sum`.
+    """
     if dtype is not None:
         x = x.to(dtype)
     elif x.dtype is dtypes.bool_:
@@ -91,6 +97,7 @@ class ReduceNoGrad(NonDifferentiable):
 
 
 def mean(x, dim=None, keepdim=False):
+    """Mean of ``x`` over ``dim``: ``sum / n``; the implementation behind :func:`torchlight.mean`."""
     x = float_operand(x)
     dims = _dims(dim, x.ndim)
     return Mean.apply(x, dims, keepdim, 0)
@@ -115,10 +122,12 @@ class AMax(Function):
 
 
 def amax(x, dim=None, keepdim=False):
+    """Largest value over ``dim`` (ties share the gradient); behind :func:`torchlight.amax`."""
     return AMax.apply(x, _dims(dim, x.ndim), keepdim, "max")
 
 
 def amin(x, dim=None, keepdim=False):
+    """Smallest value over ``dim`` (ties share the gradient); behind :func:`torchlight.amin`."""
     return AMax.apply(x, _dims(dim, x.ndim), keepdim, "min")
 
 
@@ -165,6 +174,7 @@ def max(x, dim=None, keepdim=False):
 
 
 def min(x, dim=None, keepdim=False):
+    """Smallest element, or ``(values, indices)`` along ``dim``; behind :func:`torchlight.min`."""
     return _maxmin(x, dim, keepdim, "min")
 
 
@@ -179,10 +189,12 @@ def _arg(x, dim, keepdim, op):
 
 
 def argmax(x, dim=None, keepdim=False):
+    """Index of the largest element (flattened, or along ``dim``); behind :func:`torchlight.argmax`."""
     return _arg(x, dim, keepdim, "argmax")
 
 
 def argmin(x, dim=None, keepdim=False):
+    """Index of the smallest element (flattened, or along ``dim``); behind :func:`torchlight.argmin`."""
     return _arg(x, dim, keepdim, "argmin")
 
 
@@ -211,6 +223,7 @@ class Prod(Function):
 
 
 def prod(x, dim=None, keepdim=False):
+    """Product over ``dim``; behind :func:`torchlight.prod`."""
     return Prod.apply(float_operand(x) if x.dtype is dtypes.bool_ else x, _dims(dim, x.ndim), keepdim)
 
 
@@ -224,6 +237,7 @@ def var(x, dim=None, unbiased=True, keepdim=False, correction=None):
 
 
 def std(x, dim=None, unbiased=True, keepdim=False, correction=None):
+    r""":math:`\sqrt{\operatorname{var}}` over ``dim``; behind :func:`torchlight.std`."""
     return var(x, dim, unbiased, keepdim, correction).sqrt()
 
 
@@ -238,10 +252,12 @@ def logsumexp(x, dim=None, keepdim=False):
 
 
 def all(x, dim=None, keepdim=False):
+    """``True`` where every element over ``dim`` is non-zero (a ``bool`` tensor, no gradient)."""
     b = x.to(dtypes.bool_)
     return ReduceNoGrad.apply(b, "min", _dims(dim, x.ndim), keepdim, None)
 
 
 def any(x, dim=None, keepdim=False):
+    """``True`` where some element over ``dim`` is non-zero (a ``bool`` tensor, no gradient)."""
     b = x.to(dtypes.bool_)
     return ReduceNoGrad.apply(b, "max", _dims(dim, x.ndim), keepdim, None)

@@ -37,6 +37,9 @@ class View(Function):
 
 
 def view(x, shape):
+    """``x`` seen with ``shape`` (a tuple, one entry may be -1) without copying; the function behind
+    :meth:`Tensor.view`.
+    """
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
     td = x._td.view(shape)
@@ -61,6 +64,7 @@ def reshape(x, shape):
 
 
 class Permute(Function):
+    """Autograd function of :func:`permute`: backward applies the inverse permutation."""
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
@@ -75,6 +79,7 @@ class Permute(Function):
 
 
 def permute(x, *dims):
+    """A view of ``x`` with its dimensions reordered; the function behind :meth:`Tensor.permute`."""
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = dims[0]
     dims = tuple(normalize_dim(d, x.ndim) for d in dims)
@@ -84,6 +89,9 @@ def permute(x, *dims):
 
 
 def transpose(x, d0, d1):
+    """A view of ``x`` with dimensions ``d0`` and ``d1`` swapped; the function behind
+    :meth:`Tensor.transpose`.
+    """
     if x.ndim < 2 and d0 in (0, -1) and d1 in (0, -1):
         return x
     d0, d1 = normalize_dim(d0, x.ndim), normalize_dim(d1, x.ndim)
@@ -93,6 +101,7 @@ def transpose(x, d0, d1):
 
 
 class Expand(Function):
+    """Autograd function of :func:`expand`: backward sums over the broadcast dimensions."""
     @staticmethod
     def forward(ctx, x, shape):
         ctx.shape = x.shape
@@ -104,6 +113,9 @@ class Expand(Function):
 
 
 def expand(x, *shape):
+    """``x`` broadcast to ``shape`` as a stride-0 view; the function behind :meth:`Tensor.expand`.
+    Its backward sums the gradient over the broadcast dimensions.
+    """
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
     shape = tuple(shape)
@@ -136,6 +148,7 @@ class Restride(Function):
 
 
 def squeeze(x, dim=None):
+    """A view of ``x`` without its size-1 dimensions (all, or ``dim`` only); see :meth:`Tensor.squeeze`."""
     td = x._td
     if dim is None:
         keep = [d for d in range(td.ndim) if td.shape[d] != 1]
@@ -148,11 +161,13 @@ def squeeze(x, dim=None):
 
 
 def unsqueeze(x, dim):
+    """A view of ``x`` with a size-1 dimension inserted at ``dim``; see :meth:`Tensor.unsqueeze`."""
     dim = normalize_dim(dim, x.ndim, allow_end=True)
     return Restride.apply(x, "unsqueeze", dim)
 
 
 def flatten(x, start_dim=0, end_dim=-1):
+    """``x`` with dimensions ``start_dim`` .. ``end_dim`` merged into one; see :meth:`Tensor.flatten`."""
     if x.ndim == 0:
         return x.reshape(1)
     s, e = normalize_dim(start_dim, x.ndim), normalize_dim(end_dim, x.ndim)
@@ -188,10 +203,14 @@ class Unfold(Function):
 
 
 def unfold(x, dim, size, step):
+    """Sliding windows of ``size`` elements, ``step`` apart, along ``dim``, as a strided view with the
+    window as a new last dimension; see :meth:`Tensor.unfold`.
+    """
     return Unfold.apply(x, normalize_dim(dim, x.ndim), size, step)
 
 
 def narrow(x, dim, start, length):
+    """A view of ``length`` elements of ``x`` along ``dim`` from ``start``; see :meth:`Tensor.narrow`."""
     dim = normalize_dim(dim, x.ndim)
     if start < 0:
         start += x.shape[dim]
@@ -201,6 +220,7 @@ def narrow(x, dim, start, length):
 
 
 class Cat(Function):
+    """Autograd function of :func:`cat`: backward narrows the gradient into each input's slice."""
     @staticmethod
     def forward(ctx, dim, *xs):
         ref = xs[0]
@@ -226,6 +246,15 @@ class Cat(Function):
 
 
 def cat(tensors, dim=0):
+    """Concatenate tensors along an existing dimension ``dim``.
+
+    All tensors must have the same shape except in ``dim``; dtypes are promoted to a common one. The
+    result's ``dim`` has the sum of the sizes; gradients are split back into the pieces.
+
+    >>> a, b = tl.zeros(2, 3), tl.ones(1, 3)
+    >>> tl.cat([a, b]).shape, tl.cat([a, a], dim=1).shape
+    ((3, 3), (2, 6))
+    """
     from .. import dtypes
     from .pointwise import to_dtype
 
@@ -255,6 +284,15 @@ def cat(tensors, dim=0):
 
 
 def stack(tensors, dim=0):
+    """Join tensors of identical shape along a *new* dimension ``dim``: ``n`` tensors of shape
+    ``S`` give shape ``S`` with ``n`` inserted at ``dim``.
+
+    >>> tl.stack([tl.tensor([1, 2]), tl.tensor([3, 4])])
+    tensor([[1, 2],
+            [3, 4]])
+    >>> tl.stack([tl.zeros(2, 3)] * 4, dim=1).shape
+    (2, 4, 3)
+    """
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("stack: expected a non-empty sequence of tensors")
@@ -266,6 +304,14 @@ def stack(tensors, dim=0):
 
 
 def split(x, split_size_or_sections, dim=0):
+    """Views of ``x`` along ``dim``: pieces of ``split_size_or_sections`` elements (the last may be
+    shorter), or, given a list, pieces of exactly those sizes (which must add up to the dimension).
+
+    >>> [t.tolist() for t in tl.split(tl.arange(5), 2)]
+    [[0, 1], [2, 3], [4]]
+    >>> [t.shape for t in tl.split(tl.zeros(5, 2), [1, 4])]
+    [(1, 2), (4, 2)]
+    """
     dim = normalize_dim(dim, x.ndim)
     n = x.shape[dim]
     if isinstance(split_size_or_sections, int):
@@ -284,6 +330,13 @@ def split(x, split_size_or_sections, dim=0):
 
 
 def chunk(x, chunks, dim=0):
+    r"""``x`` split into ``chunks`` views of :math:`\lceil n/\text{chunks}\rceil` elements along ``dim``
+    (fewer chunks when the sizes do not allow that many).
+
+    >>> q, k, v = tl.chunk(tl.zeros(4, 9), 3, dim=1)
+    >>> q.shape
+    (4, 3)
+    """
     dim = normalize_dim(dim, x.ndim)
     n = x.shape[dim]
     size = -(-n // chunks) if n else 1
@@ -301,12 +354,29 @@ def _tri_mask(x, diagonal, lower):
 
 
 def tril(x, diagonal=0):
+    r"""The lower triangle of (each matrix in) ``x``: element ``(i, j)`` kept where
+    :math:`j - i \le \text{diagonal}`, zero elsewhere. ``diagonal=0`` keeps the main diagonal, ``-1``
+    drops it, ``1`` keeps one more.
+
+    >>> tl.tril(tl.ones(3, 3))
+    tensor([[1., 0., 0.],
+            [1., 1., 0.],
+            [1., 1., 1.]])
+    """
     if x.ndim < 2:
         raise ShapeError(f"tril: expected a tensor with at least 2 dims, got shape {x.shape}")
     return x.where(_tri_mask(x, diagonal, True), 0.0)
 
 
 def triu(x, diagonal=0):
+    r"""The upper triangle of (each matrix in) ``x``: element ``(i, j)`` kept where
+    :math:`j - i \ge \text{diagonal}`, zero elsewhere.
+
+    >>> tl.triu(tl.ones(3, 3), diagonal=1)
+    tensor([[0., 1., 1.],
+            [0., 0., 1.],
+            [0., 0., 0.]])
+    """
     if x.ndim < 2:
         raise ShapeError(f"triu: expected a tensor with at least 2 dims, got shape {x.shape}")
     return x.where(_tri_mask(x, diagonal, False), 0.0)
@@ -332,7 +402,16 @@ class Pad(Function):
 
 
 def pad(x, pad, mode="constant", value=0.0):
-    """PyTorch's ``F.pad``: ``pad`` lists (left, right) pairs starting from the LAST dimension."""
+    """PyTorch's ``F.pad``: ``pad`` lists (left, right) pairs starting from the LAST dimension.
+
+    Shape: dimension ``-1`` grows by ``pad[0] + pad[1]``, dimension ``-2`` by ``pad[2] + pad[3]``, and
+    so on.
+
+    >>> tl.pad(tl.tensor([[1, 2]]), (1, 2))
+    tensor([[0, 1, 2, 0, 0]])
+    >>> tl.pad(tl.zeros(1, 3, 8, 8), (1, 1, 1, 1)).shape
+    (1, 3, 10, 10)
+    """
     if mode != "constant":
         raise ShapeError(f"pad: only mode='constant' is supported, got {mode!r}")
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
