@@ -334,7 +334,14 @@ def _random(shape, draw, dtype, device, requires_grad, kind=None, generator=None
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    """Uniform on [0, 1)."""
+    """Samples from the uniform distribution on :math:`[0, 1)`, of the given shape (ints or one
+    tuple), drawn from ``generator`` (the global one, seeded by :func:`torchlight.manual_seed`, by
+    default).
+
+    >>> x = tl.rand(2, 3)
+    >>> x.shape, bool(((x >= 0) & (x < 1)).all())
+    ((2, 3), True)
+    """
     return _random(_shape(size), rng_of(generator).random, dtype, device, requires_grad, "uniform", generator)
 
 

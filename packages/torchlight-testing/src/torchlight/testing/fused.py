@@ -308,6 +308,8 @@ class FusedConformance:
 
     @pytest.mark.parametrize("dtype", FLOAT)
     def test_gru_cell(self, dtype):
+        """Kit: ``gru_cell`` matches a float64 numpy re-derivation of the GRU gates on every input
+        layout."""
         self._need("gru_cell")
         be = self.be
         for name, gi, gh, h, lays in self._cell_inputs(3, dtype):
@@ -328,6 +330,7 @@ class FusedConformance:
 
     @pytest.mark.parametrize("dtype", FLOAT)
     def test_gru_cell_backward(self, dtype):
+        """Kit: ``gru_cell_backward`` matches the numpy re-derivation of the GRU cell's gradients."""
         self._need("gru_cell")
         be = self.be
         for name, gi, gh, h, lays in self._cell_inputs(3, dtype):
@@ -347,6 +350,8 @@ class FusedConformance:
 
     @pytest.mark.parametrize("dtype", FLOAT)
     def test_lstm_cell(self, dtype):
+        """Kit: ``lstm_cell`` matches a float64 numpy re-derivation of the LSTM gates on every input
+        layout."""
         self._need("lstm_cell")
         be = self.be
         for name, gi, gh, c0, lays in self._cell_inputs(4, dtype):
@@ -367,6 +372,7 @@ class FusedConformance:
 
     @pytest.mark.parametrize("dtype", FLOAT)
     def test_lstm_cell_backward(self, dtype):
+        """Kit: ``lstm_cell_backward`` matches the numpy re-derivation of the LSTM cell's gradients."""
         self._need("lstm_cell")
         be = self.be
         for name, gi, gh, c0, lays in self._cell_inputs(4, dtype):

@@ -429,22 +429,35 @@ class NumpyBackend:
 
     # --- fused recurrent cells (numpy_rnn.py) ----------------------------------------------------
     def gru_cell(self, gi, gh, h, out, ws):
+        """The ``gru_cell`` capability in one pass over the gates: ``gi``, ``gh`` (N, 3H) are the
+        input and hidden pre-activations (blocks r, z, n), ``h`` (N, H) the previous state.
+        Writes :math:`h' = (1 - z) n + z h` with :math:`n = \\tanh(gi_n + r \\cdot gh_n)` into
+        ``out`` (N, H), and r, z, n, gh_n into the workspace ``ws`` (N, 4H) for the backward."""
         from . import numpy_rnn
 
         numpy_rnn.gru_cell(as_array(gi), as_array(gh), as_array(h), as_array(out), as_array(ws))
 
     def gru_cell_backward(self, g, h, ws, dgi, dgh, dh):
+        """Backward of ``gru_cell`` in one pass: from ``g`` = dL/dh' (N, H), ``h`` and the saved
+        ``ws``, writes dL/dgi and dL/dgh (N, 3H) into ``dgi`` and ``dgh`` and dL/dh into ``dh``."""
         from . import numpy_rnn
 
         numpy_rnn.gru_cell_backward(as_array(g), as_array(h), as_array(ws), as_array(dgi),
                                     as_array(dgh), as_array(dh))
 
     def lstm_cell(self, gi, gh, c, out, ws):
+        """The ``lstm_cell`` capability in one pass over the gates: ``gi``, ``gh`` (N, 4H) are the
+        input and hidden pre-activations (blocks i, f, g, o), ``c`` (N, H) the previous cell.
+        Writes ``[h'; c']`` into ``out`` (2, N, H), with :math:`c' = f c + i g` and :math:`h' = o
+        \\tanh c'`, and i, f, g, o, tanh c' into ``ws`` (N, 5H) for the backward."""
         from . import numpy_rnn
 
         numpy_rnn.lstm_cell(as_array(gi), as_array(gh), as_array(c), as_array(out), as_array(ws))
 
     def lstm_cell_backward(self, g, c, ws, dgates, dc):
+        """Backward of ``lstm_cell`` in one pass: from ``g`` = dL/d[h'; c'] (2, N, H), ``c`` and the
+        saved ``ws``, writes dL/dgates (N, 4H), the gradient of both pre-activation blocks, into
+        ``dgates`` and dL/dc into ``dc``."""
         from . import numpy_rnn
 
         numpy_rnn.lstm_cell_backward(as_array(g), as_array(c), as_array(ws), as_array(dgates), as_array(dc))

@@ -30,6 +30,8 @@ def gru_cell(gi, gh, h, out, ws):
 
 
 def gru_cell_backward(g, h, ws, dgi, dgh, dh):
+    """Backward of ``gru_cell`` in one pass: from ``g`` = dL/dh' (N, H), ``h`` and the saved ``ws``,
+    writes dL/dgi and dL/dgh (N, 3H) into ``dgi`` and ``dgh`` and dL/dh into ``dh``."""
     H = h.shape[1]
     r, z, n, hn = ws[:, :H], ws[:, H : 2 * H], ws[:, 2 * H : 3 * H], ws[:, 3 * H :]
     d_r, d_z, d_n = dgi[:, :H], dgi[:, H : 2 * H], dgi[:, 2 * H :]
@@ -70,6 +72,9 @@ def lstm_cell(gi, gh, c, out, ws):
 
 
 def lstm_cell_backward(g, c, ws, dgates, dc):
+    """Backward of ``lstm_cell`` in one pass: from ``g`` = dL/d[h'; c'] (2, N, H), ``c`` and the
+    saved ``ws``, writes dL/dgates (N, 4H), the gradient of both pre-activation blocks, into
+    ``dgates`` and dL/dc into ``dc``."""
     H = c.shape[1]
     i, f, gg, o, tc = (ws[:, k * H : (k + 1) * H] for k in range(5))
     d_i, d_f, d_g, d_o = (dgates[:, k * H : (k + 1) * H] for k in range(4))
