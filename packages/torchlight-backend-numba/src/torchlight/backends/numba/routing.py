@@ -217,10 +217,11 @@ def _red_any(op, views, out, n, geo):
 
 class Rule(NamedTuple):
     """One row of the routing table: the first row of a family whose ``match`` returns
-    ``(kernel, plan)`` decides; the other fields describe it for people."""
+    ``(kernel, plan)`` decides (``kernel`` one of ``kernels``); the other fields describe it
+    for people."""
 
     family: str
-    kernel: str
+    kernels: tuple
     ops: str
     dtypes: str
     layout: str
@@ -230,35 +231,36 @@ class Rule(NamedTuple):
 
 
 TABLE = (
-    Rule("map", "np.copyto", "copy", "cast", "any", "any", "memory-bound; no kernel per dtype pair",
+    Rule("map", ("np.copyto",), "copy", "cast", "any", "any", "memory-bound; no kernel per dtype pair",
          _map_cast),
-    Rule("map", "_flat32.map32", "neg relu exp sigmoid gelu_tanh tanh", "float32", "contiguous",
+    Rule("map", ("_flat32.map32",), "neg relu exp sigmoid gelu_tanh tanh", "float32", "contiguous",
          ">= FLAT_MIN", "SIMD loops, threads: faster than the ufunc from 64k values", _map_flat32),
-    Rule("map", "numpy", "all but gelu silu erf on floats", "any", "any", "any",
+    Rule("map", ("numpy",), "all but gelu silu erf on floats", "any", "any", "any",
          "SIMD ufuncs; a JIT loop cannot vectorise libm calls", _map_numpy),
-    Rule("map", "_elementwise.map_flat / map_strided", "defined for the dtype", "any",
+    Rule("map", ("_elementwise.map_flat", "_elementwise.map_strided"), "defined for the dtype", "any",
          "flat after coalescing / any", "any", "one fused pass; numpy_ufuncs=False: every op", _map_numba),
-    Rule("zip", "_flat32.zip32", "add sub mul div gelu_tanh_back", "float32",
+    Rule("zip", ("_flat32.zip32",), "add sub mul div gelu_tanh_back", "float32",
          "contiguous out; arrays, scalar, in place", ">= FLAT_ZIP_MIN (FLAT_MIN gelu_tanh_back)",
          "SIMD loops, threads: parity with the ufunc at 512k", _zip_flat32),
-    Rule("zip", "_tiled.zip_tiles", "add sub mul div", "float32", "contiguous out; full, tile, scalar",
+    Rule("zip", ("_tiled.zip_tiles",), "add sub mul div", "float32", "contiguous out; full, tile, scalar",
          ">= TILE_ZIP_MIN", "unit-stride rows instead of numpy's broadcast loop", _zip_tiles),
-    Rule("zip", "numpy", "all but gelu_back silu_back on floats, pow on ints", "any", "any (broadcast too)",
+    Rule("zip", ("numpy",), "all but gelu_back silu_back on floats, pow on ints", "any", "any (broadcast too)",
          "any", "(3,4)+(4,) float: ufunc 1.2 us, strided kernel 5.0 us (4x slower)", _zip_numpy),
-    Rule("zip", "_elementwise.zip/cmp_flat / _strided", "defined for the dtype", "any",
+    Rule("zip", ("_elementwise.zip_flat", "_elementwise.zip_strided", "_elementwise.cmp_flat",
+          "_elementwise.cmp_strided"), "defined for the dtype", "any",
          "flat after coalescing / any", "any", "one fused pass; numpy_ufuncs=False: every op", _zip_numba),
-    Rule("where", "_tiled.where_tiles", "where", "any", "contiguous out; full, tile, scalar", ">= TILE_MIN",
+    Rule("where", ("_tiled.where_tiles",), "where", "any", "contiguous out; full, tile, scalar", ">= TILE_MIN",
          "SIMD select over unit-stride rows", _where_tiles),
-    Rule("where", "_elementwise.where_strided", "where", "any", "any", "any", "the general case",
+    Rule("where", ("_elementwise.where_strided",), "where", "any", "any", "any", "the general case",
          _where_strided),
-    Rule("reduce", "_reduce.arg_kernel", "argmax argmin", "any", "one dim", "any", "the only arg kernel",
+    Rule("reduce", ("_reduce.arg_kernel",), "argmax argmin", "any", "one dim", "any", "the only arg kernel",
          _red_arg),
-    Rule("reduce", "_reduce.reduce_split", "sum prod max min", "any", "one reduced run",
+    Rule("reduce", ("_reduce.reduce_split",), "sum prod max min", "any", "one reduced run",
          ">= SPLIT_MIN values, < SPLIT_MAX_OUT outputs", "fewer outputs than threads: split the values",
          _red_split),
-    Rule("reduce", "_reduce.reduce_cols", "sum prod max min", "any", "over rows, contiguous rows",
+    Rule("reduce", ("_reduce.reduce_cols",), "sum prod max min", "any", "over rows, contiguous rows",
          ">= COLS_MIN columns", "SIMD over columns, threads over row chunks (bias gradients)", _red_cols),
-    Rule("reduce", "_reduce.reduce_kernel", "sum prod max min", "any", "any", "any",
+    Rule("reduce", ("_reduce.reduce_kernel",), "sum prod max min", "any", "any", "any",
          "threads over outputs, a strided walk per output", _red_any),
 )
 _RULES = {f: tuple(r for r in TABLE if r.family == f) for f in ("map", "zip", "where", "reduce")}
@@ -327,7 +329,7 @@ def format_table():
     """``TABLE`` and the thresholds as text, one row per line (what ``python -m
     torchlight.backends.numba.routing`` prints)."""
     heads = ("family", "kernel", "ops", "dtypes", "layout", "size", "why")
-    rows = [heads] + [r[:7] for r in TABLE]
+    rows = [heads] + [(r.family, " / ".join(r.kernels), *r[2:7]) for r in TABLE]
     widths = [max(len(r[i]) for r in rows) for i in range(6)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:6], widths)) + "  " + r[6] for r in rows]
     lines.insert(1, "-" * len(lines[0]))
