@@ -94,7 +94,10 @@ def _where_tiles(bk, op, v, out, plan):
 def _flat_kernel(kern):
     def launch(bk, op, v, out, plan):
         n = out.size
-        kern.pick(n)(plan[0], *[_run(x, n) for x in v], _run(out, n))
+        if len(v) == 1:
+            kern.pick(n)(plan[0], _run(v[0], n), _run(out, n))
+        else:
+            kern.pick(n)(plan[0], _run(v[0], n), _run(v[1], n), _run(out, n))
     return launch
 
 
@@ -103,12 +106,19 @@ def _strided_kernel(kern):
     first fills c (see ``_elementwise``)."""
     def launch(bk, op, v, out, plan):
         code, shape, strides = plan
-        pad = 3 - len(v)
-        (c, a, b) = (v[0],) * pad + tuple(v)
-        st = [_arr(s) for s in strides]
-        (cs, as_, bs) = (st[0],) * pad + tuple(st[:-1])
-        kern.pick(out.size)(code, c.storage, cs, c.offset, a.storage, as_, a.offset, b.storage, bs, b.offset,
-                            out.storage, st[-1], out.offset, _arr(shape), out.size)
+        if len(v) == 3:
+            (c, a, b), (cs, as_, bs) = v, (_arr(strides[0]), _arr(strides[1]), _arr(strides[2]))
+        elif len(v) == 2:
+            c = a = v[0]
+            b = v[1]
+            cs = as_ = _arr(strides[0])
+            bs = _arr(strides[1])
+        else:
+            c = a = b = v[0]
+            cs = as_ = bs = _arr(strides[0])
+        n = out.size
+        kern.pick(n)(code, c.storage, cs, c.offset, a.storage, as_, a.offset, b.storage, bs, b.offset,
+                     out.storage, _arr(strides[-1]), out.offset, _arr(shape), n)
     return launch
 
 

@@ -81,12 +81,15 @@ def _f32(views, out):
     return out.storage.dtype == _F32 and all(v.storage.dtype == _F32 for v in views)
 
 
-def _coalesced(shape, views, out, code, name):
-    """``(kernel, (code, shape, strides))``: the flat kernel when every operand is one unit-stride
-    run after coalescing, else the strided one."""
-    cshape, strides = coalesce(shape, tuple(v.strides for v in views) + (out.strides,))
-    flat = len(cshape) == 1 and all(s[0] == 1 for s in strides)
-    return f"_elementwise.{name}_{'flat' if flat else 'strided'}", (code, cshape, strides)
+_FLAT_OR_STRIDED = {f: (f"_elementwise.{f}_flat", f"_elementwise.{f}_strided") for f in ("map", "zip", "cmp")}
+
+
+def _coalesced(shape, strides, code, name):
+    """``(kernel, (code, shape, strides))`` for the operands' ``strides`` (out's last): the flat
+    kernel when every operand is one unit-stride run after coalescing, else the strided one."""
+    cshape, cstrides = coalesce(shape, strides)
+    flat = len(cshape) == 1 and max(cstrides)[0] == 1 == min(cstrides)[0]
+    return _FLAT_OR_STRIDED[name][0 if flat else 1], (code, cshape, cstrides)
 
 
 # --- map -------------------------------------------------------------------------------------------
@@ -110,7 +113,7 @@ def _map_numba(op, views, out, n, ufuncs):
     if (kind == "i" and op not in _INT_MAP) or (kind == "b" and op not in _BOOL_MAP) or (
             kind == "f" and op == "logical_not") or op not in MAP_CODES:
         return None
-    return _coalesced(views[0].shape, views, out, MAP_CODES[op], "map")
+    return _coalesced(views[0].shape, (views[0].strides, out.strides), MAP_CODES[op], "map")
 
 
 # --- zip -------------------------------------------------------------------------------------------
@@ -151,10 +154,11 @@ def _zip_numba(op, views, out, n, ufuncs):
     kind = _kind(views[0].storage.dtype)
     if kind == "b":
         op = _BOOL_AS_CMP.get(op, op)
+    strides = (views[0].strides, views[1].strides, out.strides)
     if op in CMP_CODES:
-        return _coalesced(out.shape, views, out, CMP_CODES[op], "cmp")
+        return _coalesced(out.shape, strides, CMP_CODES[op], "cmp")
     if op in ZIP_CODES and (kind == "f" or (kind == "i" and op in _INT_ZIP)):
-        return _coalesced(out.shape, views, out, ZIP_CODES[op], "zip")
+        return _coalesced(out.shape, strides, ZIP_CODES[op], "zip")
     return None
 
 
