@@ -267,7 +267,7 @@ TABLE = (
     Rule("reduce", ("_reduce.reduce_kernel",), "sum prod max min", "any", "any", "any",
          "threads over outputs, a strided walk per output", _red_any),
 )
-_RULES = {f: tuple(r for r in TABLE if r.family == f) for f in ("map", "zip", "where", "reduce")}
+_MATCH = {f: tuple(r.match for r in TABLE if r.family == f) for f in ("map", "zip", "where", "reduce")}
 
 
 def route(family, op, views, out, numpy_ufuncs=True, dims=()):
@@ -281,8 +281,8 @@ def route(family, op, views, out, numpy_ufuncs=True, dims=()):
                            f"and {views[1].storage.dtype}")
     n = out.size
     extra = reduction(views[0], dims, out) if family == "reduce" else numpy_ufuncs
-    for rule in _RULES[family]:
-        hit = rule.match(op, views, out, n, extra)
+    for match in _MATCH[family]:
+        hit = match(op, views, out, n, extra)
         if hit is not None:
             return hit
     raise BackendError(f"numba backend: {family} op {op!r} is not defined for dtype {views[0].storage.dtype}")
