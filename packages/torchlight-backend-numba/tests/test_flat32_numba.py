@@ -4,14 +4,14 @@ the backend's ``map``/``zip`` with ``TensorData`` views, serial and parallel com
 import numpy as np
 import pytest
 
-from torchlight.backends.numba import _jit
+from torchlight.backends.numba import _jit, routing
 from torchlight.backends.numba import backend as B
 from torchlight.backends.numba._flat32 import FLAT_MAP, FLAT_ZIP, map32
 from torchlight.tensor.storage import TensorData
 
 BK = B.NumbaBackend()
 NP = BK._np
-N = B.FLAT_ZIP_MIN + 4099  # above both thresholds, not a multiple of the block
+N = routing.FLAT_ZIP_MIN + 4099  # above both thresholds, not a multiple of the block
 SPECIAL = [0.0, -0.0, np.nan, np.inf, -np.inf, 1e-30, -100.0, 100.0, 88.0, -86.5, 20.0, -20.0]
 
 

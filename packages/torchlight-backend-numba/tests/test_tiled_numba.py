@@ -6,7 +6,7 @@ of the thresholds, serial and parallel compilations."""
 import numpy as np
 import pytest
 
-from torchlight.backends.numba import _jit
+from torchlight.backends.numba import _jit, routing
 from torchlight.backends.numba import _tiled as T
 from torchlight.backends.numba import backend as B
 from torchlight.backends.numba._rowops import row_max, row_sum
@@ -79,7 +79,7 @@ def test_where_full_cond_and_partial_last_row(path):
 @pytest.mark.parametrize("threshold", [0, 1 << 30])
 def test_where_fallbacks_agree(path, monkeypatch, threshold):
     # permuted and sliced operands are not tiles: the strided kernel must give the same answer
-    monkeypatch.setattr(B, "TILE_MIN", threshold)
+    monkeypatch.setattr(routing, "TILE_MIN", threshold)
     rng = np.random.default_rng(2)
     x = rng.standard_normal((6, 40, 32)).astype(np.float32)
     mask = rng.random((32, 40)) < 0.5
@@ -96,7 +96,7 @@ def test_where_fallbacks_agree(path, monkeypatch, threshold):
 @pytest.mark.parametrize("op", sorted(T.TILE_ZIP))
 @pytest.mark.parametrize("rows,cols", [(700, 130), (33, 2048), (2, 40)])
 def test_zip_row_broadcast_is_bit_identical(path, monkeypatch, op, rows, cols):
-    monkeypatch.setattr(B, "TILE_ZIP_MIN", 0)  # also the small shapes
+    monkeypatch.setattr(routing, "TILE_ZIP_MIN", 0)  # also the small shapes
     rng = np.random.default_rng(3)
     a = rng.standard_normal((rows, cols)).astype(np.float32)
     row = (rng.standard_normal(cols) + 3).astype(np.float32)
@@ -109,7 +109,7 @@ def test_zip_row_broadcast_is_bit_identical(path, monkeypatch, op, rows, cols):
 
 
 def test_zip_tiles_above_default_threshold(path):
-    a = np.random.default_rng(4).standard_normal((B.TILE_ZIP_MIN // 256 + 3, 256)).astype(np.float32)
+    a = np.random.default_rng(4).standard_normal((routing.TILE_ZIP_MIN // 256 + 3, 256)).astype(np.float32)
     b = np.arange(256, dtype=np.float32)
     buf, out = out_of(a.shape, np.float32)
     BK.zip("add", view(a), view(b).expand(a.shape), out)

@@ -9,15 +9,25 @@ Each comes in two shapes:
   divmod per dim), then positions advance by adding strides along the last dim and carrying
   into the dims before it, so the inner loop is a plain strided loop.
 
+  There is one odometer, ``_walk``, for every op family: ``_strided(name, element)`` builds a
+  family's kernel as a copy of ``_walk`` (and of its ``prange`` driver) whose global
+  ``_element`` — the scalar work on one position of up to three inputs ``c``, ``a``, ``b`` — is
+  that family's, inlined. All strided kernels take the same arguments,
+  ``(op, c, cs, co, a, as_, ao, b, bs, bo, out, os, oo, shape, n)``; a map passes its input as
+  ``c``, ``a`` and ``b`` and a zip its first as ``c``: the loads of the unused operands are dead
+  code that LLVM drops, and their carries cost a few adds per row.
+
 ``backend.py`` coalesces dims before calling (adjacent dims that are contiguous with respect to
 each other in every operand merge), so most views reach these kernels as 1-D or 2-D.
 The scalar op is chosen by dtype at compile time (``apply_unary``/``apply_binary``, numba
 overloads) and by op code at run time (``_scalar``).
 """
 
+from types import FunctionType
+
 import numpy as np
 
-from numba import prange, types
+from numba import njit, prange, types
 from numba.extending import overload
 
 from ._jit import JIT_OPTIONS, helper, kernel
@@ -62,58 +72,13 @@ def _apply_binary_ov(op, a, b):
     return lambda op, a, b: binary_float(op, a, b)
 
 
-# --- map -------------------------------------------------------------------------------------
+# --- flat ------------------------------------------------------------------------------------
 @kernel
 def map_flat(op, x, out):
     for i in prange(out.size):
         out[i] = apply_unary(op, x[i])
 
 
-@helper
-def _map_block(op, x, xs, xo, out, os, oo, shape, start, stop):
-    nd = shape.size
-    idx = np.zeros(nd, np.int64)
-    r = np.int64(start)
-    px = xo
-    po = oo
-    for d in range(nd - 1, -1, -1):
-        i = r % shape[d]
-        r //= shape[d]
-        idx[d] = i
-        px += i * xs[d]
-        po += i * os[d]
-    last = nd - 1
-    n_last = shape[last]
-    sx = xs[last]
-    so = os[last]
-    k = start
-    while k < stop:
-        j0 = idx[last]
-        m = min(n_last - j0, stop - k)
-        for j in range(m):
-            out[po + j * so] = apply_unary(op, x[px + j * sx])
-        k += m
-        px += m * sx
-        po += m * so
-        idx[last] = j0 + m
-        d = last
-        while idx[d] == shape[d] and d > 0 and k < stop:
-            px -= shape[d] * xs[d]
-            po -= shape[d] * os[d]
-            idx[d] = 0
-            d -= 1
-            idx[d] += 1
-            px += xs[d]
-            po += os[d]
-
-
-@kernel
-def map_strided(op, x, xs, xo, out, os, oo, shape, n):
-    for b in prange((n + BLOCK - 1) // BLOCK):
-        _map_block(op, x, xs, xo, out, os, oo, shape, b * BLOCK, min(n, (b + 1) * BLOCK))
-
-
-# --- zip -------------------------------------------------------------------------------------
 @kernel
 def zip_flat(op, a, b, out):
     for i in prange(out.size):
@@ -126,109 +91,13 @@ def cmp_flat(op, a, b, out):
         out[i] = compare(op, a[i], b[i])
 
 
-@helper
-def _zip_block(op, a, as_, ao, b, bs, bo, out, os, oo, shape, start, stop):
-    nd = shape.size
-    idx = np.zeros(nd, np.int64)
-    r = np.int64(start)
-    pa = ao
-    pb = bo
-    po = oo
-    for d in range(nd - 1, -1, -1):
-        i = r % shape[d]
-        r //= shape[d]
-        idx[d] = i
-        pa += i * as_[d]
-        pb += i * bs[d]
-        po += i * os[d]
-    last = nd - 1
-    n_last = shape[last]
-    sa = as_[last]
-    sb = bs[last]
-    so = os[last]
-    k = start
-    while k < stop:
-        j0 = idx[last]
-        m = min(n_last - j0, stop - k)
-        for j in range(m):
-            out[po + j * so] = apply_binary(op, a[pa + j * sa], b[pb + j * sb])
-        k += m
-        pa += m * sa
-        pb += m * sb
-        po += m * so
-        idx[last] = j0 + m
-        d = last
-        while idx[d] == shape[d] and d > 0 and k < stop:
-            pa -= shape[d] * as_[d]
-            pb -= shape[d] * bs[d]
-            po -= shape[d] * os[d]
-            idx[d] = 0
-            d -= 1
-            idx[d] += 1
-            pa += as_[d]
-            pb += bs[d]
-            po += os[d]
+# --- strided: one odometer, an element function per family -------------------------------------
+def _element(op, c, pc, a, pa, b, pb):
+    """Placeholder: each family's copy of ``_walk`` sees its own ``_element`` (``_strided``)."""
+    raise NotImplementedError
 
 
-@helper
-def _cmp_block(op, a, as_, ao, b, bs, bo, out, os, oo, shape, start, stop):
-    nd = shape.size
-    idx = np.zeros(nd, np.int64)
-    r = np.int64(start)
-    pa = ao
-    pb = bo
-    po = oo
-    for d in range(nd - 1, -1, -1):
-        i = r % shape[d]
-        r //= shape[d]
-        idx[d] = i
-        pa += i * as_[d]
-        pb += i * bs[d]
-        po += i * os[d]
-    last = nd - 1
-    n_last = shape[last]
-    sa = as_[last]
-    sb = bs[last]
-    so = os[last]
-    k = start
-    while k < stop:
-        j0 = idx[last]
-        m = min(n_last - j0, stop - k)
-        for j in range(m):
-            out[po + j * so] = compare(op, a[pa + j * sa], b[pb + j * sb])
-        k += m
-        pa += m * sa
-        pb += m * sb
-        po += m * so
-        idx[last] = j0 + m
-        d = last
-        while idx[d] == shape[d] and d > 0 and k < stop:
-            pa -= shape[d] * as_[d]
-            pb -= shape[d] * bs[d]
-            po -= shape[d] * os[d]
-            idx[d] = 0
-            d -= 1
-            idx[d] += 1
-            pa += as_[d]
-            pb += bs[d]
-            po += os[d]
-
-
-@kernel
-def zip_strided(op, a, as_, ao, b, bs, bo, out, os, oo, shape, n):
-    for blk in prange((n + BLOCK - 1) // BLOCK):
-        _zip_block(op, a, as_, ao, b, bs, bo, out, os, oo, shape, blk * BLOCK, min(n, (blk + 1) * BLOCK))
-
-
-@kernel
-def cmp_strided(op, a, as_, ao, b, bs, bo, out, os, oo, shape, n):
-    for blk in prange((n + BLOCK - 1) // BLOCK):
-        _cmp_block(op, a, as_, ao, b, bs, bo, out, os, oo, shape, blk * BLOCK, min(n, (blk + 1) * BLOCK))
-
-
-# --- where -----------------------------------------------------------------------------------
-@helper
-def _where_block(c, cs, co, a, as_, ao, b, bs, bo, out, os, oo, shape, start, stop):
+def _walk(op, c, cs, co, a, as_, ao, b, bs, bo, out, os, oo, shape, start, stop):
     nd = shape.size
     idx = np.zeros(nd, np.int64)
     r = np.int64(start)
@@ -245,15 +114,25 @@ def _where_block(c, cs, co, a, as_, ao, b, bs, bo, out, os, oo, shape, start, st
         pb += i * bs[d]
         po += i * os[d]
     last = nd - 1
-    for _ in range(start, stop):
-        out[po] = a[pa] if c[pc] else b[pb]
+    n_last = shape[last]
+    sc = cs[last]
+    sa = as_[last]
+    sb = bs[last]
+    so = os[last]
+    k = start
+    while k < stop:
+        j0 = idx[last]
+        m = min(n_last - j0, stop - k)
+        for j in range(m):
+            out[po + j * so] = _element(op, c, pc + j * sc, a, pa + j * sa, b, pb + j * sb)
+        k += m
+        pc += m * sc
+        pa += m * sa
+        pb += m * sb
+        po += m * so
+        idx[last] = j0 + m
         d = last
-        idx[d] += 1
-        pc += cs[d]
-        pa += as_[d]
-        pb += bs[d]
-        po += os[d]
-        while idx[d] == shape[d] and d > 0:
+        while idx[d] == shape[d] and d > 0 and k < stop:
             pc -= shape[d] * cs[d]
             pa -= shape[d] * as_[d]
             pb -= shape[d] * bs[d]
@@ -267,7 +146,51 @@ def _where_block(c, cs, co, a, as_, ao, b, bs, bo, out, os, oo, shape, start, st
             po += os[d]
 
 
-@kernel
-def where_strided(c, cs, co, a, as_, ao, b, bs, bo, out, os, oo, shape, n):
+def _walk_block(op, c, cs, co, a, as_, ao, b, bs, bo, out, os, oo, shape, start, stop):
+    """Placeholder: each family's copy of ``_drive`` calls its own compiled ``_walk``."""
+    raise NotImplementedError
+
+
+def _drive(op, c, cs, co, a, as_, ao, b, bs, bo, out, os, oo, shape, n):
     for blk in prange((n + BLOCK - 1) // BLOCK):
-        _where_block(c, cs, co, a, as_, ao, b, bs, bo, out, os, oo, shape, blk * BLOCK, min(n, (blk + 1) * BLOCK))
+        _walk_block(op, c, cs, co, a, as_, ao, b, bs, bo, out, os, oo, shape, blk * BLOCK, min(n, (blk + 1) * BLOCK))
+
+
+def _with_globals(fn, name, **names):
+    """A copy of ``fn`` named ``name`` that sees ``names`` as globals; its own qualified name keeps
+    the copies apart in numba's on-disk cache (no closure, so the cache key stays stable)."""
+    copy = FunctionType(fn.__code__, dict(fn.__globals__, **names), name)
+    copy.__qualname__ = name
+    copy.__module__ = fn.__module__
+    return copy
+
+
+def _strided(name, element):
+    """The strided kernel ``<name>_strided``: ``_walk`` with ``element`` (inlined) as its body."""
+    inline = njit(inline="always", **JIT_OPTIONS)(_with_globals(element, f"_{name}_element"))
+    walk = helper(_with_globals(_walk, f"_{name}_walk", _element=inline))
+    return kernel(_with_globals(_drive, f"{name}_strided", _walk_block=walk))
+
+
+def _map_element(op, c, pc, a, pa, b, pb):
+    return apply_unary(op, a[pa])
+
+
+def _zip_element(op, c, pc, a, pa, b, pb):
+    return apply_binary(op, a[pa], b[pb])
+
+
+def _cmp_element(op, c, pc, a, pa, b, pb):
+    return compare(op, a[pa], b[pb])
+
+
+def _where_element(op, c, pc, a, pa, b, pb):
+    x = a[pa]  # both loads before the select, so LLVM can use a branch-free select
+    y = b[pb]
+    return x if c[pc] else y
+
+
+map_strided = _strided("map", _map_element)
+zip_strided = _strided("zip", _zip_element)
+cmp_strided = _strided("cmp", _cmp_element)
+where_strided = _strided("where", _where_element)

@@ -17,7 +17,7 @@ A contiguous reduced row is summed by ``_sum_contig`` (``_jit.sum_helper``: SIMD
 
 import numpy as np
 
-from numba import prange, types
+from numba import njit, prange, types
 from numba.extending import overload
 
 from ._jit import JIT_OPTIONS, helper, kernel, sum_helper
@@ -67,6 +67,22 @@ def _sum_contig(x, p, n, acc):
     return acc
 
 
+@njit(inline="always", **JIT_OPTIONS)
+def _next_row(idx, p, rshape, rxs):
+    """The position of the next row: advance the odometer ``idx`` over the dims before the last
+    (inlined: it runs once per row, and a call costs as much as a short row)."""
+    d = rshape.size - 2
+    while d >= 0:
+        idx[d] += 1
+        p += rxs[d]
+        if idx[d] < rshape[d]:
+            break
+        p -= rshape[d] * rxs[d]
+        idx[d] = 0
+        d -= 1
+    return p
+
+
 @helper
 def _reduce_one(op, x, p0, rshape, rxs, nred):
     nd = rshape.size
@@ -110,15 +126,7 @@ def _reduce_one(op, x, p0, rshape, rxs, nred):
                 if v < acc or v != v:
                     acc = v
         j0 = 0
-        d = last - 1
-        while d >= 0:
-            idx[d] += 1
-            p += rxs[d]
-            if idx[d] < rshape[d]:
-                break
-            p -= rshape[d] * rxs[d]
-            idx[d] = 0
-            d -= 1
+        p = _next_row(idx, p, rshape, rxs)
     return acc
 
 

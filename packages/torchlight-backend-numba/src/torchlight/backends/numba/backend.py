@@ -5,7 +5,9 @@ costs one memcpy (or nothing, when the core shares) and ``to_numpy`` returns a v
 primitive does a little Python first — drop size-1 dims, coalesce dims that are contiguous with
 respect to each other in every operand, pick the contiguous fast path when it applies, turn op
 names into codes — and then calls one compiled kernel (``_elementwise``, ``_flat32``,
-``_reduce``, ``_index``, ``_fused``, ``_cross_entropy``, ``_matmul``). Float matmuls go to BLAS
+``_reduce``, ``_index``, ``_fused``, ``_cross_entropy``, ``_matmul``). Which kernel an elementwise
+op or a reduction runs is decided by ``routing.route`` from one table (``routing.TABLE``);
+``_LAUNCH`` below turns its answer into the kernel call. Float matmuls go to BLAS
 through the numpy backend (measured: far faster than any loop we can JIT); dtype-changing copies
 go to ``np.copyto`` (memory-bound either way, and it saves a compiled specialisation per dtype
 pair).
@@ -32,40 +34,13 @@ from . import _recurrent as RNN
 from . import _reduce as R
 from . import _tiled as T
 from . import _updates as U
-from ._scalar import CMP_CODES, MAP_CODES, ZIP_CODES
+from .routing import SPLIT_CHUNK, route
 
 __all__ = ["NumbaBackend"]
 
 _I64 = np.int64
-_INT_MAP = {"copy", "neg", "abs", "sign", "square", "relu"}
-_BOOL_MAP = {"copy", "logical_not"}
-_INT_ZIP = {"add", "sub", "mul", "pow", "maximum", "minimum"}
-_BOOL_AS_CMP = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or", "minimum": "logical_and"}
 _RED = {"sum": R.SUM, "prod": R.PROD, "max": R.MAX, "min": R.MIN}
 _COMBINE = {R.SUM: np.sum, R.PROD: np.prod, R.MAX: np.max, R.MIN: np.min}  # partial results
-
-# Which elementwise ops run a numba kernel and which the numpy backend's ufunc code, by
-# measurement (README, "elementwise routing"): numpy's ufunc loops are SIMD — exp, tanh and
-# log included — and a scalar JIT loop cannot vectorise transcendental calls without Intel's
-# SVML, so single-ufunc ops and ops built from a couple of ufuncs stay with numpy; ops whose
-# numpy form needs several passes with temporaries around erf or exp run fused in one numba pass.
-# With numpy_ufuncs=False (env TORCHLIGHT_NUMBA_UFUNCS=0) every op runs a numba kernel.
-_NUMBA_MAP = {"gelu", "silu", "erf"}
-_NUMBA_ZIP = {"gelu_back", "silu_back"}
-# Contiguous float32 maps/zips of at least this many elements run _flat32's SIMD loops, which
-# prange splits across threads. Thresholds by single-core measurement: the maps (exp, tanh,
-# relu, sigmoid, neg, gelu_tanh) and gelu_tanh_back are faster than numpy from 64k values on; an
-# arithmetic zip is memory-bound and costs ~3 us more per call than the ufunc, so it reaches
-# parity only at ~512k values.
-FLAT_MIN = int(os.environ.get("TORCHLIGHT_NUMBA_FLAT_MIN", str(1 << 16)))
-FLAT_ZIP_MIN = max(FLAT_MIN, 1 << 19)
-_FLAT_FUSED = {"gelu_tanh_back"}  # compute-bound zips: FLAT_MIN, both operands arrays
-_F32 = np.dtype(np.float32)
-# where / float32 arithmetic zips whose operands are full, repeated tiles or scalars (_tiled.py)
-# from this many elements: below, the strided where and numpy's broadcasting loops cost about the
-# same as the Python that sets up the tiles (measured on one core; see README)
-TILE_MIN = 1 << 12
-TILE_ZIP_MIN = 1 << 16
 _CHUNKS = 64  # row chunks of the cross-entropy kernel: scratch per chunk, enough to balance threads
 _TINY_MATMUL = 4096  # n*k*m below which the JIT loop beats np.matmul's call overhead
 
@@ -80,19 +55,123 @@ def _arr(t):
     return np.array(t, dtype=_I64)
 
 
-def _flat(v):
-    """True when the view is its storage's elements offset..offset+size in C order."""
-    return v.is_contiguous()
+def _run(v, n):
+    """The view's n elements as a slice of its storage (it is contiguous)."""
+    return v.storage[v.offset:v.offset + n]
 
 
-def _scalar(v):
-    """True when every element of the view is the one at its offset (a broadcast scalar)."""
-    return all(st == 0 or sz == 1 for sz, st in zip(v.shape, v.strides))
+def _acc(x):
+    return np.float64 if x.dtype.kind == "f" else np.int64
 
 
-def _kind(dtype):
-    k = dtype.kind
-    return "b" if k == "b" else ("f" if k == "f" else "i")
+# --- launchers: (backend, op, views, out, plan) -> None, one per kernel routing.TABLE names ----
+def _copyto(bk, op, v, out, plan):
+    np.copyto(as_array(out), as_array(v[0]), casting="unsafe")
+
+
+def _numpy(bk, op, v, out, plan):
+    if len(v) == 1:
+        bk._np.map(op, v[0], out)
+    else:
+        bk._np.zip(op, v[0], v[1], out)
+
+
+def _map32(bk, op, v, out, code):
+    n = out.size
+    L.map32.pick(n)(code, _run(v[0], n), _run(out, n), n)
+
+
+def _zip32(bk, op, v, out, plan):
+    (code, mode), (a, b), n = plan, v, out.size
+    L.zip32.pick(n)(code, mode, _run(a, 1 if mode == 2 else n), _run(b, 1 if mode == 1 else n), _run(out, n), n)
+
+
+def _zip_tiles(bk, op, v, out, plan):
+    code, (rowlen, ((ta, astep), (tb, bstep))) = plan
+    n = out.size
+    T.zip_tiles.pick(n)(code, ta, astep, tb, bstep, _run(out, n), rowlen, n)
+
+
+def _where_tiles(bk, op, v, out, plan):
+    rowlen, ((tc, cstep), (ta, astep), (tb, bstep)) = plan
+    n = out.size
+    T.where_tiles.pick(n)(tc, cstep, ta, astep, tb, bstep, _run(out, n), rowlen, n)
+
+
+def _flat_kernel(kern):
+    def launch(bk, op, v, out, plan):
+        n = out.size
+        if len(v) == 1:
+            kern.pick(n)(plan[0], _run(v[0], n), _run(out, n))
+        else:
+            kern.pick(n)(plan[0], _run(v[0], n), _run(v[1], n), _run(out, n))
+    return launch
+
+
+def _strided_kernel(kern):
+    """Every strided kernel takes three inputs (c, a, b): a map's input fills all three, a zip's
+    first fills c (see ``_elementwise``)."""
+    def launch(bk, op, v, out, plan):
+        code, shape, strides = plan
+        if len(v) == 3:
+            (c, a, b), (cs, as_, bs) = v, (_arr(strides[0]), _arr(strides[1]), _arr(strides[2]))
+        elif len(v) == 2:
+            c = a = v[0]
+            b = v[1]
+            cs = as_ = _arr(strides[0])
+            bs = _arr(strides[1])
+        else:
+            c = a = b = v[0]
+            cs = as_ = bs = _arr(strides[0])
+        n = out.size
+        kern.pick(n)(code, c.storage, cs, c.offset, a.storage, as_, a.offset, b.storage, bs, b.offset,
+                     out.storage, _arr(strides[-1]), out.offset, _arr(shape), n)
+    return launch
+
+
+def _reduce_arg(bk, op, v, out, g):
+    a, (d,) = v[0], g.dims
+    R.arg_kernel.pick(a.size)(op == "argmax", a.storage, a.offset, _arr(g.oshape), _arr(g.oxs), out.storage,
+                              _arr(g.oos), out.offset, a.shape[d], a.strides[d], out.size)
+
+
+def _reduce_split(bk, op, v, out, g):
+    a, code = v[0], _RED[op]
+    partial = np.empty((out.size, (g.nred + SPLIT_CHUNK - 1) // SPLIT_CHUNK), dtype=_acc(a.storage))
+    R.reduce_split.par(code, a.storage, a.offset, _arr(g.oshape), _arr(g.oxs), partial, g.nred, g.rxs[0],
+                       SPLIT_CHUNK)
+    as_array(out)[...] = _COMBINE[code](partial, axis=1).reshape(out.shape)
+
+
+def _reduce_cols(bk, op, v, out, g):
+    # partial results per chunk of rows (the chunk count depends on the row count only),
+    # combined in chunk order
+    a, code = v[0], _RED[op]
+    nchunks = max(1, min(R.COL_CHUNKS, g.nred // R.COL_CHUNK_ROWS))
+    partial = np.empty((nchunks, g.oshape[0]), _acc(a.storage))
+    R.reduce_cols.pick(a.size)(code, a.storage, a.offset, g.nred, g.rxs[0], g.oshape[0], partial)
+    res = partial[0] if nchunks == 1 else _COMBINE[code](partial, axis=0)
+    as_array(out)[...] = res.reshape(out.shape)
+
+
+def _reduce_any(bk, op, v, out, g):
+    a = v[0]
+    R.reduce_kernel.pick(a.size)(_RED[op], a.storage, a.offset, _arr(g.oshape), _arr(g.oxs), out.storage,
+                                 _arr(g.oos), out.offset, _arr(g.rshape), _arr(g.rxs), out.size, g.nred)
+
+
+_LAUNCH = {
+    "np.copyto": _copyto, "numpy": _numpy, "_flat32.map32": _map32, "_flat32.zip32": _zip32,
+    "_tiled.zip_tiles": _zip_tiles, "_tiled.where_tiles": _where_tiles,
+    "_elementwise.map_flat": _flat_kernel(E.map_flat), "_elementwise.zip_flat": _flat_kernel(E.zip_flat),
+    "_elementwise.cmp_flat": _flat_kernel(E.cmp_flat),
+    "_elementwise.map_strided": _strided_kernel(E.map_strided),
+    "_elementwise.zip_strided": _strided_kernel(E.zip_strided),
+    "_elementwise.cmp_strided": _strided_kernel(E.cmp_strided),
+    "_elementwise.where_strided": _strided_kernel(E.where_strided),
+    "_reduce.arg_kernel": _reduce_arg, "_reduce.reduce_split": _reduce_split, "_reduce.reduce_cols": _reduce_cols,
+    "_reduce.reduce_kernel": _reduce_any,
+}
 
 
 def _rank_error(op, *views):
@@ -114,7 +193,7 @@ class NumbaBackend:
     def __init__(self, numpy_ufuncs=None):
         if numpy_ufuncs is None:
             numpy_ufuncs = os.environ.get("TORCHLIGHT_NUMBA_UFUNCS", "1") != "0"
-        #: route elementwise ops that numpy does faster to the numpy backend (see _NUMBA_MAP)
+        #: route elementwise ops that numpy does faster to the numpy backend (routing.TABLE)
         self.numpy_ufuncs = numpy_ufuncs
         self._np = NumpyBackend()
 
@@ -147,146 +226,46 @@ class NumbaBackend:
 
         return compile_elementwise(chain)
 
-    # --- elementwise ---------------------------------------------------------------------------
+    # --- elementwise and reductions: routing.TABLE decides, _LAUNCH runs -------------------------
+    def _launch(self, family, op, views, out, dims=()):
+        kernel, plan = route(family, op, views, out, self.numpy_ufuncs, dims)
+        _LAUNCH[kernel](self, op, views, out, plan)
+
     def map(self, op, a, out):
-        """Unary elementwise ``out = op(a)``, ``op`` one of ``MAP_OPS`` (same shapes), with numba-compiled CPU kernels.
+        """Unary elementwise ``out = op(a)``, ``op`` one of ``MAP_OPS`` (same shapes), on the kernel
+        :func:`~torchlight.backends.numba.routing.route` picks (``explain()`` names it).
 
         The contract is :meth:`Backend.map <torchlight.tensor.backend.protocol.Backend.map>`.
         """
-        n = out.size
-        if n == 0:
-            return
-        sa, so = a.storage, out.storage
-        if op == "copy" and sa.dtype != so.dtype:
-            np.copyto(as_array(out), as_array(a), casting="unsafe")
-            return
-        kind = _kind(sa.dtype)
-        if n >= FLAT_MIN and op in L.FLAT_MAP and sa.dtype == _F32 and so.dtype == _F32 and (
-                _flat(a) and _flat(out)):
-            L.map32.pick(n)(L.FLAT_MAP[op], sa[a.offset:a.offset + n], so[out.offset:out.offset + n], n)
-            return
-        if self.numpy_ufuncs and not (kind == "f" and op in _NUMBA_MAP):
-            self._np.map(op, a, out)
-            return
-        if (kind == "i" and op not in _INT_MAP) or (kind == "b" and op not in _BOOL_MAP) or (
-                kind == "f" and op == "logical_not") or op not in MAP_CODES:
-            raise BackendError(f"numba backend: map op {op!r} is not defined for dtype {sa.dtype}")
-        code = MAP_CODES[op]
-        shape, (xs, os_) = coalesce(a.shape, (a.strides, out.strides))
-        if len(shape) == 1 and xs[0] == 1 and os_[0] == 1:
-            E.map_flat.pick(n)(code, sa[a.offset:a.offset + n], so[out.offset:out.offset + n])
-        else:
-            E.map_strided.pick(n)(code, sa, _arr(xs), a.offset, so, _arr(os_), out.offset, _arr(shape), n)
+        if out.size:
+            self._launch("map", op, (a,), out)
 
     def zip(self, op, a, b, out):
-        """Binary elementwise ``out = op(a, b)``, ``op`` one of ``ZIP_OPS`` (inputs already broadcast to ``out``'s shape), with numba-compiled CPU kernels.
+        """Binary elementwise ``out = op(a, b)``, ``op`` one of ``ZIP_OPS`` (inputs already broadcast
+        to ``out``'s shape), on the kernel the routing table picks.
 
         The contract is :meth:`Backend.zip <torchlight.tensor.backend.protocol.Backend.zip>`.
         """
-        n = out.size
-        if n == 0:
-            return
-        sa, sb, so = a.storage, b.storage, out.storage
-        kind = _kind(sa.dtype)
-        if sa.dtype != sb.dtype:
-            raise BackendError(f"numba backend: zip {op!r} got mixed dtypes {sa.dtype} and {sb.dtype}")
-        if n >= (FLAT_MIN if op in _FLAT_FUSED else FLAT_ZIP_MIN) and op in L.FLAT_ZIP and (
-                sa.dtype == _F32 and so.dtype == _F32 and _flat(out)):
-            fa, fb = _flat(a), _flat(b)
-            mode = 0 if fa and fb else (1 if fa and _scalar(b) else (2 if fb and _scalar(a) else -1))
-            if mode == 0 and sa is so and a.offset == out.offset and op not in _FLAT_FUSED:
-                mode = 3  # in place (x.grad += g): a kernel that does not see a as a separate array
-            if mode == 0 or (mode > 0 and op not in _FLAT_FUSED):
-                L.zip32.pick(n)(L.FLAT_ZIP[op], mode, sa[a.offset:a.offset + (n if mode != 2 else 1)],
-                                sb[b.offset:b.offset + (n if mode != 1 else 1)], so[out.offset:out.offset + n], n)
-                return
-        if n >= TILE_ZIP_MIN and op in T.TILE_ZIP and sa.dtype == _F32 and so.dtype == _F32 and _flat(out):
-            tiles = T.plan((a, b), n, need_repeat=True)  # a bias row added to every row, say
-            if tiles is not None:
-                rowlen, ((ta, astep), (tb, bstep)) = tiles
-                T.zip_tiles.pick(n)(T.TILE_ZIP[op], ta, astep, tb, bstep, so[out.offset:out.offset + n], rowlen, n)
-                return
-        if self.numpy_ufuncs and not (kind == "f" and op in _NUMBA_ZIP) and not (kind == "i" and op == "pow"):
-            self._np.zip(op, a, b, out)
-            return
-        if kind == "b" and op in _BOOL_AS_CMP:
-            op = _BOOL_AS_CMP[op]
-        if op in CMP_CODES:
-            code, flat, strided = CMP_CODES[op], E.cmp_flat, E.cmp_strided
-        elif op in ZIP_CODES and (kind == "f" or (kind == "i" and op in _INT_ZIP)):
-            code, flat, strided = ZIP_CODES[op], E.zip_flat, E.zip_strided
-        else:
-            raise BackendError(f"numba backend: zip op {op!r} is not defined for dtype {sa.dtype}")
-        shape, (as_, bs, os_) = coalesce(out.shape, (a.strides, b.strides, out.strides))
-        if len(shape) == 1 and as_[0] == 1 and bs[0] == 1 and os_[0] == 1:
-            flat.pick(n)(code, sa[a.offset:a.offset + n], sb[b.offset:b.offset + n], so[out.offset:out.offset + n])
-        else:
-            strided.pick(n)(code, sa, _arr(as_), a.offset, sb, _arr(bs), b.offset, so, _arr(os_), out.offset,
-                    _arr(shape), n)
+        if out.size:
+            self._launch("zip", op, (a, b), out)
 
     def where(self, cond, a, b, out):
-        """Elementwise select ``out = a if cond else b`` (``cond`` a bool view; all of one shape), with numba-compiled CPU kernels.
+        """``out = a`` where ``cond`` is true, else ``b`` (one shape), on the kernel the routing
+        table picks.
 
         The contract is :meth:`Backend.where <torchlight.tensor.backend.protocol.Backend.where>`.
         """
-        n = out.size
-        if n == 0:
-            return
-        if n >= TILE_MIN and _flat(out):
-            tiles = T.plan((cond, a, b), n, need_repeat=False)  # masked_fill's broadcast mask, say
-            if tiles is not None:
-                rowlen, ((tc, cstep), (ta, astep), (tb, bstep)) = tiles
-                T.where_tiles.pick(n)(tc, cstep, ta, astep, tb, bstep,
-                                      out.storage[out.offset:out.offset + n], rowlen, n)
-                return
-        shape, (cs, as_, bs, os_) = coalesce(out.shape, (cond.strides, a.strides, b.strides, out.strides))
-        E.where_strided.pick(n)(cond.storage, _arr(cs), cond.offset, a.storage, _arr(as_), a.offset,
-                        b.storage, _arr(bs), b.offset, out.storage, _arr(os_), out.offset, _arr(shape), n)
+        if out.size:
+            self._launch("where", "where", (cond, a, b), out)
 
-    # --- reductions ----------------------------------------------------------------------------
     def reduce(self, op, a, dims, out):
-        """Reduce ``a`` over ``dims`` into ``out`` (size 1 in those dims), ``op`` one of ``REDUCE_OPS``, with numba-compiled CPU kernels.
+        """Reduce ``a`` over ``dims`` into ``out`` (size 1 in those dims), ``op`` one of
+        ``REDUCE_OPS``, on the kernel the routing table picks.
 
         The contract is :meth:`Backend.reduce <torchlight.tensor.backend.protocol.Backend.reduce>`.
         """
-        nout = out.size
-        if nout == 0:
-            return
-        dims = tuple(dims)
-        keep = [d for d in range(len(a.shape)) if d not in dims]
-        oshape, (oxs, oos) = coalesce([a.shape[d] for d in keep],
-                                      ([a.strides[d] for d in keep], [out.strides[d] for d in keep]))
-        rshape, (rxs,) = coalesce([a.shape[d] for d in dims], ([a.strides[d] for d in dims],))
-        nred = 1
-        for d in dims:
-            nred *= a.shape[d]
-        x, xo = a.storage, a.offset
-        if op in ("argmax", "argmin"):
-            (d,) = dims
-            R.arg_kernel.pick(a.size)(op == "argmax", x, xo, _arr(oshape), _arr(oxs), out.storage, _arr(oos),
-                         out.offset, a.shape[d], a.strides[d], nout)
-            return
-        code = _RED[op]
-        if nred >= 65536 and nout < 8 and len(rshape) == 1:
-            chunk = 16384
-            nchunks = (nred + chunk - 1) // chunk
-            acc = np.float64 if x.dtype.kind == "f" else np.int64
-            partial = np.empty((nout, nchunks), dtype=acc)
-            R.reduce_split.par(code, x, xo, _arr(oshape), _arr(oxs), partial, nred, rxs[0], chunk)
-            res = _COMBINE[code](partial, axis=1)
-            as_array(out)[...] = res.reshape(out.shape)
-            return
-        if len(rshape) == 1 and len(oshape) == 1 and oxs[0] == 1 and nred > 1 and oshape[0] >= 64:
-            # sum(dim=0) of a matrix with contiguous rows: partial results per chunk of rows
-            # (the chunk count depends on the row count only), combined in chunk order
-            nchunks = max(1, min(R.COL_CHUNKS, nred // R.COL_CHUNK_ROWS))
-            partial = np.empty((nchunks, oshape[0]), np.float64 if x.dtype.kind == "f" else np.int64)
-            R.reduce_cols.pick(a.size)(code, x, xo, nred, rxs[0], oshape[0], partial)
-            res = partial[0] if nchunks == 1 else _COMBINE[code](partial, axis=0)
-            as_array(out)[...] = res.reshape(out.shape)
-            return
-        R.reduce_kernel.pick(a.size)(code, x, xo, _arr(oshape), _arr(oxs), out.storage, _arr(oos), out.offset,
-                        _arr(rshape), _arr(rxs), nout, nred)
+        if out.size:
+            self._launch("reduce", op, (a,), out, tuple(dims))
 
     # --- matmul --------------------------------------------------------------------------------
     def matmul(self, a, b, out):

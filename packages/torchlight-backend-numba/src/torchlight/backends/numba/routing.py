@@ -1,0 +1,346 @@
+"""Which kernel runs an elementwise op or a reduction on the numba backend: the routing table.
+
+Every routing decision of ``NumbaBackend.map``/``zip``/``where``/``reduce`` is a row of
+``TABLE``: an op family, the ops, dtypes, layout and size it applies to, the kernel that then
+runs and why. ``route`` walks a family's rows in order and returns the first that applies; the
+backend only launches what it names. Every size threshold is defined here, with the measurement
+behind it (medians on one core; the numba package README, "elementwise routing", has the numbers).
+
+Print the table with ``python -m torchlight.backends.numba.routing``; ask which kernel one call
+would run with ``explain``:
+
+>>> import torchlight as tl
+>>> from torchlight.backends.numba.routing import explain
+>>> a, b = tl.ones(3, 4, device="numba"), tl.ones(4, device="numba")
+>>> explain("add", a, b)
+'numpy'
+>>> explain("gelu", a)
+'_elementwise.map_flat'
+"""
+
+import os
+from typing import NamedTuple
+
+import numpy as np
+
+from torchlight.tensor.errors import BackendError
+from torchlight.tensor.indexing import coalesce
+from torchlight.tensor.storage import TensorData
+
+from . import _flat32 as L
+from . import _tiled as T
+from ._scalar import CMP_CODES, MAP_CODES, ZIP_CODES
+
+__all__ = [
+    "FLAT_MIN", "FLAT_ZIP_MIN", "TILE_MIN", "TILE_ZIP_MIN", "SPLIT_MIN", "SPLIT_MAX_OUT", "SPLIT_CHUNK",
+    "COLS_MIN", "Rule", "TABLE", "route", "explain", "format_table",
+]
+
+# --- thresholds (elements), each measured on one core -------------------------------------------
+#: contiguous float32 maps (exp, tanh, relu, sigmoid, neg, gelu_tanh) and gelu_tanh_back run
+#: _flat32's SIMD loops from here on: faster than numpy's ufuncs from 64k values on
+FLAT_MIN = int(os.environ.get("TORCHLIGHT_NUMBA_FLAT_MIN", str(1 << 16)))
+#: an arithmetic zip is memory-bound and costs ~3 us more per call than the ufunc: parity at ~512k
+FLAT_ZIP_MIN = max(FLAT_MIN, 1 << 19)
+#: where over tiles (_tiled): below, the strided where costs about what setting up tiles does
+TILE_MIN = 1 << 12
+#: float32 arithmetic zips over tiles: below, numpy's broadcasting loops are as fast
+TILE_ZIP_MIN = 1 << 16
+#: reduce_split: a 1-D reduction of at least this many values with fewer than SPLIT_MAX_OUT
+#: outputs is cut into SPLIT_CHUNK-value chunks reduced in parallel (fewer outputs than threads)
+SPLIT_MIN, SPLIT_MAX_OUT, SPLIT_CHUNK = 1 << 16, 8, 1 << 14
+#: reduce_cols: a reduction over the rows of a matrix with contiguous rows of at least this many
+#: columns (a bias gradient); narrower, the per-output kernel is as fast
+COLS_MIN = 64
+
+# --- op sets ---------------------------------------------------------------------------------------
+_F32 = np.dtype(np.float32)
+_INT_MAP = {"copy", "neg", "abs", "sign", "square", "relu"}
+_BOOL_MAP = {"copy", "logical_not"}
+_INT_ZIP = {"add", "sub", "mul", "pow", "maximum", "minimum"}
+_BOOL_AS_CMP = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or", "minimum": "logical_and"}
+# numpy's ufunc loops are SIMD (exp, tanh and log included) and a scalar JIT loop cannot vectorise
+# transcendental calls without Intel's SVML, so ops that are one or two ufuncs stay with numpy;
+# these, whose numpy form is several passes with temporaries around erf or exp, run fused in numba
+_NUMBA_MAP = {"gelu", "silu", "erf"}
+_NUMBA_ZIP = {"gelu_back", "silu_back"}
+_FLAT_FUSED = {"gelu_tanh_back"}  # compute-bound: from FLAT_MIN, both operands arrays
+
+
+def _kind(dtype):
+    k = dtype.kind
+    return "b" if k == "b" else ("f" if k == "f" else "i")
+
+
+def _scalar(v):
+    """True when every element of the view is the one at its offset (a broadcast scalar)."""
+    return all(st == 0 or sz == 1 for sz, st in zip(v.shape, v.strides))
+
+
+def _f32(views, out):
+    return out.storage.dtype == _F32 and all(v.storage.dtype == _F32 for v in views)
+
+
+_FLAT_OR_STRIDED = {f: (f"_elementwise.{f}_flat", f"_elementwise.{f}_strided") for f in ("map", "zip", "cmp")}
+
+
+def _coalesced(shape, strides, code, name):
+    """``(kernel, (code, shape, strides))`` for the operands' ``strides`` (out's last): the flat
+    kernel when every operand is one unit-stride run after coalescing, else the strided one."""
+    cshape, cstrides = coalesce(shape, strides)
+    flat = len(cshape) == 1 and max(cstrides)[0] == 1 == min(cstrides)[0]
+    return _FLAT_OR_STRIDED[name][0 if flat else 1], (code, cshape, cstrides)
+
+
+# --- map -------------------------------------------------------------------------------------------
+def _map_cast(op, views, out, n, ufuncs):
+    return ("np.copyto", None) if op == "copy" and views[0].storage.dtype != out.storage.dtype else None
+
+
+def _map_flat32(op, views, out, n, ufuncs):
+    ok = n >= FLAT_MIN and op in L.FLAT_MAP and _f32(views, out) and views[0].is_contiguous() and out.is_contiguous()
+    return ("_flat32.map32", L.FLAT_MAP[op]) if ok else None
+
+
+def _map_numpy(op, views, out, n, ufuncs):
+    if ufuncs and not (views[0].storage.dtype.kind == "f" and op in _NUMBA_MAP):
+        return "numpy", None
+    return None
+
+
+def _map_numba(op, views, out, n, ufuncs):
+    kind = _kind(views[0].storage.dtype)
+    if (kind == "i" and op not in _INT_MAP) or (kind == "b" and op not in _BOOL_MAP) or (
+            kind == "f" and op == "logical_not") or op not in MAP_CODES:
+        return None
+    return _coalesced(views[0].shape, (views[0].strides, out.strides), MAP_CODES[op], "map")
+
+
+# --- zip -------------------------------------------------------------------------------------------
+def _zip_mode(op, a, b, out):
+    """zip32's operand mode: 0 both arrays, 1 b a scalar, 2 a a scalar, 3 in place; None: none."""
+    fa, fb = a.is_contiguous(), b.is_contiguous()
+    if fa and fb:
+        inplace = a.storage is out.storage and a.offset == out.offset and op not in _FLAT_FUSED
+        return 3 if inplace else 0
+    if op in _FLAT_FUSED:
+        return None
+    return 1 if fa and _scalar(b) else (2 if fb and _scalar(a) else None)
+
+
+def _zip_flat32(op, views, out, n, ufuncs):
+    if op not in L.FLAT_ZIP or n < (FLAT_MIN if op in _FLAT_FUSED else FLAT_ZIP_MIN) or not (
+            _f32(views[:1], out) and out.is_contiguous()):
+        return None
+    mode = _zip_mode(op, *views, out)
+    return None if mode is None else ("_flat32.zip32", (L.FLAT_ZIP[op], mode))
+
+
+def _zip_tiles(op, views, out, n, ufuncs):
+    if n < TILE_ZIP_MIN or op not in T.TILE_ZIP or not (_f32(views[:1], out) and out.is_contiguous()):
+        return None
+    tiles = T.plan(views, n, need_repeat=True)  # a bias row added to every row, say
+    return None if tiles is None else ("_tiled.zip_tiles", (T.TILE_ZIP[op], tiles))
+
+
+def _zip_numpy(op, views, out, n, ufuncs):
+    kind = _kind(views[0].storage.dtype)
+    if ufuncs and not (kind == "f" and op in _NUMBA_ZIP) and not (kind == "i" and op == "pow"):
+        return "numpy", None
+    return None
+
+
+def _zip_numba(op, views, out, n, ufuncs):
+    kind = _kind(views[0].storage.dtype)
+    if kind == "b":
+        op = _BOOL_AS_CMP.get(op, op)
+    strides = (views[0].strides, views[1].strides, out.strides)
+    if op in CMP_CODES:
+        return _coalesced(out.shape, strides, CMP_CODES[op], "cmp")
+    if op in ZIP_CODES and (kind == "f" or (kind == "i" and op in _INT_ZIP)):
+        return _coalesced(out.shape, strides, ZIP_CODES[op], "zip")
+    return None
+
+
+# --- where -----------------------------------------------------------------------------------------
+def _where_tiles(op, views, out, n, ufuncs):
+    if n < TILE_MIN or not out.is_contiguous():
+        return None
+    tiles = T.plan(views, n, need_repeat=False)  # masked_fill's broadcast mask, say
+    return None if tiles is None else ("_tiled.where_tiles", tiles)
+
+
+def _where_strided(op, views, out, n, ufuncs):
+    return "_elementwise.where_strided", (0, *coalesce(out.shape, tuple(v.strides for v in views) + (out.strides,)))
+
+
+# --- reduce ----------------------------------------------------------------------------------------
+class Reduction(NamedTuple):
+    """A reduction's geometry: kept dims (shape, input strides, output strides) and reduced dims
+    (shape, input strides), each group coalesced, and the number of values per output."""
+
+    oshape: tuple
+    oxs: tuple
+    oos: tuple
+    rshape: tuple
+    rxs: tuple
+    nred: int
+    dims: tuple
+
+
+def reduction(a, dims, out):
+    """The ``Reduction`` of reducing view ``a`` over ``dims`` into ``out``."""
+    keep = [d for d in range(len(a.shape)) if d not in dims]
+    oshape, (oxs, oos) = coalesce([a.shape[d] for d in keep],
+                                  ([a.strides[d] for d in keep], [out.strides[d] for d in keep]))
+    rshape, (rxs,) = coalesce([a.shape[d] for d in dims], ([a.strides[d] for d in dims],))
+    nred = 1
+    for d in dims:
+        nred *= a.shape[d]
+    return Reduction(oshape, oxs, oos, rshape, rxs, nred, dims)
+
+
+def _red_arg(op, views, out, n, geo):
+    return ("_reduce.arg_kernel", geo) if op in ("argmax", "argmin") else None
+
+
+def _red_split(op, views, out, n, geo):
+    ok = geo.nred >= SPLIT_MIN and n < SPLIT_MAX_OUT and len(geo.rshape) == 1
+    return ("_reduce.reduce_split", geo) if ok else None
+
+
+def _red_cols(op, views, out, n, geo):
+    ok = len(geo.rshape) == 1 and len(geo.oshape) == 1 and geo.oxs[0] == 1 and geo.nred > 1 and (
+        geo.oshape[0] >= COLS_MIN)
+    return ("_reduce.reduce_cols", geo) if ok else None
+
+
+def _red_any(op, views, out, n, geo):
+    return "_reduce.reduce_kernel", geo
+
+
+class Rule(NamedTuple):
+    """One row of the routing table: the first row of a family whose ``match`` returns
+    ``(kernel, plan)`` decides (``kernel`` one of ``kernels``); the other fields describe it
+    for people."""
+
+    family: str
+    kernels: tuple
+    ops: str
+    dtypes: str
+    layout: str
+    size: str
+    why: str
+    match: object
+
+
+TABLE = (
+    Rule("map", ("np.copyto",), "copy", "cast", "any", "any", "memory-bound; no kernel per dtype pair",
+         _map_cast),
+    Rule("map", ("_flat32.map32",), "neg relu exp sigmoid gelu_tanh tanh", "float32", "contiguous",
+         ">= FLAT_MIN", "SIMD loops, threads: faster than the ufunc from 64k values", _map_flat32),
+    Rule("map", ("numpy",), "all but gelu silu erf on floats", "any", "any", "any",
+         "SIMD ufuncs; a JIT loop cannot vectorise libm calls", _map_numpy),
+    Rule("map", ("_elementwise.map_flat", "_elementwise.map_strided"), "defined for the dtype", "any",
+         "flat after coalescing / any", "any", "one fused pass; numpy_ufuncs=False: every op", _map_numba),
+    Rule("zip", ("_flat32.zip32",), "add sub mul div gelu_tanh_back", "float32",
+         "contiguous out; arrays, scalar, in place", ">= FLAT_ZIP_MIN (FLAT_MIN gelu_tanh_back)",
+         "SIMD loops, threads: parity with the ufunc at 512k", _zip_flat32),
+    Rule("zip", ("_tiled.zip_tiles",), "add sub mul div", "float32", "contiguous out; full, tile, scalar",
+         ">= TILE_ZIP_MIN", "unit-stride rows instead of numpy's broadcast loop", _zip_tiles),
+    Rule("zip", ("numpy",), "all but gelu_back silu_back on floats, pow on ints", "any", "any (broadcast too)",
+         "any", "(3,4)+(4,) float: ufunc 1.2 us, strided kernel 5.0 us (4x slower)", _zip_numpy),
+    Rule("zip", ("_elementwise.zip_flat", "_elementwise.zip_strided", "_elementwise.cmp_flat",
+          "_elementwise.cmp_strided"), "defined for the dtype", "any",
+         "flat after coalescing / any", "any", "one fused pass; numpy_ufuncs=False: every op", _zip_numba),
+    Rule("where", ("_tiled.where_tiles",), "where", "any", "contiguous out; full, tile, scalar", ">= TILE_MIN",
+         "SIMD select over unit-stride rows", _where_tiles),
+    Rule("where", ("_elementwise.where_strided",), "where", "any", "any", "any", "the general case",
+         _where_strided),
+    Rule("reduce", ("_reduce.arg_kernel",), "argmax argmin", "any", "one dim", "any", "the only arg kernel",
+         _red_arg),
+    Rule("reduce", ("_reduce.reduce_split",), "sum prod max min", "any", "one reduced run",
+         ">= SPLIT_MIN values, < SPLIT_MAX_OUT outputs", "fewer outputs than threads: split the values",
+         _red_split),
+    Rule("reduce", ("_reduce.reduce_cols",), "sum prod max min", "any", "over rows, contiguous rows",
+         ">= COLS_MIN columns", "SIMD over columns, threads over row chunks (bias gradients)", _red_cols),
+    Rule("reduce", ("_reduce.reduce_kernel",), "sum prod max min", "any", "any", "any",
+         "threads over outputs, a strided walk per output", _red_any),
+)
+_MATCH = {f: tuple(r.match for r in TABLE if r.family == f) for f in ("map", "zip", "where", "reduce")}
+
+
+def route(family, op, views, out, numpy_ufuncs=True, dims=()):
+    """``(kernel, plan)`` for ``family`` ("map", "zip", "where" or "reduce" over ``dims``) of
+    ``op`` on the ``views`` (TensorData) into ``out``: the first row of ``TABLE`` that applies.
+    ``plan`` is what the kernel's launcher needs (op code, coalesced shape, tiles, a
+    ``Reduction``). Raises ``BackendError`` when no row applies (the op is not defined for the
+    dtype) or a zip mixes dtypes."""
+    if family == "zip" and views[0].storage.dtype != views[1].storage.dtype:
+        raise BackendError(f"numba backend: zip {op!r} got mixed dtypes {views[0].storage.dtype} "
+                           f"and {views[1].storage.dtype}")
+    n = out.size
+    extra = reduction(views[0], dims, out) if family == "reduce" else numpy_ufuncs
+    for match in _MATCH[family]:
+        hit = match(op, views, out, n, extra)
+        if hit is not None:
+            return hit
+    raise BackendError(f"numba backend: {family} op {op!r} is not defined for dtype {views[0].storage.dtype}")
+
+
+# --- asking the table --------------------------------------------------------------------------------
+_REDUCE_OPS = ("sum", "prod", "max", "min", "argmax", "argmin")
+
+
+def _broadcast(views):
+    shape = np.broadcast_shapes(*(v.shape for v in views))
+    return shape, [v if v.shape == shape else v.expand(shape) for v in views]
+
+
+def explain(op, *tensors, dim=None):
+    """The kernel ``NumbaBackend`` would run for ``op`` on ``tensors`` (on device "numba"), as
+    ``TABLE`` names it: ``"numpy"`` (the numpy backend's ufuncs), ``"_flat32.map32"``, ...
+
+    ``op`` is a backend op name: a map with one tensor ("exp", "gelu"), a zip with two ("add",
+    "lt"), ``"where"`` with (cond, a, b), or a reduction ("sum", "argmax") over ``dim`` (an int,
+    a tuple, or None for every dim). Operands broadcast as they do in the tensor API; they must
+    already share a dtype, as the core casts them before calling the backend.
+
+    >>> import torchlight as tl
+    >>> explain("sum", tl.ones(2048, 512, device="numba"), dim=0)
+    '_reduce.reduce_cols'
+    """
+    from .backend import NumbaBackend
+
+    backend = tensors[0].backend
+    if not isinstance(backend, NumbaBackend):
+        raise BackendError(f"explain: the tensors are on {backend.name!r}; move them with .to('numba')")
+    views = [t._td for t in tensors]
+    dims = ()
+    if op in _REDUCE_OPS:
+        family, nd = "reduce", len(views[0].shape)
+        dims = tuple(range(nd)) if dim is None else tuple(d % nd for d in np.atleast_1d(dim).tolist())
+        shape = tuple(1 if d in dims else s for d, s in enumerate(views[0].shape))
+    else:
+        family = "where" if op == "where" else ("map" if len(views) == 1 else "zip")
+        shape, views = _broadcast(views)
+    dtype = np.bool_ if family == "zip" and op in CMP_CODES else views[-1].storage.dtype
+    out = TensorData(np.empty(int(np.prod(shape)), dtype), tuple(shape))
+    return route(family, op, views, out, backend.numpy_ufuncs, dims)[0]
+
+
+def format_table():
+    """``TABLE`` and the thresholds as text, one row per line (what ``python -m
+    torchlight.backends.numba.routing`` prints)."""
+    heads = ("family", "kernel", "ops", "dtypes", "layout", "size", "why")
+    rows = [heads] + [(r.family, " / ".join(r.kernels), *r[2:7]) for r in TABLE]
+    widths = [max(len(r[i]) for r in rows) for i in range(6)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:6], widths)) + "  " + r[6] for r in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    lines += ["", "First matching row of a family wins. Thresholds (elements):"]
+    lines += [f"  {k} = {globals()[k]}" for k in __all__[:8]]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(format_table())

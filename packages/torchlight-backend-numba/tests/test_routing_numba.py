@@ -1,0 +1,144 @@
+"""The routing table (``routing``): ``explain`` names the kernel each case runs, the kernel named
+gives numpy's answer through the tensor API, the table's thresholds are where the routes switch,
+and ``format_table`` prints every row."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import torchlight as tl
+from torchlight.backends.numba import backend as B
+from torchlight.backends.numba import routing
+from torchlight.backends.numba.routing import TABLE, explain, format_table
+from torchlight.tensor.errors import BackendError
+
+RNG = np.random.default_rng(0)
+
+
+@pytest.fixture(scope="module")
+def kernels_only():
+    """A device whose backend runs every elementwise op on numba kernels (no numpy ufuncs)."""
+    tl.register_backend("numba-routing", B.NumbaBackend(numpy_ufuncs=False))
+    return "numba-routing"
+
+
+def nb(a, device="numba"):
+    return tl.tensor(a, device=device)
+
+
+def f32(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def test_float_row_broadcast_add_is_numpy_by_measurement():
+    # the decision the table documents: a small float broadcast add runs numpy's ufunc
+    a, b = f32(3, 4), f32(4)
+    assert explain("add", nb(a), nb(b)) == "numpy"
+    np.testing.assert_array_equal((nb(a) + nb(b)).numpy(), a + b)
+    rule = next(r for r in TABLE if r.family == "zip" and r.kernels == ("numpy",))
+    assert "(3,4)+(4,)" in rule.why
+
+
+def test_float_row_broadcast_add_without_ufuncs_is_the_strided_kernel(kernels_only):
+    a, b = f32(3, 4), f32(4)
+    assert explain("add", nb(a, kernels_only), nb(b, kernels_only)) == "_elementwise.zip_strided"
+    np.testing.assert_array_equal((nb(a, kernels_only) + nb(b, kernels_only)).numpy(), a + b)
+
+
+@pytest.mark.parametrize("op", ["lt", "eq"])
+def test_compare_routes_to_the_compare_kernels(kernels_only, op):
+    a, b = f32(5, 6), f32(5, 6)
+    b[0] = a[0]
+    x, y = nb(a, kernels_only), nb(b, kernels_only)
+    assert explain(op, x, y) == "_elementwise.cmp_flat"
+    assert explain(op, x.t(), y.t()) == "_elementwise.cmp_strided"
+    fn, ufunc = {"lt": (lambda p, q: p < q, np.less), "eq": (lambda p, q: p == q, np.equal)}[op]
+    np.testing.assert_array_equal(fn(x.t(), y.t().contiguous()).numpy(), ufunc(a.T, b.T))
+
+
+def test_fused_maps_run_numba_flat_or_strided():
+    a = f32(6, 7)
+    x = nb(a)
+    assert explain("gelu", x) == "_elementwise.map_flat"
+    assert explain("gelu", x.t()[1:]) == "_elementwise.map_strided"
+    assert explain("exp", x) == "numpy"
+    got = x.t()[1:].sigmoid().numpy()
+    np.testing.assert_allclose(got, 1 / (1 + np.exp(-a.T[1:])), rtol=1e-6)
+
+
+def test_large_float32_ops_take_flat32_from_its_thresholds():
+    n = routing.FLAT_MIN
+    x = nb(f32(n))
+    assert explain("exp", x) == "_flat32.map32"
+    assert explain("exp", x[1:]) == "numpy"  # one element short of FLAT_MIN
+    assert explain("exp", nb(f32(2 * n))[::2]) == "numpy"  # not contiguous
+    y = nb(f32(routing.FLAT_ZIP_MIN))
+    assert explain("add", y, y) == "_flat32.zip32"
+    assert explain("add", y[1:], y[1:]) == "numpy"
+    assert explain("gelu_tanh_back", x, x) == "_flat32.zip32"  # compute-bound: the lower threshold
+
+
+def test_bias_add_over_tiles_from_tile_zip_min():
+    rows = routing.TILE_ZIP_MIN // 256
+    a, b = f32(rows, 256), f32(256)
+    assert explain("add", nb(a), nb(b)) == "_tiled.zip_tiles"
+    assert explain("add", nb(a[: rows - 1]), nb(b)) == "numpy"
+    np.testing.assert_array_equal((nb(a) + nb(b)).numpy(), a + b)
+
+
+def test_where_over_tiles_and_strided():
+    mask = RNG.random((64, 64)) < 0.5
+    x = f32(2, 64, 64)
+    c, xv, fill = nb(mask), nb(x), nb(np.float32(-1.0))
+    assert explain("where", c, xv, fill) == "_tiled.where_tiles"
+    assert explain("where", c, xv.transpose(1, 2), fill) == "_elementwise.where_strided"
+    got = tl.where(c, xv.transpose(1, 2), fill).numpy()
+    np.testing.assert_array_equal(got, np.where(mask, x.transpose(0, 2, 1), np.float32(-1.0)))
+
+
+def test_reductions():
+    m = f32(2048, 512)
+    x = nb(m)
+    assert explain("sum", x, dim=0) == "_reduce.reduce_cols"
+    assert explain("sum", x) == "_reduce.reduce_split"
+    assert explain("sum", x, dim=1) == "_reduce.reduce_kernel"
+    assert explain("sum", nb(m[:, : routing.COLS_MIN - 1]), dim=0) == "_reduce.reduce_kernel"
+    assert explain("argmax", x, dim=-1) == "_reduce.arg_kernel"
+    np.testing.assert_allclose(x.sum(dim=0).numpy(), m.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(x.argmax(dim=-1).numpy(), m.argmax(axis=-1))
+
+
+def test_cast_copy_is_copyto():
+    x = nb(f32(3, 4))
+    assert explain("copy", x) == "numpy"
+    v = x._td
+    out = tl.zeros(3, 4, dtype=tl.float64, device="numba")._td
+    assert routing.route("map", "copy", (v,), out)[0] == "np.copyto"
+
+
+def test_undefined_ops_and_wrong_devices_raise():
+    xi = nb(np.arange(6, dtype=np.int64))
+    with pytest.raises(BackendError, match="not defined for dtype int64"):
+        routing.route("map", "exp", (xi._td,), xi._td, numpy_ufuncs=False)
+    with pytest.raises(BackendError, match="mixed dtypes"):
+        xf = nb(np.arange(6.0))
+        routing.route("zip", "add", (xi._td, xf._td), xf._td)
+    with pytest.raises(BackendError, match="move them with"):
+        explain("add", tl.ones(2), tl.ones(2))
+
+
+def test_every_kernel_in_the_table_has_a_launcher():
+    assert {k for r in TABLE for k in r.kernels} == set(B._LAUNCH)
+    assert {r.family for r in TABLE} == {"map", "zip", "where", "reduce"}
+
+
+def test_the_table_prints():
+    text = format_table()
+    for rule in TABLE:
+        assert all(k in text for k in rule.kernels) and rule.why in text
+    assert f"TILE_ZIP_MIN = {routing.TILE_ZIP_MIN}" in text
+    run = subprocess.run([sys.executable, "-m", "torchlight.backends.numba.routing"], capture_output=True,
+                         text=True, check=True)
+    assert run.stdout.strip() == text
