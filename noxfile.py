@@ -32,8 +32,18 @@ META = PACKAGES / "torchlight"
 # scikit-learn: the bundled datasets of projects/sklearn-examples (smoke-tested in tests-integration)
 # pytest-xdist: the CUDA-simulator run of the conformance kit, one worker per core
 # onnx, onnxruntime: torchlight.onnx.export's tests run the exported graphs (optional extra)
-TEST_TOOLS = ["pytest", "pytest-xdist", "hypothesis", "tqdm", "matplotlib", "sacrebleu", "mpich", "scikit-learn",
-              "onnx", "onnxruntime"]
+TEST_TOOLS = [
+    "pytest",
+    "pytest-xdist",
+    "hypothesis",
+    "tqdm",
+    "matplotlib",
+    "sacrebleu",
+    "mpich",
+    "scikit-learn",
+    "onnx",
+    "onnxruntime",
+]
 
 
 def distributions() -> list[Path]:
@@ -57,7 +67,9 @@ def install_editable(session: nox.Session) -> None:
 
 
 def set_test_env(session: nox.Session) -> None:
-    shared = ROOT.parent / "shared" / "data"  # beside the checkout (when it exists; else cache/download)
+    shared = (
+        ROOT.parent / "shared" / "data"
+    )  # beside the checkout (when it exists; else cache/download)
     if "TORCHLIGHT_DATA" not in os.environ and shared.is_dir():
         session.env["TORCHLIGHT_DATA"] = str(shared)
     # Multi-threaded OpenBLAS on a busy 2-core machine makes small matmuls ~1000x slower.
@@ -87,13 +99,25 @@ def minimal(session: nox.Session) -> None:
     numpy) plus pytest and hypothesis: no scipy, no other distribution. A test that needs more
     skips with a reason naming the distribution to install."""
     session.install("pytest", "hypothesis")
-    session.install("-e", str(PACKAGES / "torchlight-autograd"), "-e", str(PACKAGES / "torchlight-tensor"))
+    session.install(
+        "-e", str(PACKAGES / "torchlight-autograd"), "-e", str(PACKAGES / "torchlight-tensor")
+    )
     set_test_env(session)
-    session.run("python", "-c", "import importlib.util, sys; sys.exit("
-                "'scipy is installed: this session must run without it' "
-                "if importlib.util.find_spec('scipy') else 0)")
-    session.run("pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q",
-                *(session.posargs or ["packages/torchlight-tensor/tests"]))
+    session.run(
+        "python",
+        "-c",
+        "import importlib.util, sys; sys.exit("
+        "'scipy is installed: this session must run without it' "
+        "if importlib.util.find_spec('scipy') else 0)",
+    )
+    session.run(
+        "pytest",
+        "--import-mode=importlib",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *(session.posargs or ["packages/torchlight-tensor/tests"]),
+    )
 
 
 TORCH = "torch==2.13.0"  # the PyTorch the oracle tests and the benchmarks compare with (CPU wheel)
@@ -208,8 +232,9 @@ def _fresh_venv(session: nox.Session, where: Path) -> str:
     return str(where / ("Scripts" if os.name == "nt" else "bin") / "python")
 
 
-def install_from_wheels(session: nox.Session, py: str, wheels: Path, reqs: list[str],
-                        extras: tuple[str, ...] = ()) -> None:
+def install_from_wheels(
+    session: nox.Session, py: str, wheels: Path, reqs: list[str], extras: tuple[str, ...] = ()
+) -> None:
     """Install torchlight requirements ``reqs`` into the venv of ``py``: their third-party
     dependencies from the index, every torchlight distribution only from ``wheels`` (--no-index),
     so nothing named torchlight* can come from PyPI."""
@@ -257,8 +282,13 @@ def release(session: nox.Session) -> None:
     for name, src in built.items():
         py = _fresh_venv(session, tmp / f"venv-{name}")
         has_tests = (src / "tests").is_dir()
-        install_from_wheels(session, py, DIST_DIR, [f"{name}[test]" if has_tests else name],
-                            extras=("test",) if has_tests else ())
+        install_from_wheels(
+            session,
+            py,
+            DIST_DIR,
+            [f"{name}[test]" if has_tests else name],
+            extras=("test",) if has_tests else (),
+        )
         if not has_tests:
             session.run(py, "-c", "import torchlight", external=True)
             continue
@@ -272,14 +302,34 @@ def release(session: nox.Session) -> None:
         session.run("uv", "pip", "install", "--quiet", "--python", py, "pytest-xdist")
         # from outside any checkout, so `torchlight` resolves to the installed wheels only
         with session.chdir(tmp):
-            session.run(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--import-mode=importlib",
-                        "-m", "not slow", "-x", "-n", str(os.cpu_count() or 1), str(tests_dir), external=True,
-                        env={"TORCHLIGHT_HYPOTHESIS_PROFILE": "ci"})
+            session.run(
+                py,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--import-mode=importlib",
+                "-m",
+                "not slow",
+                "-x",
+                "-n",
+                str(os.cpu_count() or 1),
+                str(tests_dir),
+                external=True,
+                env={"TORCHLIGHT_HYPOTHESIS_PROFILE": "ci"},
+            )
 
 
 # the distributions whose declared lower bounds `lowest` tests (cuda needs a GPU, distributed MPI)
-LOWEST = ["torchlight-autograd", "torchlight-tensor", "torchlight-nn", "torchlight-data",
-          "torchlight-backend-numba", "torchlight-testing"]
+LOWEST = [
+    "torchlight-autograd",
+    "torchlight-tensor",
+    "torchlight-nn",
+    "torchlight-data",
+    "torchlight-backend-numba",
+    "torchlight-testing",
+]
 
 
 def declared_minimums(names: list[str]) -> list[str]:
@@ -287,7 +337,9 @@ def declared_minimums(names: list[str]) -> list[str]:
     (the oldest versions their metadata admits)."""
     pins = {}
     for name in names:
-        for req in nox.project.load_toml(PACKAGES / name / "pyproject.toml")["project"]["dependencies"]:
+        for req in nox.project.load_toml(PACKAGES / name / "pyproject.toml")["project"][
+            "dependencies"
+        ]:
             m = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([0-9.]+)", req.replace(" ", ""))
             if m and not m.group(1).startswith("torchlight"):
                 pins[m.group(1).lower()] = f"{m.group(1).lower()}=={m.group(2)}"
@@ -305,11 +357,24 @@ def lowest(session: nox.Session) -> None:
     set_test_env(session)
     # its own numba cache: kernels compiled by another numba version must not be shared
     session.env["NUMBA_CACHE_DIR"] = str(Path(session.create_tmp()).resolve() / "numba-cache")
-    session.run("python", "-c", "import numpy, numba, scipy; print('numpy', numpy.__version__, "
-                "'numba', numba.__version__, 'scipy', scipy.__version__)")
-    session.run("pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q", "-m", "not slow",
-                "-n", str(os.cpu_count() or 1),
-                *(session.posargs or [str(t) for n in LOWEST if (t := PACKAGES / n / "tests").is_dir()]))
+    session.run(
+        "python",
+        "-c",
+        "import numpy, numba, scipy; print('numpy', numpy.__version__, "
+        "'numba', numba.__version__, 'scipy', scipy.__version__)",
+    )
+    session.run(
+        "pytest",
+        "--import-mode=importlib",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-m",
+        "not slow",
+        "-n",
+        str(os.cpu_count() or 1),
+        *(session.posargs or [str(t) for n in LOWEST if (t := PACKAGES / n / "tests").is_dir()]),
+    )
 
 
 INSTALL_PAGE = ROOT / "docs" / "installation.md"
@@ -317,7 +382,8 @@ INSTALL_PAGE = ROOT / "docs" / "installation.md"
 # names the scenario and the torchlight distributions the block must leave installed
 _INSTALL_BLOCK = re.compile(
     r"<!-- install-check: (?P<name>[\w-]+) expects: (?P<expects>[\w, -]+) -->\n```bash\n(?P<code>.*?)```",
-    re.S)
+    re.S,
+)
 
 
 @nox.session
@@ -346,10 +412,12 @@ def install_check(session: nox.Session) -> None:
         script = f"source {shlex.quote(str(bindir / 'activate'))}\n{block['code']}"
         session.run("bash", "-euo", "pipefail", "-c", script, external=True)
         expected = sorted(n.strip() for n in block["expects"].split(","))
-        check = ("import sys, importlib.metadata as md, torchlight\n"
-                 "got = sorted({d.metadata['Name'].lower() for d in md.distributions()\n"
-                 "              if d.metadata['Name'].lower().startswith('torchlight')})\n"
-                 "assert got == sorted(sys.argv[1:]), f'installed {got}, the page promises {sys.argv[1:]}'\n")
+        check = (
+            "import sys, importlib.metadata as md, torchlight\n"
+            "got = sorted({d.metadata['Name'].lower() for d in md.distributions()\n"
+            "              if d.metadata['Name'].lower().startswith('torchlight')})\n"
+            "assert got == sorted(sys.argv[1:]), f'installed {got}, the page promises {sys.argv[1:]}'\n"
+        )
         with session.chdir(tmp):
             session.run(str(bindir / "python"), "-c", check, *expected, external=True)
             session.run(str(bindir / "python"), "-m", "torchlight", external=True)
@@ -357,9 +425,11 @@ def install_check(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff and mypy, both configured in the root pyproject.toml (mypy: the public packages' src)."""
+    """ruff (lint and format) and mypy, configured in the root pyproject.toml (mypy: the public
+    packages' src)."""
     session.install("ruff", "mypy", "numpy")
     session.run("ruff", "check", *(session.posargs or ["."]))
+    session.run("ruff", "format", "--check", *(session.posargs or ["."]))
     session.run("mypy")
 
 
@@ -398,7 +468,9 @@ def bench(session: nox.Session) -> None:
         session.log("the benchmarks run without PyTorch")
     scripts = ROOT / "tests-integration" / "benchmarks"
     args = list(session.posargs)
-    threads = args[args.index("--threads"):args.index("--threads") + 2] if "--threads" in args else []
+    threads = (
+        args[args.index("--threads") : args.index("--threads") + 2] if "--threads" in args else []
+    )
     session.run("python", str(scripts / "bench_backends.py"), *args)
     session.run("python", str(scripts / "bench_gpt_phases.py"), *threads)
 
@@ -409,21 +481,34 @@ def conformance(session: nox.Session) -> None:
     and numba (JIT), numba with ``NUMBA_DISABLE_JIT=1`` (``tiny`` inputs), cuda under numba's CUDA
     simulator (``NUMBA_ENABLE_CUDASIM=1`` must be set before numba is imported). Then every cuda
     kernel is compiled to PTX for a real GPU (needs NVVM from ``numba-cuda[cu13]``, not a GPU)."""
-    session.install(*TEST_TOOLS)  # the `tests` environment (scipy included: the numpy backend's erf)
+    session.install(
+        *TEST_TOOLS
+    )  # the `tests` environment (scipy included: the numpy backend's erf)
     install_editable(session)
     set_test_env(session)
     pytest = ["pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q", *session.posargs]
-    kits = [str(f.relative_to(ROOT)) for f in sorted(PACKAGES.glob("*/tests/test_conformance_*.py"))]
+    kits = [
+        str(f.relative_to(ROOT)) for f in sorted(PACKAGES.glob("*/tests/test_conformance_*.py"))
+    ]
     session.run(*pytest, *[k for k in kits if "backend-cuda" not in k])
     numba_kit = [k for k in kits if k.endswith("test_conformance_numba.py")]
     if numba_kit:
-        session.run(*pytest, *numba_kit, env={"NUMBA_DISABLE_JIT": "1", "TORCHLIGHT_CONFORMANCE_PROFILE": "tiny"})
+        session.run(
+            *pytest,
+            *numba_kit,
+            env={"NUMBA_DISABLE_JIT": "1", "TORCHLIGHT_CONFORMANCE_PROFILE": "tiny"},
+        )
     cuda_tests = PACKAGES / "torchlight-backend-cuda" / "tests"
     if cuda_tests.is_dir():
         # The simulator interprets every GPU thread in Python: one pytest worker per core
         # (measured: ~6 min of CPU for the cuda kit, half the wall time on 2 cores).
-        session.run(*pytest, "-n", str(min(os.cpu_count() or 1, 4)), str(cuda_tests.relative_to(ROOT)),
-                    env={"NUMBA_ENABLE_CUDASIM": "1"})
+        session.run(
+            *pytest,
+            "-n",
+            str(min(os.cpu_count() or 1, 4)),
+            str(cuda_tests.relative_to(ROOT)),
+            env={"NUMBA_ENABLE_CUDASIM": "1"},
+        )
         session.install("numba-cuda[cu13]")
         session.run(*pytest, str((cuda_tests / "test_ptx.py").relative_to(ROOT)))
 
@@ -446,9 +531,18 @@ DOCS_TOOLS = ["sphinx>=7.2,<9", "myst-parser>=3", "furo>=2024.1", "sphinx-copybu
 MATHJAX = "mathjax@3.2.2"  # 3.x: its es5/tex-mml-chtml.js is what Sphinx's mathjax_path loads
 MATHJAX_CACHE = DOCS / "_build" / "_cache" / (MATHJAX.replace("@", "-") + "-local")
 # combined MathJax bundles we do not load (only es5/tex-mml-chtml.js is), plus the CDN redirector
-_MATHJAX_SKIP = {"latest.js", "node-main.js", "tex-chtml.js", "tex-chtml-full.js", "tex-svg.js",
-                 "tex-svg-full.js", "tex-mml-svg.js", "mml-chtml.js", "mml-svg.js",
-                 "tex-chtml-full-speech.js"}
+_MATHJAX_SKIP = {
+    "latest.js",
+    "node-main.js",
+    "tex-chtml.js",
+    "tex-chtml-full.js",
+    "tex-svg.js",
+    "tex-svg-full.js",
+    "tex-mml-svg.js",
+    "mml-chtml.js",
+    "mml-svg.js",
+    "tex-chtml-full-speech.js",
+}
 
 
 def _require_dot(session: nox.Session) -> None:
@@ -495,7 +589,9 @@ def _mathjax(session: nox.Session) -> Path:
 def _docs_env(session: nox.Session) -> None:
     _require_dot(session)
     session.env["TORCHLIGHT_MATHJAX_STATIC"] = str(_mathjax(session))
-    session.install(*DOCS_TOOLS, "pytest", "hypothesis", "onnx", "onnxruntime")  # interop.md runs an export
+    session.install(
+        *DOCS_TOOLS, "pytest", "hypothesis", "onnx", "onnxruntime"
+    )  # interop.md runs an export
     install_editable(session)
     set_test_env(session)
 
@@ -512,9 +608,13 @@ def docs(session: nox.Session) -> None:
     build, doctrees = DOCS / "_build", DOCS / "_build" / "doctrees"
     common = ["-W", "--keep-going", "-q", "-d", str(doctrees)]
     # -E: a fresh environment every time (autodoc cannot see that a docstring changed)
-    session.run("sphinx-build", "-b", "html", "-E", "-j", "auto", *common, str(DOCS), str(build / "html"))
+    session.run(
+        "sphinx-build", "-b", "html", "-E", "-j", "auto", *common, str(DOCS), str(build / "html")
+    )
     session.run("sphinx-build", "-b", "doctest", *common, str(DOCS), str(build / "doctest"))
-    session.run("pytest", "-m", "slow", "-p", "no:cacheprovider", "tests-integration/test_docs_site.py")
+    session.run(
+        "pytest", "-m", "slow", "-p", "no:cacheprovider", "tests-integration/test_docs_site.py"
+    )
 
 
 @nox.session
@@ -522,5 +622,16 @@ def doctest(session: nox.Session) -> None:
     """Only run the docs' code blocks (``{doctest}``/``{testcode}``) against the installed code."""
     _docs_env(session)
     build = DOCS / "_build"
-    session.run("sphinx-build", "-b", "doctest", "-W", "--keep-going", "-q", "-d",
-                str(build / "doctrees"), str(DOCS), str(build / "doctest"), *session.posargs)
+    session.run(
+        "sphinx-build",
+        "-b",
+        "doctest",
+        "-W",
+        "--keep-going",
+        "-q",
+        "-d",
+        str(build / "doctrees"),
+        str(DOCS),
+        str(build / "doctest"),
+        *session.posargs,
+    )

@@ -68,7 +68,9 @@ torchlight_mathjax_static = _mathjax_static  # checked by the extension (a clear
 # --- diagrams ----------------------------------------------------------------------------------
 graphviz_output_format = "svg"
 graphviz_dot_args = [
-    "-Gfontname=Helvetica", "-Nfontname=Helvetica", "-Efontname=Helvetica",
+    "-Gfontname=Helvetica",
+    "-Nfontname=Helvetica",
+    "-Efontname=Helvetica",
     "-Gbgcolor=transparent",
 ]
 

@@ -49,14 +49,19 @@ def _json(path: Path) -> dict:
 
 def _gpt_metrics(out: Path) -> dict:
     v = _json(out / "eval.json")["validation"]
-    return {"validation loss (nats/char, whole split)": v["loss"], "perplexity": v["perplexity"],
-            "bits/char": v["bpc"]}
+    return {
+        "validation loss (nats/char, whole split)": v["loss"],
+        "perplexity": v["perplexity"],
+        "bits/char": v["bpc"],
+    }
 
 
 def _gpt_runtime(out: Path) -> str:
     s = _json(out / "summary.json")
-    return (f"{s['steps']:,} steps, {s['tokens_per_s']:,.0f} training tokens/s on the {s['backend']} backend, "
-            f"{s['minutes']} training minutes")
+    return (
+        f"{s['steps']:,} steps, {s['tokens_per_s']:,.0f} training tokens/s on the {s['backend']} backend, "
+        f"{s['minutes']} training minutes"
+    )
 
 
 def _sentiment_metrics(out: Path) -> dict:
@@ -71,26 +76,52 @@ def _mt_metrics(out: Path) -> dict:
 
 def _mt_runtime(out: Path) -> str:
     last = _json(out / "history.json")["evals"][-1]
-    return f"{last['step']:,} steps in {last['train_minutes']} training minutes on the numpy backend"
+    return (
+        f"{last['step']:,} steps in {last['train_minutes']} training minutes on the numpy backend"
+    )
 
 
 def _sklearn_metrics(out: Path) -> dict:
-    return {"breast_cancer test accuracy": _json(out / "breast_cancer" / "metrics.json")["test_accuracy"],
-            "digits_cnn test accuracy": _json(out / "digits_cnn" / "metrics.json")["test_accuracy"],
-            "digits_cae test MSE": _json(out / "digits_cae" / "metrics.json")["test_mse"]}
+    return {
+        "breast_cancer test accuracy": _json(out / "breast_cancer" / "metrics.json")[
+            "test_accuracy"
+        ],
+        "digits_cnn test accuracy": _json(out / "digits_cnn" / "metrics.json")["test_accuracy"],
+        "digits_cae test MSE": _json(out / "digits_cae" / "metrics.json")["test_mse"],
+    }
 
 
 PROJECTS = {
-    "mini-gpt": Project("mini-gpt", ["--preset", "headline", "--no-progress"], _gpt_metrics,
-                        {"validation loss (nats/char, whole split)": (1.4843, 0.02)}, _gpt_runtime),
-    "sentiment": Project("sentiment-classifier", ["--no-progress"], _sentiment_metrics,
-                         {"test accuracy": (0.8617, 5e-5), "F1": (0.8557, 5e-5)}),
-    "translation": Project("machine-translation", ["--preset", "headline", "--no-tqdm"], _mt_metrics,
-                           {"test BLEU greedy": (36.60, 1.0)}, _mt_runtime),
-    "sklearn": Project("sklearn-examples", ["--no-progress"], _sklearn_metrics,
-                       {"breast_cancer test accuracy": (0.9912, 5e-5),
-                        "digits_cnn test accuracy": (0.9861, 5e-5),
-                        "digits_cae test MSE": (0.0165, 5e-5)}),
+    "mini-gpt": Project(
+        "mini-gpt",
+        ["--preset", "headline", "--no-progress"],
+        _gpt_metrics,
+        {"validation loss (nats/char, whole split)": (1.4843, 0.02)},
+        _gpt_runtime,
+    ),
+    "sentiment": Project(
+        "sentiment-classifier",
+        ["--no-progress"],
+        _sentiment_metrics,
+        {"test accuracy": (0.8617, 5e-5), "F1": (0.8557, 5e-5)},
+    ),
+    "translation": Project(
+        "machine-translation",
+        ["--preset", "headline", "--no-tqdm"],
+        _mt_metrics,
+        {"test BLEU greedy": (36.60, 1.0)},
+        _mt_runtime,
+    ),
+    "sklearn": Project(
+        "sklearn-examples",
+        ["--no-progress"],
+        _sklearn_metrics,
+        {
+            "breast_cancer test accuracy": (0.9912, 5e-5),
+            "digits_cnn test accuracy": (0.9861, 5e-5),
+            "digits_cae test MSE": (0.0165, 5e-5),
+        },
+    ),
 }
 
 
@@ -98,8 +129,13 @@ def run(name: str, extra: list[str], out: Path | None = None) -> int:
     project = PROJECTS[name]
     folder = HERE / project.directory
     out = out or folder / "out" / "reproduce"
-    steps = [("train", [sys.executable, str(folder / "train.py"), *project.train, "--out", str(out), *extra]),
-             ("post", [sys.executable, str(folder / "post.py"), "--out", str(out), *project.post])]
+    steps = [
+        (
+            "train",
+            [sys.executable, str(folder / "train.py"), *project.train, "--out", str(out), *extra],
+        ),
+        ("post", [sys.executable, str(folder / "post.py"), "--out", str(out), *project.post]),
+    ]
     seconds = {}
     for label, cmd in steps:
         print(f"reproduce {name}: {' '.join(cmd[1:])}", flush=True)
@@ -107,7 +143,9 @@ def run(name: str, extra: list[str], out: Path | None = None) -> int:
         subprocess.run(cmd, check=True)
         seconds[label] = time.perf_counter() - t0
     metrics = project.metrics(out)
-    print(f"\n=== {name}: {'a check run (' + ' '.join(extra) + ')' if extra else 'the headline run'} ===")
+    print(
+        f"\n=== {name}: {'a check run (' + ' '.join(extra) + ')' if extra else 'the headline run'} ==="
+    )
     failed = []
     for key, value in metrics.items():
         line = f"  {key}: {value:.4f}"
@@ -119,8 +157,10 @@ def run(name: str, extra: list[str], out: Path | None = None) -> int:
                 failed.append(key)
         print(line)
     runtime = project.runtime(out)
-    print(f"  wall time: {seconds['train']:.0f} s training + {seconds['post']:.0f} s evaluation"
-          + (f"; {runtime}" if runtime else ""))
+    print(
+        f"  wall time: {seconds['train']:.0f} s training + {seconds['post']:.0f} s evaluation"
+        + (f"; {runtime}" if runtime else "")
+    )
     print(f"  outputs: {out}")
     if failed:
         print(f"reproduce {name}: {', '.join(failed)} differ from the README", file=sys.stderr)
@@ -131,7 +171,9 @@ def run(name: str, extra: list[str], out: Path | None = None) -> int:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("project", choices=sorted(PROJECTS))
-    p.add_argument("--out", type=Path, default=None, help="output directory (default <project>/out/reproduce)")
+    p.add_argument(
+        "--out", type=Path, default=None, help="output directory (default <project>/out/reproduce)"
+    )
     args, extra = p.parse_known_args(argv)
     return run(args.project, extra, args.out)
 

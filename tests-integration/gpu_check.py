@@ -73,8 +73,11 @@ def pytest_configure(config):  # used as a pytest plugin (-p gpu_check) by the s
 
 # --- steps ---------------------------------------------------------------------------------
 def environment():
-    info = {"python": sys.version.split()[0], "platform": platform.platform(),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    info = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }
     try:
         import numba
         import numpy
@@ -89,8 +92,11 @@ def environment():
             pass
         dev = cuda.get_current_device()
         name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
-        info.update(gpu=name, compute_capability=list(dev.compute_capability),
-                    multiprocessors=dev.MULTIPROCESSOR_COUNT)
+        info.update(
+            gpu=name,
+            compute_capability=list(dev.compute_capability),
+            multiprocessors=dev.MULTIPROCESSOR_COUNT,
+        )
         try:
             info["driver_version"] = list(cuda.cudadrv.driver.driver.get_version())
             info["runtime_version"] = list(cuda.runtime.get_version())
@@ -106,27 +112,56 @@ def run_conformance(timeout):
         import hypothesis  # noqa: F401
         import pytest  # noqa: F401
     except ImportError as exc:
-        return {"status": "skipped", "reason": f"{exc.name} is not installed (pip install pytest hypothesis)"}
+        return {
+            "status": "skipped",
+            "reason": f"{exc.name} is not installed (pip install pytest hypothesis)",
+        }
     tests = ROOT / "packages" / "torchlight-backend-cuda" / "tests"
     env = dict(os.environ)
     if CONFORMANCE_K is None:
         env.pop("NUMBA_ENABLE_CUDASIM", None)
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), *SRC_DIRS, env.get("PYTHONPATH", "")])
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "gpu_check",
-           "--import-mode=importlib", str(tests / "test_conformance_cuda.py"), str(tests / "test_transfers.py")]
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(__file__).parent), *SRC_DIRS, env.get("PYTHONPATH", "")]
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "gpu_check",
+        "--import-mode=importlib",
+        str(tests / "test_conformance_cuda.py"),
+        str(tests / "test_transfers.py"),
+    ]
     if CONFORMANCE_K:
         cmd += ["-k", CONFORMANCE_K]
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired as exc:
         tail = (exc.stdout or b"")[-3000:]
-        return {"status": "timeout", "seconds": timeout,
-                "tail": tail.decode(errors="replace") if isinstance(tail, bytes) else tail}
-    summary = [ln for ln in proc.stdout.splitlines() if " passed" in ln or " failed" in ln or " error" in ln]
-    return {"status": "passed" if proc.returncode == 0 else "failed", "returncode": proc.returncode,
-            "summary": summary[-1] if summary else "", "seconds": round(time.perf_counter() - t0, 1),
-            "tail": proc.stdout[-4000:] if proc.returncode else ""}
+        return {
+            "status": "timeout",
+            "seconds": timeout,
+            "tail": tail.decode(errors="replace") if isinstance(tail, bytes) else tail,
+        }
+    summary = [
+        ln
+        for ln in proc.stdout.splitlines()
+        if " passed" in ln or " failed" in ln or " error" in ln
+    ]
+    return {
+        "status": "passed" if proc.returncode == 0 else "failed",
+        "returncode": proc.returncode,
+        "summary": summary[-1] if summary else "",
+        "seconds": round(time.perf_counter() - t0, 1),
+        "tail": proc.stdout[-4000:] if proc.returncode else "",
+    }
 
 
 def _sync():
@@ -155,8 +190,13 @@ def bench_matmul(tl, n=None, reps=5):
     rows = [0, n // 2, n - 1]
     want = a.numpy()[rows].astype(np.float64) @ b.numpy().astype(np.float64)
     err = float(np.max(np.abs(c.numpy()[rows] - want)) / (np.max(np.abs(want)) + 1e-30))
-    out = {"n": n, "seconds": dt, "gflops": 2 * n ** 3 / dt / 1e9, "first_call_seconds": first,
-           "max_rel_err_vs_float64": err}
+    out = {
+        "n": n,
+        "seconds": dt,
+        "gflops": 2 * n**3 / dt / 1e9,
+        "first_call_seconds": first,
+        "max_rel_err_vs_float64": err,
+    }
     try:
         import torch
 
@@ -171,7 +211,7 @@ def bench_matmul(tl, n=None, reps=5):
                 ta @ tb
             torch.cuda.synchronize()
             tdt = (time.perf_counter() - t0) / reps
-            out["torch_gflops_fp32_no_tf32"] = 2 * n ** 3 / tdt / 1e9
+            out["torch_gflops_fp32_no_tf32"] = 2 * n**3 / tdt / 1e9
     except ImportError:
         out["torch"] = "not installed"
     return out
@@ -209,7 +249,9 @@ def _fallback_transformer(tl):
     import numpy as np
 
     nn = tl.nn
-    V, L, H, C, T = (GPT_SHAPE[k] for k in ("vocab_size", "n_layer", "n_head", "n_embd", "block_size"))
+    V, L, H, C, T = (
+        GPT_SHAPE[k] for k in ("vocab_size", "n_layer", "n_head", "n_embd", "block_size")
+    )
     D = C // H
 
     class Block(nn.Module):
@@ -218,7 +260,9 @@ def _fallback_transformer(tl):
             self.ln1, self.ln2 = nn.LayerNorm(C), nn.LayerNorm(C)
             self.qkv, self.proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
             self.fc, self.out = nn.Linear(C, 4 * C), nn.Linear(4 * C, C)
-            self.register_buffer("mask", tl.tensor(np.triu(np.ones((T, T), dtype=bool), k=1)), persistent=False)
+            self.register_buffer(
+                "mask", tl.tensor(np.triu(np.ones((T, T), dtype=bool), k=1)), persistent=False
+            )
 
         def forward(self, x):
             B, T_, _ = x.shape
@@ -275,8 +319,13 @@ def bench_gpt(tl, steps, deadline):
     t0 = time.perf_counter()
     first_loss = step().item()  # compiles every kernel the step needs
     first = time.perf_counter() - t0
-    out = {"model": source, "batch": BATCH, **GPT_SHAPE, "first_step_seconds_incl_compile": first,
-           "first_loss": first_loss}
+    out = {
+        "model": source,
+        "batch": BATCH,
+        **GPT_SHAPE,
+        "first_step_seconds_incl_compile": first,
+        "first_loss": first_loss,
+    }
     with transfers.counting() as c:
         step()
         _sync()
@@ -288,8 +337,12 @@ def bench_gpt(tl, steps, deadline):
     last = loss.item() if done else float("nan")
     dt = time.perf_counter() - t0
     if done:
-        out.update(steps_timed=done, seconds_per_step=dt / done, tokens_per_s=BATCH * T * done / dt,
-                   last_loss=last)
+        out.update(
+            steps_timed=done,
+            seconds_per_step=dt / done,
+            tokens_per_s=BATCH * T * done / dt,
+            last_loss=last,
+        )
     else:
         out["steps_timed"] = 0
     return out
@@ -305,7 +358,9 @@ def bench_torch_gpt(steps):
     import torch.nn as tnn
     import torch.nn.functional as F
 
-    V, L, H, C, T = (GPT_SHAPE[k] for k in ("vocab_size", "n_layer", "n_head", "n_embd", "block_size"))
+    V, L, H, C, T = (
+        GPT_SHAPE[k] for k in ("vocab_size", "n_layer", "n_head", "n_embd", "block_size")
+    )
 
     class Block(tnn.Module):
         def __init__(self):
@@ -313,7 +368,9 @@ def bench_torch_gpt(steps):
             self.ln1, self.ln2 = tnn.LayerNorm(C), tnn.LayerNorm(C)
             self.qkv, self.proj = tnn.Linear(C, 3 * C), tnn.Linear(C, C)
             self.fc, self.out = tnn.Linear(C, 4 * C), tnn.Linear(4 * C, C)
-            self.register_buffer("mask", torch.triu(torch.ones(T, T, dtype=torch.bool), 1), persistent=False)
+            self.register_buffer(
+                "mask", torch.triu(torch.ones(T, T, dtype=torch.bool), 1), persistent=False
+            )
 
         def forward(self, x):
             B, T_, _ = x.shape
@@ -358,8 +415,13 @@ def bench_torch_gpt(steps):
         step()
     torch.cuda.synchronize()
     dt = time.perf_counter() - t0
-    return {"status": "ok", "torch": torch.__version__, "fp32_no_tf32": True, "seconds_per_step": dt / steps,
-            "tokens_per_s": BATCH * T * steps / dt}
+    return {
+        "status": "ok",
+        "torch": torch.__version__,
+        "fp32_no_tf32": True,
+        "seconds_per_step": dt / steps,
+        "tokens_per_s": BATCH * T * steps / dt,
+    }
 
 
 def bench_lstm(tl, steps, deadline):
@@ -368,7 +430,9 @@ def bench_lstm(tl, steps, deadline):
     from torchlight import nn
     from torchlight.backends.cuda import transfers
 
-    V, E, H, L, T, B, p = (LSTM_SHAPE[k] for k in ("vocab", "emb", "hidden", "layers", "bptt", "batch", "dropout"))
+    V, E, H, L, T, B, p = (
+        LSTM_SHAPE[k] for k in ("vocab", "emb", "hidden", "layers", "bptt", "batch", "dropout")
+    )
 
     class LM(nn.Module):
         def __init__(self):
@@ -404,8 +468,12 @@ def bench_lstm(tl, steps, deadline):
 
     t0 = time.perf_counter()
     first_loss = step().item()
-    out = {**LSTM_SHAPE, "first_step_seconds_incl_compile": time.perf_counter() - t0, "first_loss": first_loss,
-           "fused_cell": "lstm_cell" in model.decoder.weight.backend.capabilities}
+    out = {
+        **LSTM_SHAPE,
+        "first_step_seconds_incl_compile": time.perf_counter() - t0,
+        "first_loss": first_loss,
+        "fused_cell": "lstm_cell" in model.decoder.weight.backend.capabilities,
+    }
     with transfers.counting() as c:
         step()
         _sync()
@@ -417,7 +485,12 @@ def bench_lstm(tl, steps, deadline):
     last = loss.item() if done else float("nan")
     dt = time.perf_counter() - t0
     if done:
-        out.update(steps_timed=done, seconds_per_step=dt / done, tokens_per_s=T * B * done / dt, last_loss=last)
+        out.update(
+            steps_timed=done,
+            seconds_per_step=dt / done,
+            tokens_per_s=T * B * done / dt,
+            last_loss=last,
+        )
     return out
 
 
@@ -429,7 +502,9 @@ def bench_torch_lstm(steps):
     if not torch.cuda.is_available():
         return {"status": "skipped", "reason": "torch has no CUDA device"}
     tnn = torch.nn
-    V, E, H, L, T, B, p = (LSTM_SHAPE[k] for k in ("vocab", "emb", "hidden", "layers", "bptt", "batch", "dropout"))
+    V, E, H, L, T, B, p = (
+        LSTM_SHAPE[k] for k in ("vocab", "emb", "hidden", "layers", "bptt", "batch", "dropout")
+    )
 
     class LM(tnn.Module):
         def __init__(self):
@@ -470,8 +545,14 @@ def bench_torch_lstm(steps):
         step()
     torch.cuda.synchronize()
     dt = time.perf_counter() - t0
-    return {"status": "ok", "torch": torch.__version__, "fp32_no_tf32": True, "cudnn": torch.backends.cudnn.is_available(),
-            "seconds_per_step": dt / steps, "tokens_per_s": T * B * steps / dt}
+    return {
+        "status": "ok",
+        "torch": torch.__version__,
+        "fp32_no_tf32": True,
+        "cudnn": torch.backends.cudnn.is_available(),
+        "seconds_per_step": dt / steps,
+        "tokens_per_s": T * B * steps / dt,
+    }
 
 
 def main(argv=None):
@@ -480,8 +561,11 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=285.0, help="seconds for the whole check")
     ap.add_argument("--skip-conformance", action="store_true")
     ap.add_argument("--steps", type=int, default=10, help="timed GPT steps (after a warm-up step)")
-    ap.add_argument("--tiny", action="store_true",
-                    help="dry run of this script with toy sizes (allowed under NUMBA_ENABLE_CUDASIM=1)")
+    ap.add_argument(
+        "--tiny",
+        action="store_true",
+        help="dry run of this script with toy sizes (allowed under NUMBA_ENABLE_CUDASIM=1)",
+    )
     args = ap.parse_args(argv)
     start = time.perf_counter()
     deadline = start + args.budget
@@ -490,7 +574,9 @@ def main(argv=None):
         GPT_SHAPE.update(vocab_size=65, n_layer=1, n_head=2, n_embd=16, block_size=8)
         BATCH, MATMUL_N, args.steps = 2, 64, min(args.steps, 2)
         LSTM_SHAPE.update(vocab=50, emb=8, hidden=8, layers=2, bptt=4, batch=2)
-        CONFORMANCE_K = "test_protocol_surface or test_map and exp-float32 or test_matmul and float32"
+        CONFORMANCE_K = (
+            "test_protocol_surface or test_map and exp-float32 or test_matmul and float32"
+        )
     else:
         os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
     report = {"check": "torchlight-backend-cuda gpu_check", "results": {}}
@@ -510,8 +596,16 @@ def main(argv=None):
         return 2
     res = report["results"]
     steps = [
-        ("conformance", lambda: {"status": "skipped", "reason": "--skip-conformance"} if args.skip_conformance
-         else run_conformance(timeout=max(30.0, min(150.0, deadline - time.perf_counter() - 120)))),
+        (
+            "conformance",
+            lambda: (
+                {"status": "skipped", "reason": "--skip-conformance"}
+                if args.skip_conformance
+                else run_conformance(
+                    timeout=max(30.0, min(150.0, deadline - time.perf_counter() - 120))
+                )
+            ),
+        ),
         (f"matmul_{MATMUL_N}", lambda: bench_matmul(tl)),
         ("gpt_train_step_torchlight_cuda", lambda: bench_gpt(tl, args.steps, deadline - 60)),
         ("gpt_train_step_torch_cuda_eager", lambda: bench_torch_gpt(args.steps)),
@@ -528,8 +622,11 @@ def main(argv=None):
         except Exception as exc:  # record and go on: one failing step must not hide the others
             import traceback
 
-            res[name] = {"status": "error", "error": f"{type(exc).__name__}: {exc}",
-                         "traceback": traceback.format_exc()[-3000:]}
+            res[name] = {
+                "status": "error",
+                "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc()[-3000:],
+            }
         res[name].setdefault("step_seconds", round(time.perf_counter() - t0, 1))
         save()
         print(f"[gpu_check] {name}: {json.dumps(res[name], default=str)[:300]}", flush=True)

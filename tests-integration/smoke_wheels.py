@@ -38,8 +38,11 @@ def in_site_packages(path: str | Path | None) -> bool:
 
 def check_distributions() -> list[str]:
     dists = sorted(
-        {d.metadata["Name"].lower(): d for d in md.distributions()
-         if d.metadata["Name"].lower().startswith("torchlight")}.items()
+        {
+            d.metadata["Name"].lower(): d
+            for d in md.distributions()
+            if d.metadata["Name"].lower().startswith("torchlight")
+        }.items()
     )
     init_owners = []
     for name, dist in dists:
@@ -54,7 +57,9 @@ def check_distributions() -> list[str]:
         print(f"  {name} {dist.version}")
     names = [n for n, _ in dists]
     if init_owners != ["torchlight-tensor"] and (init_owners or "torchlight-tensor" in names):
-        problems.append(f"torchlight/__init__.py must come from torchlight-tensor only: {init_owners}")
+        problems.append(
+            f"torchlight/__init__.py must come from torchlight-tensor only: {init_owners}"
+        )
     return names
 
 

@@ -135,7 +135,9 @@ def test_nothing_is_loaded_from_the_network():
             bad.append(f"{page.relative_to(site)}: mentions a CDN ({CDN.search(text).group(0)})")
     assert not bad, "pages load assets from the network:\n" + "\n".join(bad[:20])
     shipped = [*site.rglob("*.js"), *site.rglob("*.css")]
-    cdn_in_assets = [str(f.relative_to(site)) for f in shipped if CDN.search(f.read_text(errors="replace"))]
+    cdn_in_assets = [
+        str(f.relative_to(site)) for f in shipped if CDN.search(f.read_text(errors="replace"))
+    ]
     assert not cdn_in_assets, f"CDN addresses in shipped assets: {cdn_in_assets[:10]}"
     mathjax = site / "_static" / "mathjax" / "es5" / "tex-mml-chtml.js"
     assert mathjax.is_file(), "MathJax is not shipped inside the site"

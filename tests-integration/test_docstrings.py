@@ -86,7 +86,9 @@ def _public_members(cls):
     for name, attr in vars(cls).items():
         if name.startswith("_"):
             continue
-        if not isinstance(attr, (property, staticmethod, classmethod)) and not inspect.isfunction(attr):
+        if not isinstance(attr, (property, staticmethod, classmethod)) and not inspect.isfunction(
+            attr
+        ):
             continue
         func = attr.fget if isinstance(attr, property) else getattr(attr, "__func__", attr)
         if func is not None and not _is_torchlight(func):
@@ -181,12 +183,14 @@ def test_the_check_finds_what_is_missing():
 
     missing, checked = _missing_in([mod])
     prefix = "test_the_check_finds_what_is_missing.<locals>"
-    assert missing == sorted([
-        "torchlight._docstring_selftest (module)",
-        "torchlight._docstring_selftest.Bare",
-        f"torchlight._docstring_selftest.{prefix}.Documented.helper",
-        "torchlight._docstring_selftest.undocumented_function",
-    ]), missing
+    assert missing == sorted(
+        [
+            "torchlight._docstring_selftest (module)",
+            "torchlight._docstring_selftest.Bare",
+            f"torchlight._docstring_selftest.{prefix}.Documented.helper",
+            "torchlight._docstring_selftest.undocumented_function",
+        ]
+    ), missing
     assert checked == 1 + 4 + 3  # the module, its four names, the three methods
 
 
@@ -209,11 +213,17 @@ def test_ops_and_layers_have_an_example():
         for name in mod.__all__:
             obj = getattr(mod, name)
             is_op = inspect.isroutine(obj) and modname != "torchlight.nn"
-            is_layer = modname == "torchlight.nn" and inspect.isclass(obj) and issubclass(obj, tl.nn.Module)
+            is_layer = (
+                modname == "torchlight.nn"
+                and inspect.isclass(obj)
+                and issubclass(obj, tl.nn.Module)
+            )
             if not (is_op or is_layer) or not _is_torchlight(obj):
                 continue
             checked += 1
             if not _has_example(obj):
                 missing.append(f"{modname}.{name}")
     assert checked > 50, f"only {checked} ops and layers found"
-    assert not missing, f"{len(missing)} ops/layers without a >>> example:\n  " + "\n  ".join(missing)
+    assert not missing, f"{len(missing)} ops/layers without a >>> example:\n  " + "\n  ".join(
+        missing
+    )

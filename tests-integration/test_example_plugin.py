@@ -15,14 +15,21 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = ROOT / "tests-integration" / "plugins" / "torchlight_example_backend"
-DISTS = [ROOT / "packages" / d for d in ("torchlight-autograd", "torchlight-tensor", "torchlight-testing")]
+DISTS = [
+    ROOT / "packages" / d
+    for d in ("torchlight-autograd", "torchlight-tensor", "torchlight-testing")
+]
 
 pytestmark = pytest.mark.slow
 
 
 def _run(*cmd, cwd=None, timeout=300):
-    proc = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    proc = subprocess.run(
+        [str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
+    assert proc.returncode == 0, (
+        f"{' '.join(map(str, cmd))} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    )
     return proc.stdout
 
 
@@ -43,8 +50,17 @@ def test_example_plugin_wheel_passes_the_kit(tmp_path):
     py = venv / ("Scripts" if sys.platform == "win32" else "bin") / "python"
     pip = [uv, "pip", "install", "--quiet", "--python", py]
     _run(*pip, "numpy", "pytest", "hypothesis")
-    _run(*pip, "--no-cache", "--no-index", "--find-links", wheels, "torchlight-autograd",
-         "torchlight-tensor", "torchlight-testing", "torchlight-example-backend")
+    _run(
+        *pip,
+        "--no-cache",
+        "--no-index",
+        "--find-links",
+        wheels,
+        "torchlight-autograd",
+        "torchlight-tensor",
+        "torchlight-testing",
+        "torchlight-example-backend",
+    )
 
     # run from a scratch directory with a copy of the test, so the checkout cannot shadow the wheels
     work = tmp_path / "run"
@@ -60,6 +76,18 @@ def test_example_plugin_wheel_passes_the_kit(tmp_path):
         "assert x.device == 'example' and x.sum().item() == 6.0\n"
     )
     _run(py, "-c", check, cwd=work)
-    out = _run(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--import-mode=importlib",
-               "--rootdir", work, "test_conformance_example.py", cwd=work, timeout=600)
+    out = _run(
+        py,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--import-mode=importlib",
+        "--rootdir",
+        work,
+        "test_conformance_example.py",
+        cwd=work,
+        timeout=600,
+    )
     assert " passed" in out and " failed" not in out, out[-2000:]

@@ -60,7 +60,7 @@ def test_encoder_ignores_padding(mt, bidirectional):
     with tl.no_grad():
         out, h = m.encoder(tl.tensor(src))
         for j, n in enumerate((4, 6, 3)):
-            out1, h1 = m.encoder(tl.tensor(src[:n, j:j + 1]))
+            out1, h1 = m.encoder(tl.tensor(src[:n, j : j + 1]))
             np.testing.assert_allclose(out.numpy()[:n, j], out1.numpy()[:, 0], atol=1e-5)
             np.testing.assert_allclose(h.numpy()[:, j], h1.numpy()[:, 0], atol=1e-5)
         if bidirectional:  # the forward half agrees with nn.GRU on the unpadded longest sentence
@@ -76,12 +76,14 @@ def test_decoding_in_a_padded_batch_matches_decoding_alone(mt, attention):
     together = m.greedy(b.src, max_len=8)
     beams = m.beam_search(b.src, beam=3, max_len=8)
     for j, n in enumerate((4, 6, 3)):
-        assert m.greedy(b.src[:n, j:j + 1], max_len=8)[0] == together[j]
-        assert m.beam_search(b.src[:n, j:j + 1], beam=3, max_len=8)[0] == beams[j]
+        assert m.greedy(b.src[:n, j : j + 1], max_len=8)[0] == together[j]
+        assert m.beam_search(b.src[:n, j : j + 1], beam=3, max_len=8)[0] == beams[j]
     # the loss of a batch is the token-weighted mean of its sentences' losses
     with tl.no_grad():
         total = m.loss(b).item() * b.n_tokens
-        parts = sum(m.loss(mt.data.make_batch(data, [j])).item() * (n + 1) for j, n in enumerate((4, 2, 6)))
+        parts = sum(
+            m.loss(mt.data.make_batch(data, [j])).item() * (n + 1) for j, n in enumerate((4, 2, 6))
+        )
     assert total == pytest.approx(parts, rel=1e-4)
 
 
@@ -104,10 +106,36 @@ def test_train_and_post_smoke(mt, tmp_path):
         pytest.skip("the Tatoeba eng-fra file is not available")
     out = tmp_path / "out"
     common = ["--out", str(out)]
-    train = [sys.executable, str(PROJECT / "train.py"), *common, "--max-pairs", "300", "--n-val", "100",
-             "--n-test", "100", "--epochs", "5", "--batch-size", "32", "--emb", "32", "--hidden", "32",
-             "--lr", "1e-2", "--src-min-freq", "1", "--tgt-min-freq", "1", "--eval-batch", "100",
-             "--tf-end", "0.5", "--no-tqdm"]
+    train = [
+        sys.executable,
+        str(PROJECT / "train.py"),
+        *common,
+        "--max-pairs",
+        "300",
+        "--n-val",
+        "100",
+        "--n-test",
+        "100",
+        "--epochs",
+        "5",
+        "--batch-size",
+        "32",
+        "--emb",
+        "32",
+        "--hidden",
+        "32",
+        "--lr",
+        "1e-2",
+        "--src-min-freq",
+        "1",
+        "--tgt-min-freq",
+        "1",
+        "--eval-batch",
+        "100",
+        "--tf-end",
+        "0.5",
+        "--no-tqdm",
+    ]
     r = subprocess.run(train, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "val BLEU" in r.stdout
@@ -128,8 +156,9 @@ def test_train_and_post_smoke(mt, tmp_path):
 
     # decoding from the reloaded checkpoint: every hypothesis stops at its first EOS, or at max_len
     model, src_vocab, tgt_vocab, targs, _ = mt.post.load_checkpoint(out / "best.npz")
-    pairs = mt.data.split_pairs(mt.data.load_pairs(), seed=targs["seed"], n_val=100, n_test=100,
-                                max_train=300).test[:20]
+    pairs = mt.data.split_pairs(
+        mt.data.load_pairs(), seed=targs["seed"], n_val=100, n_test=100, max_train=300
+    ).test[:20]
     enc = mt.data.encode(pairs, src_vocab, tgt_vocab)
     src = mt.data.make_batch(enc, range(20)).src
     for hyps in (model.greedy(src, max_len=12), model.beam_search(src, beam=4, max_len=12)):

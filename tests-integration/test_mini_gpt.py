@@ -53,8 +53,15 @@ def test_targets_are_inputs_shifted_by_one(gpt, corpus):
 
 def _tiny_model(gpt, block_size=16, dropout=0.1, tie=True):
     tl.manual_seed(0)
-    cfg = gpt.model.GPTConfig(vocab_size=65, block_size=block_size, n_layer=2, n_head=2, n_embd=16,
-                              dropout=dropout, tie_weights=tie)
+    cfg = gpt.model.GPTConfig(
+        vocab_size=65,
+        block_size=block_size,
+        n_layer=2,
+        n_head=2,
+        n_embd=16,
+        dropout=dropout,
+        tie_weights=tie,
+    )
     return gpt.model.GPT(cfg)
 
 
@@ -76,10 +83,12 @@ def test_incremental_forward_with_cache_matches_full_forward(gpt, tie):
 def test_sampling_with_and_without_cache_gives_the_same_logits(gpt):
     model = _tiny_model(gpt, block_size=16)
     # 40 tokens with a 16-token context: the window slides (and the cache is rebuilt) several times
-    new_c, logits_c = gpt.model.generate(model, [1, 2, 3], 40, temperature=1.0, top_k=10, seed=3,
-                                         use_cache=True, return_logits=True)
-    new_u, logits_u = gpt.model.generate(model, [1, 2, 3], 40, temperature=1.0, top_k=10, seed=3,
-                                         use_cache=False, return_logits=True)
+    new_c, logits_c = gpt.model.generate(
+        model, [1, 2, 3], 40, temperature=1.0, top_k=10, seed=3, use_cache=True, return_logits=True
+    )
+    new_u, logits_u = gpt.model.generate(
+        model, [1, 2, 3], 40, temperature=1.0, top_k=10, seed=3, use_cache=False, return_logits=True
+    )
     assert new_c == new_u and len(new_c) == 40
     np.testing.assert_allclose(logits_c, logits_u, rtol=1e-4, atol=1e-5)
     assert model.training  # generate restores the mode
@@ -104,8 +113,19 @@ def test_train_save_reload_resume_and_sample(gpt, corpus, tmp_path):
     T = gpt.train
 
     def cfg(**kw):
-        args = T.build_parser().parse_args(["--preset", "tiny", "--no-progress", "--max-iters", "24",
-                                            "--eval-interval", "12", "--dropout", "0.1"])
+        args = T.build_parser().parse_args(
+            [
+                "--preset",
+                "tiny",
+                "--no-progress",
+                "--max-iters",
+                "24",
+                "--eval-interval",
+                "12",
+                "--dropout",
+                "0.1",
+            ]
+        )
         c = T.resolve_config(args)
         for k, v in kw.items():
             setattr(c, k, v)
@@ -121,7 +141,9 @@ def test_train_save_reload_resume_and_sample(gpt, corpus, tmp_path):
     assert last < first - 0.3, (first, last)  # ~4.2 (uniform over 65) falls fast
     assert hist["eval"][-1]["val_loss"] < hist["eval"][0]["val_loss"]
     assert hist["lr"][0] < hist["lr"][4] and hist["lr"][-1] < hist["lr"][6]  # warmup, then decay
-    assert abs(summary["val_bpc"] - summary["val_loss"] / np.log(2)) < 1e-9  # char level: 1 token = 1 char
+    assert (
+        abs(summary["val_bpc"] - summary["val_loss"] / np.log(2)) < 1e-9
+    )  # char level: 1 token = 1 char
 
     # reload: the saved model reproduces the recorded validation loss on the same batches
     model, ckpt = T.load_model(full)
@@ -134,7 +156,9 @@ def test_train_save_reload_resume_and_sample(gpt, corpus, tmp_path):
     # interrupted at 12 steps, then resumed from the checkpoint to 24: the same weights
     half = tmp_path / "half"
     T.train(cfg(), half, corpus=corpus, log=quiet, stop_at=12)
-    args = T.build_parser().parse_args(["--resume", "--out", str(half), "--max-iters", "24", "--no-progress"])
+    args = T.build_parser().parse_args(
+        ["--resume", "--out", str(half), "--max-iters", "24", "--no-progress"]
+    )
     resumed_cfg = T.resolve_config(args, T.load_checkpoint(half / T.CKPT_NAME)["train_config"])
     assert resumed_cfg.max_iters == 24 and resumed_cfg.n_embd == c.n_embd
     resumed = T.train(resumed_cfg, half, resume=True, corpus=corpus, log=quiet)
@@ -143,16 +167,21 @@ def test_train_save_reload_resume_and_sample(gpt, corpus, tmp_path):
     sd_full, sd_half = model.state_dict(), m_half.state_dict()
     assert sd_full.keys() == sd_half.keys()
     for k in sd_full:
-        np.testing.assert_allclose(sd_half[k].to_numpy(), sd_full[k].to_numpy(), rtol=1e-5, atol=1e-6, err_msg=k)
+        np.testing.assert_allclose(
+            sd_half[k].to_numpy(), sd_full[k].to_numpy(), rtol=1e-5, atol=1e-6, err_msg=k
+        )
     assert resumed["val_loss"] == pytest.approx(summary["val_loss"], rel=1e-5)
     h2 = json.loads((half / "history.json").read_text())
     np.testing.assert_allclose(h2["train_loss"], hist["train_loss"], rtol=1e-5)
 
     # sampling from the trained model: cache and no cache agree, and the text decodes
     prompt = corpus.encode("ROMEO:")
-    a, la = gpt.model.generate(model, prompt, 60, temperature=0.8, top_k=20, seed=0, return_logits=True)
-    b, lb = gpt.model.generate(model, prompt, 60, temperature=0.8, top_k=20, seed=0, use_cache=False,
-                               return_logits=True)
+    a, la = gpt.model.generate(
+        model, prompt, 60, temperature=0.8, top_k=20, seed=0, return_logits=True
+    )
+    b, lb = gpt.model.generate(
+        model, prompt, 60, temperature=0.8, top_k=20, seed=0, use_cache=False, return_logits=True
+    )
     assert a == b
     np.testing.assert_allclose(la, lb, rtol=1e-4, atol=1e-5)
     assert len(corpus.decode(a)) == 60

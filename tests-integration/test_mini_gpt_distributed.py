@@ -31,8 +31,13 @@ def _mpiexec():
 
 def _train(cmd, out: Path) -> dict:
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    res = subprocess.run([*cmd, str(PROJECT / "train.py"), "--preset", "tiny", "--no-progress",
-                          "--out", str(out)], capture_output=True, text=True, timeout=300, env=env)
+    res = subprocess.run(
+        [*cmd, str(PROJECT / "train.py"), "--preset", "tiny", "--no-progress", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     return json.loads((out / "history.json").read_text())
 
@@ -45,8 +50,10 @@ def test_two_ranks_follow_the_single_process_run(tmp_path):
     two = _train([mpiexec, "-n", "2", sys.executable], tmp_path / "two")
     assert two["step"] == one["step"]
     np.testing.assert_allclose(two["train_loss"], one["train_loss"], rtol=1e-4)
-    np.testing.assert_allclose([e["val_loss"] for e in two["eval"]],
-                               [e["val_loss"] for e in one["eval"]], rtol=1e-4)
+    np.testing.assert_allclose(
+        [e["val_loss"] for e in two["eval"]], [e["val_loss"] for e in one["eval"]], rtol=1e-4
+    )
     # rank 0 alone wrote the outputs, and the checkpoint resumes single-process
     assert sorted(p.name for p in (tmp_path / "two").iterdir()) == sorted(
-        p.name for p in (tmp_path / "one").iterdir())
+        p.name for p in (tmp_path / "one").iterdir()
+    )

@@ -12,7 +12,9 @@ from torchlight.data import DataLoader, synthetic
 def test_mlp_learns_synthetic_set(name):
     tl.manual_seed(0)
     ds = getattr(synthetic, name)(n=200, seed=1)
-    model = nn.Sequential(nn.Linear(2, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 2))
+    model = nn.Sequential(
+        nn.Linear(2, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 2)
+    )
     opt = optim.Adam(model.parameters(), lr=0.02)
     loader = DataLoader(ds, batch_size=50, shuffle=True, seed=0)
     first = None

@@ -68,6 +68,8 @@ SCRIPT = textwrap.dedent(
 
 def test_training_loop_with_a_dataloader_under_torchlight_device_numba():
     env = dict(os.environ, TORCHLIGHT_DEVICE="numba")
-    r = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=900)
+    r = subprocess.run(
+        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=900
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "OK" in r.stdout

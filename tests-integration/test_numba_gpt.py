@@ -19,7 +19,9 @@ pytestmark = pytest.mark.slow
 
 def _losses(model_mod, device, steps=20):
     tl.manual_seed(0)
-    cfg = model_mod.GPTConfig(vocab_size=65, block_size=32, n_layer=2, n_head=4, n_embd=64, dropout=0.0)
+    cfg = model_mod.GPTConfig(
+        vocab_size=65, block_size=32, n_layer=2, n_head=4, n_embd=64, dropout=0.0
+    )
     model = model_mod.GPT(cfg).to(device)
     opt = tl.optim.AdamW(model.parameters(), lr=3e-3)
     rng = np.random.default_rng(0)

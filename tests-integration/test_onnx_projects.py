@@ -59,11 +59,19 @@ def gpt(project_modules):
 
 @pytest.mark.parametrize("tie,gelu", [(True, "tanh"), (False, "none")])
 def test_mini_gpt(gpt, tie, gelu):
-    cfg = gpt.GPTConfig(vocab_size=17, block_size=12, n_layer=2, n_head=2, n_embd=16, tie_weights=tie, gelu=gelu)
+    cfg = gpt.GPTConfig(
+        vocab_size=17, block_size=12, n_layer=2, n_head=2, n_embd=16, tie_weights=tie, gelu=gelu
+    )
     model = _randomize(gpt.GPT(cfg))
     rng = np.random.default_rng(1)
-    _check(model, [tl.tensor(rng.integers(0, 17, (3, 9)))], [rng.integers(0, 17, (5, 9))],
-           input_names=["idx"], output_names=["logits"], dynamic_axes={"idx": {0: "batch"}})
+    _check(
+        model,
+        [tl.tensor(rng.integers(0, 17, (3, 9)))],
+        [rng.integers(0, 17, (5, 9))],
+        input_names=["idx"],
+        output_names=["logits"],
+        dynamic_axes={"idx": {0: "batch"}},
+    )
 
 
 @pytest.fixture
@@ -72,12 +80,15 @@ def sentiment(project_modules):
         yield ns.model
 
 
-@pytest.mark.parametrize("kind,cfg", [
-    ("mean", dict(embed_dim=8, hidden=6, dropout=0.3)),
-    ("bag", dict(hidden=0, dropout=0.0)),
-    ("bag", dict(hidden=5, dropout=0.2)),
-    ("cnn", dict(embed_dim=8, channels=4, widths=(2, 3, 4), dropout=0.5)),
-])
+@pytest.mark.parametrize(
+    "kind,cfg",
+    [
+        ("mean", dict(embed_dim=8, hidden=6, dropout=0.3)),
+        ("bag", dict(hidden=0, dropout=0.0)),
+        ("bag", dict(hidden=5, dropout=0.2)),
+        ("cnn", dict(embed_dim=8, channels=4, widths=(2, 3, 4), dropout=0.5)),
+    ],
+)
 def test_sentiment_classifiers(sentiment, kind, cfg):
     model = _randomize(sentiment.build_model(kind, 30, cfg))
     rng = np.random.default_rng(2)
@@ -90,8 +101,12 @@ def test_sentiment_classifiers(sentiment, kind, cfg):
         return ids, second
 
     ids, second = batch(3)
-    _check(model, [tl.tensor(ids), tl.tensor(second)], list(batch(6)),
-           dynamic_axes={"input_0": [0], "input_1": [0]})
+    _check(
+        model,
+        [tl.tensor(ids), tl.tensor(second)],
+        list(batch(6)),
+        dynamic_axes={"input_0": [0], "input_1": [0]},
+    )
 
 
 @pytest.fixture
@@ -106,13 +121,21 @@ def test_translation_encoder_and_decoder_step(translation, bidirectional, attent
     padding mask is read from the data, both baked in); the decoder step has a dynamic batch.
     A greedy decode through onnxruntime gives the eager model's tokens."""
     m = translation
-    cfg = m.ModelConfig(src_vocab=25, tgt_vocab=23, emb=8, hidden=6, bidirectional=bidirectional,
-                        attention=attention)
+    cfg = m.ModelConfig(
+        src_vocab=25,
+        tgt_vocab=23,
+        emb=8,
+        hidden=6,
+        bidirectional=bidirectional,
+        attention=attention,
+    )
     model = _randomize(m.Seq2Seq(cfg))
     src = np.random.default_rng(3).integers(4, 25, (7, 1))  # one sentence, no padding
 
     def encode(s):
-        keys_t, values, _, h0 = model.decoder.init_state(*model.encoder(s), np.zeros(src.shape, bool))
+        keys_t, values, _, h0 = model.decoder.init_state(
+            *model.encoder(s), np.zeros(src.shape, bool)
+        )
         return keys_t, values, h0
 
     def step(y, h, keys_t, values, mask):
@@ -127,14 +150,26 @@ def test_translation_encoder_and_decoder_step(translation, bidirectional, attent
         np.testing.assert_allclose(g, w.numpy(), rtol=TOL, atol=TOL)
 
     mask = np.zeros((1, 1, src.shape[0]), np.float32)
-    example = [tl.tensor([m.SOS]), tl.tensor(h), tl.tensor(keys_t), tl.tensor(values), tl.tensor(mask)]
-    dec = _session(step, example, input_names=["y", "h", "keys_t", "values", "mask"],
-                   output_names=["logits", "h_next", "weights"],
-                   dynamic_axes={n: [0] for n in ("y", "h", "keys_t", "values", "mask")})
+    example = [
+        tl.tensor([m.SOS]),
+        tl.tensor(h),
+        tl.tensor(keys_t),
+        tl.tensor(values),
+        tl.tensor(mask),
+    ]
+    dec = _session(
+        step,
+        example,
+        input_names=["y", "h", "keys_t", "values", "mask"],
+        output_names=["logits", "h_next", "weights"],
+        dynamic_axes={n: [0] for n in ("y", "h", "keys_t", "values", "mask")},
+    )
     keys_t, values, h = enc_all.run(None, {"input": src})
     y, tokens = np.array([m.SOS]), []
     for _ in range(12):
-        logits, h, _ = dec.run(None, {"y": y, "h": h, "keys_t": keys_t, "values": values, "mask": mask})
+        logits, h, _ = dec.run(
+            None, {"y": y, "h": h, "keys_t": keys_t, "values": values, "mask": mask}
+        )
         y = logits.argmax(-1).astype(np.int64)
         tokens.append(int(y[0]))
         if y[0] == m.EOS:
@@ -143,8 +178,13 @@ def test_translation_encoder_and_decoder_step(translation, bidirectional, attent
 
     # the step graph takes other batch sizes: 4 hypotheses at once, against eager
     rng = np.random.default_rng(4)
-    batch = [rng.integers(4, 23, 4), rng.normal(size=(4, 6)).astype(np.float32),
-             np.repeat(keys_t, 4, 0), np.repeat(values, 4, 0), np.zeros((4, 1, 7), np.float32)]
+    batch = [
+        rng.integers(4, 23, 4),
+        rng.normal(size=(4, 6)).astype(np.float32),
+        np.repeat(keys_t, 4, 0),
+        np.repeat(values, 4, 0),
+        np.zeros((4, 1, 7), np.float32),
+    ]
     got = dec.run(None, dict(zip(("y", "h", "keys_t", "values", "mask"), batch)))
     with tl.no_grad():
         want = step(*(tl.tensor(a) for a in batch))
@@ -155,18 +195,32 @@ def test_translation_encoder_and_decoder_step(translation, bidirectional, attent
 @pytest.fixture
 def sklearn_examples(project_modules):
     pytest.importorskip("sklearn")
-    with project_modules(ROOT / "sklearn-examples", ("common", "breast_cancer", "digits_cnn", "digits_cae")) as ns:
+    with project_modules(
+        ROOT / "sklearn-examples", ("common", "breast_cancer", "digits_cnn", "digits_cae")
+    ) as ns:
         yield ns
 
 
 def test_sklearn_examples(sklearn_examples):
     ns, rng = sklearn_examples, np.random.default_rng(5)
     mlp = _randomize(ns.breast_cancer.build(dict(ns.breast_cancer.DEFAULTS)))
-    _check(mlp, [tl.randn(4, 30)], [rng.normal(size=(9, 30)).astype(np.float32)], dynamic_axes={"input": [0]})
+    _check(
+        mlp,
+        [tl.randn(4, 30)],
+        [rng.normal(size=(9, 30)).astype(np.float32)],
+        dynamic_axes={"input": [0]},
+    )
     cnn = _randomize(ns.digits_cnn.build(dict(ns.digits_cnn.DEFAULTS)))
-    _check(cnn, [tl.randn(4, 1, 8, 8)], [rng.normal(size=(9, 1, 8, 8)).astype(np.float32)],
-           dynamic_axes={"input": [0]})
+    _check(
+        cnn,
+        [tl.randn(4, 1, 8, 8)],
+        [rng.normal(size=(9, 1, 8, 8)).astype(np.float32)],
+        dynamic_axes={"input": [0]},
+    )
     cae = _randomize(ns.digits_cae.build(dict(ns.digits_cae.DEFAULTS)))
-    _check(cae, [tl.rand(4, 64), tl.tensor([0, 1, 2, 3])],
-           [rng.random((9, 64)).astype(np.float32), rng.integers(0, 10, 9)],
-           dynamic_axes={"input_0": [0], "input_1": [0]})
+    _check(
+        cae,
+        [tl.rand(4, 64), tl.tensor([0, 1, 2, 3])],
+        [rng.random((9, 64)).astype(np.float32), rng.integers(0, 10, 9)],
+        dynamic_axes={"input_0": [0], "input_1": [0]},
+    )

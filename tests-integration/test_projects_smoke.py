@@ -27,9 +27,17 @@ TINY = ["--epochs", "1", "--max-batches", "3", "--no-progress"]
 
 def _run(script: Path, *args: str, timeout: float = 120) -> str:
     env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"}
-    proc = subprocess.run([sys.executable, str(script), *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{script.name} {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
+    proc = subprocess.run(
+        [sys.executable, str(script), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, (
+        f"{script.name} {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}"
+    )
     return proc.stdout
 
 
@@ -58,8 +66,10 @@ def _check_artefacts(out: Path) -> dict:
     return json.loads((out / "meta.json").read_text())
 
 
-@pytest.mark.skipif(not _sentiment_data_available(),
-                    reason="UCI sentiment sentences not found (set TORCHLIGHT_DATA)")
+@pytest.mark.skipif(
+    not _sentiment_data_available(),
+    reason="UCI sentiment sentences not found (set TORCHLIGHT_DATA)",
+)
 @pytest.mark.parametrize("model", ["bag", "mean", "cnn"])
 def test_sentiment_classifier_smoke(tmp_path, model):
     out = tmp_path / model

@@ -53,8 +53,10 @@ def test_gpt_headline_preset_is_steps_based_and_follows_the_measured_schedule(gp
     assert differ <= {"max_iters", "max_minutes", "backend", "progress"}
     history = json.loads((GPT / "results" / "char60" / "history.json").read_text())
     assert history["step"][-1] + 1 == cfg.max_iters
-    worst = max(abs(T.lr_at(cfg, s, T.progress_of(cfg, s, 0.0)) - lr)
-                for s, lr in zip(history["step"], history["lr"]))
+    worst = max(
+        abs(T.lr_at(cfg, s, T.progress_of(cfg, s, 0.0)) - lr)
+        for s, lr in zip(history["step"], history["lr"])
+    )
     assert worst < 1.6e-5  # the wall-clock cosine of the measured run, to 0.8 % of the peak
 
 
@@ -65,8 +67,16 @@ def test_gpt_max_steps_stops_without_changing_the_schedule(gpt):
 
 def test_translation_headline_preset(mt):
     args = mt.train.parse_args(["--preset", "headline"])
-    assert (args.steps, args.tf_end, args.eval_every, args.backend, args.epochs) == (9757, 1.0, 0.0, "cpu", 50)
-    assert mt.train.parse_args(["--preset", "headline", "--tf-end", "0.8"]).tf_end == 0.8  # flags win
+    assert (args.steps, args.tf_end, args.eval_every, args.backend, args.epochs) == (
+        9757,
+        1.0,
+        0.0,
+        "cpu",
+        50,
+    )
+    assert (
+        mt.train.parse_args(["--preset", "headline", "--tf-end", "0.8"]).tf_end == 0.8
+    )  # flags win
     assert mt.train.parse_args([]).steps is None  # no preset: the epochs define the run
     evals = json.loads((MT / "results" / "run60b" / "history.json").read_text())["evals"]
     assert evals[-1]["step"] == 9757
@@ -91,9 +101,11 @@ def test_the_compared_numbers_are_those_of_the_result_files(reproduce):
     assert round(sent["f1"], 4) == sentiment["F1"][0]
     results = PROJECTS / "sklearn-examples" / "results"
     sk = reproduce.PROJECTS["sklearn"].expected
-    for name, key, label in [("breast_cancer", "test_accuracy", "breast_cancer test accuracy"),
-                             ("digits_cnn", "test_accuracy", "digits_cnn test accuracy"),
-                             ("digits_cae", "test_mse", "digits_cae test MSE")]:
+    for name, key, label in [
+        ("breast_cancer", "test_accuracy", "breast_cancer test accuracy"),
+        ("digits_cnn", "test_accuracy", "digits_cnn test accuracy"),
+        ("digits_cae", "test_mse", "digits_cae test MSE"),
+    ]:
         got = json.loads((results / f"{name}_metrics.json").read_text())[key]
         assert round(got, 4) == sk[label][0], label
 

@@ -26,7 +26,9 @@ def test_state_dict_round_trip_through_the_module_path(tmp_path):
 
 def test_whole_objects_are_refused(tmp_path):
     model = nn.Linear(3, 2)
-    with pytest.raises(nn.checkpoint.CheckpointError, match=r"torchlight\.save\(model\.state_dict\(\), path\)"):
+    with pytest.raises(
+        nn.checkpoint.CheckpointError, match=r"torchlight\.save\(model\.state_dict\(\), path\)"
+    ):
         tl.save(model, tmp_path / "m.pt")
     opt = tl.optim.SGD(model.parameters(), lr=0.1)
     with pytest.raises(nn.checkpoint.CheckpointError, match=r"optimizer\.state_dict\(\)"):

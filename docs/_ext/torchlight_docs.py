@@ -164,7 +164,9 @@ def build_reference(root: Path, out: Path) -> tuple[list[Dist], list[str]]:
             module_dist[modname] = d
             for name in _public_names(mod):
                 if not hasattr(mod, name):
-                    problems.append(f"API reference: {modname}.__all__ names {name!r}, which does not exist")
+                    problems.append(
+                        f"API reference: {modname}.__all__ names {name!r}, which does not exist"
+                    )
                     continue
                 entries.append(Entry(d, modname, name, getattr(mod, name)))
 
@@ -311,8 +313,11 @@ def _summary(e: Entry) -> str:
     text = " ".join(para)
     for m in _SENTENCE_END.finditer(text):
         head = text[: m.end()]
-        if head.count("``") % 2 == 0 and head.replace("``", "").count("`") % 2 == 0 \
-                and head.count("(") == head.count(")"):
+        if (
+            head.count("``") % 2 == 0
+            and head.replace("``", "").count("`") % 2 == 0
+            and head.count("(") == head.count(")")
+        ):
             text = head
             break
     if text.endswith("::"):
@@ -333,13 +338,18 @@ def _attribute_doc(e: Entry) -> str | None:
 
 
 def _status(dists: list[Dist], entries: list[Entry]) -> str:
-    rows = ["| distribution | version | public modules | exported names (all modules) |", "|---|---|---|---|"]
+    rows = [
+        "| distribution | version | public modules | exported names (all modules) |",
+        "|---|---|---|---|",
+    ]
     for d in dists:
         if d.version is None:
             rows.append(f"| {d.name} | *not installed* | — | — |")
             continue
         n = sum(1 for e in entries if e.dist is d)
-        rows.append(f"| {{doc}}`{d.name} </reference/api/{d.name}>` | {d.version} | {len(d.modules)} | {n} |")
+        rows.append(
+            f"| {{doc}}`{d.name} </reference/api/{d.name}>` | {d.version} | {len(d.modules)} | {n} |"
+        )
     return "\n".join(rows) + "\n"
 
 
@@ -387,8 +397,10 @@ def _write_results(srcdir: Path, root: Path) -> None:
         out = srcdir / Path(page).parent / "_generated" / f"{Path(page).name}-results.inc"
         text = _readme_results(root, project)
         if text is None:
-            text = (f"See the project README (`{project}/README.md`) for how to run it and the "
-                    "measured results: this page does not repeat numbers it cannot regenerate.\n")
+            text = (
+                f"See the project README (`{project}/README.md`) for how to run it and the "
+                "measured results: this page does not repeat numbers it cannot regenerate.\n"
+            )
         _write(out, text)
 
 
@@ -403,7 +415,7 @@ def _readme_results(root: Path, project: str) -> str | None:
         return None
     qualifier = re.sub(r"^##\s+Results?\b\s*", "", lines[start]).strip()
     body, fence = [], None
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         marker = re.match(r"\s*(```+|~~~+)", line)
         if marker and (fence is None or marker.group(1).startswith(fence)):
             fence = None if fence else marker.group(1)[:3]
@@ -427,7 +439,9 @@ def _readme_results(root: Path, project: str) -> str | None:
         if marker:
             fence = None if fence else marker.group(1)[:3]
         elif fence is None and shift:
-            line = _HEADING.sub(lambda m: "#" * max(1, min(6, len(m.group(1)) + shift)) + m.group(2), line)
+            line = _HEADING.sub(
+                lambda m: "#" * max(1, min(6, len(m.group(1)) + shift)) + m.group(2), line
+            )
         out.append(line)
     text = "\n".join(out).strip()
 
@@ -443,7 +457,9 @@ def _readme_results(root: Path, project: str) -> str | None:
             return f"![{label}]({rel.as_posix()})"
         return label  # a repository file or an anchor of the README: keep the words only
 
-    intro = f"*Measured, from `{project}/README.md`" + (f" — {qualifier}" if qualifier else "") + ":*"
+    intro = (
+        f"*Measured, from `{project}/README.md`" + (f" — {qualifier}" if qualifier else "") + ":*"
+    )
     return intro + "\n\n" + _MD_LINK.sub(link, text) + "\n"
 
 
@@ -454,7 +470,10 @@ def _write_tape_diagram(path: Path) -> list[str]:
         import torchlight.jit  # noqa: F401
         import torchlight.nn as nn
     except ImportError as exc:
-        _write(path, f'digraph tape {{ note [shape=note, label="not drawn: {exc.name} is not installed"]; }}\n')
+        _write(
+            path,
+            f'digraph tape {{ note [shape=note, label="not drawn: {exc.name} is not installed"]; }}\n',
+        )
         return []
     try:
         tl.manual_seed(0)
@@ -473,7 +492,10 @@ def _on_process_docstring(app, what, name, obj, options, lines):
     if what not in ("data", "attribute") or inspect.isclass(obj) or inspect.isroutine(obj):
         return
     type_doc = getattr(type(obj), "__doc__", None)
-    if isinstance(type_doc, str) and " ".join(lines).split() == " ".join(prepare_docstring(type_doc)).split():
+    if (
+        isinstance(type_doc, str)
+        and " ".join(lines).split() == " ".join(prepare_docstring(type_doc)).split()
+    ):
         lines[:] = []
 
 
@@ -503,7 +525,11 @@ def _on_html_page_context(app, pagename, templatename, context, doctree):
     def fix(m):
         head, href, anchor, tail = m.groups()
         docname = posixpath.normpath(posixpath.join(base, href))
-        docname = docname[: -len(app.builder.out_suffix)] if docname.endswith(app.builder.out_suffix) else docname
+        docname = (
+            docname[: -len(app.builder.out_suffix)]
+            if docname.endswith(app.builder.out_suffix)
+            else docname
+        )
         here = dict(by_page.get(docname, []))
         if anchor in here.values():
             return m.group(0)

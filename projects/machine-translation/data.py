@@ -44,12 +44,14 @@ class Splits:
 
 def load_pairs(max_words: int = 8) -> list[tuple[str, str]]:
     """All (english, french) pairs with both sides ≤ ``max_words`` words, NFKC + lowercased."""
-    return tatoeba_eng_fra(max_words=max_words, root=checkout_data_root(__file__), normalize=True,
-                           progress=False)
+    return tatoeba_eng_fra(
+        max_words=max_words, root=checkout_data_root(__file__), normalize=True, progress=False
+    )
 
 
-def split_pairs(pairs, seed: int = 0, n_val: int = 2000, n_test: int = 2000,
-                max_train: int | None = None) -> Splits:
+def split_pairs(
+    pairs, seed: int = 0, n_val: int = 2000, n_test: int = 2000, max_train: int | None = None
+) -> Splits:
     """Shuffle with a fixed seed; test first, then validation, then train (optionally truncated).
 
     ``max_train`` (``--max-pairs`` for quick runs) only shortens the training split, so the
@@ -60,8 +62,8 @@ def split_pairs(pairs, seed: int = 0, n_val: int = 2000, n_test: int = 2000,
     n_test = min(n_test, len(shuffled) // 5)
     n_val = min(n_val, len(shuffled) // 5)
     test = shuffled[:n_test]
-    val = shuffled[n_test:n_test + n_val]
-    train = shuffled[n_test + n_val:]
+    val = shuffled[n_test : n_test + n_val]
+    train = shuffled[n_test + n_val :]
     if max_train is not None:
         train = train[:max_train]
     return Splits(train, val, test)
@@ -130,8 +132,9 @@ def make_batch(data: Encoded, idx) -> Batch:
     return Batch(src, lengths, dec_in, tgt, idx)
 
 
-def bucketed_batches(data: Encoded, batch_size: int, rng: np.random.Generator | None,
-                     pool: int = 50) -> list[np.ndarray]:
+def bucketed_batches(
+    data: Encoded, batch_size: int, rng: np.random.Generator | None, pool: int = 50
+) -> list[np.ndarray]:
     """Index arrays of batches of similar lengths (shuffled when ``rng`` is given, else in order
     of length for evaluation)."""
     n = len(data)
@@ -139,13 +142,13 @@ def bucketed_batches(data: Encoded, batch_size: int, rng: np.random.Generator | 
     tgt_len = np.array([len(t) for t in data.tgt])
     if rng is None:
         order = np.lexsort((tgt_len, src_len))
-        return [order[i:i + batch_size] for i in range(0, n, batch_size)]
+        return [order[i : i + batch_size] for i in range(0, n, batch_size)]
     order = rng.permutation(n)
     batches = []
     span = batch_size * pool
     for start in range(0, n, span):
-        chunk = order[start:start + span]
+        chunk = order[start : start + span]
         chunk = chunk[np.lexsort((tgt_len[chunk], src_len[chunk]))]
-        batches += [chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size)]
+        batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
     perm = rng.permutation(len(batches))
     return [batches[i] for i in perm]

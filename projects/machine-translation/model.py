@@ -70,7 +70,9 @@ def _gru_step(gi, h, w_hh_t, b_hh, hidden):
     rows = 1
     for s in lead:
         rows *= s
-    out = gru_cell_gates(gi.reshape(rows, 3 * hidden), gh.reshape(rows, 3 * hidden), h.reshape(rows, hidden))
+    out = gru_cell_gates(
+        gi.reshape(rows, 3 * hidden), gh.reshape(rows, 3 * hidden), h.reshape(rows, hidden)
+    )
     return out.reshape(*lead, hidden)
 
 
@@ -106,8 +108,12 @@ class Encoder(nn.Module):
         gi = F.linear(x, w_ih, b_ih)  # (S, N, 6H)
         rev = tl.tensor(np.arange(S - 1, -1, -1, dtype=np.int64))
         gi_f = gi[..., : 3 * H]
-        gi_b = gi[..., 3 * H:].index_select(0, rev)  # the backward direction reads the source reversed
-        gi = tl.stack([gi_f, gi_b], 1)  # (S, 2, N, 3H): step t holds fwd position t, bwd position S-1-t
+        gi_b = gi[..., 3 * H :].index_select(
+            0, rev
+        )  # the backward direction reads the source reversed
+        gi = tl.stack(
+            [gi_f, gi_b], 1
+        )  # (S, 2, N, 3H): step t holds fwd position t, bwd position S-1-t
         zb = np.stack([self._z_bias(pad, H), self._z_bias(pad[::-1], H)], 1)
         gi = gi + tl.tensor(zb, device=gi.device)
         w_hh_t = tl.stack([rnn.weight_hh_l0.T, rnn.weight_hh_l0_reverse.T], 0)  # (2, H, 3H)
@@ -127,7 +133,7 @@ class Encoder(nn.Module):
         """``(S, N, 3H)`` float32: +30 on the update gate at padded positions, 0 elsewhere."""
         S, N = pad.shape
         zb = np.zeros((S, N, 3 * hidden), dtype=np.float32)
-        zb[:, :, hidden:2 * hidden] = np.where(pad, _Z_SATURATE, 0.0)[:, :, None]
+        zb[:, :, hidden : 2 * hidden] = np.where(pad, _Z_SATURATE, 0.0)[:, :, None]
         return zb
 
 
@@ -160,7 +166,9 @@ class Decoder(nn.Module):
         else:
             keys = values
         keys_t = keys.transpose(1, 2)  # (N, H, S)
-        mask = tl.tensor(np.where(src_pad.T[:, None, :], _NEG, 0.0).astype(np.float32), device=enc_out.device)
+        mask = tl.tensor(
+            np.where(src_pad.T[:, None, :], _NEG, 0.0).astype(np.float32), device=enc_out.device
+        )
         h0 = self.bridge(tl.cat([enc_h[d] for d in range(enc_h.shape[0])], -1)).tanh()
         return keys_t, values, mask, h0
 
@@ -272,7 +280,12 @@ class Seq2Seq(nn.Module):
             N, K = src_np.shape[1], beam
             V = self.cfg.tgt_vocab
             rep = tl.tensor(np.repeat(np.arange(N), K))
-            state = (keys_t.index_select(0, rep), values.index_select(0, rep), mask.index_select(0, rep), None)
+            state = (
+                keys_t.index_select(0, rep),
+                values.index_select(0, rep),
+                mask.index_select(0, rep),
+                None,
+            )
             h = h.index_select(0, rep)  # (N·K, H)
             scores = np.full((N, K), -np.inf, dtype=np.float64)
             scores[:, 0] = 0.0
@@ -294,7 +307,9 @@ class Seq2Seq(nn.Module):
                 top = np.take_along_axis(top, order, 1)
                 scores = np.take_along_axis(top_scores, order, 1)
                 src_beam, tok = top // V, top % V
-                tokens = np.concatenate([np.take_along_axis(tokens, src_beam[:, :, None], 1), tok[:, :, None]], 2)
+                tokens = np.concatenate(
+                    [np.take_along_axis(tokens, src_beam[:, :, None], 1), tok[:, :, None]], 2
+                )
                 prev_fin = np.take_along_axis(finished, src_beam, 1)
                 lengths = np.take_along_axis(lengths, src_beam, 1) + (~prev_fin)
                 finished = prev_fin | (tok == EOS)

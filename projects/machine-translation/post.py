@@ -84,8 +84,12 @@ def score(hyps, pairs, tgt_vocab):
     bleu = sacrebleu.corpus_bleu(text, [refs], force=True)
     exact = float(np.mean([h == r for h, r in zip(text, refs)]))
     eos = float(np.mean([len(h) > 0 and h[-1] == EOS for h in hyps]))
-    return {"bleu": bleu.score, "bleu_signature": str(bleu), "exact_match": exact,
-            "eos_terminated": eos}, text
+    return {
+        "bleu": bleu.score,
+        "bleu_signature": str(bleu),
+        "exact_match": exact,
+        "eos_terminated": eos,
+    }, text
 
 
 def plot(path, history, attn, src_tokens, out_tokens, title):
@@ -99,20 +103,42 @@ def plot(path, history, attn, src_tokens, out_tokens, title):
     curve = np.array(history.get("train_curve", []), dtype=float).reshape(-1, 3)
     evals = history.get("evals", [])
     if len(curve):  # single-batch losses (every 50th batch), in the background
-        ax.plot(curve[:, 1], curve[:, 2], ".", color="tab:blue", alpha=0.25, markersize=3,
-                label="train, single batches")
+        ax.plot(
+            curve[:, 1],
+            curve[:, 2],
+            ".",
+            color="tab:blue",
+            alpha=0.25,
+            markersize=3,
+            label="train, single batches",
+        )
     if evals:
-        ax.plot([e["train_minutes"] for e in evals], [e["train_loss"] for e in evals], "s-",
-                color="tab:blue", label="train, mean since previous evaluation")
-        ax.plot([e["train_minutes"] for e in evals], [e["val_loss"] for e in evals], "o-",
-                color="tab:orange", label="validation (no dropout, teacher forced)")
+        ax.plot(
+            [e["train_minutes"] for e in evals],
+            [e["train_loss"] for e in evals],
+            "s-",
+            color="tab:blue",
+            label="train, mean since previous evaluation",
+        )
+        ax.plot(
+            [e["train_minutes"] for e in evals],
+            [e["val_loss"] for e in evals],
+            "o-",
+            color="tab:orange",
+            label="validation (no dropout, teacher forced)",
+        )
     ax.set_xlabel("training minutes")
     ax.set_ylabel("cross-entropy per token")
     ax.set_title("loss")
     ax.legend()
     ax = axes[1]
     if evals:
-        ax.plot([e["train_minutes"] for e in evals], [e["val_bleu"] for e in evals], "o-", color="tab:green")
+        ax.plot(
+            [e["train_minutes"] for e in evals],
+            [e["val_bleu"] for e in evals],
+            "o-",
+            color="tab:green",
+        )
     ax.set_xlabel("training minutes")
     ax.set_ylabel("BLEU (sacrebleu, greedy)")
     ax.set_title("validation BLEU")
@@ -138,33 +164,60 @@ def main(argv=None):
     ckpt = Path(args.ckpt) if args.ckpt else out / "best.npz"
     model, src_vocab, tgt_vocab, targs, history = load_checkpoint(ckpt)
     pairs = load_pairs(targs["max_words"])
-    splits = split_pairs(pairs, seed=targs["seed"], n_val=targs["n_val"], n_test=targs["n_test"],
-                         max_train=targs["max_pairs"])
+    splits = split_pairs(
+        pairs,
+        seed=targs["seed"],
+        n_val=targs["n_val"],
+        n_test=targs["n_test"],
+        max_train=targs["max_pairs"],
+    )
     test = encode(splits.test, src_vocab, tgt_vocab)
     last = history["evals"][-1] if history.get("evals") else {}
-    print(f"checkpoint {ckpt}: step {last.get('step')}, {last.get('train_minutes')} training minutes, "
-          f"val BLEU {last.get('val_bleu')}; test pairs {len(test):,}", flush=True)
+    print(
+        f"checkpoint {ckpt}: step {last.get('step')}, {last.get('train_minutes')} training minutes, "
+        f"val BLEU {last.get('val_bleu')}; test pairs {len(test):,}",
+        flush=True,
+    )
 
-    results = {"checkpoint": str(ckpt), "n_test": len(test), "train_minutes": last.get("train_minutes"),
-               "step": last.get("step"), "val_bleu": last.get("val_bleu")}
+    results = {
+        "checkpoint": str(ckpt),
+        "n_test": len(test),
+        "train_minutes": last.get("train_minutes"),
+        "step": last.get("step"),
+        "val_bleu": last.get("val_bleu"),
+    }
     with tl.no_grad():
         t0 = time.time()
-        greedy = decode_all(model, test, args.batch, lambda s: model.greedy(s, max_len=args.max_len))
+        greedy = decode_all(
+            model, test, args.batch, lambda s: model.greedy(s, max_len=args.max_len)
+        )
         results["greedy"], greedy_text = score(greedy, splits.test, tgt_vocab)
         results["greedy"]["seconds"] = round(time.time() - t0, 1)
-        print(f"greedy: BLEU {results['greedy']['bleu']:.2f}, exact match {results['greedy']['exact_match']:.1%}, "
-              f"EOS-terminated {results['greedy']['eos_terminated']:.1%} ({results['greedy']['seconds']} s)", flush=True)
+        print(
+            f"greedy: BLEU {results['greedy']['bleu']:.2f}, exact match {results['greedy']['exact_match']:.1%}, "
+            f"EOS-terminated {results['greedy']['eos_terminated']:.1%} ({results['greedy']['seconds']} s)",
+            flush=True,
+        )
         beam_text = None
         if args.use_beam:
             t0 = time.time()
-            beam = decode_all(model, test, args.batch // 2 or 1,
-                              lambda s: model.beam_search(s, beam=args.beam, max_len=args.max_len, alpha=args.alpha))
+            beam = decode_all(
+                model,
+                test,
+                args.batch // 2 or 1,
+                lambda s: model.beam_search(
+                    s, beam=args.beam, max_len=args.max_len, alpha=args.alpha
+                ),
+            )
             key = f"beam{args.beam}"
             results[key], beam_text = score(beam, splits.test, tgt_vocab)
             results[key]["seconds"] = round(time.time() - t0, 1)
             results[key]["alpha"] = args.alpha
-            print(f"beam {args.beam}: BLEU {results[key]['bleu']:.2f}, exact match {results[key]['exact_match']:.1%}, "
-                  f"EOS-terminated {results[key]['eos_terminated']:.1%} ({results[key]['seconds']} s)", flush=True)
+            print(
+                f"beam {args.beam}: BLEU {results[key]['bleu']:.2f}, exact match {results[key]['exact_match']:.1%}, "
+                f"EOS-terminated {results[key]['eos_terminated']:.1%} ({results[key]['seconds']} s)",
+                flush=True,
+            )
         print(results["greedy"]["bleu_signature"])
 
         samples = []
@@ -174,7 +227,10 @@ def main(argv=None):
             if beam_text is not None:
                 s["beam"] = beam_text[i]
             samples.append(s)
-            print(f"\nEN    {en}\nREF   {s['ref']}\nGREEDY {s['greedy']}" + (f"\nBEAM  {s['beam']}" if beam_text else ""))
+            print(
+                f"\nEN    {en}\nREF   {s['ref']}\nGREEDY {s['greedy']}"
+                + (f"\nBEAM  {s['beam']}" if beam_text else "")
+            )
         results["samples"] = samples
 
         # attention heat map of one test sentence: the first one of 5 to 8 source tokens that
@@ -185,7 +241,7 @@ def main(argv=None):
         src = test.src[pick][:, None]
         seqs, attn = model.greedy(src, max_len=args.max_len, return_attention=True)
         out_ids = seqs[0]
-        attn = attn[0, :len(out_ids)]
+        attn = attn[0, : len(out_ids)]
         src_tokens = src_vocab.lookup_tokens(test.src[pick])
         out_tokens = tgt_vocab.lookup_tokens(out_ids)
     title = f"attention: {splits.test[pick][0]!r}\nref: {reference_text(splits.test[pick][1])!r}"

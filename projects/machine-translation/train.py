@@ -71,8 +71,12 @@ PRESETS = {
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
-                   help="a named configuration (headline: the README's headline run)")
+    p.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default=None,
+        help="a named configuration (headline: the README's headline run)",
+    )
     p.add_argument("--out", default=str(HERE / "out"))
     p.add_argument("--backend", default="cpu", help="device: cpu (numpy), numba, ...")
     p.add_argument("--seed", type=int, default=0, help="split, initialisation, batch order")
@@ -91,10 +95,18 @@ def parse_args(argv=None):
     p.add_argument("--dropout", type=float, default=0.2)
     # optimisation
     p.add_argument("--epochs", type=int, default=10)
-    p.add_argument("--steps", type=int, default=None,
-                   help="length of the run in batches, which the schedules follow (default: the epochs)")
-    p.add_argument("--max-steps", type=int, default=None,
-                   help="stop after this many batches; the schedules stay those of the whole run")
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="length of the run in batches, which the schedules follow (default: the epochs)",
+    )
+    p.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop after this many batches; the schedules stay those of the whole run",
+    )
     p.add_argument("--max-minutes", type=float, default=0.0, help="training-time budget (0: none)")
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--lr", type=float, default=1e-3)
@@ -104,9 +116,15 @@ def parse_args(argv=None):
     p.add_argument("--tf-start", type=float, default=1.0)
     p.add_argument("--tf-end", type=float, default=0.8)
     # evaluation
-    p.add_argument("--eval-every", type=float, default=10.0,
-                   help="training minutes between evaluations (0: only at the end of each epoch and of the run)")
-    p.add_argument("--first-eval", type=float, default=5.0, help="training minutes of the first evaluation")
+    p.add_argument(
+        "--eval-every",
+        type=float,
+        default=10.0,
+        help="training minutes between evaluations (0: only at the end of each epoch and of the run)",
+    )
+    p.add_argument(
+        "--first-eval", type=float, default=5.0, help="training minutes of the first evaluation"
+    )
     p.add_argument("--eval-batch", type=int, default=500)
     p.add_argument("--max-len", type=int, default=30, help="decoding length limit")
     p.add_argument("--no-tqdm", dest="tqdm", action="store_false")
@@ -163,17 +181,28 @@ def main(argv=None):
     t_wall0 = time.time()
 
     pairs = load_pairs(args.max_words)
-    splits = split_pairs(pairs, seed=args.seed, n_val=args.n_val, n_test=args.n_test,
-                         max_train=args.max_pairs)
+    splits = split_pairs(
+        pairs, seed=args.seed, n_val=args.n_val, n_test=args.n_test, max_train=args.max_pairs
+    )
     src_vocab, tgt_vocab = build_vocabs(splits.train, args.src_min_freq, args.tgt_min_freq)
     train_data = encode(splits.train, src_vocab, tgt_vocab)
     val_data = encode(splits.val, src_vocab, tgt_vocab)
-    print(f"pairs {len(pairs):,} (both sides <= {args.max_words} words): train {len(splits.train):,}, "
-          f"val {len(splits.val):,}, test {len(splits.test):,}; vocab en {len(src_vocab):,} "
-          f"(min freq {args.src_min_freq}), fr {len(tgt_vocab):,} (min freq {args.tgt_min_freq})", flush=True)
+    print(
+        f"pairs {len(pairs):,} (both sides <= {args.max_words} words): train {len(splits.train):,}, "
+        f"val {len(splits.val):,}, test {len(splits.test):,}; vocab en {len(src_vocab):,} "
+        f"(min freq {args.src_min_freq}), fr {len(tgt_vocab):,} (min freq {args.tgt_min_freq})",
+        flush=True,
+    )
 
-    cfg = ModelConfig(len(src_vocab), len(tgt_vocab), emb=args.emb, hidden=args.hidden,
-                      bidirectional=args.bidirectional, attention=args.attention, dropout=args.dropout)
+    cfg = ModelConfig(
+        len(src_vocab),
+        len(tgt_vocab),
+        emb=args.emb,
+        hidden=args.hidden,
+        bidirectional=args.bidirectional,
+        attention=args.attention,
+        dropout=args.dropout,
+    )
     model = Seq2Seq(cfg)
     model.tgt_vocab = tgt_vocab  # plain attribute (not a module); used by evaluate()
     params = list(model.parameters())
@@ -210,10 +239,18 @@ def main(argv=None):
         vloss, vbleu, hyps = evaluate(model, val_data, splits.val, args.eval_batch, args.max_len)
         tr_loss = run_loss / max(run_tokens, 1)
         run_loss, run_tokens = 0.0, 0
-        rec = {"step": step, "epoch": round(epoch_float, 3), "train_minutes": round(train_time / 60, 2),
-               "wall_minutes": round((time.time() - t_wall0) / 60, 2), "train_loss": tr_loss,
-               "val_loss": vloss, "val_bleu": vbleu, "lr": opt.param_groups[0]["lr"],
-               "tf_ratio": tf_ratio(), "eval_seconds": round(time.time() - t0, 1)}
+        rec = {
+            "step": step,
+            "epoch": round(epoch_float, 3),
+            "train_minutes": round(train_time / 60, 2),
+            "wall_minutes": round((time.time() - t_wall0) / 60, 2),
+            "train_loss": tr_loss,
+            "val_loss": vloss,
+            "val_bleu": vbleu,
+            "lr": opt.param_groups[0]["lr"],
+            "tf_ratio": tf_ratio(),
+            "eval_seconds": round(time.time() - t0, 1),
+        }
         history["evals"].append(rec)
         improved = vbleu > best_bleu
         if improved:
@@ -221,9 +258,12 @@ def main(argv=None):
             save_checkpoint(out / "best.npz", model, cfg, src_vocab, tgt_vocab, args, history)
         save_checkpoint(out / "last.npz", model, cfg, src_vocab, tgt_vocab, args, history)
         (out / "history.json").write_text(json.dumps(history, indent=1))
-        print(f"[{label}] step {step} epoch {epoch_float:.2f} train {train_time / 60:.1f} min: "
-              f"train loss {tr_loss:.3f} val loss {vloss:.3f} val BLEU {vbleu:.2f}"
-              f"{' (best)' if improved else ''}  e.g. {splits.val[0][0]!r} -> {hyps[0]!r}", flush=True)
+        print(
+            f"[{label}] step {step} epoch {epoch_float:.2f} train {train_time / 60:.1f} min: "
+            f"train loss {tr_loss:.3f} val loss {vloss:.3f} val BLEU {vbleu:.2f}"
+            f"{' (best)' if improved else ''}  e.g. {splits.val[0][0]!r} -> {hyps[0]!r}",
+            flush=True,
+        )
 
     def tf_ratio():
         return args.tf_start + (args.tf_end - args.tf_start) * progress()
@@ -239,8 +279,17 @@ def main(argv=None):
     model.train()
     for epoch in range(args.epochs):
         batches = bucketed_batches(train_data, args.batch_size, rng)
-        bar = tqdm(batches, desc=f"epoch {epoch + 1}", disable=not args.tqdm, mininterval=5,
-                   file=sys.stdout) if tqdm else batches
+        bar = (
+            tqdm(
+                batches,
+                desc=f"epoch {epoch + 1}",
+                disable=not args.tqdm,
+                mininterval=5,
+                file=sys.stdout,
+            )
+            if tqdm
+            else batches
+        )
         for k, idx in enumerate(bar):
             t0 = time.time()
             b = make_batch(train_data, idx)
@@ -261,7 +310,12 @@ def main(argv=None):
             if step % 50 == 0:
                 history["train_curve"].append([step, round(train_time / 60, 3), lv])
             if tqdm:
-                bar.set_postfix(loss=f"{lv:.3f}", tf=f"{tf_ratio():.2f}", min=f"{train_time / 60:.1f}", refresh=False)
+                bar.set_postfix(
+                    loss=f"{lv:.3f}",
+                    tf=f"{tf_ratio():.2f}",
+                    min=f"{train_time / 60:.1f}",
+                    refresh=False,
+                )
             out_of_time = budget and train_time >= budget
             if step >= stop_steps or out_of_time:
                 stop = True
@@ -275,10 +329,12 @@ def main(argv=None):
             break
 
     n_steps_time = train_time / max(step, 1)
-    print(f"done: {step} steps, {train_time / 60:.1f} training minutes "
-          f"({n_steps_time * 1000:.0f} ms/step, {step * args.batch_size / max(train_time, 1e-9):.0f} pairs/s), "
-          f"wall {(time.time() - t_wall0) / 60:.1f} min; best val BLEU {best_bleu:.2f}; {out / 'best.npz'}",
-          flush=True)
+    print(
+        f"done: {step} steps, {train_time / 60:.1f} training minutes "
+        f"({n_steps_time * 1000:.0f} ms/step, {step * args.batch_size / max(train_time, 1e-9):.0f} pairs/s), "
+        f"wall {(time.time() - t_wall0) / 60:.1f} min; best val BLEU {best_bleu:.2f}; {out / 'best.npz'}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

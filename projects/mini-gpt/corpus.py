@@ -24,6 +24,7 @@ import torchlight as tl
 
 __all__ = ["Corpus", "load_corpus", "make_batch", "random_starts", "bits_per_char"]
 
+
 @dataclass
 class Corpus:
     tokenizer: object
@@ -54,8 +55,13 @@ def _load_tokenizer(path: Path):
     return load_tokenizer(path)
 
 
-def load_corpus(tokenizer: str = "char", bpe_vocab: int = 1000, cache_dir: str | os.PathLike | None = None,
-                root: str | None = None, tokenizer_path: str | os.PathLike | None = None) -> Corpus:
+def load_corpus(
+    tokenizer: str = "char",
+    bpe_vocab: int = 1000,
+    cache_dir: str | os.PathLike | None = None,
+    root: str | None = None,
+    tokenizer_path: str | os.PathLike | None = None,
+) -> Corpus:
     """Load, split 90/10 and tokenize tiny Shakespeare.
 
     ``tokenizer_path``: reuse a saved tokenizer (a resumed run must keep its vocabulary).
@@ -64,7 +70,9 @@ def load_corpus(tokenizer: str = "char", bpe_vocab: int = 1000, cache_dir: str |
     from torchlight.data import BPETokenizer, CharTokenizer
     from torchlight.data.datasets import checkout_data_root, split_text, tiny_shakespeare
 
-    text = tiny_shakespeare(root=root if root is not None else checkout_data_root(__file__), progress=False)
+    text = tiny_shakespeare(
+        root=root if root is not None else checkout_data_root(__file__), progress=False
+    )
     train_text, val_text = split_text(text, val_fraction=0.1)
     if tokenizer_path is not None and Path(tokenizer_path).is_file():
         tok = _load_tokenizer(tokenizer_path)
@@ -88,7 +96,9 @@ def load_corpus(tokenizer: str = "char", bpe_vocab: int = 1000, cache_dir: str |
     return Corpus(tok, kind, train_ids, val_ids, len(train_text), len(val_text))
 
 
-def random_starts(n_tokens: int, batch_size: int, block_size: int, rng: np.random.Generator) -> np.ndarray:
+def random_starts(
+    n_tokens: int, batch_size: int, block_size: int, rng: np.random.Generator
+) -> np.ndarray:
     """``batch_size`` window starts such that ``block_size + 1`` tokens fit after each."""
     return rng.integers(0, n_tokens - block_size - 1, size=batch_size, endpoint=True)
 

@@ -22,7 +22,9 @@ if str(HERE) not in sys.path:
 
 
 def main(argv=None) -> str:
-    p = argparse.ArgumentParser(description="Train a small mini-GPT for a few minutes and sample from it.")
+    p = argparse.ArgumentParser(
+        description="Train a small mini-GPT for a few minutes and sample from it."
+    )
     p.add_argument("--minutes", type=float, default=3.0)
     p.add_argument("--out", default=str(HERE / "out" / "demo"))
     p.add_argument("--tokens", type=int, default=500)
@@ -36,21 +38,36 @@ def main(argv=None) -> str:
     from corpus import load_corpus
     from model import generate
 
-    train_args = ["--preset", "demo", "--max-minutes", str(args.minutes), "--out", args.out,
-                  "--backend", args.backend, "--progress" if args.progress else "--no-progress"]
+    train_args = [
+        "--preset",
+        "demo",
+        "--max-minutes",
+        str(args.minutes),
+        "--out",
+        args.out,
+        "--backend",
+        args.backend,
+        "--progress" if args.progress else "--no-progress",
+    ]
     t0 = time.perf_counter()
     summary = train.main(train_args)
     model, ckpt = train.load_model(args.out, args.backend)
     corpus = load_corpus("char", tokenizer_path=os.path.join(args.out, "tokenizer.json"))
     prompt = corpus.encode("\n")
     t1 = time.perf_counter()
-    ids = generate(model, prompt, args.tokens, temperature=args.temperature, top_k=args.top_k, seed=0)
+    ids = generate(
+        model, prompt, args.tokens, temperature=args.temperature, top_k=args.top_k, seed=0
+    )
     text = corpus.decode(ids)
-    print(f"\nmini-GPT demo: {summary['parameters']:,} parameters, {summary['steps']} steps in "
-          f"{summary['minutes']:.1f} min ({summary['tokens_per_s']:.0f} tokens/s), validation loss "
-          f"{summary['val_loss']:.3f} nats/char ({summary['val_bpc']:.2f} bits/char)")
-    print(f"sample ({args.tokens} characters, temperature {args.temperature}, top-k {args.top_k}, "
-          f"KV cache, {len(ids) / (time.perf_counter() - t1):.0f} chars/s):\n")
+    print(
+        f"\nmini-GPT demo: {summary['parameters']:,} parameters, {summary['steps']} steps in "
+        f"{summary['minutes']:.1f} min ({summary['tokens_per_s']:.0f} tokens/s), validation loss "
+        f"{summary['val_loss']:.3f} nats/char ({summary['val_bpc']:.2f} bits/char)"
+    )
+    print(
+        f"sample ({args.tokens} characters, temperature {args.temperature}, top-k {args.top_k}, "
+        f"KV cache, {len(ids) / (time.perf_counter() - t1):.0f} chars/s):\n"
+    )
     print(text)
     print(f"\n[total {time.perf_counter() - t0:.0f} s]")
     return text

@@ -158,7 +158,9 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(cfg.n_embd)
         # With tying, the head is the embedding matrix itself (logits = x @ wte.weight^T), so
         # there is no second parameter to register, save or keep in sync.
-        self.lm_head = None if cfg.tie_weights else nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+        self.lm_head = (
+            None if cfg.tie_weights else nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+        )
         self._init_weights()
 
     def _init_weights(self):
@@ -184,7 +186,9 @@ class GPT(nn.Module):
         B, T = idx.shape
         past = cache.length if cache is not None else 0
         if past + T > self.config.block_size:
-            raise ValueError(f"sequence of {past + T} tokens is longer than block_size={self.config.block_size}")
+            raise ValueError(
+                f"sequence of {past + T} tokens is longer than block_size={self.config.block_size}"
+            )
         pos = self.wpe.weight[past : past + T]  # (T, C), broadcast over the batch
         x = self.drop(self.wte(idx) + pos)
         for i, block in enumerate(self.h):
@@ -204,8 +208,10 @@ class GPT(nn.Module):
         decay, no_decay = [], []
         for _, p in self.named_parameters():
             (decay if p.ndim >= 2 else no_decay).append(p)
-        return [{"params": decay, "weight_decay": weight_decay},
-                {"params": no_decay, "weight_decay": 0.0}]
+        return [
+            {"params": decay, "weight_decay": weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ]
 
 
 def count_parameters(model) -> int:
@@ -214,7 +220,10 @@ def count_parameters(model) -> int:
 
 # ---- generation -----------------------------------------------------------------------------------
 
-def _sample_from(logits: np.ndarray, temperature: float, top_k: int | None, rng: np.random.Generator) -> int:
+
+def _sample_from(
+    logits: np.ndarray, temperature: float, top_k: int | None, rng: np.random.Generator
+) -> int:
     """One token from a row of logits: temperature, keep the ``top_k`` largest, softmax, draw."""
     if temperature <= 0:
         return int(np.argmax(logits))
@@ -227,8 +236,17 @@ def _sample_from(logits: np.ndarray, temperature: float, top_k: int | None, rng:
     return int(rng.choice(z.size, p=p))
 
 
-def generate(model: GPT, prompt, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None,
-             use_cache: bool = True, seed: int = 0, keep: int | None = None, return_logits: bool = False):
+def generate(
+    model: GPT,
+    prompt,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    use_cache: bool = True,
+    seed: int = 0,
+    keep: int | None = None,
+    return_logits: bool = False,
+):
     """Continue ``prompt`` (a list of token ids) by ``max_new_tokens`` sampled tokens.
 
     The model sees a *window* of the sequence that starts at some token and grows by one per step.
@@ -261,7 +279,7 @@ def generate(model: GPT, prompt, max_new_tokens: int, temperature: float = 1.0, 
                     if cache is not None:
                         cache.reset()
                 # with a cache only the tokens not cached yet go through the model
-                window = seq[start + cache.length:] if cache is not None else seq[start:]
+                window = seq[start + cache.length :] if cache is not None else seq[start:]
                 idx = tl.tensor(np.asarray([window], dtype=np.int64), device=device)
                 logits, _ = model(idx, cache=cache)
                 row = logits[0, -1].to_numpy()

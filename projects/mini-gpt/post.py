@@ -39,8 +39,14 @@ from train import DEFAULT_OUT, load_model  # noqa: E402
 TEMPERATURES = (0.8, 1.2)
 
 
-def evaluate_split(model, ids: np.ndarray, block_size: int, batch_size: int = 32, max_windows: int | None = None,
-                   device=None) -> dict:
+def evaluate_split(
+    model,
+    ids: np.ndarray,
+    block_size: int,
+    batch_size: int = 32,
+    max_windows: int | None = None,
+    device=None,
+) -> dict:
     """Loss and top-1 accuracy over non-overlapping windows of ``ids``."""
     n_windows = (len(ids) - 1) // block_size
     if max_windows is not None:
@@ -62,8 +68,13 @@ def evaluate_split(model, ids: np.ndarray, block_size: int, batch_size: int = 32
             correct += int((pred == y_np).sum())
             count += n
     loss = total_loss / count
-    return {"loss": loss, "perplexity": math.exp(loss), "top1_accuracy": correct / count,
-            "tokens": count, "windows": n_windows}
+    return {
+        "loss": loss,
+        "perplexity": math.exp(loss),
+        "top1_accuracy": correct / count,
+        "tokens": count,
+        "windows": n_windows,
+    }
 
 
 def plot(history: dict, path: Path, title: str) -> None:
@@ -83,11 +94,26 @@ def plot(history: dict, path: Path, title: str) -> None:
     ev = history["eval"]
     if ev:
         es = [e["step"] for e in ev]
-        ax1.plot(es, [e["train_loss"] for e in ev], "o-", color="C2", ms=3, label="train (fixed batches)")
-        ax1.plot(es, [e["val_loss"] for e in ev], "o-", color="C3", ms=3, label="validation (fixed batches)")
+        ax1.plot(
+            es, [e["train_loss"] for e in ev], "o-", color="C2", ms=3, label="train (fixed batches)"
+        )
+        ax1.plot(
+            es,
+            [e["val_loss"] for e in ev],
+            "o-",
+            color="C3",
+            ms=3,
+            label="validation (fixed batches)",
+        )
         best = min(ev, key=lambda e: e["val_loss"])
-        ax1.annotate(f"{best['val_loss']:.3f}", (best["step"], best["val_loss"]),
-                     textcoords="offset points", xytext=(0, -14), ha="center", color="C3")
+        ax1.annotate(
+            f"{best['val_loss']:.3f}",
+            (best["step"], best["val_loss"]),
+            textcoords="offset points",
+            xytext=(0, -14),
+            ha="center",
+            color="C3",
+        )
     ax1.set_xlabel("step")
     ax1.set_ylabel("cross-entropy (nats / token)")
     ax1.set_title(title)
@@ -111,18 +137,27 @@ def main(argv=None) -> dict:
     p.add_argument("--sample-tokens", type=int, default=500)
     p.add_argument("--prompt", default="\n")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-windows", type=int, default=None, help="evaluate only this many windows (quick checks)")
+    p.add_argument(
+        "--max-windows",
+        type=int,
+        default=None,
+        help="evaluate only this many windows (quick checks)",
+    )
     args = p.parse_args(argv)
     out = Path(args.out)
     tl.set_default_device(args.backend)
 
     model, ckpt = load_model(out, args.backend)
     tcfg = ckpt["train_config"]
-    corpus = load_corpus(tcfg["tokenizer"], tcfg["bpe_vocab"], tokenizer_path=out / "tokenizer.json")
+    corpus = load_corpus(
+        tcfg["tokenizer"], tcfg["bpe_vocab"], tokenizer_path=out / "tokenizer.json"
+    )
     block = model.config.block_size
 
     t0 = time.perf_counter()
-    val = evaluate_split(model, corpus.val_ids, block, max_windows=args.max_windows, device=args.backend)
+    val = evaluate_split(
+        model, corpus.val_ids, block, max_windows=args.max_windows, device=args.backend
+    )
     val["bpc"] = bits_per_char(val["loss"], corpus.val_tokens_per_char)
     val["eval_seconds"] = round(time.perf_counter() - t0, 2)
 
@@ -130,10 +165,20 @@ def main(argv=None) -> dict:
     samples = {}
     for temp in TEMPERATURES:
         t0 = time.perf_counter()
-        ids = generate(model, prompt_ids, args.sample_tokens, temperature=temp, top_k=args.top_k, seed=args.seed)
+        ids = generate(
+            model,
+            prompt_ids,
+            args.sample_tokens,
+            temperature=temp,
+            top_k=args.top_k,
+            seed=args.seed,
+        )
         dt = time.perf_counter() - t0
-        samples[str(temp)] = {"text": corpus.decode(ids), "seconds": round(dt, 2),
-                              "tokens_per_s": round(len(ids) / dt, 1)}
+        samples[str(temp)] = {
+            "text": corpus.decode(ids),
+            "seconds": round(dt, 2),
+            "tokens_per_s": round(len(ids) / dt, 1),
+        }
 
     summary_path = out / "summary.json"
     result = {
@@ -152,8 +197,10 @@ def main(argv=None) -> dict:
         for temp, s in samples.items():
             f.write(f"=== temperature {temp}, top-k {args.top_k} ===\n{s['text']}\n\n")
     history = json.loads((out / "history.json").read_text())
-    title = (f"mini-GPT, {corpus.kind}: val {val['loss']:.3f} nats/token, "
-             f"{val['bpc']:.3f} bpc after {result['train_minutes']:.0f} min")
+    title = (
+        f"mini-GPT, {corpus.kind}: val {val['loss']:.3f} nats/token, "
+        f"{val['bpc']:.3f} bpc after {result['train_minutes']:.0f} min"
+    )
     plot(history, out / "gpt_eval.png", title)
 
     print(f"validation ({val['windows']} windows x {block} tokens, {val['tokens']:,} tokens):")
@@ -162,7 +209,9 @@ def main(argv=None) -> dict:
     print(f"  bits/char   {val['bpc']:.4f}")
     print(f"  top-1 acc   {val['top1_accuracy']:.4f}")
     for temp, s in samples.items():
-        print(f"\n--- sample, temperature {temp}, top-k {args.top_k} ({s['tokens_per_s']} tokens/s) ---")
+        print(
+            f"\n--- sample, temperature {temp}, top-k {args.top_k} ({s['tokens_per_s']} tokens/s) ---"
+        )
         print(s["text"])
     print(f"\nwrote {out / 'eval.json'}, {out / 'samples.txt'}, {out / 'gpt_eval.png'}")
     return result

@@ -82,21 +82,44 @@ class TrainConfig:
     threads: int = 0  # BLAS threads (0: the library's default); 1 is faster on a busy machine
     seed: int = 1337
     progress: bool = True  # tqdm progress bar
-    distributed: bool = False  # average gradients over MPI ranks (automatic under mpiexec -n N, N > 1)
+    distributed: bool = (
+        False  # average gradients over MPI ranks (automatic under mpiexec -n N, N > 1)
+    )
 
     def model_config(self, vocab_size: int) -> GPTConfig:
-        return GPTConfig(vocab_size=vocab_size, block_size=self.block_size, n_layer=self.n_layer,
-                         n_head=self.n_head, n_embd=self.n_embd, dropout=self.dropout, bias=self.bias,
-                         tie_weights=self.tie_weights, gelu=self.gelu)
+        return GPTConfig(
+            vocab_size=vocab_size,
+            block_size=self.block_size,
+            n_layer=self.n_layer,
+            n_head=self.n_head,
+            n_embd=self.n_embd,
+            dropout=self.dropout,
+            bias=self.bias,
+            tie_weights=self.tie_weights,
+            gelu=self.gelu,
+        )
 
 
 #: Named starting points; flags given on the command line override them.
 PRESETS: dict[str, dict] = {
     "default": {},
     # ~3 minutes on 2 cores: a smaller, shorter-context model anneals in time to write Shakespeare-shaped text
-    "demo": dict(block_size=64, n_layer=3, n_head=4, n_embd=128, dropout=0.0, batch_size=32,
-                 lr=3e-3, min_lr=3e-4, warmup_iters=50, max_iters=100000, eval_interval=100,
-                 eval_batches=8, max_minutes=3.0, threads=1),
+    "demo": dict(
+        block_size=64,
+        n_layer=3,
+        n_head=4,
+        n_embd=128,
+        dropout=0.0,
+        batch_size=32,
+        lr=3e-3,
+        min_lr=3e-4,
+        warmup_iters=50,
+        max_iters=100000,
+        eval_interval=100,
+        eval_batches=8,
+        max_minutes=3.0,
+        threads=1,
+    ),
     # The headline result (validation loss 1.485 nats/char): width 192 and the cosine over 4,384
     # steps. It was measured as `--max-minutes 60 --threads 1 --n-embd 192`, which stopped at step
     # 4,384 with the cosine following the wall clock; a cosine over those 4,384 steps is the same
@@ -105,29 +128,54 @@ PRESETS: dict[str, dict] = {
     # model: docs/developer/performance.md); `--backend cpu` for the numpy backend it was measured on.
     "headline": dict(n_embd=192, max_iters=4384, max_minutes=0.0, threads=1, backend="auto"),
     # a few seconds: for tests
-    "tiny": dict(block_size=32, n_layer=2, n_head=2, n_embd=32, dropout=0.0, batch_size=8, lr=3e-3,
-                 min_lr=3e-4, warmup_iters=5, max_iters=30, eval_interval=10, eval_batches=2),
+    "tiny": dict(
+        block_size=32,
+        n_layer=2,
+        n_head=2,
+        n_embd=32,
+        dropout=0.0,
+        batch_size=8,
+        lr=3e-3,
+        min_lr=3e-4,
+        warmup_iters=5,
+        max_iters=30,
+        eval_interval=10,
+        eval_batches=2,
+    ),
 }
 
 
 # ---- command line ---------------------------------------------------------------------------------
 
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description="Train the mini-GPT on tiny Shakespeare.",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--out", default=str(DEFAULT_OUT), help="output directory (checkpoint, history, tokenizer)")
+    p = argparse.ArgumentParser(
+        description="Train the mini-GPT on tiny Shakespeare.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument(
+        "--out", default=str(DEFAULT_OUT), help="output directory (checkpoint, history, tokenizer)"
+    )
     p.add_argument("--resume", action="store_true", help="continue from <out>/ckpt.npz")
     p.add_argument("--preset", choices=sorted(PRESETS), default=None)
-    p.add_argument("--max-steps", type=int, default=None,
-                   help="stop after this many steps (checkpoint written; the schedule stays the one of "
-                        "max_iters): a short check of a long preset")
+    p.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop after this many steps (checkpoint written; the schedule stays the one of "
+        "max_iters): a short check of a long preset",
+    )
     defaults = TrainConfig()
     for f in fields(TrainConfig):
         flag = "--" + f.name.replace("_", "-")
         default = getattr(defaults, f.name)
         if isinstance(default, bool):
-            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None,
-                           help=f"(default {default})")
+            p.add_argument(
+                flag,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=f"(default {default})",
+            )
         else:
             p.add_argument(flag, type=type(default), default=None, help=f"(default {default})")
     return p
@@ -139,12 +187,18 @@ def resolve_config(args, ckpt_config: dict | None = None) -> TrainConfig:
         values.update(PRESETS[args.preset])
     if ckpt_config:
         values.update({k: v for k, v in ckpt_config.items() if k in values})
-    values.update({f.name: getattr(args, f.name) for f in fields(TrainConfig)
-                   if getattr(args, f.name) is not None})
+    values.update(
+        {
+            f.name: getattr(args, f.name)
+            for f in fields(TrainConfig)
+            if getattr(args, f.name) is not None
+        }
+    )
     return TrainConfig(**values)
 
 
 # ---- schedule and evaluation ----------------------------------------------------------------------
+
 
 def lr_at(cfg: TrainConfig, step: int, progress: float) -> float:
     """Linear warmup over ``warmup_iters`` steps times a cosine from ``lr`` to ``min_lr`` over
@@ -164,11 +218,17 @@ def progress_of(cfg: TrainConfig, step: int, seconds: float) -> float:
 def fixed_starts(n_tokens: int, cfg: TrainConfig, seed: int) -> np.ndarray:
     """``eval_batches`` x ``batch_size`` window starts, the same at every evaluation."""
     rng = np.random.default_rng(seed)
-    return np.stack([random_starts(n_tokens, cfg.batch_size, cfg.block_size, rng)
-                     for _ in range(cfg.eval_batches)])
+    return np.stack(
+        [
+            random_starts(n_tokens, cfg.batch_size, cfg.block_size, rng)
+            for _ in range(cfg.eval_batches)
+        ]
+    )
 
 
-def estimate_loss(model, ids: np.ndarray, starts: np.ndarray, block_size: int, device=None) -> float:
+def estimate_loss(
+    model, ids: np.ndarray, starts: np.ndarray, block_size: int, device=None
+) -> float:
     """Mean cross-entropy (nats per token) over the given batches, in eval mode without grad."""
     was = model.training
     model.eval()
@@ -183,6 +243,7 @@ def estimate_loss(model, ids: np.ndarray, starts: np.ndarray, block_size: int, d
 
 
 # ---- checkpoints ----------------------------------------------------------------------------------
+
 
 def save_checkpoint(path: Path, model, optimizer, cfg: TrainConfig, state: dict) -> None:
     payload = {
@@ -218,8 +279,12 @@ def load_model(out: str | Path, backend: str = "cpu"):
 
 
 def make_optimizer(model, cfg: TrainConfig):
-    return tl.optim.AdamW(model.param_groups(cfg.weight_decay), lr=cfg.lr,
-                          betas=(cfg.beta1, cfg.beta2), weight_decay=cfg.weight_decay)
+    return tl.optim.AdamW(
+        model.param_groups(cfg.weight_decay),
+        lr=cfg.lr,
+        betas=(cfg.beta1, cfg.beta2),
+        weight_decay=cfg.weight_decay,
+    )
 
 
 def set_blas_threads(n: int) -> None:
@@ -232,7 +297,10 @@ def set_blas_threads(n: int) -> None:
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
-        print("--threads needs threadpoolctl (pip install threadpoolctl); ignoring it", file=sys.stderr)
+        print(
+            "--threads needs threadpoolctl (pip install threadpoolctl); ignoring it",
+            file=sys.stderr,
+        )
         return
     threadpool_limits(limits=n, user_api="blas")
 
@@ -254,8 +322,15 @@ def distributed_context(requested: bool):
 
 # ---- training -------------------------------------------------------------------------------------
 
-def train(cfg: TrainConfig, out: str | Path = DEFAULT_OUT, resume: bool = False, corpus: Corpus | None = None,
-          log=print, stop_at: int | None = None) -> dict:
+
+def train(
+    cfg: TrainConfig,
+    out: str | Path = DEFAULT_OUT,
+    resume: bool = False,
+    corpus: Corpus | None = None,
+    log=print,
+    stop_at: int | None = None,
+) -> dict:
     """Run (or continue) training; returns the final summary dict (also written to out/summary.json).
 
     ``stop_at``: end after this step as an interruption would (checkpoint written, schedule unchanged).
@@ -280,14 +355,20 @@ def train(cfg: TrainConfig, out: str | Path = DEFAULT_OUT, resume: bool = False,
     ckpt = load_checkpoint(ckpt_path) if resume else None
     tok_path = out / "tokenizer.json"
     if corpus is None:
-        corpus = load_corpus(cfg.tokenizer, cfg.bpe_vocab, cache_dir=out.parent / "cache",
-                             tokenizer_path=tok_path if resume else None)
+        corpus = load_corpus(
+            cfg.tokenizer,
+            cfg.bpe_vocab,
+            cache_dir=out.parent / "cache",
+            tokenizer_path=tok_path if resume else None,
+        )
     if rank == 0:
         corpus.tokenizer.save(tok_path)
         if dist:
             dist.barrier()
 
-    mcfg = GPTConfig.from_dict(ckpt["model_config"]) if ckpt else cfg.model_config(corpus.vocab_size)
+    mcfg = (
+        GPTConfig.from_dict(ckpt["model_config"]) if ckpt else cfg.model_config(corpus.vocab_size)
+    )
     tl.manual_seed(cfg.seed)
     model = build_model(mcfg, device)
     optimizer = make_optimizer(model, cfg)
@@ -303,10 +384,13 @@ def train(cfg: TrainConfig, out: str | Path = DEFAULT_OUT, resume: bool = False,
             history = json.loads(hist_path.read_text())
             keep = sum(1 for s in history["step"] if s < step)
             history["step"], history["train_loss"], history["lr"] = (
-                history[k][:keep] for k in ("step", "train_loss", "lr"))
+                history[k][:keep] for k in ("step", "train_loss", "lr")
+            )
             history["eval"] = [e for e in history["eval"] if e["step"] <= step]
     if rank == 0:
-        (out / "config.json").write_text(json.dumps({"train": asdict(cfg), "model": mcfg.to_dict()}, indent=1))
+        (out / "config.json").write_text(
+            json.dumps({"train": asdict(cfg), "model": mcfg.to_dict()}, indent=1)
+        )
     # data parallel: rank 0's weights everywhere, gradients averaged in backward
     ddp = dist.DistributedDataParallel(model) if dist else model
 
@@ -318,9 +402,11 @@ def train(cfg: TrainConfig, out: str | Path = DEFAULT_OUT, resume: bool = False,
 
     n_params = count_parameters(model)
     tokens_per_step = cfg.batch_size * cfg.block_size
-    log(f"mini-gpt: {n_params:,} parameters, {corpus.kind} tokenizer (vocab {corpus.vocab_size}), "
+    log(
+        f"mini-gpt: {n_params:,} parameters, {corpus.kind} tokenizer (vocab {corpus.vocab_size}), "
         f"{len(corpus.train_ids):,} train / {len(corpus.val_ids):,} val tokens, backend {device}, "
-        f"{'resuming at step ' + str(step) if ckpt else 'from scratch'}")
+        f"{'resuming at step ' + str(step) if ckpt else 'from scratch'}"
+    )
     train_starts = fixed_starts(len(corpus.train_ids), cfg, cfg.seed + 1)
     val_starts = fixed_starts(len(corpus.val_ids), cfg, cfg.seed + 2)
     params = [p for p in model.parameters()]
@@ -329,12 +415,23 @@ def train(cfg: TrainConfig, out: str | Path = DEFAULT_OUT, resume: bool = False,
         t0 = time.perf_counter()
         tr = estimate_loss(model, corpus.train_ids, train_starts, cfg.block_size, device)
         va = estimate_loss(model, corpus.val_ids, val_starts, cfg.block_size, device)
-        rec = {"step": at_step, "minutes": round(seconds / 60, 3), "cpu_minutes": round(cpu_minutes(), 3),
-               "train_loss": tr, "val_loss": va,
-               "val_bpc": bits_per_char(va, corpus.val_tokens_per_char), "tokens_seen": tokens_seen,
-               "tokens_per_s": tokens_seen / step_seconds if step_seconds else None,
-               "eval_seconds": None}
-        state = {"step": at_step, "seconds": seconds, "tokens_seen": tokens_seen, "step_seconds": step_seconds}
+        rec = {
+            "step": at_step,
+            "minutes": round(seconds / 60, 3),
+            "cpu_minutes": round(cpu_minutes(), 3),
+            "train_loss": tr,
+            "val_loss": va,
+            "val_bpc": bits_per_char(va, corpus.val_tokens_per_char),
+            "tokens_seen": tokens_seen,
+            "tokens_per_s": tokens_seen / step_seconds if step_seconds else None,
+            "eval_seconds": None,
+        }
+        state = {
+            "step": at_step,
+            "seconds": seconds,
+            "tokens_seen": tokens_seen,
+            "step_seconds": step_seconds,
+        }
         if rank == 0:  # every rank holds the same weights: one writes
             save_checkpoint(ckpt_path, model, optimizer, cfg, state)
         rec["eval_seconds"] = round(time.perf_counter() - t0, 2)
@@ -348,7 +445,9 @@ def train(cfg: TrainConfig, out: str | Path = DEFAULT_OUT, resume: bool = False,
     if cfg.progress and rank == 0:
         from tqdm import tqdm
 
-        bar = tqdm(total=cfg.max_iters, initial=step, unit="step", dynamic_ncols=True, mininterval=1.0)
+        bar = tqdm(
+            total=cfg.max_iters, initial=step, unit="step", dynamic_ncols=True, mininterval=1.0
+        )
     last = history["eval"][-1] if history["eval"] else None
     loss_ema = None
     start_step = step
@@ -368,18 +467,26 @@ def train(cfg: TrainConfig, out: str | Path = DEFAULT_OUT, resume: bool = False,
             for group in optimizer.param_groups:
                 group["lr"] = lr
             t0 = time.perf_counter()
-            starts = random_starts(len(corpus.train_ids), cfg.batch_size, cfg.block_size,
-                                   np.random.default_rng([cfg.seed, step]))
+            starts = random_starts(
+                len(corpus.train_ids),
+                cfg.batch_size,
+                cfg.block_size,
+                np.random.default_rng([cfg.seed, step]),
+            )
             starts = starts[rank::world]  # this rank's share of the global batch
             x, y = make_batch(corpus.train_ids, starts, cfg.block_size, device)
-            tl.manual_seed((cfg.seed * 1_000_003 + step) * world + rank)  # dropout masks of this step
+            tl.manual_seed(
+                (cfg.seed * 1_000_003 + step) * world + rank
+            )  # dropout masks of this step
             _, loss = ddp(x, y)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if cfg.grad_clip > 0:
                 tl.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
             optimizer.step()
-            loss_v = loss.item() if not dist else dist.all_reduce(loss.detach().clone(), "mean").item()
+            loss_v = (
+                loss.item() if not dist else dist.all_reduce(loss.detach().clone(), "mean").item()
+            )
             dt = time.perf_counter() - t0
             step_seconds += dt
             tokens_seen += tokens_per_step
@@ -396,11 +503,16 @@ def train(cfg: TrainConfig, out: str | Path = DEFAULT_OUT, resume: bool = False,
                 t_last = time.perf_counter()  # eval time is counted from here on via `seconds`
                 seconds += last["eval_seconds"]
                 if bar is None:
-                    log(f"step {step}: train {last['train_loss']:.4f}  val {last['val_loss']:.4f} "
-                        f"({last['val_bpc']:.3f} bpc)  {last['tokens_per_s']:.0f} tok/s  {seconds / 60:.1f} min")
+                    log(
+                        f"step {step}: train {last['train_loss']:.4f}  val {last['val_loss']:.4f} "
+                        f"({last['val_bpc']:.3f} bpc)  {last['tokens_per_s']:.0f} tok/s  {seconds / 60:.1f} min"
+                    )
             if bar is not None:
-                post = {"loss": f"{loss_ema:.3f}", "lr": f"{lr:.2e}",
-                        "tok/s": f"{tokens_per_step / dt:.0f}"}
+                post = {
+                    "loss": f"{loss_ema:.3f}",
+                    "lr": f"{lr:.2e}",
+                    "tok/s": f"{tokens_per_step / dt:.0f}",
+                }
                 if last:
                     post["val"] = f"{last['val_loss']:.3f}"
                 bar.set_postfix(post, refresh=False)
@@ -432,8 +544,10 @@ def train(cfg: TrainConfig, out: str | Path = DEFAULT_OUT, resume: bool = False,
     }
     if rank == 0:
         (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    log(f"done ({stop_reason}) at step {step}: val loss {summary['val_loss']:.4f} nats/token, "
-        f"{summary['val_bpc']:.3f} bpc, {summary['tokens_per_s']} tok/s, {summary['minutes']} min -> {out}")
+    log(
+        f"done ({stop_reason}) at step {step}: val loss {summary['val_loss']:.4f} nats/token, "
+        f"{summary['val_bpc']:.3f} bpc, {summary['tokens_per_s']} tok/s, {summary['minutes']} min -> {out}"
+    )
     return summary
 
 

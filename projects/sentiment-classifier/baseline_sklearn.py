@@ -42,19 +42,35 @@ def main() -> int:
     x_te, y_te = [s.text for s in split.test], np.array([s.label for s in split.test])
 
     def feats():
-        return FeatureUnion([("w", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)),
-                             ("c", TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 5), sublinear_tf=True))])
+        return FeatureUnion(
+            [
+                ("w", TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)),
+                ("c", TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 5), sublinear_tf=True)),
+            ]
+        )
 
     cv = StratifiedKFold(5, shuffle=True, random_state=0)
-    scores = {c: cross_val_score(make_pipeline(feats(), LogisticRegression(C=c, max_iter=3000)), x_tr, y_tr,
-                                 cv=cv).mean() for c in (0.3, 1, 3, 10, 30)}
+    scores = {
+        c: cross_val_score(
+            make_pipeline(feats(), LogisticRegression(C=c, max_iter=3000)), x_tr, y_tr, cv=cv
+        ).mean()
+        for c in (0.3, 1, 3, 10, 30)
+    }
     best_c = max(scores, key=scores.get)
-    runs = {"default": make_pipeline(TfidfVectorizer(), LogisticRegression()),
-            f"tuned (C={best_c} by 5-fold CV)": make_pipeline(feats(), LogisticRegression(C=best_c, max_iter=3000))}
-    print("5-fold CV accuracy on the 2,400 by C:", {c: round(float(v), 4) for c, v in scores.items()})
+    runs = {
+        "default": make_pipeline(TfidfVectorizer(), LogisticRegression()),
+        f"tuned (C={best_c} by 5-fold CV)": make_pipeline(
+            feats(), LogisticRegression(C=best_c, max_iter=3000)
+        ),
+    }
+    print(
+        "5-fold CV accuracy on the 2,400 by C:", {c: round(float(v), 4) for c, v in scores.items()}
+    )
     for name, pipe in runs.items():
         pred = pipe.fit(x_tr, y_tr).predict(x_te)
-        print(f"TF-IDF + LR {name:28s} test accuracy {accuracy_score(y_te, pred):.4f}  F1 {f1_score(y_te, pred):.4f}")
+        print(
+            f"TF-IDF + LR {name:28s} test accuracy {accuracy_score(y_te, pred):.4f}  F1 {f1_score(y_te, pred):.4f}"
+        )
     return 0
 
 

@@ -58,27 +58,38 @@ def load_split(val_fraction: float = 0.1, val_seed: int = 0) -> Split:
 
 # ---- n-gram features ---------------------------------------------------------------------------
 
+
 def ngram_features(text: str, word_ngrams: int, char_ngrams: tuple[int, int] | None) -> list[str]:
     """The feature strings of one sentence (with repeats: counts become term frequencies)."""
     words = word_tokenize(text)
     feats = []
     for n in range(1, word_ngrams + 1):
-        feats += ["w:" + " ".join(words[i:i + n]) for i in range(len(words) - n + 1)]
+        feats += ["w:" + " ".join(words[i : i + n]) for i in range(len(words) - n + 1)]
     if char_ngrams:
         lo, hi = char_ngrams
         for w in words:
             padded = f" {w} "
             for n in range(lo, hi + 1):
-                feats += ["c:" + padded[i:i + n] for i in range(len(padded) - n + 1)]
+                feats += ["c:" + padded[i : i + n] for i in range(len(padded) - n + 1)]
     return feats
 
 
 class NgramFeaturizer:
     """Feature vocabulary + idf, fitted on training texts; id 0 is padding."""
 
-    def __init__(self, word_ngrams: int = 2, char_ngrams: tuple[int, int] | None = (2, 5),
-                 min_df: int = 1, nb: bool = False):
-        self.word_ngrams, self.char_ngrams, self.min_df, self.nb = word_ngrams, char_ngrams, min_df, nb
+    def __init__(
+        self,
+        word_ngrams: int = 2,
+        char_ngrams: tuple[int, int] | None = (2, 5),
+        min_df: int = 1,
+        nb: bool = False,
+    ):
+        self.word_ngrams, self.char_ngrams, self.min_df, self.nb = (
+            word_ngrams,
+            char_ngrams,
+            min_df,
+            nb,
+        )
         self.itos: list[str] = ["<pad>"]
         self.stoi: dict[str, int] = {}
         self.idf = np.zeros(1, dtype=np.float32)
@@ -96,7 +107,9 @@ class NgramFeaturizer:
         self.stoi = {f: i for i, f in enumerate(self.itos)}
         n = len(texts)
         # scikit-learn's smooth idf: log((1 + n) / (1 + df)) + 1
-        self.idf = np.array([0.0] + [math.log((1 + n) / (1 + df[f])) + 1.0 for f in kept], dtype=np.float32)
+        self.idf = np.array(
+            [0.0] + [math.log((1 + n) / (1 + df[f])) + 1.0 for f in kept], dtype=np.float32
+        )
         self.ratio = np.ones(len(self.itos), dtype=np.float32)
         if self.nb:
             # NB log-count ratio (Wang & Manning 2012) over binarised features, add-one smoothed:
@@ -112,7 +125,9 @@ class NgramFeaturizer:
         return len(self.itos)
 
     def encode(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        counts = Counter(f for f in ngram_features(text, self.word_ngrams, self.char_ngrams) if f in self.stoi)
+        counts = Counter(
+            f for f in ngram_features(text, self.word_ngrams, self.char_ngrams) if f in self.stoi
+        )
         if not counts:
             return np.zeros(1, np.int64), np.zeros(1, np.float32)
         ids = np.array([self.stoi[f] for f in counts], dtype=np.int64)
@@ -122,13 +137,24 @@ class NgramFeaturizer:
         return ids, (w / np.linalg.norm(w) * self.ratio[ids]).astype(np.float32)
 
     def to_dict(self) -> dict:
-        return {"word_ngrams": self.word_ngrams, "char_ngrams": list(self.char_ngrams) if self.char_ngrams else None,
-                "min_df": self.min_df, "nb": self.nb, "itos": self.itos, "idf": self.idf.tolist(),
-                "ratio": self.ratio.tolist()}
+        return {
+            "word_ngrams": self.word_ngrams,
+            "char_ngrams": list(self.char_ngrams) if self.char_ngrams else None,
+            "min_df": self.min_df,
+            "nb": self.nb,
+            "itos": self.itos,
+            "idf": self.idf.tolist(),
+            "ratio": self.ratio.tolist(),
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> NgramFeaturizer:
-        f = cls(d["word_ngrams"], tuple(d["char_ngrams"]) if d["char_ngrams"] else None, d["min_df"], d["nb"])
+        f = cls(
+            d["word_ngrams"],
+            tuple(d["char_ngrams"]) if d["char_ngrams"] else None,
+            d["min_df"],
+            d["nb"],
+        )
         f.itos = list(d["itos"])
         f.stoi = {s: i for i, s in enumerate(f.itos) if i > 0}
         f.idf = np.asarray(d["idf"], dtype=np.float32)
@@ -138,24 +164,43 @@ class NgramFeaturizer:
 
 # ---- encoders: text -> padded numpy arrays -------------------------------------------------------
 
+
 class Encoder:
     """Turns sentences into padded ``(ids, aux)`` numpy arrays for one model family.
 
     ``kind="tokens"``: ``aux`` is the lengths ``(N,)``; ``kind="bag"``: ``aux`` is the weights ``(N, L)``.
     """
 
-    def __init__(self, kind: str, vocab: WordVocab | None = None, featurizer: NgramFeaturizer | None = None,
-                 max_len: int = 64):
+    def __init__(
+        self,
+        kind: str,
+        vocab: WordVocab | None = None,
+        featurizer: NgramFeaturizer | None = None,
+        max_len: int = 64,
+    ):
         self.kind, self.vocab, self.featurizer, self.max_len = kind, vocab, featurizer, max_len
 
     @classmethod
-    def fit(cls, kind: str, texts, labels=None, *, min_freq: int = 1, word_ngrams: int = 2,
-            char_ngrams: tuple[int, int] | None = (2, 5), min_df: int = 1, nb: bool = False,
-            max_len: int = 64) -> Encoder:
+    def fit(
+        cls,
+        kind: str,
+        texts,
+        labels=None,
+        *,
+        min_freq: int = 1,
+        word_ngrams: int = 2,
+        char_ngrams: tuple[int, int] | None = (2, 5),
+        min_df: int = 1,
+        nb: bool = False,
+        max_len: int = 64,
+    ) -> Encoder:
         if kind == "tokens":
             return cls(kind, vocab=WordVocab.build(texts, min_freq=min_freq), max_len=max_len)
         if kind == "bag":
-            return cls(kind, featurizer=NgramFeaturizer(word_ngrams, char_ngrams, min_df, nb).fit(texts, labels))
+            return cls(
+                kind,
+                featurizer=NgramFeaturizer(word_ngrams, char_ngrams, min_df, nb).fit(texts, labels),
+            )
         raise ValueError(f"unknown encoder kind {kind!r}")
 
     @property
@@ -188,16 +233,19 @@ class Encoder:
 
     @classmethod
     def from_dict(cls, d: dict) -> Encoder:
-        return cls(d["kind"], vocab=WordVocab.from_dict(d["vocab"]) if "vocab" in d else None,
-                   featurizer=NgramFeaturizer.from_dict(d["featurizer"]) if "featurizer" in d else None,
-                   max_len=d["max_len"])
+        return cls(
+            d["kind"],
+            vocab=WordVocab.from_dict(d["vocab"]) if "vocab" in d else None,
+            featurizer=NgramFeaturizer.from_dict(d["featurizer"]) if "featurizer" in d else None,
+            max_len=d["max_len"],
+        )
 
 
 def batches(n: int, batch_size: int, rng: np.random.Generator | None):
     """Index arrays of the batches of one epoch (shuffled when ``rng`` is given)."""
     order = rng.permutation(n) if rng is not None else np.arange(n)
     for s in range(0, n, batch_size):
-        yield order[s:s + batch_size]
+        yield order[s : s + batch_size]
 
 
 def trim(ids: np.ndarray, aux: np.ndarray, idx: np.ndarray, kind: str):

@@ -20,8 +20,13 @@ import torchlight.nn.functional as F
 def _mlp(d_in: int, hidden: int, dropout: float, n_classes: int = 2) -> nn.Module:
     if hidden <= 0:
         return nn.Sequential(nn.Dropout(dropout), nn.Linear(d_in, n_classes))
-    return nn.Sequential(nn.Dropout(dropout), nn.Linear(d_in, hidden), nn.ReLU(), nn.Dropout(dropout),
-                         nn.Linear(hidden, n_classes))
+    return nn.Sequential(
+        nn.Dropout(dropout),
+        nn.Linear(d_in, hidden),
+        nn.ReLU(),
+        nn.Dropout(dropout),
+        nn.Linear(hidden, n_classes),
+    )
 
 
 class MeanPoolClassifier(nn.Module):
@@ -65,14 +70,22 @@ class BagClassifier(nn.Module):
 
 
 class TextCNN(nn.Module):
-    def __init__(self, num_ids: int, embed_dim: int = 64, channels: int = 64, widths=(2, 3, 4),
-                 dropout: float = 0.5):
+    def __init__(
+        self,
+        num_ids: int,
+        embed_dim: int = 64,
+        channels: int = 64,
+        widths=(2, 3, 4),
+        dropout: float = 0.5,
+    ):
         super().__init__()
         self.widths = tuple(widths)
         self.embed = nn.Embedding(num_ids, embed_dim, padding_idx=0)
         with tl.no_grad():
             self.embed.weight.mul_(0.1)
-        self.convs = nn.ModuleList([nn.Conv1d(embed_dim, channels, w, padding=w // 2) for w in self.widths])
+        self.convs = nn.ModuleList(
+            [nn.Conv1d(embed_dim, channels, w, padding=w // 2) for w in self.widths]
+        )
         self.drop = nn.Dropout(dropout)
         self.out = nn.Linear(channels * len(self.widths), 2)
 
@@ -81,7 +94,11 @@ class TextCNN(nn.Module):
         L = ids.shape[1]
         pooled = []
         # max over real positions only: padded positions are pushed down before the max
-        valid = (tl.arange(L, device=ids.device).unsqueeze(0) < lengths.unsqueeze(1)).to(tl.float32).unsqueeze(1)  # (B, 1, L)
+        valid = (
+            (tl.arange(L, device=ids.device).unsqueeze(0) < lengths.unsqueeze(1))
+            .to(tl.float32)
+            .unsqueeze(1)
+        )  # (B, 1, L)
         for conv in self.convs:
             # padding w//2 each side; the first L outputs: position p sees tokens p - w//2 .. p - w//2 + w - 1
             h = F.relu(conv(x))[:, :, :L]  # (B, C, L)

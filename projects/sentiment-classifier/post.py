@@ -45,8 +45,13 @@ def metrics(y_true: np.ndarray, y_pred: np.ndarray) -> dict:
     precision = tp / max(tp + fp, 1)
     recall = tp / max(tp + fn, 1)
     f1 = 2 * precision * recall / max(precision + recall, 1e-12)
-    return {"accuracy": float((y_true == y_pred).mean()), "precision": float(precision),
-            "recall": float(recall), "f1": float(f1), "confusion": cm.tolist()}
+    return {
+        "accuracy": float((y_true == y_pred).mean()),
+        "precision": float(precision),
+        "recall": float(recall),
+        "f1": float(f1),
+        "confusion": cm.tolist(),
+    }
 
 
 def load(out: Path, backend: str = "cpu"):
@@ -74,7 +79,9 @@ def plot(out: Path, history: dict, m: dict, title: str, best_epoch: int) -> Path
     axes[0].set(xlabel="epoch", ylabel="cross-entropy", title="loss")
     axes[1].plot(ep, history["train_acc"], "o-", label="train")
     axes[1].plot(ep, history["val_acc"], "s-", label="validation")
-    axes[1].axhline(m["accuracy"], color="k", ls="--", lw=1, label=f"test (best ckpt) {m['accuracy']:.3f}")
+    axes[1].axhline(
+        m["accuracy"], color="k", ls="--", lw=1, label=f"test (best ckpt) {m['accuracy']:.3f}"
+    )
     axes[1].set(xlabel="epoch", ylabel="accuracy", title="accuracy")
     for ax in axes[:2]:
         ax.axvline(best_epoch, color="gray", ls=":", lw=1, label=f"checkpoint (epoch {best_epoch})")
@@ -84,10 +91,24 @@ def plot(out: Path, history: dict, m: dict, title: str, best_epoch: int) -> Path
     axes[2].imshow(cm, cmap="Blues")
     for i in range(2):
         for j in range(2):
-            axes[2].text(j, i, str(cm[i, j]), ha="center", va="center", fontsize=16,
-                         color="white" if cm[i, j] > cm.max() / 2 else "black")
-    axes[2].set(xticks=[0, 1], yticks=[0, 1], xticklabels=NAMES, yticklabels=NAMES, xlabel="predicted",
-                ylabel="true", title=f"test confusion (acc {m['accuracy']:.3f}, F1 {m['f1']:.3f})")
+            axes[2].text(
+                j,
+                i,
+                str(cm[i, j]),
+                ha="center",
+                va="center",
+                fontsize=16,
+                color="white" if cm[i, j] > cm.max() / 2 else "black",
+            )
+    axes[2].set(
+        xticks=[0, 1],
+        yticks=[0, 1],
+        xticklabels=NAMES,
+        yticklabels=NAMES,
+        xlabel="predicted",
+        ylabel="true",
+        title=f"test confusion (acc {m['accuracy']:.3f}, F1 {m['f1']:.3f})",
+    )
     fig.suptitle(title)
     fig.tight_layout()
     path = out / "sentiment_eval.png"
@@ -116,10 +137,14 @@ def main(argv=None) -> int:
     m["loss"] = loss
     m["n_test"] = len(y)
     cm = m["confusion"]
-    print(f"model {cfg['model']} (best epoch {meta['best_epoch']}, val acc {meta['best_val_acc']:.4f}), "
-          f"{len(y)} test sentences")
-    print(f"accuracy  {m['accuracy']:.4f}\nprecision {m['precision']:.4f}\nrecall    {m['recall']:.4f}\n"
-          f"F1        {m['f1']:.4f}\ntest loss {loss:.4f}")
+    print(
+        f"model {cfg['model']} (best epoch {meta['best_epoch']}, val acc {meta['best_val_acc']:.4f}), "
+        f"{len(y)} test sentences"
+    )
+    print(
+        f"accuracy  {m['accuracy']:.4f}\nprecision {m['precision']:.4f}\nrecall    {m['recall']:.4f}\n"
+        f"F1        {m['f1']:.4f}\ntest loss {loss:.4f}"
+    )
     print("confusion (rows true, cols predicted; negative, positive):")
     print(f"  neg  {cm[0][0]:4d} {cm[0][1]:4d}\n  pos  {cm[1][0]:4d} {cm[1][1]:4d}")
 
@@ -134,8 +159,13 @@ def main(argv=None) -> int:
         print(f"  [true {NAMES[y[i]]:8s} predicted {NAMES[pred[i]]} p={conf[i]:.3f}] {texts[i]}")
 
     history = json.loads((out / "history.json").read_text())
-    path = plot(out, history, m, f"sentiment classifier ({cfg['model']}) on the UCI sentences",
-                meta["best_epoch"])
+    path = plot(
+        out,
+        history,
+        m,
+        f"sentiment classifier ({cfg['model']}) on the UCI sentences",
+        meta["best_epoch"],
+    )
     (out / "metrics.json").write_text(json.dumps(m, indent=1))
     print(f"\nwrote {path} and {out / 'metrics.json'}")
     return 0

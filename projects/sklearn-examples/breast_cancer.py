@@ -59,9 +59,13 @@ def train(cfg: dict, out: Path) -> dict:
     sched = CosineAnnealingLR(opt, T_max=cfg["epochs"], eta_min=cfg["lr"] * 0.01)
     dl = loader(z[tr], y[tr], batch_size=cfg["batch_size"], shuffle=True, seed=cfg["seed"])
     rec = Recorder(out, higher_is_better=False)
-    print(f"[{NAME}] train {len(tr)}  val {len(va)}  test {len(te)}  params "
-          f"{sum(p.numel() for p in model.parameters()):,}")
-    for epoch in tqdm(range(1, cfg["epochs"] + 1), desc=NAME, disable=not cfg["progress"], leave=False):
+    print(
+        f"[{NAME}] train {len(tr)}  val {len(va)}  test {len(te)}  params "
+        f"{sum(p.numel() for p in model.parameters()):,}"
+    )
+    for epoch in tqdm(
+        range(1, cfg["epochs"] + 1), desc=NAME, disable=not cfg["progress"], leave=False
+    ):
         model.train()
         tot, seen, correct = 0.0, 0, 0
         for b, (xb, yb) in enumerate(dl):
@@ -83,10 +87,25 @@ def train(cfg: dict, out: Path) -> dict:
         val_loss = F.cross_entropy(tl.tensor(val_logits), tl.tensor(y[va])).item()
         val_acc = float((val_logits.argmax(1) == y[va]).mean())
         # checkpoint on validation loss (114 validation-free test samples stay untouched)
-        rec.log(epoch, model, val_loss, train_loss=tot / max(seen, 1), val_loss=val_loss,
-                train_acc=correct / max(seen, 1), val_acc=val_acc, lr=opt.param_groups[0]["lr"])
-    return rec.finish({"example": NAME, "config": cfg, "mean": mean.tolist(), "std": std.tolist(),
-                       "class_names": names})
+        rec.log(
+            epoch,
+            model,
+            val_loss,
+            train_loss=tot / max(seen, 1),
+            val_loss=val_loss,
+            train_acc=correct / max(seen, 1),
+            val_acc=val_acc,
+            lr=opt.param_groups[0]["lr"],
+        )
+    return rec.finish(
+        {
+            "example": NAME,
+            "config": cfg,
+            "mean": mean.tolist(),
+            "std": std.tolist(),
+            "class_names": names,
+        }
+    )
 
 
 def post(out: Path) -> dict:
@@ -101,14 +120,28 @@ def post(out: Path) -> dict:
     acc = float((pred == y[te]).mean())
     # "malignant" (class 0) is the condition to detect: precision/recall for it
     tp, fp, fn = cm[0, 0], cm[1, 0], cm[0, 1]
-    m = {"test_accuracy": acc, "malignant_precision": float(tp / max(tp + fp, 1)),
-         "malignant_recall": float(tp / max(tp + fn, 1)), "n_test": int(len(te)), "confusion": cm.tolist(),
-         "best_epoch": meta["best_epoch"], "train_seconds": meta["train_seconds"]}
-    print(f"[{NAME}] test accuracy {acc:.4f} ({int((pred == y[te]).sum())}/{len(te)}), malignant precision "
-          f"{m['malignant_precision']:.4f} recall {m['malignant_recall']:.4f}")
+    m = {
+        "test_accuracy": acc,
+        "malignant_precision": float(tp / max(tp + fp, 1)),
+        "malignant_recall": float(tp / max(tp + fn, 1)),
+        "n_test": int(len(te)),
+        "confusion": cm.tolist(),
+        "best_epoch": meta["best_epoch"],
+        "train_seconds": meta["train_seconds"],
+    }
+    print(
+        f"[{NAME}] test accuracy {acc:.4f} ({int((pred == y[te]).sum())}/{len(te)}), malignant precision "
+        f"{m['malignant_precision']:.4f} recall {m['malignant_recall']:.4f}"
+    )
     print(f"[{NAME}] confusion (rows true {names}, cols predicted):\n{cm}")
     hist = read_json(out / "history.json")
-    plot_curves_and_confusion(out / "breast_cancer.png", hist, [("train_loss", "val_loss"), ("train_acc", "val_acc")],
-                              cm, names, f"breast cancer MLP (BatchNorm1d, Dropout, cosine lr): test accuracy {acc:.3f}",
-                              meta["best_epoch"])
+    plot_curves_and_confusion(
+        out / "breast_cancer.png",
+        hist,
+        [("train_loss", "val_loss"), ("train_acc", "val_acc")],
+        cm,
+        names,
+        f"breast cancer MLP (BatchNorm1d, Dropout, cosine lr): test accuracy {acc:.3f}",
+        meta["best_epoch"],
+    )
     return m

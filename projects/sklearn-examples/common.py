@@ -18,7 +18,9 @@ import torchlight as tl
 from torchlight.data import DataLoader, TensorDataset
 
 
-def stratified_split(y: np.ndarray, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def stratified_split(
+    y: np.ndarray, test_fraction: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Indices ``(train, test)``: each class split ``1 - test_fraction`` / ``test_fraction``, seeded.
 
     scikit-learn's ``train_test_split(stratify=y, random_state=seed)`` gives the same class
@@ -43,8 +45,12 @@ def three_way_split(y: np.ndarray, test_fraction: float, val_fraction: float, se
 
 
 def loader(*arrays, batch_size: int, shuffle: bool, seed: int = 0) -> DataLoader:
-    return DataLoader(TensorDataset(*[np.ascontiguousarray(a) for a in arrays]), batch_size=batch_size,
-                      shuffle=shuffle, seed=seed)
+    return DataLoader(
+        TensorDataset(*[np.ascontiguousarray(a) for a in arrays]),
+        batch_size=batch_size,
+        shuffle=shuffle,
+        seed=seed,
+    )
 
 
 def predict(model, x: np.ndarray, batch_size: int = 512) -> np.ndarray:
@@ -53,7 +59,7 @@ def predict(model, x: np.ndarray, batch_size: int = 512) -> np.ndarray:
     outs = []
     with tl.no_grad():
         for s in range(0, len(x), batch_size):
-            outs.append(model(tl.tensor(x[s:s + batch_size])).to_numpy())
+            outs.append(model(tl.tensor(x[s : s + batch_size])).to_numpy())
     model.train()
     return np.concatenate(outs)
 
@@ -78,17 +84,27 @@ class Recorder:
         if improved:
             self.best, self.best_epoch = self.sign * score, epoch
             tl.save({"model": model.state_dict()}, str(self.out / "model.npz"))
-        shown = "  ".join(f"{k} {v:.4f}" for k, v in values.items() if k not in ("epoch", "seconds"))
-        tqdm.write(f"epoch {epoch:3d}  {shown}  {values['seconds']:6.1f}s{'  *' if improved else ''}")
+        shown = "  ".join(
+            f"{k} {v:.4f}" for k, v in values.items() if k not in ("epoch", "seconds")
+        )
+        tqdm.write(
+            f"epoch {epoch:3d}  {shown}  {values['seconds']:6.1f}s{'  *' if improved else ''}"
+        )
         return improved
 
     def finish(self, meta: dict) -> dict:
-        meta = {**meta, "best_epoch": self.best_epoch, "best_val": self.sign * self.best,
-                "train_seconds": time.perf_counter() - self.t0}
+        meta = {
+            **meta,
+            "best_epoch": self.best_epoch,
+            "best_val": self.sign * self.best,
+            "train_seconds": time.perf_counter() - self.t0,
+        }
         (self.out / "meta.json").write_text(json.dumps(meta, indent=1))
         (self.out / "history.json").write_text(json.dumps(self.history, indent=1))
-        print(f"best epoch {self.best_epoch} (val {meta['best_val']:.4f}); {meta['train_seconds']:.1f}s; "
-              f"wrote {self.out}/model.npz, meta.json, history.json")
+        print(
+            f"best epoch {self.best_epoch} (val {meta['best_val']:.4f}); {meta['train_seconds']:.1f}s; "
+            f"wrote {self.out}/model.npz, meta.json, history.json"
+        )
         return meta
 
 
@@ -108,8 +124,15 @@ def confusion(y_true: np.ndarray, y_pred: np.ndarray, n: int) -> np.ndarray:
     return cm
 
 
-def plot_curves_and_confusion(path: Path, history: dict, keys: list[tuple[str, str]], cm: np.ndarray,
-                              labels, title: str, best_epoch: int):
+def plot_curves_and_confusion(
+    path: Path,
+    history: dict,
+    keys: list[tuple[str, str]],
+    cm: np.ndarray,
+    labels,
+    title: str,
+    best_epoch: int,
+):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -132,10 +155,24 @@ def plot_curves_and_confusion(path: Path, history: dict, keys: list[tuple[str, s
     for i in range(cm.shape[0]):
         for j in range(cm.shape[1]):
             if cm[i, j]:
-                axes[2].text(j, i, str(cm[i, j]), ha="center", va="center", fontsize=9 if big else 15,
-                             color="white" if cm[i, j] > cm.max() / 2 else "black")
-    axes[2].set(xticks=range(len(labels)), yticks=range(len(labels)), xticklabels=labels, yticklabels=labels,
-                xlabel="predicted", ylabel="true", title="test confusion matrix")
+                axes[2].text(
+                    j,
+                    i,
+                    str(cm[i, j]),
+                    ha="center",
+                    va="center",
+                    fontsize=9 if big else 15,
+                    color="white" if cm[i, j] > cm.max() / 2 else "black",
+                )
+    axes[2].set(
+        xticks=range(len(labels)),
+        yticks=range(len(labels)),
+        xticklabels=labels,
+        yticklabels=labels,
+        xlabel="predicted",
+        ylabel="true",
+        title="test confusion matrix",
+    )
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -36,10 +36,21 @@ class ConditionalAutoencoder(nn.Module):
     def __init__(self, latent: int = 4, label_dim: int = 16, n_classes: int = 10, d: int = 64):
         super().__init__()
         self.label = nn.Embedding(n_classes, label_dim)
-        self.encoder = nn.Sequential(nn.Linear(d + label_dim, 128), nn.ReLU(), nn.Linear(128, 64), nn.ReLU(),
-                                     nn.Linear(64, latent))
-        self.decoder = nn.Sequential(nn.Linear(latent + label_dim, 64), nn.ReLU(), nn.Linear(64, 128), nn.ReLU(),
-                                     nn.Linear(128, d), nn.Sigmoid())
+        self.encoder = nn.Sequential(
+            nn.Linear(d + label_dim, 128),
+            nn.ReLU(),
+            nn.Linear(128, 64),
+            nn.ReLU(),
+            nn.Linear(64, latent),
+        )
+        self.decoder = nn.Sequential(
+            nn.Linear(latent + label_dim, 64),
+            nn.ReLU(),
+            nn.Linear(64, 128),
+            nn.ReLU(),
+            nn.Linear(128, d),
+            nn.Sigmoid(),
+        )
 
     def encode(self, x, y):
         return self.encoder(tl.cat([x, self.label(y)], 1))
@@ -63,12 +74,14 @@ def data(seed: int):
     return x, y, tr, va, te
 
 
-def run(model, x: np.ndarray, y: np.ndarray, what: str = "forward", batch_size: int = 512) -> np.ndarray:
+def run(
+    model, x: np.ndarray, y: np.ndarray, what: str = "forward", batch_size: int = 512
+) -> np.ndarray:
     model.eval()
     outs = []
     with tl.no_grad():
         for s in range(0, len(x), batch_size):
-            xb, yb = tl.tensor(x[s:s + batch_size]), tl.tensor(y[s:s + batch_size])
+            xb, yb = tl.tensor(x[s : s + batch_size]), tl.tensor(y[s : s + batch_size])
             outs.append((model.encode(xb, yb) if what == "encode" else model(xb, yb)).to_numpy())
     model.train()
     return np.concatenate(outs)
@@ -85,9 +98,13 @@ def train(cfg: dict, out: Path) -> dict:
     steps = len(dl) if not cfg["max_batches"] else min(len(dl), cfg["max_batches"])
     sched = CosineAnnealingLR(opt, T_max=cfg["epochs"] * steps, eta_min=cfg["lr"] * 0.01)
     rec = Recorder(out, higher_is_better=False)
-    print(f"[{NAME}] train {len(tr)}  val {len(va)}  test {len(te)}  params "
-          f"{sum(p.numel() for p in model.parameters()):,}")
-    for epoch in tqdm(range(1, cfg["epochs"] + 1), desc=NAME, disable=not cfg["progress"], leave=False):
+    print(
+        f"[{NAME}] train {len(tr)}  val {len(va)}  test {len(te)}  params "
+        f"{sum(p.numel() for p in model.parameters()):,}"
+    )
+    for epoch in tqdm(
+        range(1, cfg["epochs"] + 1), desc=NAME, disable=not cfg["progress"], leave=False
+    ):
         tot, seen = 0.0, 0
         for b, (xb, yb) in enumerate(dl):
             if b >= steps:
@@ -100,14 +117,27 @@ def train(cfg: dict, out: Path) -> dict:
             sched.step()
             tot, seen = tot + loss.item() * xb.shape[0], seen + xb.shape[0]
         val_mse = float(((run(model, x[va], y[va]) - x[va]) ** 2).mean())
-        rec.log(epoch, model, val_mse, train_mse=tot / seen, val_mse=val_mse, lr=opt.param_groups[0]["lr"])
+        rec.log(
+            epoch,
+            model,
+            val_mse,
+            train_mse=tot / seen,
+            val_mse=val_mse,
+            lr=opt.param_groups[0]["lr"],
+        )
     # the latent Gaussian used for sampling, from the checkpointed weights
     from common import load_weights
 
     load_weights(model, out)
     z = run(model, x[tr], y[tr], "encode")
-    return rec.finish({"example": NAME, "config": cfg, "z_mean": z.mean(0).tolist(),
-                       "z_cov": np.cov(z, rowvar=False).reshape(cfg["latent"], cfg["latent"]).tolist()})
+    return rec.finish(
+        {
+            "example": NAME,
+            "config": cfg,
+            "z_mean": z.mean(0).tolist(),
+            "z_cov": np.cov(z, rowvar=False).reshape(cfg["latent"], cfg["latent"]).tolist(),
+        }
+    )
 
 
 def post(out: Path) -> dict:
@@ -132,19 +162,30 @@ def post(out: Path) -> dict:
     with tl.no_grad():
         rec_wrong = model.decode(tl.tensor(z_te), tl.tensor(wrong)).to_numpy()
     mse_wrong_label = float(((rec_wrong - x[te]) ** 2).mean())
-    m = {"test_mse": mse, "test_mse_class_mean_baseline": mse_class_mean,
-         "test_mse_with_wrong_label": mse_wrong_label, "n_test": int(len(te)), "best_epoch": meta["best_epoch"],
-         "train_seconds": meta["train_seconds"]}
-    print(f"[{NAME}] test reconstruction MSE {mse:.5f} per pixel (pixels in [0, 1]); "
-          f"class-mean image baseline {mse_class_mean:.5f}; same latent, wrong label {mse_wrong_label:.5f}")
+    m = {
+        "test_mse": mse,
+        "test_mse_class_mean_baseline": mse_class_mean,
+        "test_mse_with_wrong_label": mse_wrong_label,
+        "n_test": int(len(te)),
+        "best_epoch": meta["best_epoch"],
+        "train_seconds": meta["train_seconds"],
+    }
+    print(
+        f"[{NAME}] test reconstruction MSE {mse:.5f} per pixel (pixels in [0, 1]); "
+        f"class-mean image baseline {mse_class_mean:.5f}; same latent, wrong label {mse_wrong_label:.5f}"
+    )
 
     # samples: one latent per column (shared by all rows), decoded with each label (rows)
     rng = np.random.default_rng(cfg["seed"])
     n_cols = 10
-    zs = rng.multivariate_normal(np.array(meta["z_mean"]), np.array(meta["z_cov"]), size=n_cols).astype(np.float32)
+    zs = rng.multivariate_normal(
+        np.array(meta["z_mean"]), np.array(meta["z_cov"]), size=n_cols
+    ).astype(np.float32)
     with tl.no_grad():
-        samples = [model.decode(tl.tensor(zs), tl.tensor(np.full(n_cols, c, dtype=np.int64))).to_numpy()
-                   for c in range(10)]
+        samples = [
+            model.decode(tl.tensor(zs), tl.tensor(np.full(n_cols, c, dtype=np.int64))).to_numpy()
+            for c in range(10)
+        ]
 
     hist = read_json(out / "history.json")
     fig = plt.figure(figsize=(16, 6.2))
@@ -163,8 +204,8 @@ def post(out: Path) -> dict:
     for k, i in enumerate(idx):
         col, pair = k // 2, k % 2
         r0 = pair * 18
-        grid[r0:r0 + 8, col * 9:col * 9 + 8] = 1 - x[te][i].reshape(8, 8)
-        grid[r0 + 9:r0 + 17, col * 9:col * 9 + 8] = 1 - rec[i].reshape(8, 8)
+        grid[r0 : r0 + 8, col * 9 : col * 9 + 8] = 1 - x[te][i].reshape(8, 8)
+        grid[r0 + 9 : r0 + 17, col * 9 : col * 9 + 8] = 1 - rec[i].reshape(8, 8)
     ax = fig.add_subplot(gs[1])
     ax.imshow(grid, cmap="gray", vmin=0, vmax=1)
     ax.set_yticks([3.5, 12.5, 21.5, 30.5], ["original", "reconstr.", "original", "reconstr."])
@@ -173,15 +214,17 @@ def post(out: Path) -> dict:
     sgrid = np.ones((10 * 9 - 1, n_cols * 9 - 1))
     for c in range(10):
         for j in range(n_cols):
-            sgrid[c * 9:c * 9 + 8, j * 9:j * 9 + 8] = 1 - samples[c][j].reshape(8, 8)
+            sgrid[c * 9 : c * 9 + 8, j * 9 : j * 9 + 8] = 1 - samples[c][j].reshape(8, 8)
     ax = fig.add_subplot(gs[2])
     ax.imshow(sgrid, cmap="gray", vmin=0, vmax=1)
     ax.set_yticks([c * 9 + 3.5 for c in range(10)], [f"label {c}" for c in range(10)])
     ax.set_xticks([])
     ax.set_xlabel("one sampled latent (style) per column")
     ax.set_title("class-conditioned samples")
-    fig.suptitle(f"class-conditioned autoencoder on the 8×8 digits (latent {cfg['latent']}, label embedding "
-                 f"{cfg['label_dim']})")
+    fig.suptitle(
+        f"class-conditioned autoencoder on the 8×8 digits (latent {cfg['latent']}, label embedding "
+        f"{cfg['label_dim']})"
+    )
     fig.tight_layout()
     fig.savefig(out / "digits_cae.png", dpi=110)
     plt.close(fig)

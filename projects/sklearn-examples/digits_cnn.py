@@ -41,8 +41,15 @@ def build(cfg: dict) -> nn.Module:
     def block(c_in, c_out):
         return [nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU()]
 
-    return nn.Sequential(*block(1, 32), nn.MaxPool2d(2), *block(32, 64), nn.MaxPool2d(2),
-                         nn.Flatten(), nn.Dropout(cfg["dropout"]), nn.Linear(64 * 2 * 2, 10))
+    return nn.Sequential(
+        *block(1, 32),
+        nn.MaxPool2d(2),
+        *block(32, 64),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Dropout(cfg["dropout"]),
+        nn.Linear(64 * 2 * 2, 10),
+    )
 
 
 def data(seed: int):
@@ -62,7 +69,7 @@ def random_shift(x: np.ndarray, max_shift: int, rng: np.random.Generator) -> np.
     dy, dx = rng.integers(0, 2 * max_shift + 1, size=(2, n))
     out = np.empty_like(x)
     for i in range(n):
-        out[i] = pad[i, :, dy[i]:dy[i] + h, dx[i]:dx[i] + w]
+        out[i] = pad[i, :, dy[i] : dy[i] + h, dx[i] : dx[i] + w]
     return out
 
 
@@ -76,12 +83,16 @@ def train(cfg: dict, out: Path) -> dict:
     steps = len(dl) if not cfg["max_batches"] else min(len(dl), cfg["max_batches"])
     sched = CosineAnnealingLR(opt, T_max=cfg["epochs"] * steps, eta_min=cfg["lr"] * 0.01)
     rec = Recorder(out, higher_is_better=False)
-    print(f"[{NAME}] train {len(tr)}  val {len(va)}  test {len(te)}  params "
-          f"{sum(p.numel() for p in model.parameters()):,}")
+    print(
+        f"[{NAME}] train {len(tr)}  val {len(va)}  test {len(te)}  params "
+        f"{sum(p.numel() for p in model.parameters()):,}"
+    )
     for epoch in range(1, cfg["epochs"] + 1):
         model.train()
         tot, seen, correct = 0.0, 0, 0
-        bar = tqdm(dl, total=steps, desc=f"{NAME} epoch {epoch}", disable=not cfg["progress"], leave=False)
+        bar = tqdm(
+            dl, total=steps, desc=f"{NAME} epoch {epoch}", disable=not cfg["progress"], leave=False
+        )
         for b, (xb, yb) in enumerate(bar):
             if b >= steps:
                 break
@@ -99,8 +110,16 @@ def train(cfg: dict, out: Path) -> dict:
             bar.set_postfix(loss=f"{tot / seen:.3f}")
         val_logits = predict(model, x[va])
         val_loss = F.cross_entropy(tl.tensor(val_logits), tl.tensor(y[va])).item()
-        rec.log(epoch, model, val_loss, train_loss=tot / seen, val_loss=val_loss, train_acc=correct / seen,
-                val_acc=float((val_logits.argmax(1) == y[va]).mean()), lr=opt.param_groups[0]["lr"])
+        rec.log(
+            epoch,
+            model,
+            val_loss,
+            train_loss=tot / seen,
+            val_loss=val_loss,
+            train_acc=correct / seen,
+            val_acc=float((val_logits.argmax(1) == y[va]).mean()),
+            lr=opt.param_groups[0]["lr"],
+        )
     return rec.finish({"example": NAME, "config": cfg})
 
 
@@ -118,20 +137,33 @@ def post(out: Path) -> dict:
     pred = logits.argmax(1)
     acc = float((pred == y[te]).mean())
     cm = confusion(y[te], pred, 10)
-    m = {"test_accuracy": acc, "errors": int((pred != y[te]).sum()), "n_test": int(len(te)),
-         "confusion": cm.tolist(), "best_epoch": meta["best_epoch"], "train_seconds": meta["train_seconds"]}
+    m = {
+        "test_accuracy": acc,
+        "errors": int((pred != y[te]).sum()),
+        "n_test": int(len(te)),
+        "confusion": cm.tolist(),
+        "best_epoch": meta["best_epoch"],
+        "train_seconds": meta["train_seconds"],
+    }
     print(f"[{NAME}] test accuracy {acc:.4f} ({len(te) - m['errors']}/{len(te)})")
     print(f"[{NAME}] confusion (rows true 0-9, cols predicted):\n{cm}")
     hist = read_json(out / "history.json")
     path = out / "digits_cnn.png"
-    plot_curves_and_confusion(path, hist, [("train_loss", "val_loss"), ("train_acc", "val_acc")], cm,
-                              [str(i) for i in range(10)],
-                              f"digits 8×8 CNN (Conv2d, BatchNorm2d, MaxPool2d): test accuracy {acc:.4f}",
-                              meta["best_epoch"])
+    plot_curves_and_confusion(
+        path,
+        hist,
+        [("train_loss", "val_loss"), ("train_acc", "val_acc")],
+        cm,
+        [str(i) for i in range(10)],
+        f"digits 8×8 CNN (Conv2d, BatchNorm2d, MaxPool2d): test accuracy {acc:.4f}",
+        meta["best_epoch"],
+    )
     # the misclassified test digits, appended as a second figure
     wrong = np.nonzero(pred != y[te])[0][:16]
     if len(wrong):
-        fig, axes = plt.subplots(1, len(wrong), figsize=(1.3 * len(wrong) + 0.5, 1.8), squeeze=False)
+        fig, axes = plt.subplots(
+            1, len(wrong), figsize=(1.3 * len(wrong) + 0.5, 1.8), squeeze=False
+        )
         for ax, i in zip(axes[0], wrong):
             ax.imshow(x[te][i, 0], cmap="gray_r")
             ax.set_title(f"true {y[te][i]}\npred {pred[i]}", fontsize=8)

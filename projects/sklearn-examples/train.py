@@ -38,17 +38,29 @@ EXAMPLES = {m.NAME: m for m in (breast_cancer, digits_cnn, digits_cae)}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     p.add_argument("--example", choices=["all", *EXAMPLES], default="all")
-    p.add_argument("--out", default=str(HERE / "out"), help="output root; each example writes <out>/<example>/")
-    p.add_argument("--backend", default="cpu", help="torchlight device name (cpu, numba, cuda, ...)")
+    p.add_argument(
+        "--out", default=str(HERE / "out"), help="output root; each example writes <out>/<example>/"
+    )
+    p.add_argument(
+        "--backend", default="cpu", help="torchlight device name (cpu, numba, cuda, ...)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--epochs", type=int, default=None, help="(per-example default)")
-    p.add_argument("--max-batches", type=int, default=0, help="stop each epoch after this many batches (0: all)")
+    p.add_argument(
+        "--max-batches",
+        type=int,
+        default=0,
+        help="stop each epoch after this many batches (0: all)",
+    )
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--lr", type=float, default=None)
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="tqdm bars")
+    p.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=True, help="tqdm bars"
+    )
     return p
 
 
@@ -63,10 +75,17 @@ def main(argv=None) -> int:
         for k in ("epochs", "batch_size", "lr"):
             if getattr(args, k) is not None:
                 cfg[k] = getattr(args, k)
-        cfg.update(seed=args.seed, max_batches=args.max_batches, progress=args.progress, backend=args.backend)
+        cfg.update(
+            seed=args.seed,
+            max_batches=args.max_batches,
+            progress=args.progress,
+            backend=args.backend,
+        )
         t0, c0 = time.perf_counter(), time.process_time()
         mod.train(cfg, Path(args.out) / name)
-        print(f"[{name}] wall time {time.perf_counter() - t0:.1f}s, CPU time {time.process_time() - c0:.1f}s\n")
+        print(
+            f"[{name}] wall time {time.perf_counter() - t0:.1f}s, CPU time {time.process_time() - c0:.1f}s\n"
+        )
     return 0
 
 

@@ -40,8 +40,13 @@ import torchlight.nn.functional as F  # noqa: E402
 
 # the simulator interprets every GPU thread in Python: fewer examples there
 EXAMPLES = 6 if DEVICE == "cuda" else 25
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                    suppress_health_check=list(HealthCheck))
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 OTHER = {"cpu": "numba", "numba": "cpu", "cuda": "cpu"}
 
 
@@ -55,7 +60,9 @@ def expect(cls, match, call):
             if isinstance(t, tl.Tensor):
                 t.detach().to_numpy()
     except cls as exc:
-        assert isinstance(exc, tl.TorchlightError), f"{type(exc).__name__} is not a torchlight error"
+        assert isinstance(exc, tl.TorchlightError), (
+            f"{type(exc).__name__} is not a torchlight error"
+        )
         assert re.search(match, str(exc)), f"message {str(exc)!r} does not match {match!r}"
         return exc
     raise AssertionError(f"no {cls.__name__} raised (expected one matching {match!r})")
@@ -63,7 +70,9 @@ def expect(cls, match, call):
 
 def close(got, want, tol=1e-5):
     got = got.detach().to_numpy() if isinstance(got, tl.Tensor) else np.asarray(got)
-    np.testing.assert_allclose(got.astype(np.float64), np.asarray(want, np.float64), rtol=tol, atol=tol)
+    np.testing.assert_allclose(
+        got.astype(np.float64), np.asarray(want, np.float64), rtol=tol, atol=tol
+    )
 
 
 def write_behind(t, pos, value):
@@ -73,7 +82,7 @@ def write_behind(t, pos, value):
         st_[t._td.offset + pos] = value
     else:  # device memory
         p = t._td.offset + pos
-        st_[p:p + 1].copy_to_device(np.array([value], st_.dtype))
+        st_[p : p + 1].copy_to_device(np.array([value], st_.dtype))
 
 
 def stale_index(values, pos, bad):
@@ -94,12 +103,16 @@ def issue_index_select_numpy_view():
         write_behind(i, 0, 10**9)
     else:
         i.numpy()[0] = 10**9
-    expect(tl.TensorIndexError, "1000000000", lambda: tl.randn(4, 3, device=DEVICE).index_select(0, i))
+    expect(
+        tl.TensorIndexError, "1000000000", lambda: tl.randn(4, 3, device=DEVICE).index_select(0, i)
+    )
 
 
 def issue_index_select_stale_bounds():
     i = stale_index([0, 1, 2], 0, 10**9)
-    expect(tl.TensorIndexError, "1000000000", lambda: tl.randn(4, 3, device=DEVICE).index_select(0, i))
+    expect(
+        tl.TensorIndexError, "1000000000", lambda: tl.randn(4, 3, device=DEVICE).index_select(0, i)
+    )
 
 
 def issue_cross_entropy_target():
@@ -111,14 +124,19 @@ def issue_cross_entropy_target():
 def issue_scatter_add_write():
     i = stale_index([[0, 1]], 0, 10**9)
     x = tl.zeros(3, 2, device=DEVICE)
-    expect(tl.TensorIndexError, "1000000000", lambda: x.scatter_add(0, i, tl.ones(1, 2, device=DEVICE)))
+    expect(
+        tl.TensorIndexError, "1000000000", lambda: x.scatter_add(0, i, tl.ones(1, 2, device=DEVICE))
+    )
     assert np.all(x.to_numpy() == 0), "scatter_add changed its input"
 
 
 def issue_scatter_add_negative_write():
     i = stale_index([[0, 1]], 1, -(10**9))
-    expect(tl.TensorIndexError, "-1000000000",
-           lambda: tl.zeros(3, 2, device=DEVICE).scatter_add(0, i, tl.ones(1, 2, device=DEVICE)))
+    expect(
+        tl.TensorIndexError,
+        "-1000000000",
+        lambda: tl.zeros(3, 2, device=DEVICE).scatter_add(0, i, tl.ones(1, 2, device=DEVICE)),
+    )
 
 
 def issue_embedding_backward_stale():
@@ -143,8 +161,14 @@ def issue_replay_gather():
 
 
 def issue_replay_cross_entropy():
-    tape = tl.jit.trace(lambda z, t: F.cross_entropy(z, t), tl.randn(3, 4, device=DEVICE), T([0, 1, 2]))
-    expect(tl.TensorIndexError, "1000000", lambda: tape(tl.randn(3, 4, device=DEVICE), T([0, 10**6, 2])))
+    tape = tl.jit.trace(
+        lambda z, t: F.cross_entropy(z, t), tl.randn(3, 4, device=DEVICE), T([0, 1, 2])
+    )
+    expect(
+        tl.TensorIndexError,
+        "1000000",
+        lambda: tape(tl.randn(3, 4, device=DEVICE), T([0, 10**6, 2])),
+    )
     z = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
     got = tape(T(z), T([0, -100, 2])).item()  # ignore_index still works on replay
     lse = np.log(np.exp(z.astype(np.float64)).sum(1))
@@ -164,17 +188,21 @@ def issue_cross_entropy_empty_batch():
         x = tl.zeros(0, 3, device=DEVICE, requires_grad=True)
         loss = F.cross_entropy(x, tl.zeros(0, dtype=tl.int64, device=DEVICE), reduction=red)
         v = loss.item()
-        assert (math.isnan(v) if math.isnan(want) else v == want), f"{red}: {v}"
+        assert math.isnan(v) if math.isnan(want) else v == want, f"{red}: {v}"
         loss.backward()
         assert x.grad.shape == (0, 3)
-    none = F.cross_entropy(tl.zeros(0, 3, device=DEVICE), tl.zeros(0, dtype=tl.int64, device=DEVICE),
-                           reduction="none")
+    none = F.cross_entropy(
+        tl.zeros(0, 3, device=DEVICE), tl.zeros(0, dtype=tl.int64, device=DEVICE), reduction="none"
+    )
     assert none.shape == (0,)
 
 
 def issue_cat_zero_dim():
-    expect(tl.ShapeError, "zero-dimensional",
-           lambda: tl.cat([tl.tensor(1.0, device=DEVICE), tl.tensor(2.0, device=DEVICE)]))
+    expect(
+        tl.ShapeError,
+        "zero-dimensional",
+        lambda: tl.cat([tl.tensor(1.0, device=DEVICE), tl.tensor(2.0, device=DEVICE)]),
+    )
 
 
 def issue_empty_too_big():
@@ -185,8 +213,11 @@ def issue_empty_too_big():
 # --- group "index": hypothesis over every op that indexes by data -----------------------------
 def _idx_values(n, size):
     """Index arrays mixing valid, negative, just-out-of-range, huge and repeated (aliased) values."""
-    value = st.one_of(st.integers(-size, size - 1), st.integers(-size - 3, size + 3),
-                      st.sampled_from([10**9, -(10**9), 2**62]))
+    value = st.one_of(
+        st.integers(-size, size - 1),
+        st.integers(-size - 3, size + 3),
+        st.sampled_from([10**9, -(10**9), 2**62]),
+    )
     return st.lists(value, min_size=n, max_size=n)
 
 
@@ -241,7 +272,11 @@ def index_gather_scatter(size, data, stale):
         close(xt.scatter_add(1, i, xt[:, :1].expand(2, 3)), _scatter_alias(x, iv % size))
     else:
         expect(tl.TensorIndexError, "out of range", lambda: T(x).gather(1, i))
-        expect(tl.TensorIndexError, "out of range", lambda: T(x).scatter_add(1, i, tl.ones(2, 3, device=DEVICE)))
+        expect(
+            tl.TensorIndexError,
+            "out of range",
+            lambda: T(x).scatter_add(1, i, tl.ones(2, 3, device=DEVICE)),
+        )
 
 
 def _scatter_alias(x, iv):
@@ -289,11 +324,13 @@ def index_embedding_and_losses(classes, data, stale, replay):
         ce = tl.jit.trace(lambda z, y: F.cross_entropy(z, y), T(logits), T([0] * 4))
         em = tl.jit.trace(lambda y: emb(y), T([0] * 4))
     else:
+
         def ce(z, y):
             return F.cross_entropy(z, y)
 
         def em(y):
             return emb(y)
+
     if ok:
         tv = np.asarray(vals)
         lse = np.log(np.exp(logits.astype(np.float64)).sum(1))
@@ -303,7 +340,9 @@ def index_embedding_and_losses(classes, data, stale, replay):
         close(F.nll_loss(T(logits), t), -np.mean(logits[np.arange(4), tv]))
     else:
         expect(tl.TensorIndexError, "out of (range|bounds)", lambda: ce(T(logits), t))
-        expect(tl.TensorIndexError, "out of (range|bounds)|class values", lambda: F.one_hot(t, classes))
+        expect(
+            tl.TensorIndexError, "out of (range|bounds)|class values", lambda: F.one_hot(t, classes)
+        )
         expect(tl.TensorIndexError, "out of (range|bounds)", lambda: F.nll_loss(T(logits), t))
         if _valid(vals, classes, negatives=True) and not stale:
             close(em(t), w[np.asarray(vals)])  # embedding takes negative indices like index_select
@@ -312,7 +351,9 @@ def index_embedding_and_losses(classes, data, stale, replay):
 
 
 # --- group "numerics": NaN and Inf ------------------------------------------------------------
-_special = st.sampled_from([0.0, 1.0, -3.5, 1e30, -1e30, 3e38, -3e38, math.inf, -math.inf, math.nan])
+_special = st.sampled_from(
+    [0.0, 1.0, -3.5, 1e30, -1e30, 3e38, -3e38, math.inf, -math.inf, math.nan]
+)
 
 
 @SETTINGS
@@ -377,10 +418,14 @@ def _agree(ours, theirs):
                 got.to_numpy()
         except tl.TorchlightError:
             return
-        raise AssertionError("numpy refuses this input, torchlight did not raise a torchlight error") from None
+        raise AssertionError(
+            "numpy refuses this input, torchlight did not raise a torchlight error"
+        ) from None
     got = ours()
     g = got.to_numpy() if isinstance(got, tl.Tensor) else np.asarray(got)
-    np.testing.assert_allclose(g.astype(np.float64), np.asarray(want, np.float64), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        g.astype(np.float64), np.asarray(want, np.float64), rtol=1e-5, atol=1e-6
+    )
 
 
 @SETTINGS
@@ -395,8 +440,15 @@ def edge_reductions(shape):
     if x.ndim:
         _agree(lambda: xt.sum(0), lambda: x.sum(0))
         _agree(lambda: xt.amax(-1), lambda: x.max(-1))
-        _agree(lambda: xt.softmax(-1), lambda: np.exp(x - x.max(-1, keepdims=True)) /
-               np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True) if x.size else x)
+        _agree(
+            lambda: xt.softmax(-1),
+            lambda: (
+                np.exp(x - x.max(-1, keepdims=True))
+                / np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True)
+                if x.size
+                else x
+            ),
+        )
 
 
 @SETTINGS
@@ -412,9 +464,13 @@ def edge_indexing_and_shapes(shape, k):
     else:
         expect(tl.ShapeError, "zero-dimensional", lambda: tl.cat([xt, xt]))
         _agree(lambda: xt.item(), lambda: x.item())
-    _agree(lambda: xt @ xt if x.ndim == 2 and shape[0] == shape[1] else xt + 1,
-           lambda: x @ x if x.ndim == 2 and shape[0] == shape[1] else x + 1)
-    _agree(lambda: tl.zeros(*shape, k, device=DEVICE).sum(-1), lambda: np.zeros(shape + (k,)).sum(-1))
+    _agree(
+        lambda: xt @ xt if x.ndim == 2 and shape[0] == shape[1] else xt + 1,
+        lambda: x @ x if x.ndim == 2 and shape[0] == shape[1] else x + 1,
+    )
+    _agree(
+        lambda: tl.zeros(*shape, k, device=DEVICE).sum(-1), lambda: np.zeros(shape + (k,)).sum(-1)
+    )
 
 
 # --- group "mixed": devices and dtypes ---------------------------------------------------------
@@ -432,9 +488,17 @@ def mixed_devices():
     # non-reference backend; an index op runs where the indexed tensor lives)
     cases = [
         (lambda: x.index_select(0, i), lambda: xn[[0, 2]], False),
-        (lambda: x.gather(0, i.reshape(2, 1).expand(2, 2)), lambda: xn[[[0, 0], [2, 2]], [[0, 1], [0, 1]]], False),
+        (
+            lambda: x.gather(0, i.reshape(2, 1).expand(2, 2)),
+            lambda: xn[[[0, 0], [2, 2]], [[0, 1], [0, 1]]],
+            False,
+        ),
         (lambda: x + tl.ones(3, 2, device=other), lambda: xn + 1, True),
-        (lambda: tl.cat([x, tl.ones(1, 2, device=other)]), lambda: np.concatenate([xn, np.ones((1, 2))]), True),
+        (
+            lambda: tl.cat([x, tl.ones(1, 2, device=other)]),
+            lambda: np.concatenate([xn, np.ones((1, 2))]),
+            True,
+        ),
     ]
     for ours, want, on_numba in cases:
         if {DEVICE, other} <= HOST_MEMORY:
@@ -444,8 +508,11 @@ def mixed_devices():
         else:
             expect(tl.BackendError, "different devices", ours)
     if not {DEVICE, other} <= HOST_MEMORY:
-        expect(tl.BackendError, "different devices",
-               lambda: F.cross_entropy(x, tl.tensor([0, 1, 1], device=other)))
+        expect(
+            tl.BackendError,
+            "different devices",
+            lambda: F.cross_entropy(x, tl.tensor([0, 1, 1], device=other)),
+        )
 
 
 def mixed_dtypes():
@@ -459,12 +526,27 @@ def mixed_dtypes():
 
 
 GROUPS = {
-    "issue": [issue_index_select_numpy_view, issue_index_select_stale_bounds, issue_cross_entropy_target,
-              issue_scatter_add_write, issue_scatter_add_negative_write, issue_embedding_backward_stale,
-              issue_replay_embedding, issue_replay_gather, issue_replay_cross_entropy,
-              issue_cross_entropy_float32_extremes, issue_cross_entropy_empty_batch, issue_cat_zero_dim,
-              issue_empty_too_big],
-    "index": [index_index_select, index_gather_scatter, index_getitem_setitem, index_embedding_and_losses],
+    "issue": [
+        issue_index_select_numpy_view,
+        issue_index_select_stale_bounds,
+        issue_cross_entropy_target,
+        issue_scatter_add_write,
+        issue_scatter_add_negative_write,
+        issue_embedding_backward_stale,
+        issue_replay_embedding,
+        issue_replay_gather,
+        issue_replay_cross_entropy,
+        issue_cross_entropy_float32_extremes,
+        issue_cross_entropy_empty_batch,
+        issue_cat_zero_dim,
+        issue_empty_too_big,
+    ],
+    "index": [
+        index_index_select,
+        index_gather_scatter,
+        index_getitem_setitem,
+        index_embedding_and_losses,
+    ],
     "numerics": [numerics_cross_entropy, numerics_softmax_and_reductions],
     "edge": [edge_reductions, edge_indexing_and_shapes],
     "mixed": [mixed_devices, mixed_dtypes],
@@ -479,7 +561,9 @@ def run_group(group):
             results[case.__name__] = "pass"
         except BaseException as exc:  # noqa: BLE001 - every failure is reported, by name
             tb = traceback.format_exception(exc)
-            results[case.__name__] = f"fail: {type(exc).__name__}: {str(exc)[:1500]}\n{''.join(tb[-3:])[-1500:]}"
+            results[case.__name__] = (
+                f"fail: {type(exc).__name__}: {str(exc)[:1500]}\n{''.join(tb[-3:])[-1500:]}"
+            )
     return results
 
 

@@ -47,7 +47,10 @@ def run_child(cmd, names, env=None, timeout=600, what="the child"):
         return {n: f"fail: {what} {how}\n{proc.stderr[-3000:]}" for n in names}
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if not lines:
-        return {n: f"fail: no report from {what}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}" for n in names}
+        return {
+            n: f"fail: no report from {what}\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+            for n in names
+        }
     return json.loads(lines[-1])
 
 
@@ -57,15 +60,28 @@ def run_group(device, group):
     env = dict(os.environ)
     if device == "cuda":
         env["NUMBA_ENABLE_CUDASIM"] = "1"
-    return run_child([sys.executable, str(HERE / "cases.py"), device, group],
-                     [case.__name__ for case in GROUPS[group]], env, TIMEOUT[device],
-                     f"the child running group {group!r} on {device!r}")
+    return run_child(
+        [sys.executable, str(HERE / "cases.py"), device, group],
+        [case.__name__ for case in GROUPS[group]],
+        env,
+        TIMEOUT[device],
+        f"the child running group {group!r} on {device!r}",
+    )
 
 
 # the simulator's cases take minutes: "slow" (CI runs them; a quick local run skips them)
-CASES = [pytest.param(device, group, case.__name__, id=f"{device}-{case.__name__}",
-                      marks=[pytest.mark.slow] if device == "cuda" else [])
-         for device in DEVICES for group, cases in GROUPS.items() for case in cases]
+CASES = [
+    pytest.param(
+        device,
+        group,
+        case.__name__,
+        id=f"{device}-{case.__name__}",
+        marks=[pytest.mark.slow] if device == "cuda" else [],
+    )
+    for device in DEVICES
+    for group, cases in GROUPS.items()
+    for case in cases
+]
 
 
 @pytest.mark.parametrize("device,group,case", CASES)
@@ -79,6 +95,8 @@ def test_adversarial(device, group, case):
 def test_a_crash_is_a_failure_not_a_dead_run(tmp_path):
     """The harness's own promise: a child killed by a signal fails its cases, naming the signal."""
     script = tmp_path / "crash.py"
-    script.write_text("import os, signal\nprint('started', flush=True)\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    script.write_text(
+        "import os, signal\nprint('started', flush=True)\nos.kill(os.getpid(), signal.SIGSEGV)\n"
+    )
     got = run_child([sys.executable, str(script)], ["a", "b"], timeout=60)
     assert set(got) == {"a", "b"} and all("killed by SIGSEGV" in r for r in got.values()), got

@@ -29,7 +29,9 @@ def parse():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer repeats")
     p.add_argument("--cold", action="store_true", help="compile into an empty numba cache dir")
-    p.add_argument("--threads", type=int, default=None, help="numba/torch threads (default: numba's)")
+    p.add_argument(
+        "--threads", type=int, default=None, help="numba/torch threads (default: numba's)"
+    )
     p.add_argument("--no-gpt", action="store_true", help="skip the GPT / MLP training steps")
     return p.parse_args()
 
@@ -162,7 +164,9 @@ def mlp_step(dev=None, use_torch=False, batch=128):
     """One SGD step of a 784-256-256-10 MLP with cross-entropy (built from tensor ops)."""
     rng = np.random.default_rng(0)
     sizes = [(784, 256), (256,), (256, 256), (256,), (256, 10), (10,)]
-    init = [rng.standard_normal(s).astype(np.float32) * (0.05 if len(s) == 2 else 0.0) for s in sizes]
+    init = [
+        rng.standard_normal(s).astype(np.float32) * (0.05 if len(s) == 2 else 0.0) for s in sizes
+    ]
     xs = rng.standard_normal((batch, 784)).astype(np.float32)
     ys = rng.integers(0, 10, size=(batch, 1))
     if use_torch:
@@ -278,11 +282,19 @@ def main():
     if torch is not None:
         torch.set_num_threads(threads)
     repeat = 5 if ARGS.quick else 15
-    print(f"numba {numba.__version__} ({threads} threads, layer {numba.config.THREADING_LAYER}), "
-          f"numpy {np.__version__}, torch {torch.__version__ if torch else 'not installed'}; "
-          f"numba cache: {'cold (empty dir)' if ARGS.cold else 'default (warm after the first run)'}")
+    print(
+        f"numba {numba.__version__} ({threads} threads, layer {numba.config.THREADING_LAYER}), "
+        f"numpy {np.__version__}, torch {torch.__version__ if torch else 'not installed'}; "
+        f"numba cache: {'cold (empty dir)' if ARGS.cold else 'default (warm after the first run)'}"
+    )
 
-    cases = [("elementwise chain 1M (7 ops)", elementwise_chain, torch_elementwise_chain if torch else None)]
+    cases = [
+        (
+            "elementwise chain 1M (7 ops)",
+            elementwise_chain,
+            torch_elementwise_chain if torch else None,
+        )
+    ]
     for dim, label in ((0, "sum dim 0"), (1, "sum dim 1"), (None, "sum all")):
         b, bt = reduction(dim)
         cases.append((f"1024x1024 {label}", b, bt))
@@ -295,11 +307,19 @@ def main():
     b, bt = matmul()
     cases.append(("matmul 512x512", b, bt))
     if not ARGS.no_gpt:
-        cases.append(("MLP step 784-256-256-10 b128", lambda dev: mlp_step(dev), (lambda: mlp_step(use_torch=True)) if torch else None))
+        cases.append(
+            (
+                "MLP step 784-256-256-10 b128",
+                lambda dev: mlp_step(dev),
+                (lambda: mlp_step(use_torch=True)) if torch else None,
+            )
+        )
         try:
             import torchlight.nn  # noqa: F401
 
-            cases.append(("GPT step (4L 4H 128w T64 B32 AdamW)", gpt_step, torch_gpt_step if torch else None))
+            cases.append(
+                ("GPT step (4L 4H 128w T64 B32 AdamW)", gpt_step, torch_gpt_step if torch else None)
+            )
         except ImportError:
             print("(GPT step skipped: torchlight-nn is not installed)")
 
@@ -307,7 +327,9 @@ def main():
     print(head)
     print("-" * len(head))
     for name, build, build_torch in cases:
-        with threadpool_limits(threads, user_api="blas"):  # the numpy backend's matmuls: BLAS's threads
+        with threadpool_limits(
+            threads, user_api="blas"
+        ):  # the numpy backend's matmuls: BLAS's threads
             f_np = build("cpu")
             t_np = median_ms(f_np, repeat)
         settle()
@@ -317,7 +339,10 @@ def main():
         settle()
         t_t = median_ms(build_torch(), repeat) if build_torch is not None else float("nan")
         settle()
-        print(f"{name:40s} {t_np:10.3f} {t_nb:10.3f} {t_t:10.3f} {t_np / t_nb:9.2f} {t_t / t_nb:11.2f} {first:18.1f}", flush=True)
+        print(
+            f"{name:40s} {t_np:10.3f} {t_nb:10.3f} {t_t:10.3f} {t_np / t_nb:9.2f} {t_t / t_nb:11.2f} {first:18.1f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

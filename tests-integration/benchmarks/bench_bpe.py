@@ -50,9 +50,13 @@ def main(argv=None) -> int:
 
     best, median = min(times), statistics.median(times)
     print(f"corpus: tiny Shakespeare, {len(text):,} characters")
-    print(f"train to {len(tok)} tokens: best {best:.2f} s, median {median:.2f} s over {len(times)} runs "
-          f"(budget {BUDGET_S:.0f} s)")
-    print(f"encode all: {encode_s:.2f} s, {len(ids):,} tokens ({len(text) / len(ids):.2f} chars/token)")
+    print(
+        f"train to {len(tok)} tokens: best {best:.2f} s, median {median:.2f} s over {len(times)} runs "
+        f"(budget {BUDGET_S:.0f} s)"
+    )
+    print(
+        f"encode all: {encode_s:.2f} s, {len(ids):,} tokens ({len(text) / len(ids):.2f} chars/token)"
+    )
     return 0 if median < BUDGET_S else 1
 
 

@@ -43,8 +43,14 @@ def build_model(args):
         sys.path.insert(0, str(MINI_GPT))
         from model import GPT, GPTConfig
 
-        cfg = GPTConfig(vocab_size=args.vocab, block_size=args.block_size, n_layer=args.n_layer,
-                        n_head=args.n_head, n_embd=args.n_embd, dropout=0.0)
+        cfg = GPTConfig(
+            vocab_size=args.vocab,
+            block_size=args.block_size,
+            n_layer=args.n_layer,
+            n_head=args.n_head,
+            n_embd=args.n_embd,
+            dropout=0.0,
+        )
         return GPT(cfg), "projects/mini-gpt GPT"
 
     class Block(nn.Module):  # fallback: pre-LN block with nn layers only
@@ -123,14 +129,19 @@ def worker(args) -> None:
     if r == 0:
         med = statistics.median(step_times)
         res = {
-            "ranks": n, "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"), "model": kind,
+            "ranks": n,
+            "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+            "model": kind,
             "params": sum(p.numel() for p in model.parameters()),
-            "global_batch": args.global_batch, "block_size": args.block_size,
-            "step_s_median": med, "step_s_min": min(step_times),
+            "global_batch": args.global_batch,
+            "block_size": args.block_size,
+            "step_s_median": med,
+            "step_s_min": min(step_times),
             "tokens_per_s": args.global_batch * args.block_size / med,
             "buckets": len(ddp.bucket_sizes) if n > 1 else 0,
-            "allreduce_wait_ms_per_step": (1e3 * ddp.stats["wait_s"] / max(1, ddp.stats["rounds"])
-                                           if n > 1 else 0.0),
+            "allreduce_wait_ms_per_step": (
+                1e3 * ddp.stats["wait_s"] / max(1, ddp.stats["rounds"]) if n > 1 else 0.0
+            ),
             "params_in_sync": in_sync,
         }
         print("RESULT " + json.dumps(res), flush=True)
@@ -142,8 +153,11 @@ def launch(args, ranks: int, threads: int) -> dict:
     env = dict(os.environ)
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         env[var] = str(threads)
-    passthrough = [f"--{k.replace('_', '-')}={v}" for k, v in vars(args).items()
-                   if k not in ("ranks", "worker", "json", "threaded_baseline")]
+    passthrough = [
+        f"--{k.replace('_', '-')}={v}"
+        for k, v in vars(args).items()
+        if k not in ("ranks", "worker", "json", "threaded_baseline")
+    ]
     cmd = [find_mpiexec(), "-n", str(ranks), sys.executable, __file__, "--worker", *passthrough]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
     for line in out.stdout.splitlines():
@@ -164,8 +178,11 @@ def main(argv=None) -> list[dict]:
     p.add_argument("--n-embd", type=int, default=128)
     p.add_argument("--vocab", type=int, default=65)
     p.add_argument("--bucket-mb", type=float, default=1.0)
-    p.add_argument("--threaded-baseline", action="store_true",
-                   help="also time 1 rank with one BLAS thread per core")
+    p.add_argument(
+        "--threaded-baseline",
+        action="store_true",
+        help="also time 1 rank with one BLAS thread per core",
+    )
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--json", default=None, help="also write the results here")
     args = p.parse_args(argv)
@@ -183,16 +200,20 @@ def main(argv=None) -> list[dict]:
         if n == 1 and args.threaded_baseline and cores > 1:
             configs.append((1, cores))  # one rank using every core through BLAS threads
     results = []
-    print(f"{'ranks':>5} {'BLAS thr':>8} {'step (ms)':>10} {'min (ms)':>9} {'tokens/s':>9} "
-          f"{'wait (ms)':>9}  model")
+    print(
+        f"{'ranks':>5} {'BLAS thr':>8} {'step (ms)':>10} {'min (ms)':>9} {'tokens/s':>9} "
+        f"{'wait (ms)':>9}  model"
+    )
     for n, threads in configs:
         res = launch(args, n, threads)
         results.append(res)
-        print(f"{n:>5} {threads:>8} {1e3 * res['step_s_median']:>10.1f} "
-              f"{1e3 * res['step_s_min']:>9.1f} {res['tokens_per_s']:>9.0f} "
-              f"{res['allreduce_wait_ms_per_step']:>9.2f}  {res['model']} "
-              f"({res['params']:,} params, global batch {res['global_batch']}x{res['block_size']})",
-              flush=True)
+        print(
+            f"{n:>5} {threads:>8} {1e3 * res['step_s_median']:>10.1f} "
+            f"{1e3 * res['step_s_min']:>9.1f} {res['tokens_per_s']:>9.0f} "
+            f"{res['allreduce_wait_ms_per_step']:>9.2f}  {res['model']} "
+            f"({res['params']:,} params, global batch {res['global_batch']}x{res['block_size']})",
+            flush=True,
+        )
         assert res["params_in_sync"], "replicas diverged"
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))

@@ -24,10 +24,14 @@ sys.path.insert(0, str(HERE.parents[1] / "projects" / "mini-gpt"))
 
 def parse():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--threads", type=int, default=None, help="numba/torch threads (default: numba's)")
+    p.add_argument(
+        "--threads", type=int, default=None, help="numba/torch threads (default: numba's)"
+    )
     p.add_argument("--devices", nargs="+", default=["cpu", "numba"])
     p.add_argument("--steps", type=int, default=20)
-    p.add_argument("--composite-adam", action="store_true", help="run AdamW without the fused kernel")
+    p.add_argument(
+        "--composite-adam", action="store_true", help="run AdamW without the fused kernel"
+    )
     return p.parse_args()
 
 
@@ -53,7 +57,9 @@ def torchlight_phases(dev, n, composite_adam):
     import torchlight as tl
 
     tl.manual_seed(0)
-    model = GPT(GPTConfig(vocab_size=65, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0)).to(dev)
+    model = GPT(
+        GPTConfig(vocab_size=65, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0)
+    ).to(dev)
     opt = tl.optim.AdamW(model.parameters(), lr=3e-4)
     if composite_adam:
         be = type(next(iter(model.parameters())).backend)
@@ -98,9 +104,16 @@ def main():
     numba.set_num_threads(threads)
     if torch is not None:
         torch.set_num_threads(threads)
-    print(f"{threads} threads; AdamW {'composite' if args.composite_adam else 'fused where the backend has it'}")
-    print(f"{'backend':10s} {'forward':>9s} {'backward':>9s} {'optimizer':>10s} {'step':>9s}  (ms, medians)")
-    rows = [(dev, lambda dev=dev: torchlight_phases(dev, args.steps, args.composite_adam)) for dev in args.devices]
+    print(
+        f"{threads} threads; AdamW {'composite' if args.composite_adam else 'fused where the backend has it'}"
+    )
+    print(
+        f"{'backend':10s} {'forward':>9s} {'backward':>9s} {'optimizer':>10s} {'step':>9s}  (ms, medians)"
+    )
+    rows = [
+        (dev, lambda dev=dev: torchlight_phases(dev, args.steps, args.composite_adam))
+        for dev in args.devices
+    ]
     if torch is not None:
         rows.append(("torch", lambda: torch_phases(args.steps)))
     for name, run in rows:

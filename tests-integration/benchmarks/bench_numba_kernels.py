@@ -99,8 +99,12 @@ def thread_pools(tl):
     ta @ tb  # loads BLAS and caps it at one thread (the backend's own setting)
     with threadpool_limits(1, user_api="blas"):
         print(f"{'halves on a Python thread, alone':42s} {median_ms(python_threads):9.3f}")
-        print(f"{'halves on a Python thread, after prange':42s} {median_ms(python_threads, lambda: scale(v)):9.3f}")
-    print(f"{'BLAS inside prange (backend), after prange':42s} {median_ms(lambda: ta @ tb, lambda: scale(v)):9.3f}")
+        print(
+            f"{'halves on a Python thread, after prange':42s} {median_ms(python_threads, lambda: scale(v)):9.3f}"
+        )
+    print(
+        f"{'BLAS inside prange (backend), after prange':42s} {median_ms(lambda: ta @ tb, lambda: scale(v)):9.3f}"
+    )
 
 
 def main():

@@ -190,10 +190,14 @@ def main():
             finally:
                 cls.capabilities = shipped
             after = median_ms(builders[name](dev), repeat)
-            print(f"{name:10} {dev:8} {before:10.1f} {after:10.1f} {before / after:8.2f}x", flush=True)
+            print(
+                f"{name:10} {dev:8} {before:10.1f} {after:10.1f} {before / after:8.2f}x", flush=True
+            )
         if name == "lstm-lm" and torch is not None:
             torch.set_num_threads(1)
-            print(f"{name:10} {'torch':8} {'':10} {median_ms(torch_lm_step(), repeat):10.1f}  (PyTorch CPU, 1 thread)")
+            print(
+                f"{name:10} {'torch':8} {'':10} {median_ms(torch_lm_step(), repeat):10.1f}  (PyTorch CPU, 1 thread)"
+            )
     tl.set_default_device("cpu")
 
 

@@ -11,7 +11,9 @@ import pytest
 
 PROGRAMS = Path(__file__).parent / "programs"
 # "loss 1.23", "loss: 1.23", "loss=1.23", "loss_d 1.23", "val_loss 1.2" (one list per loss name)
-LOSS_RE = re.compile(r"\b(\w*loss\w*)[:= ]\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))", re.IGNORECASE)
+LOSS_RE = re.compile(
+    r"\b(\w*loss\w*)[:= ]\s*([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))", re.IGNORECASE
+)
 
 
 def parse_losses(stdout: str) -> dict:
@@ -32,19 +34,28 @@ def numba_available() -> bool:
 # are marked slow; the cpu runs are the quick check.
 DEVICES = [
     "cpu",
-    pytest.param("numba", marks=[
-        pytest.mark.slow,
-        pytest.mark.skipif(not numba_available(), reason="numba backend not available"),
-    ]),
+    pytest.param(
+        "numba",
+        marks=[
+            pytest.mark.slow,
+            pytest.mark.skipif(not numba_available(), reason="numba backend not available"),
+        ],
+    ),
 ]
 
 
-def run_program(script: str, args, cwd, device: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def run_program(
+    script: str, args, cwd, device: str, timeout: float = 600
+) -> subprocess.CompletedProcess:
     """Run ``programs/<script>`` unchanged through the entry point on ``device``."""
     env = dict(os.environ, TORCHLIGHT_DEVICE=device, OPENBLAS_NUM_THREADS="1", MPLBACKEND="Agg")
     return subprocess.run(
         [sys.executable, "-m", "torchlight.compat", str(PROGRAMS / script), *map(str, args)],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 

@@ -69,8 +69,10 @@ def main():
                 for i, p in enumerate(group_params):
                     value = stored[f"opt{k}_{i}"]
                     if tuple(value.shape) != tuple(p.shape):
-                        raise SystemExit(f"oracle: parameter {i} of optimizer {k} has shape "
-                                         f"{tuple(p.shape)} here and {value.shape} in {opts.weights}")
+                        raise SystemExit(
+                            f"oracle: parameter {i} of optimizer {k} has shape "
+                            f"{tuple(p.shape)} here and {value.shape} in {opts.weights}"
+                        )
                     p.copy_(torch.from_numpy(value))
 
     torch.Tensor.backward = backward

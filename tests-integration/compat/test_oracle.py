@@ -21,7 +21,9 @@ from test_programs import PROGRAMS as SUITE
 
 # each test starts PyTorch in a subprocess (15-30 s of import alone on a busy 2-core machine)
 pytestmark = [
-    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not installed"),
+    pytest.mark.skipif(
+        importlib.util.find_spec("torch") is None, reason="PyTorch is not installed"
+    ),
     pytest.mark.slow,
     pytest.mark.oracle,
 ]
@@ -42,11 +44,27 @@ def _run(framework, program, args, tmp_path):
     record = tmp_path / f"{framework}.json"
     env = dict(os.environ, TORCHLIGHT_DEVICE="cpu", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     result = subprocess.run(
-        [sys.executable, str(RUNNER), "--framework", framework, "--record", str(record),
-         "--weights", str(tmp_path / "weights.npz"), str(PROGRAMS / program), *map(str, args)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(RUNNER),
+            "--framework",
+            framework,
+            "--record",
+            str(record),
+            "--weights",
+            str(tmp_path / "weights.npz"),
+            str(PROGRAMS / program),
+            *map(str, args),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
-    assert result.returncode == 0, f"{program} under {framework} exited {result.returncode}:\n{result.stderr[-3000:]}"
+    assert result.returncode == 0, (
+        f"{program} under {framework} exited {result.returncode}:\n{result.stderr[-3000:]}"
+    )
     return json.loads(record.read_text())
 
 
@@ -72,7 +90,13 @@ def test_every_suite_program_is_a_pytorch_program(name, tmp_path):
         prog.setup(tmp_path)
     result = subprocess.run(
         [sys.executable, str(PROGRAMS / prog.script), *map(str, prog.args)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
-    assert result.returncode == 0, f"{prog.script} under PyTorch exited {result.returncode}:\n{result.stderr[-3000:]}"
+    assert result.returncode == 0, (
+        f"{prog.script} under PyTorch exited {result.returncode}:\n{result.stderr[-3000:]}"
+    )
     check_finite(parse_losses(result.stdout))

@@ -17,19 +17,51 @@ from compat_helpers import DEVICES, check_finite, parse_losses, run_program
 def write_names(folder):
     names = {
         "English": ["Smith", "Jones", "Taylor", "Brown", "Williams", "Wilson", "Johnson", "Davies"],
-        "German": ["Müller", "Schmidt", "Schneider", "Fischer", "Weber", "Meyer", "Wagner", "Becker"],
-        "Italian": ["Rossi", "Russo", "Ferrari", "Esposito", "Bianchi", "Romano", "Colombo", "Ricci"],
+        "German": [
+            "Müller",
+            "Schmidt",
+            "Schneider",
+            "Fischer",
+            "Weber",
+            "Meyer",
+            "Wagner",
+            "Becker",
+        ],
+        "Italian": [
+            "Rossi",
+            "Russo",
+            "Ferrari",
+            "Esposito",
+            "Bianchi",
+            "Romano",
+            "Colombo",
+            "Ricci",
+        ],
     }
     (folder / "data" / "names").mkdir(parents=True)
     for lang, items in names.items():
-        (folder / "data" / "names" / f"{lang}.txt").write_text("\n".join(items) + "\n", encoding="utf-8")
+        (folder / "data" / "names" / f"{lang}.txt").write_text(
+            "\n".join(items) + "\n", encoding="utf-8"
+        )
 
 
 def write_reviews(folder):
     rng = np.random.default_rng(0)
     positive = ["great", "wonderful", "loved", "excellent", "fun", "brilliant", "moving", "superb"]
     negative = ["awful", "boring", "hated", "terrible", "dull", "weak", "messy", "poor"]
-    filler = ["the", "movie", "plot", "actors", "story", "was", "and", "a", "film", "really", "quite"]
+    filler = [
+        "the",
+        "movie",
+        "plot",
+        "actors",
+        "story",
+        "was",
+        "and",
+        "a",
+        "film",
+        "really",
+        "quite",
+    ]
     lines = []
     for i in range(120):
         words = list(rng.choice(filler, 5)) + list(rng.choice(positive if i % 2 else negative, 2))
@@ -42,7 +74,9 @@ def write_table(folder):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((240, 4))
     label = (x[:, 0] + 0.5 * x[:, 1] > 0).astype(int) + (x[:, 2] > 0.8)
-    lines = ["x0,x1,x2,x3,label"] + [",".join(f"{v:.5f}" for v in row) + f",{c}" for row, c in zip(x, label)]
+    lines = ["x0,x1,x2,x3,label"] + [
+        ",".join(f"{v:.5f}" for v in row) + f",{c}" for row, c in zip(x, label)
+    ]
     (folder / "table.csv").write_text("\n".join(lines) + "\n")
 
 
@@ -58,32 +92,70 @@ class Program:
 
 PROGRAMS = {
     "pos_tagger": Program("pos_tagger.py", ["--epochs", 15]),
-    "ngram_embeddings": Program("ngram_embeddings.py", ["--epochs", 3, "--limit", 30, "--hidden", 32]),
+    "ngram_embeddings": Program(
+        "ngram_embeddings.py", ["--epochs", 3, "--limit", 30, "--hidden", 32]
+    ),
     "bow_classifier": Program("bow_classifier.py", ["--epochs", 5]),
     "bilstm_crf": Program("bilstm_crf.py", ["--epochs", 5]),
     "name_classifier": Program(
-        "name_classifier.py", ["--iters", 60, "--print-every", 20, "--hidden", 32], expect="finite", setup=write_names
+        "name_classifier.py",
+        ["--iters", 60, "--print-every", 20, "--hidden", 32],
+        expect="finite",
+        setup=write_names,
     ),
-    "lenet_synthetic": Program("lenet_synthetic.py", ["--steps", 8, "--batch-size", 16, "--lr", 3e-3]),
-    "custom_function": Program("custom_function.py", ["--steps", 40, "--points", 200, "--print-every", 10]),
+    "lenet_synthetic": Program(
+        "lenet_synthetic.py", ["--steps", 8, "--batch-size", 16, "--lr", 3e-3]
+    ),
+    "custom_function": Program(
+        "custom_function.py", ["--steps", 40, "--points", 200, "--print-every", 10]
+    ),
     "tabular_classifier": Program(
-        "tabular_classifier.py", ["table.csv", "--epochs", 4, "--batch-size", 32, "--out", "best.pt"], setup=write_table
+        "tabular_classifier.py",
+        ["table.csv", "--epochs", 4, "--batch-size", 32, "--out", "best.pt"],
+        setup=write_table,
     ),
     "matrix_factorization": Program(
-        "matrix_factorization.py", ["--users", 40, "--items", 30, "--ratings", 800, "--epochs", 4, "--batch-size", 100]
+        "matrix_factorization.py",
+        ["--users", 40, "--items", 30, "--ratings", 800, "--epochs", 4, "--batch-size", 100],
     ),
-    "gcn_node_classification": Program("gcn_node_classification.py", ["--nodes-per-block", 15, "--epochs", 15]),
-    "gan_1d": Program("gan_1d.py", ["--steps", 20, "--batch-size", 32, "--print-every", 5], expect="finite",
-                      losses=("loss_d", "loss_g")),
-    "gru_forecast": Program("gru_forecast.py", ["--series", 4, "--length", 40, "--window", 8, "--hidden", 8,
-                                                "--epochs", 3, "--horizon", 3]),
-    "reinforce_bandit": Program("reinforce_bandit.py", ["--episodes", 10, "--log-interval", 2], expect="finite"),
+    "gcn_node_classification": Program(
+        "gcn_node_classification.py", ["--nodes-per-block", 15, "--epochs", 15]
+    ),
+    "gan_1d": Program(
+        "gan_1d.py",
+        ["--steps", 20, "--batch-size", 32, "--print-every", 5],
+        expect="finite",
+        losses=("loss_d", "loss_g"),
+    ),
+    "gru_forecast": Program(
+        "gru_forecast.py",
+        [
+            "--series",
+            4,
+            "--length",
+            40,
+            "--window",
+            8,
+            "--hidden",
+            8,
+            "--epochs",
+            3,
+            "--horizon",
+            3,
+        ],
+    ),
+    "reinforce_bandit": Program(
+        "reinforce_bandit.py", ["--episodes", 10, "--log-interval", 2], expect="finite"
+    ),
     "text_classification_bag": Program(
         "text_classification_bag.py", ["reviews.tsv", "--epochs", 3], setup=write_reviews
     ),
     # the same with DataLoader worker processes: spawned children re-create the script's __main__
     "text_classification_bag_workers": Program(
-        "text_classification_bag.py", ["reviews.tsv", "--epochs", 2, "--workers", 1], setup=write_reviews, slow=True
+        "text_classification_bag.py",
+        ["reviews.tsv", "--epochs", 2, "--workers", 1],
+        setup=write_reviews,
+        slow=True,
     ),
 }
 
@@ -108,7 +180,9 @@ def test_program_runs_unchanged(name, device, tmp_path):
     )
     losses = parse_losses(result.stdout)
     for key in prog.losses:
-        assert len(losses.get(key, [])) >= 2, f"{prog.script} printed fewer than two '{key}' values:\n{result.stdout}"
+        assert len(losses.get(key, [])) >= 2, (
+            f"{prog.script} printed fewer than two '{key}' values:\n{result.stdout}"
+        )
     check_finite(losses)
     if prog.expect == "decrease":
         values = losses["loss"]
@@ -116,7 +190,9 @@ def test_program_runs_unchanged(name, device, tmp_path):
 
 
 def test_parse_losses_reads_every_spelling():
-    out = "epoch 0 loss 2.5 val_loss 3.0\nstep 1 loss: 1e-3\nloss=nan\nstep 2 loss_d 0.5 loss_g 0.7\n"
+    out = (
+        "epoch 0 loss 2.5 val_loss 3.0\nstep 1 loss: 1e-3\nloss=nan\nstep 2 loss_d 0.5 loss_g 0.7\n"
+    )
     losses = parse_losses(out)
     assert losses["loss"][:2] == [2.5, 1e-3] and math.isnan(losses["loss"][2])
     assert losses["val_loss"] == [3.0] and losses["loss_d"] == [0.5] and losses["loss_g"] == [0.7]

@@ -36,14 +36,18 @@ def _logits(be, a, layout):
     if layout == "transposed":
         return TensorData(be.from_numpy(np.ascontiguousarray(a.T)), (c, n)).permute((1, 0))
     big = np.full((2 * n + 3, 2 * c + 5), np.nan, a.dtype)  # NaN: reading outside the view shows
-    big[2:2 + 2 * n:2, 3:3 + 2 * c:2] = a
-    return TensorData(be.from_numpy(big), big.shape).slice(0, 2, 2 + 2 * n, 2).slice(1, 3, 3 + 2 * c, 2)
+    big[2 : 2 + 2 * n : 2, 3 : 3 + 2 * c : 2] = a
+    return (
+        TensorData(be.from_numpy(big), big.shape)
+        .slice(0, 2, 2 + 2 * n, 2)
+        .slice(1, 3, 3 + 2 * c, 2)
+    )
 
 
 def _vector(be, v, step=2, offset=1):
     """A device view equal to ``v`` (N,) with stride ``step`` at ``offset``."""
     buf = np.zeros(offset + step * len(v) + 1, v.dtype)
-    buf[offset:offset + step * len(v):step] = v
+    buf[offset : offset + step * len(v) : step] = v
     return TensorData(be.from_numpy(buf), (len(v),), (step,), offset)
 
 
@@ -141,11 +145,16 @@ def test_no_rows(be):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_large_magnitudes_are_stable(be, dtype):
-    x = np.array([[1e4, -1e4, 0.0, 9999.0],
-                  [-1e4, -1e4, -1e4, -1e4],
-                  [1e4, 1e4, -1e4, 1e4],
-                  [-1e4, -9999.5, -1e4, -1e4],
-                  [1e4, 1e4 - 3, -1e4, 5.0]], dtype)
+    x = np.array(
+        [
+            [1e4, -1e4, 0.0, 9999.0],
+            [-1e4, -1e4, -1e4, -1e4],
+            [1e4, 1e4, -1e4, 1e4],
+            [-1e4, -9999.5, -1e4, -1e4],
+            [1e4, 1e4 - 3, -1e4, 5.0],
+        ],
+        dtype,
+    )
     t = np.array([3, 0, 2, 1, 0], np.int64)
     w = np.ones(5, dtype)
     g = np.ones(5, dtype)
@@ -168,8 +177,9 @@ def test_weight_zero_rows_are_exactly_zero(be, dtype):
     keep = [0, 2, 4]
     want_loss, want_lse = _reference(x[keep], t[keep], w[keep])
     np.testing.assert_allclose(loss[keep], want_loss, **TOL[dtype])
-    np.testing.assert_allclose(dx[keep], _reference_backward(x[keep], t[keep], w[keep], lse[keep], g[keep]),
-                               **TOL[dtype])
+    np.testing.assert_allclose(
+        dx[keep], _reference_backward(x[keep], t[keep], w[keep], lse[keep], g[keep]), **TOL[dtype]
+    )
 
 
 def test_all_minus_inf_row_has_minus_inf_logs(be):

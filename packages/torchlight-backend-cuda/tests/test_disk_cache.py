@@ -26,7 +26,9 @@ print("digest", L.sources_digest())
 def _run(cache_dir):
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     env["NUMBA_CACHE_DIR"] = str(cache_dir)
-    proc = subprocess.run([sys.executable, "-c", _CODE], env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CODE], env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return dict(line.split(" ", 1) for line in proc.stdout.strip().splitlines())
 

@@ -39,7 +39,9 @@ def test_export_is_zero_copy_and_keeps_the_view():
     np.testing.assert_array_equal(t.to_numpy(), np.full(a.shape, -1.0, np.float32))
 
 
-@pytest.mark.skipif(not SIMULATOR, reason="numpy reads host memory only; on a GPU the memory is CUDA memory")
+@pytest.mark.skipif(
+    not SIMULATOR, reason="numpy reads host memory only; on a GPU the memory is CUDA memory"
+)
 def test_numpy_reads_simulated_device_memory_in_place():
     a, t = _view()
     view = np.from_dlpack(t)

@@ -71,7 +71,14 @@ print("ok")
 
 
 def test_gpu_sized_launches_under_the_simulator():
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", TORCHLIGHT_CUDA_BLOCK="256",
-               TORCHLIGHT_CUDA_ROW_BLOCK="64", TORCHLIGHT_CUDA_MAX_BLOCKS="3")
-    proc = subprocess.run([sys.executable, "-c", _CODE], env=env, capture_output=True, text=True, timeout=900)
+    env = dict(
+        os.environ,
+        NUMBA_ENABLE_CUDASIM="1",
+        TORCHLIGHT_CUDA_BLOCK="256",
+        TORCHLIGHT_CUDA_ROW_BLOCK="64",
+        TORCHLIGHT_CUDA_MAX_BLOCKS="3",
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", _CODE], env=env, capture_output=True, text=True, timeout=900
+    )
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-4000:]

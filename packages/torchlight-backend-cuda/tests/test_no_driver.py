@@ -25,10 +25,19 @@ else:
 
 
 def _run(stmt, **env):
-    e = {k: v for k, v in os.environ.items() if k not in ("NUMBA_ENABLE_CUDASIM", "TORCHLIGHT_DEVICE")}
+    e = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("NUMBA_ENABLE_CUDASIM", "TORCHLIGHT_DEVICE")
+    }
     e.update(env)
-    proc = subprocess.run([sys.executable, "-c", _CODE.format(stmt=stmt)], env=e, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", _CODE.format(stmt=stmt)],
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
 
@@ -55,11 +64,15 @@ def test_to_cuda_raises():
 def test_spec_never_raises_and_explains():
     from torchlight.backends.cuda.spec import SPEC
 
-    code = ("from torchlight.backends.cuda.spec import SPEC\n"
-            "print(SPEC.is_available(), '|', SPEC.why_unavailable())\n"
-            "import sys; print('numba' in sys.modules)")
+    code = (
+        "from torchlight.backends.cuda.spec import SPEC\n"
+        "print(SPEC.is_available(), '|', SPEC.why_unavailable())\n"
+        "import sys; print('numba' in sys.modules)"
+    )
     e = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    proc = subprocess.run([sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=e, capture_output=True, text=True, timeout=120
+    )
     first, second = proc.stdout.strip().splitlines()
     assert first.startswith("False |") and "no CUDA driver/GPU was found" in first
     assert second == "False", "the availability check must not import numba"
@@ -68,7 +81,8 @@ def test_spec_never_raises_and_explains():
 
 def test_python_m_torchlight_reports_it():
     e = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    proc = subprocess.run([sys.executable, "-m", "torchlight"], env=e, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "torchlight"], env=e, capture_output=True, text=True, timeout=120
+    )
     line = next(ln for ln in proc.stdout.splitlines() if ln.strip().startswith("cuda"))
     assert "unavailable" in line and "no CUDA driver/GPU was found" in line

@@ -62,7 +62,9 @@ def test_every_kernel_compiles_to_ptx(monkeypatch):
         try:
             compiled[key] = cuda.compile_ptx(kernel.py_func, sig, cc=(8, 0))
         except Exception as exc:  # collect them all, then fail once
-            failures.append(f"{kernel.py_func.__qualname__}{sig}: {type(exc).__name__}: {str(exc)[:400]}")
+            failures.append(
+                f"{kernel.py_func.__qualname__}{sig}: {type(exc).__name__}: {str(exc)[:400]}"
+            )
             compiled[key] = None
 
     monkeypatch.setattr(B, "launch", compile_only)
@@ -73,7 +75,9 @@ def test_every_kernel_compiles_to_ptx(monkeypatch):
     import types as pytypes
 
     disp = importlib.import_module(type(B.S.sigmoid).__module__)
-    monkeypatch.setattr(disp, "get_current_device", lambda: pytypes.SimpleNamespace(compute_capability=(8, 0)))
+    monkeypatch.setattr(
+        disp, "get_current_device", lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))
+    )
     be = B.CudaBackend()
     shape = (3, 4, 5)
     for dt in ("float32", "float64", "int64", "bool"):
@@ -110,7 +114,19 @@ def test_every_kernel_compiles_to_ptx(monkeypatch):
             xl, tgt, vec = _td((3, 5), dt, permute=True), _td((3,), "int64"), _td((3,), dt)
             be.cross_entropy(xl, tgt, vec, vec, vec)
             be.cross_entropy_backward(xl, tgt, vec, vec, vec, _td((3, 5), dt))
-            be.adam_step(a, a, a, a, beta1=0.9, beta2=0.99, eps=1e-8, decay=0.99, l2=0.0,
-                         maximize=False, step_size=0.1, bias_correction2_sqrt=0.1)
+            be.adam_step(
+                a,
+                a,
+                a,
+                a,
+                beta1=0.9,
+                beta2=0.99,
+                eps=1e-8,
+                decay=0.99,
+                l2=0.0,
+                maximize=False,
+                step_size=0.1,
+                bias_correction2_sqrt=0.1,
+            )
     assert not failures, "\n".join(failures)
     assert len(compiled) > 40

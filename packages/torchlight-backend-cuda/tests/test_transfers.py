@@ -31,8 +31,11 @@ def _make(optimizer):
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)).to("cuda")
     x = tl.tensor(rng.standard_normal((12, 8)).astype(np.float32), device="cuda")
     y = tl.tensor(rng.integers(0, 3, 12), device="cuda")
-    opt = (tl.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) if optimizer == "sgd"
-           else tl.optim.Adam(model.parameters(), lr=1e-2))
+    opt = (
+        tl.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        if optimizer == "sgd"
+        else tl.optim.Adam(model.parameters(), lr=1e-2)
+    )
 
     def step():
         opt.zero_grad()
@@ -86,7 +89,6 @@ def test_zero_transfers_fused_cross_entropy():
     assert np.all(np.isfinite(be.to_numpy(loss))) and np.allclose(be.to_numpy(dx).sum(1), 0)
 
 
-
 def test_zero_transfers_label_smoothing_with_class_weights():
     """The composite path of ``cross_entropy`` (label smoothing) keeps the targets on the device
     too, with class weights and ignored entries: the one thing that crosses is the flag that
@@ -97,6 +99,7 @@ def test_zero_transfers_label_smoothing_with_class_weights():
     y[2] = -100
     target = tl.tensor(y, device="cuda")
     w = tl.tensor(rng.uniform(0.5, 2.0, 5), device="cuda")
+
     def step():
         loss = nn.functional.cross_entropy(x, target, weight=w, label_smoothing=0.1)
         loss.backward()
@@ -107,6 +110,7 @@ def test_zero_transfers_label_smoothing_with_class_weights():
         loss = step()
     assert (c.h2d, c.d2h, c.d2h_bytes) == (0, 1, 1), _sites(c.log)
     assert np.isfinite(loss.item()) and x.grad.shape == (8, 5)
+
 
 def test_kernels_refuse_host_arrays():
     from torchlight.backends.cuda import _launch

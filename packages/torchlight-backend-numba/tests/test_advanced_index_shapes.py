@@ -25,7 +25,9 @@ def test_advanced_index_matches_numpy_with_gradient(make_index):
     base = np.arange(20, dtype=np.float32).reshape(4, 5) * 0.5
     index = make_index()
     x = tl.tensor(base, device="numba", requires_grad=True)
-    tl_index = tuple(tl.tensor(i, device="numba") if isinstance(i, np.ndarray) else i for i in index)
+    tl_index = tuple(
+        tl.tensor(i, device="numba") if isinstance(i, np.ndarray) else i for i in index
+    )
     y = x[tl_index]
     expected = base[index]
     assert y.shape == expected.shape

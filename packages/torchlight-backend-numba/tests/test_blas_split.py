@@ -27,17 +27,20 @@ def _t(a):
     return tl.tensor(a, device="numba")
 
 
-@pytest.mark.parametrize("xs, ys", [
-    ((70, 50), (50, 30)),              # rows split
-    ((30, 50), (50, 70)),              # columns split (more columns than rows)
-    ((4, 60, 50), (4, 50, 20)),        # batch entries
-    ((1, 60, 50), (1, 50, 20)),        # one batch entry: rows split
-    ((1, 20, 50), (1, 50, 61)),        # one batch entry: columns split, uneven
-    ((3, 2, 1, 40), (3, 2, 40, 50)),   # one row per entry
-    ((1, 500), (500, 30)),             # one row: columns split
-    ((500, 30), (30, 1)),              # one column: rows split
-    ((3, 40, 50), (50, 60)),           # broadcast weight (batch stride 0)
-])
+@pytest.mark.parametrize(
+    "xs, ys",
+    [
+        ((70, 50), (50, 30)),  # rows split
+        ((30, 50), (50, 70)),  # columns split (more columns than rows)
+        ((4, 60, 50), (4, 50, 20)),  # batch entries
+        ((1, 60, 50), (1, 50, 20)),  # one batch entry: rows split
+        ((1, 20, 50), (1, 50, 61)),  # one batch entry: columns split, uneven
+        ((3, 2, 1, 40), (3, 2, 40, 50)),  # one row per entry
+        ((1, 500), (500, 30)),  # one row: columns split
+        ((500, 30), (30, 1)),  # one column: rows split
+        ((3, 40, 50), (50, 60)),  # broadcast weight (batch stride 0)
+    ],
+)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gemm_equals_numpy(split_everything, xs, ys, dtype):
     rng = np.random.default_rng(0)
@@ -45,7 +48,12 @@ def test_gemm_equals_numpy(split_everything, xs, ys, dtype):
     y = rng.standard_normal(ys).astype(dtype)
     got = (_t(x) @ _t(y)).numpy()
     assert got.dtype == dtype
-    np.testing.assert_allclose(got, x @ y, rtol=2e-5 if dtype == np.float32 else 1e-12, atol=1e-4 if dtype == np.float32 else 1e-11)
+    np.testing.assert_allclose(
+        got,
+        x @ y,
+        rtol=2e-5 if dtype == np.float32 else 1e-12,
+        atol=1e-4 if dtype == np.float32 else 1e-11,
+    )
 
 
 def test_transposed_and_sliced_operands(split_everything):
@@ -54,13 +62,24 @@ def test_transposed_and_sliced_operands(split_everything):
     a = rng.standard_normal((3, 80, 60))
     b = rng.standard_normal((3, 50, 60))
     ta, tb = _t(a), _t(b)
-    np.testing.assert_allclose((ta @ tb.transpose(1, 2)).numpy(), a @ b.transpose(0, 2, 1), rtol=1e-12)
-    np.testing.assert_allclose((ta.transpose(1, 2) @ ta).numpy(), a.transpose(0, 2, 1) @ a, rtol=1e-12)
+    np.testing.assert_allclose(
+        (ta @ tb.transpose(1, 2)).numpy(), a @ b.transpose(0, 2, 1), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        (ta.transpose(1, 2) @ ta).numpy(), a.transpose(0, 2, 1) @ a, rtol=1e-12
+    )
     c = rng.standard_normal((90, 100))
     tc = _t(c)
     # atol: an entry near 0 after cancellation differs by an ulp of the products between BLAS builds
-    np.testing.assert_allclose((tc[::2, ::3].t() @ tc[::2, 1::2]).numpy(), c[::2, ::3].T @ c[::2, 1::2], rtol=1e-12, atol=1e-13)
-    np.testing.assert_allclose((tc[5:45, 10:70] @ tc[20:80, 3:13]).numpy(), c[5:45, 10:70] @ c[20:80, 3:13], rtol=1e-12)
+    np.testing.assert_allclose(
+        (tc[::2, ::3].t() @ tc[::2, 1::2]).numpy(),
+        c[::2, ::3].T @ c[::2, 1::2],
+        rtol=1e-12,
+        atol=1e-13,
+    )
+    np.testing.assert_allclose(
+        (tc[5:45, 10:70] @ tc[20:80, 3:13]).numpy(), c[5:45, 10:70] @ c[20:80, 3:13], rtol=1e-12
+    )
 
 
 def test_output_without_unit_stride_columns(split_everything):
@@ -75,19 +94,22 @@ def test_output_without_unit_stride_columns(split_everything):
     np.testing.assert_allclose(holder.numpy().T, x @ y, rtol=1e-12)
 
 
-@pytest.mark.parametrize("rows, cols, rs, cs, expect", [
-    (4, 5, 5, 1, (5, 1)),      # C-contiguous
-    (4, 5, 8, 1, (8, 1)),      # row-sliced: leading dim 8
-    (4, 5, 1, 4, (1, 4)),      # transposed (column-major)
-    (4, 5, 10, 2, None),       # no unit stride: packed
-    (4, 5, 0, 1, None),        # broadcast rows
-    (4, 5, -5, 1, None),       # flipped
-    (1, 5, 0, 1, (5, 1)),      # one row: its stride does not matter
-    (1, 5, 0, 3, (1, 3)),      # one row, strided columns: column-major
-    (4, 1, 1, 0, (1, 4)),      # one column, unit rows
-    (4, 1, 7, 0, (7, 1)),      # one column, strided rows
-    (1, 1, 0, 0, (1, 1)),
-])
+@pytest.mark.parametrize(
+    "rows, cols, rs, cs, expect",
+    [
+        (4, 5, 5, 1, (5, 1)),  # C-contiguous
+        (4, 5, 8, 1, (8, 1)),  # row-sliced: leading dim 8
+        (4, 5, 1, 4, (1, 4)),  # transposed (column-major)
+        (4, 5, 10, 2, None),  # no unit stride: packed
+        (4, 5, 0, 1, None),  # broadcast rows
+        (4, 5, -5, 1, None),  # flipped
+        (1, 5, 0, 1, (5, 1)),  # one row: its stride does not matter
+        (1, 5, 0, 3, (1, 3)),  # one row, strided columns: column-major
+        (4, 1, 1, 0, (1, 4)),  # one column, unit rows
+        (4, 1, 7, 0, (7, 1)),  # one column, strided rows
+        (1, 1, 0, 0, (1, 1)),
+    ],
+)
 def test_blas_strides(rows, cols, rs, cs, expect):
     assert _blas.blas_strides(rows, cols, rs, cs) == expect
 

@@ -18,8 +18,17 @@ def kernels_backend():
     for table in (registry._specs, registry._loaded):  # no public unregister in the registry
         table.pop("numba-kernels", None)
 
-_KEEP = {"test_map", "test_copy_casts", "test_map_large_values_are_stable", "test_zip",
-         "test_zip_in_place", "test_zip_broadcasting_property", "test_where", "test_protocol_surface"}
+
+_KEEP = {
+    "test_map",
+    "test_copy_casts",
+    "test_map_large_values_are_stable",
+    "test_zip",
+    "test_zip_in_place",
+    "test_zip_broadcasting_property",
+    "test_where",
+    "test_protocol_surface",
+}
 
 
 class TestNumbaKernelsConformance(BackendConformance):

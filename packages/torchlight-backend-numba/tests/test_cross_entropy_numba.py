@@ -62,8 +62,8 @@ def layouts(x):
     yield "contiguous", np.ascontiguousarray(x)
     yield "transposed", np.ascontiguousarray(x.T).T
     big = np.zeros((2 * n + 3, 3 * c + 2), dtype=x.dtype)
-    big[1:2 * n + 1:2, 2:3 * c + 2:3] = x
-    yield "sliced", big[1:2 * n + 1:2, 2:3 * c + 2:3]
+    big[1 : 2 * n + 1 : 2, 2 : 3 * c + 2 : 3] = x
+    yield "sliced", big[1 : 2 * n + 1 : 2, 2 : 3 * c + 2 : 3]
     buf = np.zeros(n * c + 7, dtype=x.dtype)
     buf[7:] = x.reshape(-1)
     yield "offset", buf[7:].reshape(n, c)
@@ -81,7 +81,9 @@ def run(x, t, w, g, dtype):
     dxbuf = np.full(n * c * 2 + 1, np.nan, dtype)
     dx = TensorData(dxbuf, (n, c), (1, 2 * n), 1)  # column-major, every other column slot
     BK.cross_entropy_backward(xv, tv, wv, lse, gv, dx)
-    dx_arr = np.lib.stride_tricks.as_strided(dxbuf[1:], (n, c), (dxbuf.itemsize, 2 * n * dxbuf.itemsize))
+    dx_arr = np.lib.stride_tricks.as_strided(
+        dxbuf[1:], (n, c), (dxbuf.itemsize, 2 * n * dxbuf.itemsize)
+    )
     return lbuf[2::3][:n], ebuf[2::3][:n], np.array(dx_arr), lbuf, ebuf
 
 
@@ -120,15 +122,22 @@ def test_layouts(path, dtype, shape):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_large_magnitudes_are_exact(path, dtype):
-    x = np.array([[1e4, -1e4, 0.0, 5.0],
-                  [-1e4, -1e4, -1e4, -1e4],
-                  [1e4, 1e4, -1e4, 1e4],
-                  [3.0, -1e4, 1e4, 2.0]], dtype)
+    x = np.array(
+        [
+            [1e4, -1e4, 0.0, 5.0],
+            [-1e4, -1e4, -1e4, -1e4],
+            [1e4, 1e4, -1e4, 1e4],
+            [3.0, -1e4, 1e4, 2.0],
+        ],
+        dtype,
+    )
     t = np.array([0, 2, 3, 1])
     w = np.ones(4, dtype)
     g = np.ones(4, dtype)
     loss, lse, dx, _, _ = run(x, t, w, g, dtype)
-    np.testing.assert_allclose(lse, [0.0, np.log(4), np.log(3), 0.0], rtol=1e-7, atol=1e-7)  # log Σ exp(x - max)
+    np.testing.assert_allclose(
+        lse, [0.0, np.log(4), np.log(3), 0.0], rtol=1e-7, atol=1e-7
+    )  # log Σ exp(x - max)
     np.testing.assert_allclose(loss, [0.0, np.log(4), np.log(3), 2e4], rtol=1e-6, atol=1e-6)
     assert np.isfinite(dx).all()
     np.testing.assert_allclose(dx[1], [0.25, 0.25, -0.75, 0.25], rtol=1e-6)

@@ -14,9 +14,24 @@ HERE = Path(__file__).resolve().parent
 def test_conformance_kit_without_jit(tmp_path):
     env = dict(os.environ, NUMBA_DISABLE_JIT="1", TORCHLIGHT_CONFORMANCE_PROFILE="tiny")
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", str(HERE / "test_conformance_numba.py"), "-q", "-x",
-         "--import-mode=importlib", "-p", "no:cacheprovider", "--rootdir", str(tmp_path)],
-        env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(HERE / "test_conformance_numba.py"),
+            "-q",
+            "-x",
+            "--import-mode=importlib",
+            "-p",
+            "no:cacheprovider",
+            "--rootdir",
+            str(tmp_path),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout
@@ -35,5 +50,7 @@ def test_kernels_are_python_functions_without_jit():
         "print('ok')\n"
     )
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]

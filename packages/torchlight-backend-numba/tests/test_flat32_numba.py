@@ -25,7 +25,7 @@ def values(seed, offset=3):
     rng = np.random.default_rng(seed)
     buf = np.zeros(N + offset, np.float32)
     buf[offset:] = rng.standard_normal(N) * 4
-    buf[offset:offset + len(SPECIAL)] = SPECIAL
+    buf[offset : offset + len(SPECIAL)] = SPECIAL
     return buf, TensorData(buf, (N,), (1,), offset)
 
 
@@ -81,7 +81,9 @@ def test_gelu_tanh_against_float64(path):
     x64 = xbuf[3:].astype(np.float64)
     with np.errstate(all="ignore"):
         want = 0.5 * x64 * (1 + np.tanh(np.sqrt(2 / np.pi) * (x64 + 0.044715 * x64**3)))
-    np.testing.assert_allclose(got_buf[5:], want, rtol=1e-6, atol=1e-8)  # float64 cancels too, below -18
+    np.testing.assert_allclose(
+        got_buf[5:], want, rtol=1e-6, atol=1e-8
+    )  # float64 cancels too, below -18
 
 
 def gelu_tanh_back64(x, g):
@@ -93,9 +95,11 @@ def gelu_tanh_back64(x, g):
 
 def test_gelu_tanh_back_against_float64(path):
     xbuf, x = values(5)
-    xbuf[3:3 + len(SPECIAL)] = np.nan_to_num(np.array(SPECIAL, np.float32), posinf=30.0, neginf=-30.0)
+    xbuf[3 : 3 + len(SPECIAL)] = np.nan_to_num(
+        np.array(SPECIAL, np.float32), posinf=30.0, neginf=-30.0
+    )
     gbuf, g = values(6, offset=0)
-    gbuf[:len(SPECIAL)] = 1.5
+    gbuf[: len(SPECIAL)] = 1.5
     got_buf, got = out_view()
     BK.zip("gelu_tanh_back", x, g, got)
     want = gelu_tanh_back64(xbuf[3:], gbuf)
@@ -103,7 +107,9 @@ def test_gelu_tanh_back_against_float64(path):
     # a broadcast operand keeps the general route (numpy), same values
     s = TensorData(np.array([0.7], np.float32), (N,), (0,), 0)
     BK.zip("gelu_tanh_back", x, s, got)
-    np.testing.assert_allclose(got_buf[5:], gelu_tanh_back64(xbuf[3:], np.float32(0.7)), rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(
+        got_buf[5:], gelu_tanh_back64(xbuf[3:], np.float32(0.7)), rtol=2e-6, atol=2e-6
+    )
 
 
 def test_strided_and_small_operands_keep_the_general_route(path):
@@ -112,11 +118,10 @@ def test_strided_and_small_operands_keep_the_general_route(path):
     got_buf, got = out_view()
     with np.errstate(all="ignore"):
         BK.map("exp", x, TensorData(got_buf, (N // 2,), (1,), 0))
-        np.testing.assert_allclose(got_buf[:N // 2], np.exp(buf[:N - 1:2][:N // 2]), rtol=4e-6)
+        np.testing.assert_allclose(got_buf[: N // 2], np.exp(buf[: N - 1 : 2][: N // 2]), rtol=4e-6)
     small = TensorData(buf, (100,), (1,), 0)
     BK.zip("add", small, small, TensorData(got_buf, (100,), (1,), 0))
     np.testing.assert_array_equal(got_buf[:100], buf[:100] + buf[:100])
-
 
 
 def test_tanh_around_the_clamp(path):
@@ -127,10 +132,12 @@ def test_tanh_around_the_clamp(path):
     evaluation at this clamp at 1 - 2 ulp: both fail the first assertion."""
     from torchlight.tensor.formulas import TANH32_CLAMP
 
-    x = np.concatenate([
-        np.linspace(5.0, 12.0, N // 2, dtype=np.float32),
-        -np.linspace(5.0, 12.0, N - N // 2, dtype=np.float32),
-    ])
+    x = np.concatenate(
+        [
+            np.linspace(5.0, 12.0, N // 2, dtype=np.float32),
+            -np.linspace(5.0, 12.0, N - N // 2, dtype=np.float32),
+        ]
+    )
     x[:3] = [TANH32_CLAMP, -TANH32_CLAMP, 7.90531110763549805]
     out = np.empty_like(x)
     BK.map("tanh", TensorData(x, (N,)), TensorData(out, (N,)))

@@ -16,7 +16,9 @@ def rand(*shape, seed=0, scale=1.0):
 
 
 def close(a, b, rtol=1e-5, atol=1e-6):
-    np.testing.assert_allclose(np.asarray(a.to_numpy()), np.asarray(b.to_numpy()), rtol=rtol, atol=atol)
+    np.testing.assert_allclose(
+        np.asarray(a.to_numpy()), np.asarray(b.to_numpy()), rtol=rtol, atol=atol
+    )
 
 
 def eager(fn, *xs):

@@ -24,7 +24,9 @@ def test_gradcheck_strided(path):
     n, h = 3, 4
 
     def leaf(*shape):
-        return tl.tensor(rng.standard_normal(shape), dtype=tl.float64, device="numba", requires_grad=True)
+        return tl.tensor(
+            rng.standard_normal(shape), dtype=tl.float64, device="numba", requires_grad=True
+        )
 
     gi_t, gh, s = leaf(3 * h, n), leaf(n, 6 * h), leaf(n, h)  # gi transposed, gh step-sliced
     assert tl.gradcheck(lambda a, b, c: gru_cell_gates(a.t(), b[:, ::2], c), (gi_t, gh, s))
@@ -49,6 +51,8 @@ def test_module_matches_cpu(path, cls):
         out, state = mod(inp)
         hn = state[0] if cls is nn.LSTM else state
         ((out * out).sum() + hn.sum()).backward()
-        results.append([out.detach().numpy(), hn.detach().numpy()] + [p.grad.numpy() for p in mod.parameters()])
+        results.append(
+            [out.detach().numpy(), hn.detach().numpy()] + [p.grad.numpy() for p in mod.parameters()]
+        )
     for a, b in zip(*results):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)

@@ -106,7 +106,9 @@ def test_reductions():
     assert explain("sum", x, dim=1) == "_reduce.reduce_kernel"
     assert explain("sum", nb(m[:, : routing.COLS_MIN - 1]), dim=0) == "_reduce.reduce_kernel"
     assert explain("argmax", x, dim=-1) == "_reduce.arg_kernel"
-    np.testing.assert_allclose(x.sum(dim=0).numpy(), m.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(
+        x.sum(dim=0).numpy(), m.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-4
+    )
     np.testing.assert_array_equal(x.argmax(dim=-1).numpy(), m.argmax(axis=-1))
 
 
@@ -139,6 +141,10 @@ def test_the_table_prints():
     for rule in TABLE:
         assert all(k in text for k in rule.kernels) and rule.why in text
     assert f"TILE_ZIP_MIN = {routing.TILE_ZIP_MIN}" in text
-    run = subprocess.run([sys.executable, "-m", "torchlight.backends.numba.routing"], capture_output=True,
-                         text=True, check=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "torchlight.backends.numba.routing"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert run.stdout.strip() == text

@@ -58,8 +58,11 @@ def test_where_tiles(path, shape, dtype):
         (scalar(fill, dtype, shape), view(x), np.where(mask, fill, x)),  # masked_fill
         (view(x), scalar(fill, dtype, shape), np.where(mask, x, fill)),
         (view(x), view(y), np.where(mask, x, y)),
-        (view(x[(0,) * (len(shape) - len(tile))]).expand(shape), view(y),
-         np.where(mask, x[(0,) * (len(shape) - len(tile))], y)),  # two operands repeat
+        (
+            view(x[(0,) * (len(shape) - len(tile))]).expand(shape),
+            view(y),
+            np.where(mask, x[(0,) * (len(shape) - len(tile))], y),
+        ),  # two operands repeat
     ]:
         buf, out = out_of(shape, dtype)
         BK.where(c, a, b, out)
@@ -88,7 +91,12 @@ def test_where_fallbacks_agree(path, monkeypatch, threshold):
     sliced = TensorData(big.storage, (6, 32, 40), big.strides, big.offset + 3)
     for a in (xt, sliced, view(np.ascontiguousarray(x.transpose(0, 2, 1)))):
         buf, out = out_of((6, 32, 40), np.float32)
-        BK.where(view(mask).expand((6, 32, 40)), scalar(np.float32(-np.inf), np.float32, (6, 32, 40)), a, out)
+        BK.where(
+            view(mask).expand((6, 32, 40)),
+            scalar(np.float32(-np.inf), np.float32, (6, 32, 40)),
+            a,
+            out,
+        )
         want = np.where(mask, -np.inf, BK.to_numpy(a))
         np.testing.assert_array_equal(result(buf, (6, 32, 40)), want)
 
@@ -101,15 +109,21 @@ def test_zip_row_broadcast_is_bit_identical(path, monkeypatch, op, rows, cols):
     a = rng.standard_normal((rows, cols)).astype(np.float32)
     row = (rng.standard_normal(cols) + 3).astype(np.float32)
     ufunc = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}[op]
-    for x, y, want in [(view(a), view(row).expand((rows, cols)), ufunc(a, row)),
-                       (view(row).expand((rows, cols)), view(a), ufunc(row, a))]:
+    for x, y, want in [
+        (view(a), view(row).expand((rows, cols)), ufunc(a, row)),
+        (view(row).expand((rows, cols)), view(a), ufunc(row, a)),
+    ]:
         buf, out = out_of((rows, cols), np.float32)
         BK.zip(op, x, y, out)
         np.testing.assert_array_equal(result(buf, (rows, cols)), want)
 
 
 def test_zip_tiles_above_default_threshold(path):
-    a = np.random.default_rng(4).standard_normal((routing.TILE_ZIP_MIN // 256 + 3, 256)).astype(np.float32)
+    a = (
+        np.random.default_rng(4)
+        .standard_normal((routing.TILE_ZIP_MIN // 256 + 3, 256))
+        .astype(np.float32)
+    )
     b = np.arange(256, dtype=np.float32)
     buf, out = out_of(a.shape, np.float32)
     BK.zip("add", view(a), view(b).expand(a.shape), out)
@@ -126,12 +140,16 @@ def test_reduce_cols(path, op, rows, dtype):
         full[rows // 2, 3] = np.nan
         full[0, 5] = np.inf
     a = view(full)
-    a = TensorData(a.storage, (rows, 96), a.strides, a.offset + 7)  # sliced columns: rows not contiguous
+    a = TensorData(
+        a.storage, (rows, 96), a.strides, a.offset + 7
+    )  # sliced columns: rows not contiguous
     x = full[:, 7:]
     out = TensorData(np.zeros(96, dtype), (1, 96))
     BK.reduce(op, a, (0,), out)
     with np.errstate(all="ignore"):
-        want = getattr(np, op)(x.astype(np.float64 if dtype == np.float32 else dtype), axis=0, keepdims=True)
+        want = getattr(np, op)(
+            x.astype(np.float64 if dtype == np.float32 else dtype), axis=0, keepdims=True
+        )
     np.testing.assert_allclose(out.storage.reshape(1, 96), want.astype(dtype), rtol=1e-6)
 
 
@@ -150,7 +168,9 @@ def test_reduce_cols_does_not_depend_on_threads():
     np.testing.assert_array_equal(got[0], got[1])
 
 
-@pytest.mark.parametrize("shape,dims", [((300, 1000), (1,)), ((1000, 300), (0, 1)), ((70000,), (0,))])
+@pytest.mark.parametrize(
+    "shape,dims", [((300, 1000), (1,)), ((1000, 300), (0, 1)), ((70000,), (0,))]
+)
 @pytest.mark.parametrize("dtype", [np.float32, np.int64])
 def test_contiguous_sums(path, shape, dims, dtype):
     x = (np.random.default_rng(7).standard_normal(shape) * 1000).astype(dtype)
@@ -181,13 +201,16 @@ def test_row_max_and_sum_helpers(dtype):
             x[4:] = rng.choice([-np.inf, -0.0, 0.0])
         for fn in (both, getattr(both, "py_func", both)):  # compiled, and pure Python (DISABLE_JIT)
             m, s = fn(x, 4, n)
-            row = x[4:4 + n]
+            row = x[4 : 4 + n]
             with np.errstate(all="ignore"):
                 want_m, want_s = row.max(), row.astype(np.float64).sum()
             if np.isnan(want_m):
                 assert np.isnan(m)
             else:
-                assert m == want_m and (want_m != 0 or np.signbit(m) == np.signbit(want_m)), (row, m)
+                assert m == want_m and (want_m != 0 or np.signbit(m) == np.signbit(want_m)), (
+                    row,
+                    m,
+                )
             scale = np.abs(row.astype(np.float64)).sum()  # the sum's order is not numpy's
             if np.isfinite(scale):
                 assert abs(s - want_s) <= 1e-12 * scale, (row, s, want_s)

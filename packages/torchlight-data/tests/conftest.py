@@ -17,12 +17,22 @@ from hypothesis import HealthCheck, settings
 # The repository's shared hypothesis profiles (each distribution registers them: conftest files
 # only reach their own directory). ``ci`` has no deadline (a loaded 2-core runner makes timings
 # meaningless) and prints the blob that replays a failure; ``dev`` is a quicker local loop.
-settings.register_profile("ci", deadline=None, print_blob=True, max_examples=60,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("dev", deadline=None, max_examples=20,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.load_profile(os.environ.get("TORCHLIGHT_HYPOTHESIS_PROFILE")
-                      or ("ci" if os.environ.get("CI") else "dev"))
+settings.register_profile(
+    "ci",
+    deadline=None,
+    print_blob=True,
+    max_examples=60,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "dev",
+    deadline=None,
+    max_examples=20,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(
+    os.environ.get("TORCHLIGHT_HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[3]  # tests -> torchlight-data -> packages -> repo
 HELPERS = Path(__file__).resolve().parent / "helpers"
@@ -48,8 +58,10 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
 def data_root(monkeypatch) -> Path:
     path = _shared_data_dir()
     if not path.is_dir():
-        pytest.skip(f"the shared data directory {path} does not exist; set TORCHLIGHT_DATA to the "
-                    "folder holding tinyshakespeare/, sentiment/ and eng-fra/")
+        pytest.skip(
+            f"the shared data directory {path} does not exist; set TORCHLIGHT_DATA to the "
+            "folder holding tinyshakespeare/, sentiment/ and eng-fra/"
+        )
     monkeypatch.setenv("TORCHLIGHT_DATA", str(path))
     return path
 

@@ -46,7 +46,9 @@ def test_vocab_size_and_learned_tokens(tok):
 
 
 @given(st.text())
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 def test_round_trip_on_arbitrary_unicode(tok, text):
     ids = tok.encode(text)
     assert all(0 <= i < len(tok) for i in ids)
@@ -89,7 +91,9 @@ def test_iterable_of_documents_and_early_stop():
 
 
 def test_special_tokens():
-    t = BPETokenizer().train("hello world " * 10, vocab_size=262, special_tokens=["<|eot|>", "<|pad|>"])
+    t = BPETokenizer().train(
+        "hello world " * 10, vocab_size=262, special_tokens=["<|eot|>", "<|pad|>"]
+    )
     assert len(t) == 262 and t.special_tokens == {"<|eot|>": 260, "<|pad|>": 261}
     text = "hello<|eot|>world"
     ids = t.encode(text, allow_special=True)

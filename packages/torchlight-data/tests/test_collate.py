@@ -41,8 +41,10 @@ def test_strings_stay_lists():
 
 
 def test_nested_structures():
-    samples = [({"img": tl.tensor([float(i)] * 2), "meta": {"id": i, "tag": f"t{i}"}}, i % 2)
-               for i in range(3)]
+    samples = [
+        ({"img": tl.tensor([float(i)] * 2), "meta": {"id": i, "tag": f"t{i}"}}, i % 2)
+        for i in range(3)
+    ]
     batch = default_collate(samples)
     assert isinstance(batch, list) and len(batch) == 2  # tuples become lists, as in PyTorch
     features, labels = batch

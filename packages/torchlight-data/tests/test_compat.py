@@ -26,7 +26,7 @@ def test_random_sampler_huge_num_samples_is_lazy():
     counts = np.bincount(head, minlength=7) / len(head)
     assert np.abs(counts - 1 / 7).max() < 0.02  # uniform draws
     loader = DataLoader(TensorDataset(tl.arange(7)), batch_size=3, sampler=sampler)
-    assert len(loader) == -(-10**10 // 3)
+    assert len(loader) == -(-(10**10) // 3)
     assert next(iter(loader))[0].shape == (3,)
 
 
@@ -46,14 +46,31 @@ def test_random_sampler_lazy_orders_are_reproducible_and_chain_permutations():
 def test_dataloader_accepts_pytorch_arguments():
     ds = TensorDataset(tl.arange(10))
     seen = []
-    loader = DataLoader(ds, batch_size=4, shuffle=False, pin_memory=True, timeout=0, worker_init_fn=seen.append,
-                        generator=tl.Generator().manual_seed(0), pin_memory_device="")
+    loader = DataLoader(
+        ds,
+        batch_size=4,
+        shuffle=False,
+        pin_memory=True,
+        timeout=0,
+        worker_init_fn=seen.append,
+        generator=tl.Generator().manual_seed(0),
+        pin_memory_device="",
+    )
     assert [b[0].tolist() for b in loader] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
     assert loader.pin_memory
     for ctx in ("spawn", multiprocessing.get_context("spawn")):
-        loader = DataLoader(ds, batch_size=5, num_workers=1, multiprocessing_context=ctx, persistent_workers=True,
-                            prefetch_factor=4)
-        assert loader.multiprocessing_context.get_start_method() == "spawn" and loader.persistent_workers
+        loader = DataLoader(
+            ds,
+            batch_size=5,
+            num_workers=1,
+            multiprocessing_context=ctx,
+            persistent_workers=True,
+            prefetch_factor=4,
+        )
+        assert (
+            loader.multiprocessing_context.get_start_method() == "spawn"
+            and loader.persistent_workers
+        )
     with pytest.raises(ValueError, match="prefetch_factor"):
         DataLoader(ds, prefetch_factor=2)
     with pytest.raises(ValueError, match="persistent_workers"):
@@ -76,23 +93,44 @@ def test_random_split_generator_positional_and_fractions():
 
 
 def test_torch_utils_data_names_and_module_paths():
-    for name in ("Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split",
-                 "DataLoader", "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-                 "BatchSampler", "WeightedRandomSampler", "default_collate", "get_worker_info"):
+    for name in (
+        "Dataset",
+        "IterableDataset",
+        "TensorDataset",
+        "Subset",
+        "ConcatDataset",
+        "random_split",
+        "DataLoader",
+        "Sampler",
+        "SequentialSampler",
+        "RandomSampler",
+        "SubsetRandomSampler",
+        "BatchSampler",
+        "WeightedRandomSampler",
+        "default_collate",
+        "get_worker_info",
+    ):
         assert name in data.__all__ and getattr(data, name) is not None
     from torchlight.data.dataloader import DataLoader as DL
     from torchlight.data.dataloader import default_collate, get_worker_info
 
-    assert DL is DataLoader and default_collate is data.default_collate and get_worker_info() is None
+    assert (
+        DL is DataLoader and default_collate is data.default_collate and get_worker_info() is None
+    )
 
 
 def test_distributed_sampler_is_resolved_lazily():
     import subprocess
     import sys
 
-    code = ("import sys, torchlight.data, torchlight.data.distributed; "
-            "print(any(m.startswith('torchlight.distributed') for m in sys.modules))")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    code = (
+        "import sys, torchlight.data, torchlight.data.distributed; "
+        "print(any(m.startswith('torchlight.distributed') for m in sys.modules))"
+    )
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip()
+        == "False"
+    )
     pytest.importorskip("torchlight.distributed")
     from torchlight.data.distributed import DistributedSampler
     from torchlight.distributed import DistributedSampler as Original

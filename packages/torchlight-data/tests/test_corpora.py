@@ -31,7 +31,8 @@ def test_sentiment_sentences(data_root):
     assert len(sentences) == 3000
     assert sum(s.label for s in sentences) == 1500
     assert Counter((s.source, s.label) for s in sentences) == {
-        (src, lab): 500 for src in ("amazon", "imdb", "yelp") for lab in (0, 1)}
+        (src, lab): 500 for src in ("amazon", "imdb", "yelp") for lab in (0, 1)
+    }
     # The two U+0085 characters of imdb stay inside their sentences (split on "\n" only).
     nel = [s for s in sentences if "\x85" in s.text]
     assert len(nel) == 2 and all(s.source == "imdb" for s in nel)
@@ -65,8 +66,9 @@ def test_tatoeba_eng_fra(data_root):
 def test_third_column_is_ignored_and_malformed_lines_reported(tmp_path):
     path = tmp_path / RESOURCES["eng-fra"].path
     path.parent.mkdir(parents=True)
-    path.write_text("Hi.\tSalut !\tCC-BY 2.0 (France) Attribution: tatoeba.org #538123\n",
-                    encoding="utf-8")
+    path.write_text(
+        "Hi.\tSalut !\tCC-BY 2.0 (France) Attribution: tatoeba.org #538123\n", encoding="utf-8"
+    )
     assert tatoeba_eng_fra(root=tmp_path, verify=False) == [("Hi.", "Salut !")]
     path.write_text("no tab here\n", encoding="utf-8")
     with pytest.raises(DataError, match="fra.txt:1"):

@@ -26,12 +26,19 @@ def _write(root, key, data):
     return path
 
 
-@pytest.mark.parametrize("key, load", [
-    ("tinyshakespeare", lambda root, **kw: tiny_shakespeare(root=root, verify=False, **kw)),
-    ("eng-fra", lambda root, **kw: tatoeba_eng_fra(root=root, verify=False, **kw)),
-    ("sentiment/amazon", lambda root, **kw: sentiment_sentences(
-        root=root, sources=("amazon",), verify=False, **kw)),
-])
+@pytest.mark.parametrize(
+    "key, load",
+    [
+        ("tinyshakespeare", lambda root, **kw: tiny_shakespeare(root=root, verify=False, **kw)),
+        ("eng-fra", lambda root, **kw: tatoeba_eng_fra(root=root, verify=False, **kw)),
+        (
+            "sentiment/amazon",
+            lambda root, **kw: sentiment_sentences(
+                root=root, sources=("amazon",), verify=False, **kw
+            ),
+        ),
+    ],
+)
 def test_invalid_utf8_names_file_offset_and_options(tmp_path, key, load):
     data = BAD if key == "tinyshakespeare" else b"ok\t1\nCaf\xe9 au lait\t0\n"
     path = _write(tmp_path, key, data)
@@ -46,16 +53,23 @@ def test_invalid_utf8_names_file_offset_and_options(tmp_path, key, load):
     # still what code written for bytes.decode catches
     assert isinstance(exc, UnicodeDecodeError) and isinstance(exc, DataError)
     assert isinstance(exc, TorchlightError) and exc.encoding == "utf-8"
-    assert exc.object[exc.start:exc.end] == b"\xe9"
+    assert exc.object[exc.start : exc.end] == b"\xe9"
 
 
 def test_errors_and_encoding_options(tmp_path):
     _write(tmp_path, "tinyshakespeare", BAD)
-    assert tiny_shakespeare(root=tmp_path, verify=False, errors="replace") == \
-        "First line\nCaf\ufffd au lait\n"
-    assert tiny_shakespeare(root=tmp_path, verify=False, errors="ignore") == "First line\nCaf au lait\n"
-    assert tiny_shakespeare(root=tmp_path, verify=False, encoding="latin-1") == \
-        "First line\nCafé au lait\n"
+    assert (
+        tiny_shakespeare(root=tmp_path, verify=False, errors="replace")
+        == "First line\nCaf\ufffd au lait\n"
+    )
+    assert (
+        tiny_shakespeare(root=tmp_path, verify=False, errors="ignore")
+        == "First line\nCaf au lait\n"
+    )
+    assert (
+        tiny_shakespeare(root=tmp_path, verify=False, encoding="latin-1")
+        == "First line\nCafé au lait\n"
+    )
 
 
 def test_unknown_encoding_or_handler(tmp_path):
@@ -66,11 +80,14 @@ def test_unknown_encoding_or_handler(tmp_path):
         tiny_shakespeare(root=tmp_path, verify=False, errors="bogus")
 
 
-@pytest.mark.parametrize("data, offset, line", [
-    (b"\xff", 0, 1),                       # invalid start byte
-    (b"abc\n\n\xc3", 5, 3),                # truncated multi-byte sequence at the end
-    (b"a\xed\xa0\x80z", 1, 1),             # an encoded surrogate
-])
+@pytest.mark.parametrize(
+    "data, offset, line",
+    [
+        (b"\xff", 0, 1),  # invalid start byte
+        (b"abc\n\n\xc3", 5, 3),  # truncated multi-byte sequence at the end
+        (b"a\xed\xa0\x80z", 1, 1),  # an encoded surrogate
+    ],
+)
 def test_decode_file_positions(data, offset, line):
     with pytest.raises(DecodingError) as info:
         decode_file(data, "corpus.txt")

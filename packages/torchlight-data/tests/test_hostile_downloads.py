@@ -38,7 +38,10 @@ def serve(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCHLIGHT_CACHE", str(tmp_path / "cache"))
 
     def install(data, length=True):
-        monkeypatch.setattr(fetch_module, "urlopen", lambda url, timeout=None: Response(data, length))
+        monkeypatch.setattr(
+            fetch_module, "urlopen", lambda url, timeout=None: Response(data, length)
+        )
+
     return install
 
 
@@ -65,8 +68,13 @@ def _lie_about_size(archive: bytes, size: int) -> bytes:
     return bytes(data)
 
 
-RES = Resource("plays/hamlet.txt", SHA, urls=("http://mirror.invalid/plays.zip",),
-               member="hamlet.txt", size=len(CONTENT))
+RES = Resource(
+    "plays/hamlet.txt",
+    SHA,
+    urls=("http://mirror.invalid/plays.zip",),
+    member="hamlet.txt",
+    size=len(CONTENT),
+)
 
 
 def _nothing_installed():
@@ -100,8 +108,9 @@ def test_traversal_member_name_is_extracted_to_the_resource_path_only(serve, tmp
 
 
 def test_endless_response_is_cut_at_the_published_size(serve):
-    plain = Resource("poems/hamlet.txt", SHA, urls=("http://mirror.invalid/hamlet.txt",),
-                     size=len(CONTENT))
+    plain = Resource(
+        "poems/hamlet.txt", SHA, urls=("http://mirror.invalid/hamlet.txt",), size=len(CONTENT)
+    )
     serve(CONTENT * 1000, length=False)
     with pytest.raises(ChecksumError, match="sends more than the 20 bytes"):
         fetch(plain, progress=False)

@@ -105,8 +105,9 @@ def test_drop_last_with_shuffle():
 def test_tensor_fast_path_equals_generic_collation():
     ds = xy(13)
     fast = DataLoader(ds, batch_size=5, shuffle=True, seed=2)
-    slow = DataLoader(ds, batch_size=5, shuffle=True, seed=2,
-                      collate_fn=lambda b: default_collate(b))
+    slow = DataLoader(
+        ds, batch_size=5, shuffle=True, seed=2, collate_fn=lambda b: default_collate(b)
+    )
     for (fx, fy), (sx, sy) in zip(fast, slow, strict=True):
         assert fx.tolist() == sx.tolist() and fy.tolist() == sy.tolist()
         assert fx.dtype == sx.dtype and fy.dtype == sy.dtype
@@ -146,17 +147,20 @@ def test_iterable_dataset_batches_and_len():
         len(DataLoader(Unsized()))
 
 
-@pytest.mark.parametrize("kwargs", [
-    dict(shuffle=True, sampler=[0, 1]),
-    dict(batch_sampler=[[0]], batch_size=2),
-    dict(batch_sampler=[[0]], drop_last=True),
-    dict(batch_size=None, drop_last=True),
-    dict(batch_size=0),
-    dict(num_workers=-1),
-    dict(timeout=-1),
-    dict(prefetch_factor=0),
-    dict(seed=1, generator=np.random.default_rng()),
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(shuffle=True, sampler=[0, 1]),
+        dict(batch_sampler=[[0]], batch_size=2),
+        dict(batch_sampler=[[0]], drop_last=True),
+        dict(batch_size=None, drop_last=True),
+        dict(batch_size=0),
+        dict(num_workers=-1),
+        dict(timeout=-1),
+        dict(prefetch_factor=0),
+        dict(seed=1, generator=np.random.default_rng()),
+    ],
+)
 def test_argument_conflicts(kwargs):
     with pytest.raises((ValueError, TypeError)):
         DataLoader(list(range(4)), **kwargs)

@@ -158,7 +158,9 @@ def test_no_network(online, monkeypatch):
 
 def test_download_into_cache_then_reuse(server, online):
     server.routes["/hamlet.txt"] = CONTENT
-    res = Resource("poems/hamlet.txt", SHA, urls=(server.url("/missing"), server.url("/hamlet.txt")))
+    res = Resource(
+        "poems/hamlet.txt", SHA, urls=(server.url("/missing"), server.url("/hamlet.txt"))
+    )
     path = fetch(res, progress=True)  # first mirror 404s, second works; the bar must not break
     assert path == cache_dir() / res.path and path.read_bytes() == CONTENT
     assert server.hits == ["/missing", "/hamlet.txt"]
@@ -176,14 +178,22 @@ def test_download_with_wrong_checksum_saves_nothing(server, online):
 
 def test_download_zip_member_and_sibling_from_the_same_archive(server, online):
     other = b"Get thee to a nunnery\n"
-    server.routes["/plays.zip"] = zip_bytes({
-        "__MACOSX/plays/._hamlet.txt": b"junk",
-        "plays/hamlet.txt": CONTENT,
-        "plays/ophelia.txt": other,
-    })
-    hamlet = Resource("plays/hamlet.txt", SHA, urls=(server.url("/plays.zip"),), member="hamlet.txt")
-    ophelia = Resource("plays/ophelia.txt", hashlib.sha256(other).hexdigest(),
-                       urls=(server.url("/plays.zip"),), member="ophelia.txt")
+    server.routes["/plays.zip"] = zip_bytes(
+        {
+            "__MACOSX/plays/._hamlet.txt": b"junk",
+            "plays/hamlet.txt": CONTENT,
+            "plays/ophelia.txt": other,
+        }
+    )
+    hamlet = Resource(
+        "plays/hamlet.txt", SHA, urls=(server.url("/plays.zip"),), member="hamlet.txt"
+    )
+    ophelia = Resource(
+        "plays/ophelia.txt",
+        hashlib.sha256(other).hexdigest(),
+        urls=(server.url("/plays.zip"),),
+        member="ophelia.txt",
+    )
     assert fetch(hamlet, progress=False).read_bytes() == CONTENT
     assert fetch(ophelia, progress=False).read_bytes() == other
     assert server.hits == ["/plays.zip"]  # one download serves both members

@@ -80,7 +80,8 @@ def test_weighted_sampler_follows_weights():
     assert abs(counts[2] / 4000 - 0.75) < 0.03
     assert len(s) == 4000
     assert list(WeightedRandomSampler(tl.tensor([1.0, 1.0]), 5, seed=3)) == list(
-        WeightedRandomSampler([1.0, 1.0], 5, seed=3))
+        WeightedRandomSampler([1.0, 1.0], 5, seed=3)
+    )
 
 
 def test_weighted_sampler_without_replacement():
@@ -88,10 +89,18 @@ def test_weighted_sampler_without_replacement():
     assert sorted(s) == [0, 2, 3]
 
 
-@pytest.mark.parametrize("weights, n, repl", [
-    ([], 1, True), ([-1.0, 2.0], 1, True), ([0.0, 0.0], 1, True), ([1.0, float("nan")], 1, True),
-    ([1.0, 0.0], 2, False), ([1.0], 0, True), ([[1.0]], 1, True),
-])
+@pytest.mark.parametrize(
+    "weights, n, repl",
+    [
+        ([], 1, True),
+        ([-1.0, 2.0], 1, True),
+        ([0.0, 0.0], 1, True),
+        ([1.0, float("nan")], 1, True),
+        ([1.0, 0.0], 2, False),
+        ([1.0], 0, True),
+        ([[1.0]], 1, True),
+    ],
+)
 def test_weighted_sampler_rejects(weights, n, repl):
     with pytest.raises(ValueError):
         WeightedRandomSampler(weights, n, replacement=repl)

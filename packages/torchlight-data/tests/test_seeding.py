@@ -22,7 +22,9 @@ def test_streams_are_independent():
 def test_generator_is_consumed_once_per_epoch():
     g1, g2 = np.random.default_rng(3), np.random.default_rng(3)
     r1, r2 = EpochRandomness(generator=g1), EpochRandomness(generator=g2)
-    assert [r1.next_epoch().random() for _ in range(2)] == [r2.next_epoch().random() for _ in range(2)]
+    assert [r1.next_epoch().random() for _ in range(2)] == [
+        r2.next_epoch().random() for _ in range(2)
+    ]
 
 
 def test_torchlight_generator_accepted():
@@ -39,13 +41,16 @@ def test_fresh_seed_follows_manual_seed():
     assert a[0] != a[1]
 
 
-@pytest.mark.parametrize("seed, generator, exc", [
-    (1, np.random.default_rng(), ValueError),
-    ("1", None, TypeError),
-    (-1, None, ValueError),
-    (True, None, TypeError),
-    (None, 42, TypeError),
-])
+@pytest.mark.parametrize(
+    "seed, generator, exc",
+    [
+        (1, np.random.default_rng(), ValueError),
+        ("1", None, TypeError),
+        (-1, None, ValueError),
+        (True, None, TypeError),
+        (None, 42, TypeError),
+    ],
+)
 def test_bad_arguments(seed, generator, exc):
     with pytest.raises(exc):
         check_seed_args(seed, generator)

@@ -6,11 +6,14 @@ from torchlight.data import BPETokenizer, CharTokenizer, TokenizerError, WordVoc
 from torchlight.data.text import load_tokenizer
 
 
-@pytest.mark.parametrize("tok", [
-    CharTokenizer.from_text("abc"),
-    WordVocab.build(["a b"]),
-    BPETokenizer().train("aaab aab", 258),
-])
+@pytest.mark.parametrize(
+    "tok",
+    [
+        CharTokenizer.from_text("abc"),
+        WordVocab.build(["a b"]),
+        BPETokenizer().train("aaab aab", 258),
+    ],
+)
 def test_load_tokenizer_dispatches_on_type(tmp_path, tok):
     tok.save(tmp_path / "t.json")
     back = load_tokenizer(tmp_path / "t.json")

@@ -24,13 +24,16 @@ def test_both_classes_present(name):
     assert 0 < y.sum() < 400
 
 
-@pytest.mark.parametrize("name, rule", [
-    ("simple", lambda x: x[:, 0] < 0.5),
-    ("diag", lambda x: x[:, 0] + x[:, 1] < 0.5),
-    ("split", lambda x: (x[:, 0] < 0.2) | (x[:, 0] > 0.8)),
-    ("xor", lambda x: (x[:, 0] < 0.5) != (x[:, 1] < 0.5)),
-    ("circle", lambda x: ((x - 0.5) ** 2).sum(1) > 0.1),
-])
+@pytest.mark.parametrize(
+    "name, rule",
+    [
+        ("simple", lambda x: x[:, 0] < 0.5),
+        ("diag", lambda x: x[:, 0] + x[:, 1] < 0.5),
+        ("split", lambda x: (x[:, 0] < 0.2) | (x[:, 0] > 0.8)),
+        ("xor", lambda x: (x[:, 0] < 0.5) != (x[:, 1] < 0.5)),
+        ("circle", lambda x: ((x - 0.5) ** 2).sum(1) > 0.1),
+    ],
+)
 def test_labels_follow_the_documented_rule(name, rule):
     x, y = synthetic.make_arrays(name, 500, seed=1)
     assert ((x >= 0) & (x <= 1)).all()

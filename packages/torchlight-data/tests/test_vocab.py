@@ -36,7 +36,9 @@ def test_encode_decode():
     assert v.unk_id in ids  # "dog" and "." are unknown
     assert v.decode(ids) == "the <unk> sat <unk>"
     assert v.decode(ids + [v["cat"]]) == "the <unk> sat <unk>"  # stops at <eos>
-    assert v.decode(ids, skip_specials=False, stop_at_eos=False) == "<sos> the <unk> sat <unk> <eos>"
+    assert (
+        v.decode(ids, skip_specials=False, stop_at_eos=False) == "<sos> the <unk> sat <unk> <eos>"
+    )
     assert v["zebra"] == v.unk_id
     with pytest.raises(TokenizerError):
         v.lookup_tokens([len(v)])

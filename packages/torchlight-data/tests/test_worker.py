@@ -21,6 +21,7 @@ from torchlight.data import DataLoader, DataLoaderError, TensorDataset, get_work
 
 def as_lists(batches):
     """A comparable, process-independent form of a list of (nested) batches."""
+
     def conv(b):
         if isinstance(b, tl.Tensor):
             return (str(b.dtype), b.shape, b.tolist())
@@ -29,6 +30,7 @@ def as_lists(batches):
         if isinstance(b, (list, tuple)):
             return [conv(v) for v in b]
         return b
+
     return [conv(b) for b in batches]
 
 
@@ -59,8 +61,13 @@ def test_iterable_dataset_sharded_by_worker_info(helpers):
 
 
 def test_worker_seeds_and_init_fn(helpers):
-    loader = DataLoader(helpers.WorkerReport(), batch_size=None, num_workers=2, seed=3,
-                        worker_init_fn=helpers.init_fn)
+    loader = DataLoader(
+        helpers.WorkerReport(),
+        batch_size=None,
+        num_workers=2,
+        seed=3,
+        worker_init_fn=helpers.init_fn,
+    )
     first = list(loader)
     ids = [s[0] for s in first]
     assert ids == [0, 1, 0, 1]  # tasks are dealt round-robin
@@ -70,8 +77,13 @@ def test_worker_seeds_and_init_fn(helpers):
     assert first[0][2] != first[1][2]  # each worker's random module seeded differently
     second = list(loader)
     assert second[0][1] != first[0][1]  # a new base seed each epoch
-    replay = DataLoader(helpers.WorkerReport(), batch_size=None, num_workers=2, seed=3,
-                        worker_init_fn=helpers.init_fn)
+    replay = DataLoader(
+        helpers.WorkerReport(),
+        batch_size=None,
+        num_workers=2,
+        seed=3,
+        worker_init_fn=helpers.init_fn,
+    )
     assert list(replay) == first  # ... reproducible with the loader's seed
 
 
@@ -156,8 +168,13 @@ def test_real_sigint_leaves_no_worker_behind(helpers):
                 time.sleep(0.2)
                 print("CLEAN" if not multiprocessing.active_children() else "LEFTOVER", flush=True)
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert proc.stdout.readline().strip() == "RUNNING"
         os.killpg(proc.pid, signal.SIGINT)  # like Ctrl-C: the whole process group

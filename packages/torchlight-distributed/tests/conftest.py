@@ -22,12 +22,22 @@ from hypothesis import HealthCheck, settings
 
 # The repository's shared hypothesis profiles (each distribution registers them: conftest files
 # only reach their own directory): ``ci`` has no deadline and prints the replay blob.
-settings.register_profile("ci", deadline=None, print_blob=True, max_examples=60,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("dev", deadline=None, max_examples=20,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.load_profile(os.environ.get("TORCHLIGHT_HYPOTHESIS_PROFILE")
-                      or ("ci" if os.environ.get("CI") else "dev"))
+settings.register_profile(
+    "ci",
+    deadline=None,
+    print_blob=True,
+    max_examples=60,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "dev",
+    deadline=None,
+    max_examples=20,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(
+    os.environ.get("TORCHLIGHT_HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
+)
 
 SCRIPTS = Path(__file__).resolve().parent / "mpi_scripts"
 
@@ -69,8 +79,14 @@ class MPIResult:
         assert self.all_ok(n), self.output
 
 
-def run_mpi(script: str | Path, *args: str, n: int = 2, timeout: float = 60,
-            launcher: bool = False, cwd: str | Path | None = None) -> MPIResult:
+def run_mpi(
+    script: str | Path,
+    *args: str,
+    n: int = 2,
+    timeout: float = 60,
+    launcher: bool = False,
+    cwd: str | Path | None = None,
+) -> MPIResult:
     """Run ``script`` (a name under mpi_scripts/ or a path) on ``n`` ranks."""
     from torchlight.distributed.run import find_mpiexec
 
@@ -87,13 +103,16 @@ def run_mpi(script: str | Path, *args: str, n: int = 2, timeout: float = 60,
         cmd = [find_mpiexec(), "-n", str(n), sys.executable, str(path), *args]
     start = time.monotonic()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
-                              cwd=cwd)
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd
+        )
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout
         err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else exc.stderr
-        pytest.fail(f"MPI job {path.name} did not finish within {timeout} s (hang?)\n"
-                    f"--- stdout\n{out}\n--- stderr\n{err}")
+        pytest.fail(
+            f"MPI job {path.name} did not finish within {timeout} s (hang?)\n"
+            f"--- stdout\n{out}\n--- stderr\n{err}"
+        )
     return MPIResult(proc, time.monotonic() - start)
 
 

@@ -22,8 +22,13 @@ def test_ddp_two_ranks(mpi):
 def test_bucket_plan_groups_by_dtype_and_caps_size():
     import torchlight as tl
 
-    params = [tl.zeros(100), tl.zeros(100), tl.zeros(100, dtype=tl.float64), tl.zeros(1000),
-              tl.zeros(10)]
+    params = [
+        tl.zeros(100),
+        tl.zeros(100),
+        tl.zeros(100, dtype=tl.float64),
+        tl.zeros(1000),
+        tl.zeros(10),
+    ]
     # 400-byte float32 tensors, cap 900 bytes: two per bucket; the float64 one travels alone
     plan = _plan_buckets(params, [0, 1, 2, 3, 4], 900)
     assert plan == [[0, 1], [2], [3], [4]]

@@ -6,12 +6,15 @@ import pytest
 LIMIT = 10.0  # seconds; the job is killed (and the test fails) at 30
 
 
-@pytest.mark.parametrize("mode, status, message", [
-    ("raise", 1, "ValueError: rank one failed on purpose"),
-    ("exit", 3, "sys.exit(3) on rank 1"),
-    ("abort", 5, "giving up on purpose"),
-    ("die", None, ""),
-])
+@pytest.mark.parametrize(
+    "mode, status, message",
+    [
+        ("raise", 1, "ValueError: rank one failed on purpose"),
+        ("exit", 3, "sys.exit(3) on rank 1"),
+        ("abort", 5, "giving up on purpose"),
+        ("die", None, ""),
+    ],
+)
 def test_failing_rank_aborts_the_job(mpi, mode, status, message):
     res = mpi("faults.py", mode, timeout=30)
     assert res.returncode != 0, res.output

@@ -10,19 +10,50 @@ from torchlight.distributed import run
 
 
 def test_command_mpich_and_hostfile():
-    cmd = run.build_command(4, ["train.py", "--steps", "3"], mpiexec="/x/mpiexec",
-                            hostfile="hosts", flavour="mpich", python="/py")
-    assert cmd == ["/x/mpiexec", "-n", "4", "-f", "hosts", "/py", "-m", "mpi4py", "train.py",
-                   "--steps", "3"]
+    cmd = run.build_command(
+        4,
+        ["train.py", "--steps", "3"],
+        mpiexec="/x/mpiexec",
+        hostfile="hosts",
+        flavour="mpich",
+        python="/py",
+    )
+    assert cmd == [
+        "/x/mpiexec",
+        "-n",
+        "4",
+        "-f",
+        "hosts",
+        "/py",
+        "-m",
+        "mpi4py",
+        "train.py",
+        "--steps",
+        "3",
+    ]
 
 
 def test_command_openmpi(monkeypatch):
     monkeypatch.setattr(run.os, "geteuid", lambda: 0, raising=False)
     monkeypatch.setattr(run.os, "cpu_count", lambda: 2)
-    cmd = run.build_command(4, ["-m", "pkg.train"], mpiexec="mpirun", flavour="openmpi", python="py")
-    assert cmd == ["mpirun", "--allow-run-as-root", "--oversubscribe", "-n", "4", "py", "-m",
-                   "mpi4py", "-m", "pkg.train"]
-    cmd = run.build_command(2, ["t.py"], mpiexec="mpirun", hostfile="h", flavour="openmpi", python="py")
+    cmd = run.build_command(
+        4, ["-m", "pkg.train"], mpiexec="mpirun", flavour="openmpi", python="py"
+    )
+    assert cmd == [
+        "mpirun",
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-n",
+        "4",
+        "py",
+        "-m",
+        "mpi4py",
+        "-m",
+        "pkg.train",
+    ]
+    cmd = run.build_command(
+        2, ["t.py"], mpiexec="mpirun", hostfile="h", flavour="openmpi", python="py"
+    )
     assert cmd[:5] == ["mpirun", "--allow-run-as-root", "-n", "2", "--hostfile"]
 
 
@@ -71,7 +102,8 @@ def test_init_refuses_in_a_multiprocessing_child(tmp_path):
     """A DataLoader worker (spawned) must never start MPI: it inherits the rank's MPI
     environment. init() there raises a DistributedError saying to guard the script."""
     script = tmp_path / "child.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import multiprocessing as mp
         import torchlight.distributed as dist
 
@@ -89,7 +121,8 @@ def test_init_refuses_in_a_multiprocessing_child(tmp_path):
             p.start()
             print(q.get(timeout=60))
             p.join()
-    """))
+    """)
+    )
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=90)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "refused", out.stdout + out.stderr

@@ -8,13 +8,19 @@ from torchlight.distributed import DistributedSampler
 
 
 def shards(n, replicas, **kw):
-    samplers = [DistributedSampler(range(n), num_replicas=replicas, rank=r, **kw)
-                for r in range(replicas)]
+    samplers = [
+        DistributedSampler(range(n), num_replicas=replicas, rank=r, **kw) for r in range(replicas)
+    ]
     return samplers, [list(s) for s in samplers]
 
 
-@given(n=st.integers(0, 60), replicas=st.integers(1, 7), shuffle=st.booleans(),
-       seed=st.integers(0, 2**32), epoch=st.integers(0, 5))
+@given(
+    n=st.integers(0, 60),
+    replicas=st.integers(1, 7),
+    shuffle=st.booleans(),
+    seed=st.integers(0, 2**32),
+    epoch=st.integers(0, 5),
+)
 def test_shards_are_disjoint_and_complete(n, replicas, shuffle, seed, epoch):
     samplers, parts = shards(n, replicas, shuffle=shuffle, seed=seed)
     for s in samplers:
@@ -29,7 +35,7 @@ def test_shards_are_disjoint_and_complete(n, replicas, shuffle, seed, epoch):
     else:  # padded like PyTorch: only the padding repeats, with the beginning of the order
         assert len(flat) - len(set(flat)) == per_rank * replicas - n
         order = samplers[0].global_order()
-        assert list(order[n:]) == list(order[:per_rank * replicas - n])
+        assert list(order[n:]) == list(order[: per_rank * replicas - n])
 
 
 @given(n=st.integers(0, 60), replicas=st.integers(1, 7), seed=st.integers(0, 1000))
@@ -59,14 +65,17 @@ def test_shuffle_false_is_strided():
     assert parts == [[0, 3, 6], [1, 4, 0], [2, 5, 1]]
 
 
-@pytest.mark.parametrize("kw, exc", [
-    ({"num_replicas": 0, "rank": 0}, ValueError),
-    ({"num_replicas": 2, "rank": 2}, ValueError),
-    ({"num_replicas": 2, "rank": -1}, ValueError),
-    ({"num_replicas": 2.0, "rank": 0}, TypeError),
-    ({"num_replicas": 2, "rank": 0, "seed": -1}, ValueError),
-    ({"num_replicas": 2, "rank": 0, "seed": 1.5}, TypeError),
-])
+@pytest.mark.parametrize(
+    "kw, exc",
+    [
+        ({"num_replicas": 0, "rank": 0}, ValueError),
+        ({"num_replicas": 2, "rank": 2}, ValueError),
+        ({"num_replicas": 2, "rank": -1}, ValueError),
+        ({"num_replicas": 2.0, "rank": 0}, TypeError),
+        ({"num_replicas": 2, "rank": 0, "seed": -1}, ValueError),
+        ({"num_replicas": 2, "rank": 0, "seed": 1.5}, TypeError),
+    ],
+)
 def test_bad_arguments(kw, exc):
     with pytest.raises(exc):
         DistributedSampler(range(10), **kw)

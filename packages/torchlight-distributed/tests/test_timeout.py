@@ -57,8 +57,10 @@ def test_default_is_generous(unset):
     assert deadline.collective_timeout() == deadline.DEFAULT_TIMEOUT_S == 1800
 
 
-@pytest.mark.parametrize("value, expected", [("600", 600.0), ("2.5", 2.5), ("0", math.inf),
-                                             ("none", math.inf), ("inf", math.inf)])
+@pytest.mark.parametrize(
+    "value, expected",
+    [("600", 600.0), ("2.5", 2.5), ("0", math.inf), ("none", math.inf), ("inf", math.inf)],
+)
 def test_environment_variable(unset, monkeypatch, value, expected):
     monkeypatch.setenv(deadline.ENV_VAR, value)
     assert deadline.collective_timeout() == expected

@@ -21,8 +21,12 @@ def _limit_loaded_openblas(threads=1):
             libs = {line.split()[-1] for line in f if "openblas" in line.lower() and ".so" in line}
     except OSError:
         return
-    names = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
-             "openblas_set_num_threads64_", "openblas_set_num_threads")
+    names = (
+        "scipy_openblas_set_num_threads64_",
+        "scipy_openblas_set_num_threads",
+        "openblas_set_num_threads64_",
+        "openblas_set_num_threads",
+    )
     for path in libs:
         try:
             lib = ctypes.CDLL(path)

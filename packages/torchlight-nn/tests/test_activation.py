@@ -22,12 +22,18 @@ CASES = [
     (nn.ReLU(), lambda x: np.maximum(x, 0)),
     (nn.LeakyReLU(0.2), lambda x: np.where(x > 0, x, 0.2 * x)),
     (nn.GELU(), lambda x: 0.5 * x * (1 + _erf(x / math.sqrt(2)))),
-    (nn.GELU("tanh"), lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))),
+    (
+        nn.GELU("tanh"),
+        lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))),
+    ),
     (nn.SiLU(), lambda x: x / (1 + np.exp(-x))),
     (nn.Tanh(), np.tanh),
     (nn.Sigmoid(), lambda x: 1 / (1 + np.exp(-x))),
     (nn.Softplus(), lambda x: np.log1p(np.exp(x))),
-    (nn.Softplus(beta=2.0, threshold=3.0), lambda x: np.where(2 * x > 3, x, np.log1p(np.exp(2 * x)) / 2)),
+    (
+        nn.Softplus(beta=2.0, threshold=3.0),
+        lambda x: np.where(2 * x > 3, x, np.log1p(np.exp(2 * x)) / 2),
+    ),
     (nn.Softmax(dim=1), lambda x: np_softmax(x, 1)),
     (nn.Softmax(dim=0), lambda x: np_softmax(x, 0)),
     (nn.LogSoftmax(dim=1), lambda x: np.log(np_softmax(x, 1))),
@@ -43,13 +49,21 @@ def test_activation_matches_numpy_and_gradcheck(mod, ref):
 
 def test_softplus_large_inputs_and_logsigmoid():
     x = tl.tensor([-1e4, -30.0, 0.0, 30.0, 1e4], dtype=tl.float64)
-    np.testing.assert_allclose(F.softplus(x).numpy(), [0.0, np.log1p(np.exp(-30.0)), np.log(2), 30.0, 1e4], rtol=1e-12)
-    np.testing.assert_allclose(F.logsigmoid(x).numpy(), [-1e4, -30.0, -np.log(2), -np.log1p(np.exp(-30.0)), 0.0], rtol=1e-12)
+    np.testing.assert_allclose(
+        F.softplus(x).numpy(), [0.0, np.log1p(np.exp(-30.0)), np.log(2), 30.0, 1e4], rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        F.logsigmoid(x).numpy(),
+        [-1e4, -30.0, -np.log(2), -np.log1p(np.exp(-30.0)), 0.0],
+        rtol=1e-12,
+    )
 
 
 def test_softmax_implicit_dim_and_reprs():
     x = tl.tensor(X)
-    np.testing.assert_allclose(F.softmax(x).to_numpy(), np_softmax(X, 1))  # 2-D: dim 1 (PyTorch's legacy rule)
+    np.testing.assert_allclose(
+        F.softmax(x).to_numpy(), np_softmax(X, 1)
+    )  # 2-D: dim 1 (PyTorch's legacy rule)
     assert repr(nn.LeakyReLU(0.2)) == "LeakyReLU(negative_slope=0.2)"
     assert repr(nn.GELU("tanh")) == "GELU(approximate='tanh')"
     with pytest.raises(ValueError):

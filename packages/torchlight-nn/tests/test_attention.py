@@ -78,7 +78,9 @@ def test_sdpa_values_and_masks(shape):
     qs, ks = shape
     q, k = rng.standard_normal(qs), rng.standard_normal(ks)
     v = rng.standard_normal(ks[:-1] + (3,))
-    np.testing.assert_allclose(F.scaled_dot_product_attention(T(q), T(k), T(v)).numpy(), np_sdpa(q, k, v), atol=1e-12)
+    np.testing.assert_allclose(
+        F.scaled_dot_product_attention(T(q), T(k), T(v)).numpy(), np_sdpa(q, k, v), atol=1e-12
+    )
     # bool mask: True = keep; float mask: added
     L, S = qs[-2], ks[-2]
     keep = rng.random((L, S)) > 0.3
@@ -100,13 +102,22 @@ def test_sdpa_non_contiguous_gqa_and_errors():
     k = rng.standard_normal((2, 2, 6, 5))
     v = rng.standard_normal((2, 2, 6, 5))
     out = F.scaled_dot_product_attention(T(q), T(k), T(v), enable_gqa=True)
-    np.testing.assert_allclose(A(out), np_sdpa(q, np.repeat(k, 2, 1), np.repeat(v, 2, 1)), atol=1e-12)
+    np.testing.assert_allclose(
+        A(out), np_sdpa(q, np.repeat(k, 2, 1), np.repeat(v, 2, 1)), atol=1e-12
+    )
     qt = T(q.transpose(0, 2, 1, 3).copy()).transpose(1, 2)  # a strided view
     assert not qt.is_contiguous()
-    np.testing.assert_allclose(F.scaled_dot_product_attention(qt, T(k[:, :1].repeat(4, 1)), T(v[:, :1].repeat(4, 1))).numpy(),
-                               np_sdpa(q, k[:, :1].repeat(4, 1), v[:, :1].repeat(4, 1)), atol=1e-12)
+    np.testing.assert_allclose(
+        F.scaled_dot_product_attention(
+            qt, T(k[:, :1].repeat(4, 1)), T(v[:, :1].repeat(4, 1))
+        ).numpy(),
+        np_sdpa(q, k[:, :1].repeat(4, 1), v[:, :1].repeat(4, 1)),
+        atol=1e-12,
+    )
     with pytest.raises(ValueError, match="either attn_mask or is_causal"):
-        F.scaled_dot_product_attention(T(q), T(q), T(q), attn_mask=tl.ones(3, 3, dtype=tl.bool), is_causal=True)
+        F.scaled_dot_product_attention(
+            T(q), T(q), T(q), attn_mask=tl.ones(3, 3, dtype=tl.bool), is_causal=True
+        )
     with pytest.raises(tl.ShapeError):
         F.scaled_dot_product_attention(T(q), T(k[..., :4]), T(v))
 
@@ -115,14 +126,18 @@ def test_sdpa_gradcheck():
     rng = np.random.default_rng(2)
     q, k, v = (T(rng.standard_normal(s), True) for s in ((2, 3, 4), (2, 5, 4), (2, 5, 3)))
     mask = tl.tensor(np.tril(np.ones((3, 5), bool), 1))
-    assert tl.gradcheck(lambda a, b, c: F.scaled_dot_product_attention(a, b, c, attn_mask=mask), (q, k, v))
+    assert tl.gradcheck(
+        lambda a, b, c: F.scaled_dot_product_attention(a, b, c, attn_mask=mask), (q, k, v)
+    )
 
 
 def test_sdpa_dropout_keeps_expectation_scale():
     q = tl.zeros(1, 1, 2000, 4, dtype=tl.float64)  # uniform weights 1/4 each
     v = tl.ones(1, 1, 4, 1, dtype=tl.float64)
     tl.manual_seed(0)
-    out = F.scaled_dot_product_attention(q, tl.zeros(1, 1, 4, 4, dtype=tl.float64), v, dropout_p=0.5).numpy()
+    out = F.scaled_dot_product_attention(
+        q, tl.zeros(1, 1, 4, 4, dtype=tl.float64), v, dropout_p=0.5
+    ).numpy()
     vals = set(np.round(out.ravel() * 2, 9))  # each kept weight is 1/4 · 2 = 1/2
     assert vals <= {0.0, 1.0, 2.0, 3.0, 4.0}
     assert abs(out.mean() - 1.0) < 0.05
@@ -138,7 +153,12 @@ def test_mha_parameter_names_shapes_and_init():
     bound = np.sqrt(6 / (8 + 24))  # xavier_uniform_ on the (3E, E) matrix
     assert np.abs(sd["in_proj_weight"].numpy()).max() <= bound
     m2 = nn.MultiheadAttention(8, 2, kdim=5, vdim=3, bias=False)
-    assert sorted(m2.state_dict()) == ["k_proj_weight", "out_proj.weight", "q_proj_weight", "v_proj_weight"]
+    assert sorted(m2.state_dict()) == [
+        "k_proj_weight",
+        "out_proj.weight",
+        "q_proj_weight",
+        "v_proj_weight",
+    ]
     assert m2.k_proj_weight.shape == (8, 5) and m2.v_proj_weight.shape == (8, 3)
     # a state dict from another instance loads strictly
     assert m.load_state_dict(nn.MultiheadAttention(8, 2).state_dict()) is not None
@@ -154,14 +174,20 @@ def test_mha_forward_against_numpy(batch_first):
     with tl.no_grad():
         m.in_proj_bias.copy_(T(rng.standard_normal(3 * E)))
         m.out_proj.bias.copy_(T(rng.standard_normal(E)))
-    q, k, v = rng.standard_normal((L, N, E)), rng.standard_normal((S, N, E)), rng.standard_normal((S, N, E))
+    q, k, v = (
+        rng.standard_normal((L, N, E)),
+        rng.standard_normal((S, N, E)),
+        rng.standard_normal((S, N, E)),
+    )
     bt = (lambda a: T(a.transpose(1, 0, 2))) if batch_first else T
     # attn_mask (bool, True = blocked) and key_padding_mask (bool)
     blocked = rng.random((L, S)) > 0.7
     blocked[:, 0] = False
     pad = np.zeros((N, S), bool)
     pad[1, 4:] = True
-    add = np.where(blocked, -np.inf, 0.0)[None, None] + np.where(pad, -np.inf, 0.0)[:, None, None, :]
+    add = (
+        np.where(blocked, -np.inf, 0.0)[None, None] + np.where(pad, -np.inf, 0.0)[:, None, None, :]
+    )
     out, w = m(bt(q), bt(k), bt(v), key_padding_mask=tl.tensor(pad), attn_mask=tl.tensor(blocked))
     ref_out, ref_w = np_mha(m, q, k, v, add)
     got = A(out).transpose(1, 0, 2) if batch_first else A(out)
@@ -180,7 +206,11 @@ def test_mha_forward_against_numpy(batch_first):
 def test_mha_kdim_vdim_unbatched_and_causal():
     rng = np.random.default_rng(4)
     m = nn.MultiheadAttention(6, 3, kdim=4, vdim=5).double()
-    q, k, v = rng.standard_normal((3, 1, 6)), rng.standard_normal((7, 1, 4)), rng.standard_normal((7, 1, 5))
+    q, k, v = (
+        rng.standard_normal((3, 1, 6)),
+        rng.standard_normal((7, 1, 4)),
+        rng.standard_normal((7, 1, 5)),
+    )
     out, w = m(T(q[:, 0]), T(k[:, 0]), T(v[:, 0]))  # unbatched (L, E)
     ref_out, ref_w = np_mha(m, q, k, v)
     np.testing.assert_allclose(A(out), ref_out[:, 0], atol=1e-12)
@@ -197,13 +227,32 @@ def test_mha_kdim_vdim_unbatched_and_causal():
 def test_mha_gradcheck():
     rng = np.random.default_rng(5)
     x = T(rng.standard_normal((3, 2, 4)), True)
-    w_in, b_in, w_out, b_out = (T(rng.standard_normal(s), True) for s in ((12, 4), (12,), (4, 4), (4,)))
+    w_in, b_in, w_out, b_out = (
+        T(rng.standard_normal(s), True) for s in ((12, 4), (12,), (4, 4), (4,))
+    )
     pad = tl.tensor(np.array([[False, False, True], [False, False, False]]))
-    blocked = tl.tensor(np.array([[False, True, False], [False, False, True], [False, False, False]]))
+    blocked = tl.tensor(
+        np.array([[False, True, False], [False, False, True], [False, False, False]])
+    )
 
     def f(x, w_in, b_in, w_out, b_out):
-        return F.multi_head_attention_forward(x, x, x, 4, 2, w_in, b_in, None, None, False, 0.0, w_out, b_out,
-                                              key_padding_mask=pad, attn_mask=blocked)[0]
+        return F.multi_head_attention_forward(
+            x,
+            x,
+            x,
+            4,
+            2,
+            w_in,
+            b_in,
+            None,
+            None,
+            False,
+            0.0,
+            w_out,
+            b_out,
+            key_padding_mask=pad,
+            attn_mask=blocked,
+        )[0]
 
     assert tl.gradcheck(f, (x, w_in, b_in, w_out, b_out))
     # through the module: gradients reach every parameter
@@ -256,7 +305,11 @@ def _randomise(module, rng):
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_layer_against_numpy(norm_first):
     rng = np.random.default_rng(6)
-    layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=12, dropout=0.1, norm_first=norm_first).double().eval()
+    layer = (
+        nn.TransformerEncoderLayer(8, 2, dim_feedforward=12, dropout=0.1, norm_first=norm_first)
+        .double()
+        .eval()
+    )
     _randomise(layer, rng)
     x = rng.standard_normal((5, 3, 8))
     mask = nn.Transformer.generate_square_subsequent_mask(5, dtype=tl.float64)
@@ -268,15 +321,31 @@ def test_encoder_layer_against_numpy(norm_first):
 
     np_gelu = np.vectorize(lambda z: 0.5 * z * (1 + erf(z / np.sqrt(2))))
     out = gelu(T(x.transpose(1, 0, 2)))
-    np.testing.assert_allclose(A(out).transpose(1, 0, 2), np_encoder_layer(gelu, x, act=np_gelu), atol=1e-10)
+    np.testing.assert_allclose(
+        A(out).transpose(1, 0, 2), np_encoder_layer(gelu, x, act=np_gelu), atol=1e-10
+    )
     assert [n for n, _ in layer.named_children()] == [
-        "self_attn", "linear1", "dropout", "linear2", "norm1", "norm2", "dropout1", "dropout2"]
+        "self_attn",
+        "linear1",
+        "dropout",
+        "linear2",
+        "norm1",
+        "norm2",
+        "dropout1",
+        "dropout2",
+    ]
 
 
 def test_encoder_decoder_transformer_against_numpy():
     rng = np.random.default_rng(7)
-    model = nn.Transformer(d_model=8, nhead=2, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=12,
-                           dropout=0.0).double()
+    model = nn.Transformer(
+        d_model=8,
+        nhead=2,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        dim_feedforward=12,
+        dropout=0.0,
+    ).double()
     _randomise(model, rng)
     src, tgt = rng.standard_normal((6, 2, 8)), rng.standard_normal((4, 2, 8))
     tmask = model.generate_square_subsequent_mask(4, dtype=tl.float64)
@@ -290,7 +359,9 @@ def test_encoder_decoder_transformer_against_numpy():
         x = np_decoder_layer(layer, x, mem, tmask.numpy())
     np.testing.assert_allclose(A(out), np_layer_norm(x, model.decoder.norm), atol=1e-10)
     names = list(model.state_dict())
-    assert "decoder.layers.1.multihead_attn.in_proj_weight" in names and "encoder.norm.weight" in names
+    assert (
+        "decoder.layers.1.multihead_attn.in_proj_weight" in names and "encoder.norm.weight" in names
+    )
     assert "decoder.layers.0.norm3.bias" in names
     with pytest.raises(tl.ShapeError, match="batch number"):
         model(T(src), T(tgt[:, :1]))
@@ -314,7 +385,9 @@ def test_decoder_layer_norm_first_key_padding_and_backward():
     out.sum().backward()
     assert all(p.grad is not None for p in enc.parameters())
     assert enc.layers[0] is not enc.layers[1]
-    assert tl.gradcheck(lambda a: enc(a, src_key_padding_mask=pad), (T(rng.standard_normal((5, 2, 8)), True),))
+    assert tl.gradcheck(
+        lambda a: enc(a, src_key_padding_mask=pad), (T(rng.standard_normal((5, 2, 8)), True),)
+    )
 
 
 def test_generate_square_subsequent_mask_and_flatten_parameters():
@@ -352,8 +425,14 @@ def test_rnn_against_numpy(nonlinearity):
 
 
 @settings(deadline=None, max_examples=30)
-@given(lead=st.lists(st.integers(1, 3), max_size=2), L=st.integers(1, 5), S=st.integers(1, 5), E=st.integers(1, 4),
-       Ev=st.integers(1, 3), causal=st.booleans())
+@given(
+    lead=st.lists(st.integers(1, 3), max_size=2),
+    L=st.integers(1, 5),
+    S=st.integers(1, 5),
+    E=st.integers(1, 4),
+    Ev=st.integers(1, 3),
+    causal=st.booleans(),
+)
 def test_sdpa_shapes_property(lead, L, S, E, Ev, causal):
     rng = np.random.default_rng(len(lead) * 1000 + L * 100 + S * 10 + E)
     q, k = rng.standard_normal((*lead, L, E)), rng.standard_normal((*lead, S, E))

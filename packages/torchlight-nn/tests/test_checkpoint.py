@@ -50,10 +50,18 @@ def _sample():
             "scalar": tl.tensor(2.5),
             "empty": tl.zeros(0, 3),
         },
-        "optimizer": {"state": {0: {"step": 3, "exp_avg": tl.randn(3, 4)}},
-                      "param_groups": [{"lr": 0.1, "betas": (0.9, 0.999), "params": [0], "nesterov": False}]},
-        "scheduler": {"best": math.inf, "worst": -math.inf, "nan": math.nan, "last_epoch": 12,
-                      "milestones": {3: 1, 5: 2}, "base_lrs": [0.1, 1e-300, 1 / 3]},
+        "optimizer": {
+            "state": {0: {"step": 3, "exp_avg": tl.randn(3, 4)}},
+            "param_groups": [{"lr": 0.1, "betas": (0.9, 0.999), "params": [0], "nesterov": False}],
+        },
+        "scheduler": {
+            "best": math.inf,
+            "worst": -math.inf,
+            "nan": math.nan,
+            "last_epoch": 12,
+            "milestones": {3: 1, 5: 2},
+            "base_lrs": [0.1, 1e-300, 1 / 3],
+        },
         "step": 20,
         "huge": 2**80,
         "none": None,
@@ -107,10 +115,12 @@ def test_torchlight_save_load_delegate_and_file_objects(tmp_path):
 
 def test_unsupported_objects_are_refused_before_writing(tmp_path):
     path = tmp_path / "bad.ckpt"
-    for bad, match in [({"f": lambda: 0}, r"obj\['f'\].*function"),
-                       ({"s": {1, 2}}, "set"),
-                       ({"o": np.array([object()])}, "pickle"),
-                       ({(1, object()): 0}, "dict key")]:
+    for bad, match in [
+        ({"f": lambda: 0}, r"obj\['f'\].*function"),
+        ({"s": {1, 2}}, "set"),
+        ({"o": np.array([object()])}, "pickle"),
+        ({(1, object()): 0}, "dict key"),
+    ]:
         with pytest.raises(CheckpointError, match=match):
             ck.save(bad, path)
     cyc = []
@@ -154,10 +164,13 @@ def test_corrupted_array_bytes_are_detected(good):
         ck.load(good)
 
 
-@pytest.mark.parametrize("content, match", [
-    (b"just some text, not an archive", "not a zip"),
-    (pickle.dumps({"w": 1}), "pickle"),
-])
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        (b"just some text, not an archive", "not a zip"),
+        (pickle.dumps({"w": 1}), "pickle"),
+    ],
+)
 def test_not_a_checkpoint(tmp_path, content, match):
     (tmp_path / "f").write_bytes(content)
     with pytest.raises(CheckpointError, match=match):
@@ -230,7 +243,10 @@ def test_saved_device_and_map_location(good):
 
 
 def test_parameters_come_back_as_parameters(tmp_path):
-    ck.save({"p": nn.Parameter(tl.randn(3)), "frozen": nn.Parameter(tl.randn(2), requires_grad=False)}, tmp_path / "p")
+    ck.save(
+        {"p": nn.Parameter(tl.randn(3)), "frozen": nn.Parameter(tl.randn(2), requires_grad=False)},
+        tmp_path / "p",
+    )
     out = ck.load(tmp_path / "p")
     assert isinstance(out["p"], nn.Parameter) and out["p"].requires_grad
     assert isinstance(out["frozen"], nn.Parameter) and not out["frozen"].requires_grad
@@ -259,7 +275,9 @@ def _partial_then_fail(exc):
     return writer
 
 
-@pytest.mark.parametrize("exc", [OSError(errno.ENOSPC, "No space left on device"), KeyboardInterrupt()])
+@pytest.mark.parametrize(
+    "exc", [OSError(errno.ENOSPC, "No space left on device"), KeyboardInterrupt()]
+)
 def test_failure_mid_write_keeps_the_previous_checkpoint(tmp_path, monkeypatch, exc):
     path = tmp_path / "model.ckpt"
     old = {"w": tl.randn(32, 32), "step": 1}
@@ -291,7 +309,9 @@ def test_save_fsyncs_file_and_directory(tmp_path, monkeypatch):
     real = os.fsync
 
     def spy(fd):
-        synced.append(os.path.isdir(f"/proc/self/fd/{fd}") if os.path.exists("/proc/self/fd") else None)
+        synced.append(
+            os.path.isdir(f"/proc/self/fd/{fd}") if os.path.exists("/proc/self/fd") else None
+        )
         return real(fd)
 
     monkeypatch.setattr(ck.os, "fsync", spy)

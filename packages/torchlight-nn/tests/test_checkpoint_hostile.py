@@ -40,8 +40,10 @@ def _npy(arr: np.ndarray) -> bytes:
 def _npy_header(shape, dtype="<f4") -> bytes:
     """Magic and a v1.0 header declaring ``shape`` of ``dtype`` (no data follows)."""
     buf = io.BytesIO()
-    np.lib.format.write_array_header_1_0(buf, {"descr": dtype, "fortran_order": False, "shape": shape})
-    return np.lib.format.magic(1, 0) + buf.getvalue()[len(np.lib.format.magic(1, 0)):]
+    np.lib.format.write_array_header_1_0(
+        buf, {"descr": dtype, "fortran_order": False, "shape": shape}
+    )
+    return np.lib.format.magic(1, 0) + buf.getvalue()[len(np.lib.format.magic(1, 0)) :]
 
 
 def _manifest(root) -> bytes:
@@ -50,9 +52,22 @@ def _manifest(root) -> bytes:
 
 
 def _tensor_node(entry="a0", shape=(4,), dtype="float32"):
-    return {"t": "dict", "items": [[{"t": "str", "v": "w"},
-                                    {"t": "tensor", "entry": entry, "dtype": dtype,
-                                     "shape": list(shape), "requires_grad": False, "device": "cpu"}]]}
+    return {
+        "t": "dict",
+        "items": [
+            [
+                {"t": "str", "v": "w"},
+                {
+                    "t": "tensor",
+                    "entry": entry,
+                    "dtype": dtype,
+                    "shape": list(shape),
+                    "requires_grad": False,
+                    "device": "cpu",
+                },
+            ]
+        ],
+    }
 
 
 def _deflate(chunks):
@@ -74,9 +89,13 @@ def _member(name, data=None, *, chunks=None, deflate=False, file_size=None, crc=
         method = 8
     else:
         payload, true_crc, true_size, method = data, zlib.crc32(data), len(data), 0
-    return {"name": name.encode(), "payload": payload, "method": method,
-            "crc": true_crc if crc is None else crc,
-            "size": true_size if file_size is None else file_size}
+    return {
+        "name": name.encode(),
+        "payload": payload,
+        "method": method,
+        "crc": true_crc if crc is None else crc,
+        "size": true_size if file_size is None else file_size,
+    }
 
 
 def _zip(path, members):
@@ -84,17 +103,61 @@ def _zip(path, members):
     out, central = io.BytesIO(), io.BytesIO()
     for m in members:
         offset = out.tell()
-        out.write(struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, m["method"], 0, 0, m["crc"],
-                              len(m["payload"]), m["size"], len(m["name"]), 0))
+        out.write(
+            struct.pack(
+                "<IHHHHHIIIHH",
+                0x04034B50,
+                20,
+                0,
+                m["method"],
+                0,
+                0,
+                m["crc"],
+                len(m["payload"]),
+                m["size"],
+                len(m["name"]),
+                0,
+            )
+        )
         out.write(m["name"] + m["payload"])
-        central.write(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, m["method"], 0, 0,
-                                  m["crc"], len(m["payload"]), m["size"], len(m["name"]), 0, 0, 0,
-                                  0, 0, offset))
+        central.write(
+            struct.pack(
+                "<IHHHHHHIIIHHHHHII",
+                0x02014B50,
+                20,
+                20,
+                0,
+                m["method"],
+                0,
+                0,
+                m["crc"],
+                len(m["payload"]),
+                m["size"],
+                len(m["name"]),
+                0,
+                0,
+                0,
+                0,
+                0,
+                offset,
+            )
+        )
         central.write(m["name"])
     cd_offset = out.tell()
     out.write(central.getvalue())
-    out.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members),
-                          len(central.getvalue()), cd_offset, 0))
+    out.write(
+        struct.pack(
+            "<IHHHHIIH",
+            0x06054B50,
+            0,
+            0,
+            len(members),
+            len(members),
+            len(central.getvalue()),
+            cd_offset,
+            0,
+        )
+    )
     path.write_bytes(out.getvalue())
     return path
 
@@ -115,7 +178,9 @@ def _load_in_subprocess(path, timeout=120):
         grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
         print(json.dumps([kind, msg, grown]))
     """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout
+    )
     assert proc.returncode == 0, f"the load crashed (status {proc.returncode}):\n{proc.stderr}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -130,10 +195,13 @@ def _bomb_chunks(total):
 
 def test_entry_inflating_far_beyond_its_manifest_shape(tmp_path):
     """A 0.6 MB file whose tensor entry inflates to 600 MB: refused from the declared sizes."""
-    path = _zip(tmp_path / "bomb.ckpt", [
-        _member("__manifest__.npy", _manifest(_tensor_node())),
-        _member("a0.npy", chunks=_bomb_chunks(600 * MiB), deflate=True),
-    ])
+    path = _zip(
+        tmp_path / "bomb.ckpt",
+        [
+            _member("__manifest__.npy", _manifest(_tensor_node())),
+            _member("a0.npy", chunks=_bomb_chunks(600 * MiB), deflate=True),
+        ],
+    )
     assert path.stat().st_size < 1 * MiB
     kind, msg, grown = _load_in_subprocess(path)
     assert kind == "CheckpointError", msg
@@ -145,10 +213,13 @@ def test_bomb_whose_directory_lies_about_its_size(tmp_path):
     """The zip directory declares the honest 144 bytes, the data inflates to 600 MB: streaming
     stops at the declared size and the CRC check fails, without inflating the rest."""
     honest = len(_npy_header((4,))) + 16
-    path = _zip(tmp_path / "bomb.ckpt", [
-        _member("__manifest__.npy", _manifest(_tensor_node())),
-        _member("a0.npy", chunks=_bomb_chunks(600 * MiB), deflate=True, file_size=honest),
-    ])
+    path = _zip(
+        tmp_path / "bomb.ckpt",
+        [
+            _member("__manifest__.npy", _manifest(_tensor_node())),
+            _member("a0.npy", chunks=_bomb_chunks(600 * MiB), deflate=True, file_size=honest),
+        ],
+    )
     kind, msg, grown = _load_in_subprocess(path)
     assert kind == "CheckpointError", msg
     assert "'a0'" in msg and "corrupt" in msg
@@ -159,10 +230,13 @@ def test_bomb_whose_directory_lies_about_its_size(tmp_path):
 def test_npy_header_declaring_1e11_values(tmp_path, manifest_shape):
     """A header declaring 10**11 float32 values (400 GB) in a tiny entry: a CheckpointError,
     not a MemoryError, whether or not the manifest tells the same lie."""
-    path = _zip(tmp_path / "huge.ckpt", [
-        _member("__manifest__.npy", _manifest(_tensor_node(shape=manifest_shape))),
-        _member("a0.npy", _npy_header((10**11,)) + bytes(16)),
-    ])
+    path = _zip(
+        tmp_path / "huge.ckpt",
+        [
+            _member("__manifest__.npy", _manifest(_tensor_node(shape=manifest_shape))),
+            _member("a0.npy", _npy_header((10**11,)) + bytes(16)),
+        ],
+    )
     kind, msg, grown = _load_in_subprocess(path)
     assert kind == "CheckpointError", msg
     assert ("100000000000" in msg) and ("'a0'" in msg)
@@ -173,10 +247,13 @@ def test_npy_header_declaring_1e11_values(tmp_path, manifest_shape):
 def test_directory_declaring_more_than_the_entry_can_hold(tmp_path, deflate):
     """Header, manifest and zip directory all claim 400 GB; the stored bytes cannot hold it."""
     data = _npy_header((10**11,)) + bytes(16)
-    path = _zip(tmp_path / "huge.ckpt", [
-        _member("__manifest__.npy", _manifest(_tensor_node(shape=(10**11,)))),
-        _member("a0.npy", data, chunks=[data], deflate=deflate, file_size=2**32 - 1),
-    ])
+    path = _zip(
+        tmp_path / "huge.ckpt",
+        [
+            _member("__manifest__.npy", _manifest(_tensor_node(shape=(10**11,)))),
+            _member("a0.npy", data, chunks=[data], deflate=deflate, file_size=2**32 - 1),
+        ],
+    )
     kind, msg, grown = _load_in_subprocess(path)
     assert kind == "CheckpointError", msg
     assert "can hold" in msg or "zip bomb" in msg
@@ -188,8 +265,10 @@ def test_manifest_bomb(tmp_path):
     spaces = b" " * MiB
     n = archive.MANIFEST_MAX_BYTES // MiB + 8
     header = _npy_header((n * MiB,), "|u1")
-    path = _zip(tmp_path / "m.ckpt", [
-        _member("__manifest__.npy", chunks=[header] + [spaces] * n, deflate=True)])
+    path = _zip(
+        tmp_path / "m.ckpt",
+        [_member("__manifest__.npy", chunks=[header] + [spaces] * n, deflate=True)],
+    )
     kind, msg, grown = _load_in_subprocess(path)
     assert kind == "CheckpointError", msg
     assert "manifest" in msg and "allowed" in msg
@@ -199,39 +278,51 @@ def test_manifest_bomb(tmp_path):
 # --- truncated and inconsistent entries ------------------------------------------------------------
 def test_entry_shorter_than_its_directory_says(tmp_path):
     data = _npy(np.arange(4, dtype=np.float32))
-    path = _zip(tmp_path / "t.ckpt", [
-        _member("__manifest__.npy", _manifest(_tensor_node())),
-        _member("a0.npy", data[:-8], file_size=len(data), crc=zlib.crc32(data)),
-    ])
+    path = _zip(
+        tmp_path / "t.ckpt",
+        [
+            _member("__manifest__.npy", _manifest(_tensor_node())),
+            _member("a0.npy", data[:-8], file_size=len(data), crc=zlib.crc32(data)),
+        ],
+    )
     with pytest.raises(CheckpointError, match=r"'a0'.*(truncated|corrupt)"):
         ck.load(path)
 
 
 def test_header_disagreeing_with_entry_size(tmp_path):
     """A header declaring 8 values followed by the bytes of 4."""
-    path = _zip(tmp_path / "t.ckpt", [
-        _member("__manifest__.npy", _manifest(_tensor_node(shape=(8,)))),
-        _member("a0.npy", _npy_header((8,)) + bytes(16)),
-    ])
+    path = _zip(
+        tmp_path / "t.ckpt",
+        [
+            _member("__manifest__.npy", _manifest(_tensor_node(shape=(8,)))),
+            _member("a0.npy", _npy_header((8,)) + bytes(16)),
+        ],
+    )
     with pytest.raises(CheckpointError, match=r"'a0'.*\(8,\).*32 bytes.*16 bytes of data"):
         ck.load(path)
 
 
 def test_trailing_bytes_after_the_array(tmp_path):
-    path = _zip(tmp_path / "t.ckpt", [
-        _member("__manifest__.npy", _manifest(_tensor_node())),
-        _member("a0.npy", _npy(np.ones(4, np.float32)) + b"extra"),
-    ])
+    path = _zip(
+        tmp_path / "t.ckpt",
+        [
+            _member("__manifest__.npy", _manifest(_tensor_node())),
+            _member("a0.npy", _npy(np.ones(4, np.float32)) + b"extra"),
+        ],
+    )
     with pytest.raises(CheckpointError, match="'a0'"):
         ck.load(path)
 
 
 def test_object_dtype_is_refused_before_reading(tmp_path):
     root = {"t": "ndarray", "entry": "a0", "dtype": "|O", "shape": [2]}
-    path = _zip(tmp_path / "o.ckpt", [
-        _member("__manifest__.npy", _manifest(root)),
-        _member("a0.npy", _npy_header((2,), "|O") + bytes(16)),
-    ])
+    path = _zip(
+        tmp_path / "o.ckpt",
+        [
+            _member("__manifest__.npy", _manifest(root)),
+            _member("a0.npy", _npy_header((2,), "|O") + bytes(16)),
+        ],
+    )
     with pytest.raises(CheckpointError, match="pickle"):
         ck.load(path)
 
@@ -246,10 +337,13 @@ def test_unsupported_compression_method(tmp_path):
 
 def test_fortran_order_entry_is_read_correctly(tmp_path):
     arr = np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4))
-    path = _zip(tmp_path / "f.ckpt", [
-        _member("__manifest__.npy", _manifest(_tensor_node(shape=(3, 4)))),
-        _member("a0.npy", _npy(arr)),
-    ])
+    path = _zip(
+        tmp_path / "f.ckpt",
+        [
+            _member("__manifest__.npy", _manifest(_tensor_node(shape=(3, 4)))),
+            _member("a0.npy", _npy(arr)),
+        ],
+    )
     np.testing.assert_array_equal(ck.load(path)["w"].to_numpy(), arr)
 
 
@@ -268,10 +362,13 @@ def test_entry_names_never_reach_the_filesystem(tmp_path, entry):
     inner = tmp_path / "inner"
     inner.mkdir()
     evil = entry.lstrip("/") + ".npy"
-    path = _zip(inner / "p.ckpt", [
-        _member("__manifest__.npy", _manifest(_tensor_node(entry=entry))),
-        _member(evil, _npy(np.ones(4, np.float32))),  # a member of that very name exists
-    ])
+    path = _zip(
+        inner / "p.ckpt",
+        [
+            _member("__manifest__.npy", _manifest(_tensor_node(entry=entry))),
+            _member(evil, _npy(np.ones(4, np.float32))),  # a member of that very name exists
+        ],
+    )
     before = sorted(p for p in tmp_path.rglob("*"))
     with pytest.raises(CheckpointError, match="bad entry name"):
         ck.load(path)
@@ -350,7 +447,8 @@ def test_temp_files_of_live_or_foreign_saves_are_kept(tmp_path):
     os.utime(foreign_old, (old, old))
     ck.save({"a": 1}, tmp_path / "m.ckpt")
     assert sorted(os.listdir(tmp_path)) == sorted(
-        ["m.ckpt", live.name, foreign.name, other_dest.name])
+        ["m.ckpt", live.name, foreign.name, other_dest.name]
+    )
 
 
 def test_temp_name_records_host_and_pid(tmp_path, monkeypatch):

@@ -38,9 +38,17 @@ def np_softplus(x):
 
 ACTIVATIONS = [
     (F.elu, nn.ELU(), lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0)))),
-    (lambda x: F.elu(x, 0.3), nn.ELU(0.3), lambda x: np.where(x > 0, x, 0.3 * np.expm1(np.minimum(x, 0)))),
+    (
+        lambda x: F.elu(x, 0.3),
+        nn.ELU(0.3),
+        lambda x: np.where(x > 0, x, 0.3 * np.expm1(np.minimum(x, 0))),
+    ),
     (F.selu, nn.SELU(), lambda x: SELU_S * np.where(x > 0, x, SELU_A * np.expm1(np.minimum(x, 0)))),
-    (lambda x: F.celu(x, 2.0), nn.CELU(2.0), lambda x: np.maximum(0, x) + np.minimum(0, 2 * np.expm1(x / 2))),
+    (
+        lambda x: F.celu(x, 2.0),
+        nn.CELU(2.0),
+        lambda x: np.maximum(0, x) + np.minimum(0, 2 * np.expm1(x / 2)),
+    ),
     (F.mish, nn.Mish(), lambda x: x * np.tanh(np_softplus(x))),
     (F.hardtanh, nn.Hardtanh(), lambda x: np.clip(x, -1, 1)),
     (lambda x: F.hardtanh(x, -2, 0.5), nn.Hardtanh(-2, 0.5), lambda x: np.clip(x, -2, 0.5)),
@@ -49,13 +57,21 @@ ACTIVATIONS = [
     (F.hardswish, nn.Hardswish(), lambda x: x * np.clip(x + 3, 0, 6) / 6),
     (F.softsign, nn.Softsign(), lambda x: x / (1 + np.abs(x))),
     (F.logsigmoid, nn.LogSigmoid(), lambda x: -np_softplus(-x)),
-    (lambda x: F.threshold(x, 0.5, -3.0), nn.Threshold(0.5, -3.0), lambda x: np.where(x > 0.5, x, -3.0)),
+    (
+        lambda x: F.threshold(x, 0.5, -3.0),
+        nn.Threshold(0.5, -3.0),
+        lambda x: np.where(x > 0.5, x, -3.0),
+    ),
     (lambda x: F.softmin(x, -1), nn.Softmin(-1), lambda x: _np_softmax(-x)),
     (lambda x: F.glu(x, -1), nn.GLU(), lambda x: x[..., :2] / (1 + np.exp(-x[..., 2:]))),
 ]
 
 
-@pytest.mark.parametrize("fn, module, ref", ACTIVATIONS, ids=[type(m).__name__ + str(i) for i, (_, m, _) in enumerate(ACTIVATIONS)])
+@pytest.mark.parametrize(
+    "fn, module, ref",
+    ACTIVATIONS,
+    ids=[type(m).__name__ + str(i) for i, (_, m, _) in enumerate(ACTIVATIONS)],
+)
 def test_activation_values_and_gradients(fn, module, ref):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((3, 4)) * 4
@@ -65,7 +81,11 @@ def test_activation_values_and_gradients(fn, module, ref):
     xt = T(x, True)
     fn(xt).sum().backward()
     assert np.isfinite(A(xt.grad)).all()
-    smooth = T(rng.uniform(0.2, 0.8, (2, 4)) * rng.choice([-1, 1], (2, 4)) + rng.choice([-4.5, 0, 4.5], (2, 4)), True)
+    smooth = T(
+        rng.uniform(0.2, 0.8, (2, 4)) * rng.choice([-1, 1], (2, 4))
+        + rng.choice([-4.5, 0, 4.5], (2, 4)),
+        True,
+    )
     assert tl.gradcheck(fn, (smooth,))
 
 
@@ -88,14 +108,20 @@ def test_prelu_per_channel_and_noncontiguous():
 
 
 @settings(deadline=None, max_examples=30)
-@given(n=st.integers(1, 3), groups=st.sampled_from([1, 2, 4]), spatial=st.lists(st.integers(1, 3), max_size=2))
+@given(
+    n=st.integers(1, 3),
+    groups=st.sampled_from([1, 2, 4]),
+    spatial=st.lists(st.integers(1, 3), max_size=2),
+)
 def test_group_norm_against_numpy(n, groups, spatial):
     rng = np.random.default_rng(n * 10 + groups)
     c = 4
     x = rng.standard_normal((n, c, *spatial))
     w, b = rng.standard_normal(c), rng.standard_normal(c)
     xg = x.reshape(n, groups, -1)
-    ref = ((xg - xg.mean(-1, keepdims=True)) / np.sqrt(xg.var(-1, keepdims=True) + 1e-5)).reshape(x.shape)
+    ref = ((xg - xg.mean(-1, keepdims=True)) / np.sqrt(xg.var(-1, keepdims=True) + 1e-5)).reshape(
+        x.shape
+    )
     shape = (c,) + (1,) * len(spatial)
     ref = ref * w.reshape(shape) + b.reshape(shape)
     np.testing.assert_allclose(A(F.group_norm(T(x), groups, T(w), T(b))), ref, atol=1e-10)
@@ -108,7 +134,11 @@ def test_group_norm_against_numpy(n, groups, spatial):
 
 def test_group_norm_gradcheck_and_errors():
     rng = np.random.default_rng(2)
-    args = (T(rng.standard_normal((2, 4, 3)), True), T(rng.standard_normal(4), True), T(rng.standard_normal(4), True))
+    args = (
+        T(rng.standard_normal((2, 4, 3)), True),
+        T(rng.standard_normal(4), True),
+        T(rng.standard_normal(4), True),
+    )
     assert tl.gradcheck(lambda x, w, b: F.group_norm(x, 2, w, b), args)
     with pytest.raises(ValueError, match="divisible"):
         nn.GroupNorm(3, 4)
@@ -123,7 +153,9 @@ def test_rms_norm():
     ref = x / np.sqrt((x * x).mean(-1, keepdims=True) + np.finfo(np.float64).eps) * w
     np.testing.assert_allclose(A(F.rms_norm(T(x), (4,), T(w))), ref, atol=1e-12)
     ref2 = x / np.sqrt((x * x).mean((-2, -1), keepdims=True) + 1e-3)
-    np.testing.assert_allclose(A(nn.RMSNorm([3, 4], eps=1e-3, elementwise_affine=False)(T(x))), ref2, atol=1e-12)
+    np.testing.assert_allclose(
+        A(nn.RMSNorm([3, 4], eps=1e-3, elementwise_affine=False)(T(x))), ref2, atol=1e-12
+    )
     assert tl.gradcheck(lambda a, b: F.rms_norm(a, 4, b, 1e-6), (T(x, True), T(w, True)))
     assert list(nn.RMSNorm(4).state_dict()) == ["weight"]
 
@@ -133,10 +165,16 @@ def test_cosine_similarity_and_pairwise_distance():
     a, b = rng.standard_normal((5, 3)), rng.standard_normal((5, 3))
     cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
     np.testing.assert_allclose(A(F.cosine_similarity(T(a), T(b))), cos, atol=1e-12)
-    np.testing.assert_allclose(A(nn.CosineSimilarity(dim=0)(T(a), T(b))),
-                               (a * b).sum(0) / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0)), atol=1e-12)
-    np.testing.assert_allclose(A(F.cosine_similarity(T(a), T(b[:1]))), (a @ b[0]) / (np.linalg.norm(a, axis=1) *
-                               np.linalg.norm(b[0])), atol=1e-12)  # broadcasting
+    np.testing.assert_allclose(
+        A(nn.CosineSimilarity(dim=0)(T(a), T(b))),
+        (a * b).sum(0) / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0)),
+        atol=1e-12,
+    )
+    np.testing.assert_allclose(
+        A(F.cosine_similarity(T(a), T(b[:1]))),
+        (a @ b[0]) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b[0])),
+        atol=1e-12,
+    )  # broadcasting
     assert A(F.cosine_similarity(tl.zeros(1, 3, dtype=tl.float64), T(b[:1])))[0] == 0.0
     for p in (1.0, 2.0, 3.0, math.inf):
         want = np.linalg.norm(a - b + 1e-6, ord=p, axis=1)
@@ -190,9 +228,14 @@ def test_data_parallel_and_lazy_ddp(monkeypatch):
 
     assert ddp_cls is DistributedDataParallel
     # importing torchlight.nn (and nn.parallel) does not import torchlight-distributed
-    code = ("import sys, torchlight.nn, torchlight.nn.parallel; "
-            "print(any(m.startswith('torchlight.distributed') for m in sys.modules))")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+    code = (
+        "import sys, torchlight.nn, torchlight.nn.parallel; "
+        "print(any(m.startswith('torchlight.distributed') for m in sys.modules))"
+    )
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip()
+        == "False"
+    )
     monkeypatch.delitem(parallel.__dict__, "DistributedDataParallel")
     monkeypatch.setitem(sys.modules, "torchlight.distributed.ddp", None)
     with pytest.raises(ImportError, match="torchlight-distributed"):
@@ -208,9 +251,25 @@ def test_nn_modules_import_paths():
     from torchlight.nn.modules.module import Module
     from torchlight.nn.modules.sparse import Embedding
 
-    assert (Module, Linear, ReLU, Sequential, CrossEntropyLoss, Embedding, BatchNorm1d, MultiheadAttention) == (
-        nn.Module, nn.Linear, nn.ReLU, nn.Sequential, nn.CrossEntropyLoss, nn.Embedding, nn.BatchNorm1d,
-        nn.MultiheadAttention)
+    assert (
+        Module,
+        Linear,
+        ReLU,
+        Sequential,
+        CrossEntropyLoss,
+        Embedding,
+        BatchNorm1d,
+        MultiheadAttention,
+    ) == (
+        nn.Module,
+        nn.Linear,
+        nn.ReLU,
+        nn.Sequential,
+        nn.CrossEntropyLoss,
+        nn.Embedding,
+        nn.BatchNorm1d,
+        nn.MultiheadAttention,
+    )
     classes = [n for n in nn.modules.__all__ if isinstance(getattr(nn.modules, n), type)]
     assert len(classes) > 60
     for name in classes:
@@ -225,8 +284,10 @@ def test_pad_sequence_values_sides_and_gradient():
     for i, s in enumerate(seqs):
         want[i, : len(s)] = s
     np.testing.assert_array_equal(A(out), want)
-    np.testing.assert_array_equal(A(pad_sequence([T(s) for s in seqs])), want.transpose(1, 0, 2) * (want != -1)
-                                  .transpose(1, 0, 2))
+    np.testing.assert_array_equal(
+        A(pad_sequence([T(s) for s in seqs])),
+        want.transpose(1, 0, 2) * (want != -1).transpose(1, 0, 2),
+    )
     left = pad_sequence([T(s) for s in seqs], batch_first=True, padding_side="left")
     np.testing.assert_array_equal(A(left)[1, 2], seqs[1][0])
     np.testing.assert_array_equal(A(left)[1, :2], 0.0)
@@ -262,7 +323,9 @@ def test_embedding_max_norm_renormalises_looked_up_rows(norm_type):
     for r in (0, 2, 5):
         if norms[r] > 1.5:
             want[r] = w0[r] * 1.5 / (norms[r] + 1e-7)
-    np.testing.assert_allclose(A(emb.weight), want, rtol=1e-12)  # untouched rows 1, 3, 4 keep their norm
+    np.testing.assert_allclose(
+        A(emb.weight), want, rtol=1e-12
+    )  # untouched rows 1, 3, 4 keep their norm
     np.testing.assert_allclose(A(out), want[A(idx)], rtol=1e-12)
     out.sum().backward()
     assert emb.weight.grad is not None
@@ -288,7 +351,10 @@ def test_bilinear_and_softmax2d():
     x1, x2 = rng.standard_normal((2, 5, 3)), rng.standard_normal((2, 5, 4))
     want = np.einsum("...i,kij,...j->...k", x1, A(m.weight), x2) + A(m.bias)
     np.testing.assert_allclose(A(m(T(x1), T(x2))), want, atol=1e-12)
-    assert np.abs(A(m.weight)).max() <= 1 / math.sqrt(3) and sorted(m.state_dict()) == ["bias", "weight"]
+    assert np.abs(A(m.weight)).max() <= 1 / math.sqrt(3) and sorted(m.state_dict()) == [
+        "bias",
+        "weight",
+    ]
     w = T(rng.standard_normal((2, 3, 4)), True)
     assert tl.gradcheck(lambda a, b, c: F.bilinear(a, b, c), (T(x1[0], True), T(x2[0], True), w))
     x = rng.standard_normal((2, 3, 4, 5))

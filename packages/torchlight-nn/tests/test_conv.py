@@ -24,7 +24,12 @@ def np_conv2d(x, w, b, stride, padding, dilation, groups):
         g = oc // og
         for i in range(ho):
             for j in range(wo):
-                patch = xp[:, g * cg:(g + 1) * cg, i * sh:i * sh + dh * (kh - 1) + 1:dh, j * sw:j * sw + dw * (kw - 1) + 1:dw]
+                patch = xp[
+                    :,
+                    g * cg : (g + 1) * cg,
+                    i * sh : i * sh + dh * (kh - 1) + 1 : dh,
+                    j * sw : j * sw + dw * (kw - 1) + 1 : dw,
+                ]
                 y[:, oc, i, j] = (patch * w[oc]).sum(axis=(1, 2, 3))
     if b is not None:
         y += b[None, :, None, None]
@@ -47,8 +52,15 @@ def test_conv2d_matches_numpy(kw):
     conv = nn.Conv2d(4, 8, (3, 2), bias=True, dtype=tl.float64, **kw)
     y = conv(tl.tensor(x))
     two = lambda v: (v, v) if isinstance(v, int) else v  # noqa: E731
-    ref = np_conv2d(x, conv.weight.detach().numpy(), conv.bias.detach().numpy(), two(kw["stride"]),
-                    two(kw["padding"]), two(kw["dilation"]), kw["groups"])
+    ref = np_conv2d(
+        x,
+        conv.weight.detach().numpy(),
+        conv.bias.detach().numpy(),
+        two(kw["stride"]),
+        two(kw["padding"]),
+        two(kw["dilation"]),
+        kw["groups"],
+    )
     assert y.shape == ref.shape
     np.testing.assert_allclose(y.to_numpy(), ref, rtol=1e-10, atol=1e-12)
 
@@ -58,8 +70,15 @@ def test_conv1d_matches_numpy_via_2d_reference():
     x = rng.standard_normal((3, 4, 11))
     conv = nn.Conv1d(4, 6, 3, stride=2, padding=2, dilation=2, groups=2, dtype=tl.float64)
     y = conv(tl.tensor(x))
-    ref = np_conv2d(x[:, :, None, :], conv.weight.detach().numpy()[:, :, None, :], conv.bias.detach().numpy(),
-                    (1, 2), (0, 2), (1, 2), 2)[:, :, 0, :]
+    ref = np_conv2d(
+        x[:, :, None, :],
+        conv.weight.detach().numpy()[:, :, None, :],
+        conv.bias.detach().numpy(),
+        (1, 2),
+        (0, 2),
+        (1, 2),
+        2,
+    )[:, :, 0, :]
     np.testing.assert_allclose(y.to_numpy(), ref, rtol=1e-10, atol=1e-12)
 
 
@@ -69,8 +88,15 @@ def test_conv_padding_same_and_valid():
     y = conv(x)
     assert y.shape == (1, 3, 9)
     # 'same' with total padding 6 splits 3 left / 3 right
-    ref = np_conv2d(x.numpy()[:, :, None, :], conv.weight.detach().numpy()[:, :, None, :], conv.bias.detach().numpy(),
-                    (1, 1), (0, 3), (1, 2), 1)[:, :, 0, :]
+    ref = np_conv2d(
+        x.numpy()[:, :, None, :],
+        conv.weight.detach().numpy()[:, :, None, :],
+        conv.bias.detach().numpy(),
+        (1, 1),
+        (0, 3),
+        (1, 2),
+        1,
+    )[:, :, 0, :]
     np.testing.assert_allclose(y.to_numpy(), ref, rtol=1e-10)
     assert nn.Conv1d(2, 3, 4, padding="valid")(tl.randn(1, 2, 9)).shape == (1, 3, 6)
     with pytest.raises(ValueError):
@@ -82,7 +108,9 @@ def test_conv_unbatched_and_no_bias():
     assert conv.bias is None
     assert [n for n, _ in conv.named_parameters()] == ["weight"]
     x = tl.randn(3, 6, 6)
-    np.testing.assert_allclose(conv(x).to_numpy(), conv(x.unsqueeze(0)).squeeze(0).to_numpy(), rtol=1e-6)
+    np.testing.assert_allclose(
+        conv(x).to_numpy(), conv(x.unsqueeze(0)).squeeze(0).to_numpy(), rtol=1e-6
+    )
 
 
 @pytest.mark.parametrize("kw", [CASES[1], CASES[2], CASES[3]])
@@ -98,7 +126,9 @@ def test_conv1d_gradcheck():
     x = tl.randn(2, 2, 7, dtype=tl.float64, requires_grad=True)
     w = tl.randn(4, 1, 3, dtype=tl.float64, requires_grad=True)
     b = tl.randn(4, dtype=tl.float64, requires_grad=True)
-    assert tl.gradcheck(lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1, dilation=2, groups=2), (x, w, b))
+    assert tl.gradcheck(
+        lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1, dilation=2, groups=2), (x, w, b)
+    )
 
 
 def test_conv_errors_name_the_problem():

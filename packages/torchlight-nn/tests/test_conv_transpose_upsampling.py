@@ -24,8 +24,10 @@ def np_conv_transpose(x, w, b, stride, padding, output_padding, groups, dilation
     n, c, *S = x.shape
     _, og, *k = w.shape
     nd = len(S)
-    out = [(S[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (k[i] - 1) + output_padding[i] + 1
-           for i in range(nd)]
+    out = [
+        (S[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (k[i] - 1) + output_padding[i] + 1
+        for i in range(nd)
+    ]
     y = np.zeros((n, og * groups, *out))
     cg = c // groups
     for ci in range(c):
@@ -58,8 +60,16 @@ def test_conv_transpose2d_against_scatter_definition(kw):
     b = rng.standard_normal(3 * kw["groups"])
     w = w[:, :3]
     want = np_conv_transpose(x, w, b, **kw)
-    got = F.conv_transpose2d(T(x), T(w), T(b), kw["stride"], kw["padding"], kw["output_padding"], kw["groups"],
-                             kw["dilation"])
+    got = F.conv_transpose2d(
+        T(x),
+        T(w),
+        T(b),
+        kw["stride"],
+        kw["padding"],
+        kw["output_padding"],
+        kw["groups"],
+        kw["dilation"],
+    )
     np.testing.assert_allclose(A(got), want, atol=1e-12)
 
 
@@ -88,14 +98,30 @@ def test_conv_transpose1d_module_gradcheck_and_output_size():
 
 def test_interpolate_documented_examples():
     x = T([[[[1.0, 2.0], [3.0, 4.0]]]])
-    np.testing.assert_allclose(A(F.interpolate(x, scale_factor=2, mode="nearest"))[0, 0],
-                               np.repeat(np.repeat([[1, 2], [3, 4]], 2, 0), 2, 1))
-    np.testing.assert_allclose(A(nn.Upsample(scale_factor=2, mode="bilinear")(x))[0, 0],
-                               [[1.0, 1.25, 1.75, 2.0], [1.5, 1.75, 2.25, 2.5],
-                                [2.5, 2.75, 3.25, 3.5], [3.0, 3.25, 3.75, 4.0]], atol=1e-12)
-    np.testing.assert_allclose(A(nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)(x))[0, 0],
-                               [[1.0, 4 / 3, 5 / 3, 2.0], [5 / 3, 2.0, 7 / 3, 8 / 3],
-                                [7 / 3, 8 / 3, 3.0, 10 / 3], [3.0, 10 / 3, 11 / 3, 4.0]], atol=1e-12)
+    np.testing.assert_allclose(
+        A(F.interpolate(x, scale_factor=2, mode="nearest"))[0, 0],
+        np.repeat(np.repeat([[1, 2], [3, 4]], 2, 0), 2, 1),
+    )
+    np.testing.assert_allclose(
+        A(nn.Upsample(scale_factor=2, mode="bilinear")(x))[0, 0],
+        [
+            [1.0, 1.25, 1.75, 2.0],
+            [1.5, 1.75, 2.25, 2.5],
+            [2.5, 2.75, 3.25, 3.5],
+            [3.0, 3.25, 3.75, 4.0],
+        ],
+        atol=1e-12,
+    )
+    np.testing.assert_allclose(
+        A(nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)(x))[0, 0],
+        [
+            [1.0, 4 / 3, 5 / 3, 2.0],
+            [5 / 3, 2.0, 7 / 3, 8 / 3],
+            [7 / 3, 8 / 3, 3.0, 10 / 3],
+            [3.0, 10 / 3, 11 / 3, 4.0],
+        ],
+        atol=1e-12,
+    )
 
 
 def test_interpolate_against_scipy_and_gradient():
@@ -103,8 +129,12 @@ def test_interpolate_against_scipy_and_gradient():
     rng = np.random.default_rng(2)
     x = rng.standard_normal((2, 3, 5, 4))
     got = A(F.interpolate(T(x), size=(9, 7), mode="bilinear", align_corners=True))
-    want = np.stack([[ndimage.zoom(x[n, c], (9 / 5, 7 / 4), order=1, grid_mode=False) for c in range(3)]
-                     for n in range(2)])
+    want = np.stack(
+        [
+            [ndimage.zoom(x[n, c], (9 / 5, 7 / 4), order=1, grid_mode=False) for c in range(3)]
+            for n in range(2)
+        ]
+    )
     np.testing.assert_allclose(got, want, atol=1e-12)
     x1 = rng.standard_normal((1, 2, 6))
     got = A(F.interpolate(T(x1), size=4, mode="linear"))
@@ -112,8 +142,12 @@ def test_interpolate_against_scipy_and_gradient():
     want = np.stack([np.interp(src, np.arange(6), x1[0, c]) for c in range(2)])[None]
     np.testing.assert_allclose(got, want, atol=1e-12)
     near = A(F.interpolate(T(x1), size=4, mode="nearest-exact"))
-    np.testing.assert_allclose(near, x1[..., np.minimum(np.floor((np.arange(4) + 0.5) * 1.5), 5).astype(int)])
-    assert tl.gradcheck(lambda a: F.interpolate(a, scale_factor=1.5, mode="bilinear"), (T(x[:1, :1], True),))
+    np.testing.assert_allclose(
+        near, x1[..., np.minimum(np.floor((np.arange(4) + 0.5) * 1.5), 5).astype(int)]
+    )
+    assert tl.gradcheck(
+        lambda a: F.interpolate(a, scale_factor=1.5, mode="bilinear"), (T(x[:1, :1], True),)
+    )
     with pytest.raises(ValueError, match="exactly one"):
         F.interpolate(T(x), mode="bilinear")
     with pytest.raises(tl.ShapeError):
@@ -136,15 +170,20 @@ def test_channel_dropout_and_padding_modules():
     x = tl.ones(4, 16, 3, 3, dtype=tl.float64)
     y = A(nn.Dropout2d(0.5)(x))
     per_channel = y.reshape(4, 16, 9)
-    assert np.all((per_channel == 0).all(-1) | (per_channel == 2.0).all(-1))  # whole channels, scaled 1/(1-p)
+    assert np.all(
+        (per_channel == 0).all(-1) | (per_channel == 2.0).all(-1)
+    )  # whole channels, scaled 1/(1-p)
     assert 0.2 < (per_channel[..., 0] == 0).mean() < 0.8
     y1 = A(nn.Dropout1d(0.25)(tl.ones(8, 10, 5, dtype=tl.float64)))
     assert np.all((y1 == 0).all(-1) | np.isclose(y1, 4 / 3).all(-1))
     assert np.array_equal(A(nn.Dropout2d(0.9).eval()(x)), A(x))
     with pytest.raises(tl.ShapeError):
         nn.Dropout2d()(tl.ones(2, 3))
-    np.testing.assert_array_equal(A(nn.ZeroPad2d((1, 0, 0, 2))(tl.ones(1, 1, 1, 1))),
-                                  [[[[0.0, 1.0], [0.0, 0.0], [0.0, 0.0]]]])
-    np.testing.assert_array_equal(A(nn.ConstantPad1d(2, -1.0)(tl.zeros(1, 1))), [[-1, -1, 0, -1, -1]])
+    np.testing.assert_array_equal(
+        A(nn.ZeroPad2d((1, 0, 0, 2))(tl.ones(1, 1, 1, 1))), [[[[0.0, 1.0], [0.0, 0.0], [0.0, 0.0]]]]
+    )
+    np.testing.assert_array_equal(
+        A(nn.ConstantPad1d(2, -1.0)(tl.zeros(1, 1))), [[-1, -1, 0, -1, -1]]
+    )
     with pytest.raises(ValueError):
         nn.ZeroPad2d((1, 2, 3))

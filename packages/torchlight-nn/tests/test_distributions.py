@@ -59,7 +59,10 @@ def test_categorical_probs_logits_log_prob_entropy():
     rng = np.random.default_rng(2)
     logits = rng.standard_normal((2, 5))
     p = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
-    for d in (D.Categorical(logits=T(logits)), D.Categorical(probs=T(p * 3.0))):  # probs get normalised
+    for d in (
+        D.Categorical(logits=T(logits)),
+        D.Categorical(probs=T(p * 3.0)),
+    ):  # probs get normalised
         np.testing.assert_allclose(A(d.probs), p, rtol=1e-12)
         np.testing.assert_allclose(A(d.entropy()), stats.entropy(p, axis=-1), rtol=1e-12)
         v = tl.tensor(np.array([[0, 4], [3, 3], [1, 2]]))  # (3, 2) against batch (2,)
@@ -145,15 +148,25 @@ def test_kl_divergence():
     m1, m2 = rng.standard_normal(3), rng.standard_normal(3)
     s1, s2 = rng.uniform(0.5, 2, 3), rng.uniform(0.5, 2, 3)
     want = np.log(s2 / s1) + (s1**2 + (m1 - m2) ** 2) / (2 * s2**2) - 0.5
-    np.testing.assert_allclose(A(D.kl_divergence(D.Normal(T(m1), T(s1)), D.Normal(T(m2), T(s2)))), want, rtol=1e-12)
+    np.testing.assert_allclose(
+        A(D.kl_divergence(D.Normal(T(m1), T(s1)), D.Normal(T(m2), T(s2)))), want, rtol=1e-12
+    )
     p, q = rng.dirichlet(np.ones(4)), rng.dirichlet(np.ones(4))
-    np.testing.assert_allclose(D.kl_divergence(D.Categorical(probs=T(p)), D.Categorical(probs=T(q))).item(),
-                               stats.entropy(p, q), rtol=1e-12)
+    np.testing.assert_allclose(
+        D.kl_divergence(D.Categorical(probs=T(p)), D.Categorical(probs=T(q))).item(),
+        stats.entropy(p, q),
+        rtol=1e-12,
+    )
     bp, bq = 0.3, 0.8
     want_b = bp * np.log(bp / bq) + (1 - bp) * np.log((1 - bp) / (1 - bq))
-    assert abs(D.kl_divergence(D.Bernoulli(probs=T(bp)), D.Bernoulli(probs=T(bq))).item() - want_b) < 1e-9
-    np.testing.assert_allclose(A(D.kl_divergence(D.Uniform(T([0.0, 0.0]), T([1.0, 3.0])), D.Uniform(T(-1.0), T(2.0)))),
-                               [math.log(3.0), math.inf])
+    assert (
+        abs(D.kl_divergence(D.Bernoulli(probs=T(bp)), D.Bernoulli(probs=T(bq))).item() - want_b)
+        < 1e-9
+    )
+    np.testing.assert_allclose(
+        A(D.kl_divergence(D.Uniform(T([0.0, 0.0]), T([1.0, 3.0])), D.Uniform(T(-1.0), T(2.0)))),
+        [math.log(3.0), math.inf],
+    )
     with pytest.raises(NotImplementedError, match="register_kl"):
         D.kl_divergence(D.Normal(0.0, 1.0), D.Uniform(0.0, 1.0))
 
@@ -165,10 +178,13 @@ def test_independent_diagonal_gaussian():
     assert d.batch_shape == (4,) and d.event_shape == (3,) and d.has_rsample
     x = rng.standard_normal((2, 4, 3))
     want = stats.multivariate_normal  # a diagonal covariance: the product of the marginals
-    ref = np.stack([[want.logpdf(x[s, b], loc[b], np.diag(scale[b] ** 2)) for b in range(4)] for s in range(2)])
+    ref = np.stack(
+        [[want.logpdf(x[s, b], loc[b], np.diag(scale[b] ** 2)) for b in range(4)] for s in range(2)]
+    )
     np.testing.assert_allclose(A(d.log_prob(T(x))), ref, rtol=1e-10)
-    np.testing.assert_allclose(A(d.entropy()), [want.entropy(loc[b], np.diag(scale[b] ** 2)) for b in range(4)],
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        A(d.entropy()), [want.entropy(loc[b], np.diag(scale[b] ** 2)) for b in range(4)], rtol=1e-10
+    )
     assert d.rsample((5,)).shape == (5, 4, 3)
     q = D.Independent(D.Normal(T(loc * 0), T(scale * 0 + 1)), 1)
     kl = A(D.kl_divergence(d, q))

@@ -36,7 +36,9 @@ def test_embedding_bag_offsets_2d_and_padding(mode):
     np.testing.assert_allclose(A(got), np_bags(w, idx, starts, mode, pad=2), atol=1e-12)
     two_d = rng.integers(0, 10, (3, 4))
     got = bag(tl.tensor(two_d))
-    np.testing.assert_allclose(A(got), np_bags(w, two_d.ravel(), np.arange(0, 12, 4), mode, pad=2), atol=1e-12)
+    np.testing.assert_allclose(
+        A(got), np_bags(w, two_d.ravel(), np.arange(0, 12, 4), mode, pad=2), atol=1e-12
+    )
     last = nn.EmbeddingBag(10, 3, mode=mode, include_last_offset=True).double()
     got = last(tl.tensor(idx), tl.tensor([0, 4, 9]))
     np.testing.assert_allclose(A(got), np_bags(A(last.weight), idx, [0, 4], mode), atol=1e-12)
@@ -48,16 +50,22 @@ def test_embedding_bag_per_sample_weights_and_gradient():
     idx, starts = np.array([0, 5, 5, 1]), np.array([0, 3])
     psw = rng.standard_normal(4)
     wt = tl.tensor(w, requires_grad=True)
-    out = F.embedding_bag(tl.tensor(idx), wt, tl.tensor(starts), mode="sum", per_sample_weights=tl.tensor(psw))
+    out = F.embedding_bag(
+        tl.tensor(idx), wt, tl.tensor(starts), mode="sum", per_sample_weights=tl.tensor(psw)
+    )
     np.testing.assert_allclose(A(out), np_bags(w, idx, starts, "sum", psw), atol=1e-12)
     out.sum().backward()
     want = np.zeros_like(w)
     np.add.at(want, idx, psw[:, None] * np.ones((1, 2)))
     np.testing.assert_allclose(A(wt.grad), want, atol=1e-12)
-    assert tl.gradcheck(lambda m: F.embedding_bag(tl.tensor(idx), m, tl.tensor(starts), mode="max"),
-                        (tl.tensor(w, requires_grad=True),))
+    assert tl.gradcheck(
+        lambda m: F.embedding_bag(tl.tensor(idx), m, tl.tensor(starts), mode="max"),
+        (tl.tensor(w, requires_grad=True),),
+    )
     with pytest.raises(NotImplementedError):
-        F.embedding_bag(tl.tensor(idx), wt, tl.tensor(starts), mode="mean", per_sample_weights=tl.tensor(psw))
+        F.embedding_bag(
+            tl.tensor(idx), wt, tl.tensor(starts), mode="mean", per_sample_weights=tl.tensor(psw)
+        )
     with pytest.raises(ValueError, match="offsets"):
         F.embedding_bag(tl.tensor(idx), wt)
     pre = nn.EmbeddingBag.from_pretrained(tl.tensor(w))

@@ -62,7 +62,10 @@ def test_xavier():
     assert abs(s - std) < 0.02 * std
 
 
-@pytest.mark.parametrize("mode,nl,a", [("fan_in", "relu", 0), ("fan_out", "leaky_relu", 0.2), ("fan_in", "leaky_relu", math.sqrt(5))])
+@pytest.mark.parametrize(
+    "mode,nl,a",
+    [("fan_in", "relu", 0), ("fan_out", "leaky_relu", 0.2), ("fan_in", "leaky_relu", math.sqrt(5))],
+)
 def test_kaiming(mode, nl, a):
     tl.manual_seed(0)
     w = tl.empty(100, 50, 3)  # fan_in 150, fan_out 300

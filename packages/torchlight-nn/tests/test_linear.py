@@ -60,7 +60,9 @@ def test_embedding_lookup_padding_and_gradient():
     np.testing.assert_array_equal(out.to_numpy(), w[idx])
     out.sum().backward()
     g = emb.weight.grad.to_numpy()
-    np.testing.assert_array_equal(g[:, 0], [1, 0, 3, 0, 0, 0])  # repeats accumulate, padding gets none
+    np.testing.assert_array_equal(
+        g[:, 0], [1, 0, 3, 0, 0, 0]
+    )  # repeats accumulate, padding gets none
     assert tl.gradcheck(lambda w: F.embedding(tl.tensor(idx), w), (emb.weight,))
     big = nn.Embedding(1000, 10)
     assert abs(big.weight.detach().numpy().std() - 1.0) < 0.05  # N(0, 1)

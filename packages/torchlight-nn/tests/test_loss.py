@@ -47,13 +47,21 @@ def test_regression_losses(reduction):
     x, y = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
     X, Y = tl.tensor(x), tl.tensor(y)
     d = x - y
-    np.testing.assert_allclose(F.mse_loss(X, Y, reduction).to_numpy(), reduce(d * d, reduction), rtol=1e-12)
-    np.testing.assert_allclose(nn.L1Loss(reduction)(X, Y).to_numpy(), reduce(np.abs(d), reduction), rtol=1e-12)
+    np.testing.assert_allclose(
+        F.mse_loss(X, Y, reduction).to_numpy(), reduce(d * d, reduction), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        nn.L1Loss(reduction)(X, Y).to_numpy(), reduce(np.abs(d), reduction), rtol=1e-12
+    )
     b = 0.7
     sl1 = np.where(np.abs(d) < b, 0.5 * d * d / b, np.abs(d) - 0.5 * b)
-    np.testing.assert_allclose(nn.SmoothL1Loss(reduction, beta=b)(X, Y).to_numpy(), reduce(sl1, reduction), rtol=1e-12)
+    np.testing.assert_allclose(
+        nn.SmoothL1Loss(reduction, beta=b)(X, Y).to_numpy(), reduce(sl1, reduction), rtol=1e-12
+    )
     hub = np.where(np.abs(d) <= b, 0.5 * d * d, b * (np.abs(d) - 0.5 * b))
-    np.testing.assert_allclose(F.huber_loss(X, Y, reduction, delta=b).to_numpy(), reduce(hub, reduction), rtol=1e-12)
+    np.testing.assert_allclose(
+        F.huber_loss(X, Y, reduction, delta=b).to_numpy(), reduce(hub, reduction), rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
@@ -65,8 +73,13 @@ def test_cross_entropy_indices(reduction, shape):
     w = rng.uniform(0.5, 2, shape[1])
     for kw in [dict(), dict(weight=w), dict(eps=0.1), dict(weight=w, eps=0.2)]:
         ref = np_cross_entropy(x, t, kw.get("weight"), -100, reduction, kw.get("eps", 0.0))
-        got = F.cross_entropy(tl.tensor(x), tl.tensor(t), None if "weight" not in kw else tl.tensor(w),
-                              reduction=reduction, label_smoothing=kw.get("eps", 0.0))
+        got = F.cross_entropy(
+            tl.tensor(x),
+            tl.tensor(t),
+            None if "weight" not in kw else tl.tensor(w),
+            reduction=reduction,
+            label_smoothing=kw.get("eps", 0.0),
+        )
         np.testing.assert_allclose(got.to_numpy(), ref, rtol=1e-10, atol=1e-12)
 
 
@@ -80,7 +93,9 @@ def test_cross_entropy_probabilities_and_unbatched():
         q = p * (1 - eps) + eps / 3
         per = -(lp * q * w[None, :, None]).sum(1)
         for red in ("mean", "sum", "none"):
-            got = F.cross_entropy(tl.tensor(x), tl.tensor(p), weight=tl.tensor(w), reduction=red, label_smoothing=eps)
+            got = F.cross_entropy(
+                tl.tensor(x), tl.tensor(p), weight=tl.tensor(w), reduction=red, label_smoothing=eps
+            )
             np.testing.assert_allclose(got.to_numpy(), reduce(per, red, denom=8), rtol=1e-10)
     v = rng.standard_normal(5)
     got = F.cross_entropy(tl.tensor(v), tl.tensor(2))
@@ -127,7 +142,9 @@ def test_binary_losses():
     for red in ("mean", "sum", "none"):
         got = nn.BCELoss(weight=tl.tensor(w), reduction=red)(tl.tensor(p), tl.tensor(y))
         np.testing.assert_allclose(got.to_numpy(), reduce(bce, red), rtol=1e-10)
-        got = nn.BCEWithLogitsLoss(weight=tl.tensor(w), reduction=red, pos_weight=tl.tensor(pw))(tl.tensor(z), tl.tensor(y))
+        got = nn.BCEWithLogitsLoss(weight=tl.tensor(w), reduction=red, pos_weight=tl.tensor(pw))(
+            tl.tensor(z), tl.tensor(y)
+        )
         np.testing.assert_allclose(got.to_numpy(), reduce(bcel, red), rtol=1e-10)
 
 
@@ -157,11 +174,17 @@ def test_kl_div():
     p[0, 0] = 0.0
     per = np.where(p > 0, p * (np.log(np.where(p > 0, p, 1)) - q), 0.0)
     for red in ("mean", "sum", "none"):
-        np.testing.assert_allclose(F.kl_div(tl.tensor(q), tl.tensor(p), red).to_numpy(), reduce(per, red), rtol=1e-10)
-    np.testing.assert_allclose(nn.KLDivLoss("batchmean")(tl.tensor(q), tl.tensor(p)).item(), per.sum() / 3, rtol=1e-10)
+        np.testing.assert_allclose(
+            F.kl_div(tl.tensor(q), tl.tensor(p), red).to_numpy(), reduce(per, red), rtol=1e-10
+        )
+    np.testing.assert_allclose(
+        nn.KLDivLoss("batchmean")(tl.tensor(q), tl.tensor(p)).item(), per.sum() / 3, rtol=1e-10
+    )
     lt = np.log(np.where(p > 0, p, 1e-3))
     ref = (np.exp(lt) * (lt - q)).sum()
-    np.testing.assert_allclose(F.kl_div(tl.tensor(q), tl.tensor(lt), "sum", log_target=True).item(), ref, rtol=1e-10)
+    np.testing.assert_allclose(
+        F.kl_div(tl.tensor(q), tl.tensor(lt), "sum", log_target=True).item(), ref, rtol=1e-10
+    )
 
 
 def test_loss_gradchecks():
@@ -201,6 +224,12 @@ def test_cross_entropy_fused_path_gradcheck_and_layouts():
     t = tl.tensor([3, -100, 0, 2, 1])
     w = tl.tensor([0.5, 1.0, 2.0, 1.5], dtype=tl.float64)
     for red in ("mean", "sum", "none"):
-        assert tl.gradcheck(lambda a, red=red: F.cross_entropy(a.t(), t, weight=w, reduction=red), (xt,))
+        assert tl.gradcheck(
+            lambda a, red=red: F.cross_entropy(a.t(), t, weight=w, reduction=red), (xt,)
+        )
         want = F.nll_loss(xt.t().log_softmax(1), t, weight=w, reduction=red)
-        np.testing.assert_allclose(F.cross_entropy(xt.t(), t, weight=w, reduction=red).detach().numpy(), want.detach().numpy(), rtol=1e-12)
+        np.testing.assert_allclose(
+            F.cross_entropy(xt.t(), t, weight=w, reduction=red).detach().numpy(),
+            want.detach().numpy(),
+            rtol=1e-12,
+        )

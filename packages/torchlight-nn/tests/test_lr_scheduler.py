@@ -101,17 +101,26 @@ def test_sequential_warmup_then_cosine():
     warm = L.LinearLR(opt, start_factor=0.1, end_factor=1.0, total_iters=5)
     cos = L.CosineAnnealingLR(opt, T_max=20, eta_min=0.01)
     s = L.SequentialLR(opt, [warm, cos], milestones=[5])
-    expected = [0.1 + 0.9 * e / 5 if e < 5 else 0.01 + 0.99 * (1 + math.cos(math.pi * (e - 5) / 20)) / 2
-                for e in range(25)]
+    expected = [
+        0.1 + 0.9 * e / 5 if e < 5 else 0.01 + 0.99 * (1 + math.cos(math.pi * (e - 5) / 20)) / 2
+        for e in range(25)
+    ]
     _close(_lrs(opt, s, 25), expected)
 
 
 def _onecycle_expected(max_lr, total, pct, div, final_div, strategy, three_phase):
     init, lo = max_lr / div, max_lr / div / final_div
-    anneal = ((lambda a, b, p: b + (a - b) / 2 * (math.cos(math.pi * p) + 1)) if strategy == "cos"
-              else (lambda a, b, p: (b - a) * p + a))
+    anneal = (
+        (lambda a, b, p: b + (a - b) / 2 * (math.cos(math.pi * p) + 1))
+        if strategy == "cos"
+        else (lambda a, b, p: (b - a) * p + a)
+    )
     if three_phase:
-        phases = [(pct * total - 1, init, max_lr), (2 * pct * total - 2, max_lr, init), (total - 1, init, lo)]
+        phases = [
+            (pct * total - 1, init, max_lr),
+            (2 * pct * total - 2, max_lr, init),
+            (total - 1, init, lo),
+        ]
     else:
         phases = [(pct * total - 1, init, max_lr), (total - 1, max_lr, lo)]
     out = []
@@ -125,11 +134,19 @@ def _onecycle_expected(max_lr, total, pct, div, final_div, strategy, three_phase
     return out
 
 
-@pytest.mark.parametrize("strategy, three_phase", [("cos", False), ("linear", False), ("cos", True)])
+@pytest.mark.parametrize(
+    "strategy, three_phase", [("cos", False), ("linear", False), ("cos", True)]
+)
 def test_onecycle(strategy, three_phase):
     opt = _opt(momentum=0.9)
-    s = L.OneCycleLR(opt, max_lr=2.0, total_steps=40, pct_start=0.25, anneal_strategy=strategy,
-                     three_phase=three_phase)
+    s = L.OneCycleLR(
+        opt,
+        max_lr=2.0,
+        total_steps=40,
+        pct_start=0.25,
+        anneal_strategy=strategy,
+        three_phase=three_phase,
+    )
     expected = _onecycle_expected(2.0, 40, 0.25, 25.0, 1e4, strategy, three_phase)
     _close(_lrs(opt, s, 40), expected)
     assert expected[0] == pytest.approx(2.0 / 25) and max(expected) == pytest.approx(2.0)
@@ -182,8 +199,9 @@ def test_reduce_on_plateau_threshold_modes_and_min_lr():
     assert s.best == 0.98 and s.get_last_lr() == [pytest.approx(0.1)]
     # abs, max mode, min_lr clamp, and eps skipping tiny reductions
     opt = _opt(lr=1.0)
-    s = L.ReduceLROnPlateau(opt, mode="max", factor=0.1, patience=0, threshold=0.5,
-                            threshold_mode="abs", min_lr=0.05)
+    s = L.ReduceLROnPlateau(
+        opt, mode="max", factor=0.1, patience=0, threshold=0.5, threshold_mode="abs", min_lr=0.05
+    )
     s.step(1.0)
     s.step(1.4)  # not > 1.0 + 0.5
     assert s.get_last_lr() == [pytest.approx(0.1)]
@@ -246,13 +264,17 @@ def _make(kind, opt):
     if kind == "onecycle":
         return L.OneCycleLR(opt, max_lr=1.0, total_steps=20)
     if kind == "sequential":
-        return L.SequentialLR(opt, [L.LinearLR(opt, 0.1, total_iters=4), L.CosineAnnealingLR(opt, 10)], [4])
+        return L.SequentialLR(
+            opt, [L.LinearLR(opt, 0.1, total_iters=4), L.CosineAnnealingLR(opt, 10)], [4]
+        )
     if kind == "plateau":
         return L.ReduceLROnPlateau(opt, patience=1, cooldown=1, factor=0.5)
     raise AssertionError(kind)
 
 
-@pytest.mark.parametrize("kind", ["step", "multistep", "cosine", "onecycle", "sequential", "plateau"])
+@pytest.mark.parametrize(
+    "kind", ["step", "multistep", "cosine", "onecycle", "sequential", "plateau"]
+)
 def test_state_dict_round_trip_through_a_checkpoint(kind, tmp_path):
     metrics = [3, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
     step = (lambda s, e: s.step(metrics[e])) if kind == "plateau" else (lambda s, e: s.step())
@@ -283,14 +305,62 @@ def test_matches_pytorch_when_available():
     torch = pytest.importorskip("torch")
     S = torch.optim.lr_scheduler
     pairs = [
-        (lambda o: L.CosineAnnealingLR(o, 7, 0.01), lambda o: S.CosineAnnealingLR(o, 7, 0.01), None),
+        (
+            lambda o: L.CosineAnnealingLR(o, 7, 0.01),
+            lambda o: S.CosineAnnealingLR(o, 7, 0.01),
+            None,
+        ),
         (lambda o: L.LinearLR(o, 0.2, 0.9, 5), lambda o: S.LinearLR(o, 0.2, 0.9, 5), None),
-        (lambda o: L.OneCycleLR(o, 1.0, total_steps=30, three_phase=True), lambda o: S.OneCycleLR(o, 1.0, total_steps=30, three_phase=True), None),
-        (lambda o: L.SequentialLR(o, [L.LinearLR(o, 0.1, total_iters=5), L.CosineAnnealingLR(o, 20)], [5]),
-         lambda o: S.SequentialLR(o, [S.LinearLR(o, 0.1, total_iters=5), S.CosineAnnealingLR(o, 20)], [5]), None),
-        (lambda o: L.ReduceLROnPlateau(o, patience=2, cooldown=2, factor=0.5, threshold=0.01),
-         lambda o: S.ReduceLROnPlateau(o, patience=2, cooldown=2, factor=0.5, threshold=0.01),
-         [5, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3, 3, 3, 3, 2.9999, 3, 3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1]),
+        (
+            lambda o: L.OneCycleLR(o, 1.0, total_steps=30, three_phase=True),
+            lambda o: S.OneCycleLR(o, 1.0, total_steps=30, three_phase=True),
+            None,
+        ),
+        (
+            lambda o: L.SequentialLR(
+                o, [L.LinearLR(o, 0.1, total_iters=5), L.CosineAnnealingLR(o, 20)], [5]
+            ),
+            lambda o: S.SequentialLR(
+                o, [S.LinearLR(o, 0.1, total_iters=5), S.CosineAnnealingLR(o, 20)], [5]
+            ),
+            None,
+        ),
+        (
+            lambda o: L.ReduceLROnPlateau(o, patience=2, cooldown=2, factor=0.5, threshold=0.01),
+            lambda o: S.ReduceLROnPlateau(o, patience=2, cooldown=2, factor=0.5, threshold=0.01),
+            [
+                5,
+                4,
+                4,
+                4,
+                4,
+                4,
+                3,
+                3,
+                3,
+                3,
+                3,
+                3,
+                3,
+                3,
+                2.9999,
+                3,
+                3,
+                3,
+                3,
+                3,
+                3,
+                1,
+                1,
+                1,
+                1,
+                1,
+                1,
+                1,
+                1,
+                1,
+            ],
+        ),
     ]
     for mine, theirs, metrics in pairs:
         a = SGD([tl.zeros(1, requires_grad=True)], lr=0.5, momentum=0.9)
@@ -298,7 +368,9 @@ def test_matches_pytorch_when_available():
         sa, sb = mine(a), theirs(b)
         for e in range(29):
             assert sa.get_last_lr()[0] == pytest.approx(sb.get_last_lr()[0], rel=1e-12, abs=1e-15)
-            assert a.param_groups[0]["momentum"] == pytest.approx(b.param_groups[0]["momentum"], rel=1e-12)
+            assert a.param_groups[0]["momentum"] == pytest.approx(
+                b.param_groups[0]["momentum"], rel=1e-12
+            )
             a.step()
             b.step()
             if metrics:

@@ -83,8 +83,17 @@ def _cyclic_ref(t, base, peak, up, down, mode, gamma=1.0):
 @pytest.mark.parametrize("mode, down", [("triangular", None), ("triangular2", 3), ("exp_range", 5)])
 def test_cyclic_lr_and_momentum(mode, down):
     opt = _opt(lr=5.0, momentum=0.5)
-    sched = CyclicLR(opt, base_lr=0.1, max_lr=1.0, step_size_up=4, step_size_down=down, mode=mode, gamma=0.97,
-                     base_momentum=0.8, max_momentum=0.95)
+    sched = CyclicLR(
+        opt,
+        base_lr=0.1,
+        max_lr=1.0,
+        step_size_up=4,
+        step_size_down=down,
+        mode=mode,
+        gamma=0.97,
+        base_momentum=0.8,
+        max_momentum=0.95,
+    )
     assert opt.param_groups[0]["momentum"] == pytest.approx(0.95)
     moms = [opt.param_groups[0]["momentum"]]
     lrs = [sched.get_last_lr()[0]]

@@ -48,10 +48,33 @@ def test_parameter_is_a_tensor_sharing_storage():
 def test_registration_and_traversal():
     net = Net()
     names = [n for n, _ in net.named_parameters()]
-    assert names == ["scale", "encoder.0.weight", "encoder.0.bias", "encoder.2.weight", "encoder.2.bias",
-                     "bn.weight", "bn.bias", "head.weight", "head.bias"]
-    assert [n for n, _ in net.named_buffers()] == ["mask", "count", "bn.running_mean", "bn.running_var", "bn.num_batches_tracked"]
-    assert [n for n, _ in net.named_modules()] == ["", "encoder", "encoder.0", "encoder.1", "encoder.2", "bn", "head"]
+    assert names == [
+        "scale",
+        "encoder.0.weight",
+        "encoder.0.bias",
+        "encoder.2.weight",
+        "encoder.2.bias",
+        "bn.weight",
+        "bn.bias",
+        "head.weight",
+        "head.bias",
+    ]
+    assert [n for n, _ in net.named_buffers()] == [
+        "mask",
+        "count",
+        "bn.running_mean",
+        "bn.running_var",
+        "bn.num_batches_tracked",
+    ]
+    assert [n for n, _ in net.named_modules()] == [
+        "",
+        "encoder",
+        "encoder.0",
+        "encoder.1",
+        "encoder.2",
+        "bn",
+        "head",
+    ]
     assert [type(c).__name__ for c in net.children()] == ["Sequential", "BatchNorm1d", "Linear"]
     assert len(list(net.modules())) == 7
     assert net.num_parameters() == 1 + 9 + 12 + 6 + 4
@@ -126,9 +149,21 @@ def test_state_dict_round_trip_through_numpy():
     a, b = Net(), Net()
     a.train()(tl.randn(8, 2))  # move the running statistics away from their init
     sd = a.state_dict()
-    assert list(sd) == ["scale", "count", "encoder.0.weight", "encoder.0.bias", "encoder.2.weight", "encoder.2.bias",
-                        "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var", "bn.num_batches_tracked", "head.weight",
-                        "head.bias"]
+    assert list(sd) == [
+        "scale",
+        "count",
+        "encoder.0.weight",
+        "encoder.0.bias",
+        "encoder.2.weight",
+        "encoder.2.bias",
+        "bn.weight",
+        "bn.bias",
+        "bn.running_mean",
+        "bn.running_var",
+        "bn.num_batches_tracked",
+        "head.weight",
+        "head.bias",
+    ]
     assert "mask" not in sd  # non-persistent buffer
     exported = {k: np.asarray(v) for k, v in sd.items()}  # what a PyTorch user would export
     res = b.load_state_dict(exported)
@@ -155,9 +190,14 @@ def test_load_state_dict_errors_name_every_problem():
     msg = str(info.value)
     assert 'Missing key(s) in state_dict: "head.bias"' in msg
     assert 'Unexpected key(s) in state_dict: "extra.weight"' in msg
-    assert "size mismatch for encoder.0.weight: copying a param with shape (2, 3) from checkpoint, the shape in current model is (3, 2)" in msg
+    assert (
+        "size mismatch for encoder.0.weight: copying a param with shape (2, 3) from checkpoint, the shape in current model is (3, 2)"
+        in msg
+    )
     assert isinstance(info.value, RuntimeError)
-    np.testing.assert_array_equal(net.encoder[2].weight.detach().numpy(), before)  # nothing half-loaded
+    np.testing.assert_array_equal(
+        net.encoder[2].weight.detach().numpy(), before
+    )  # nothing half-loaded
     sd["encoder.0.weight"] = np.zeros((3, 2))
     res = net.load_state_dict(sd, strict=False)
     assert res.missing_keys == ["head.bias"] and res.unexpected_keys == ["extra.weight"]

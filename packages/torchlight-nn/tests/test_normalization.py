@@ -13,12 +13,17 @@ def np_bn_train(x, gamma, beta, eps):
     shape = (1, -1) + (1,) * (x.ndim - 2)
     mean = x.mean(axis=axes)
     var = x.var(axis=axes)
-    y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps) * gamma.reshape(shape) + beta.reshape(shape)
+    y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + eps) * gamma.reshape(
+        shape
+    ) + beta.reshape(shape)
     m = x.size // x.shape[1]
     return y, mean, var * m / (m - 1)
 
 
-@pytest.mark.parametrize("cls,shape", [(nn.BatchNorm1d, (6, 3)), (nn.BatchNorm1d, (4, 3, 5)), (nn.BatchNorm2d, (2, 3, 4, 5))])
+@pytest.mark.parametrize(
+    "cls,shape",
+    [(nn.BatchNorm1d, (6, 3)), (nn.BatchNorm1d, (4, 3, 5)), (nn.BatchNorm2d, (2, 3, 4, 5))],
+)
 def test_batchnorm_train_and_running_stats(cls, shape):
     rng = np.random.default_rng(0)
     bn = cls(3, momentum=0.2, dtype=tl.float64)
@@ -38,7 +43,9 @@ def test_batchnorm_train_and_running_stats(cls, shape):
     bn.eval()
     x = rng.standard_normal(shape)
     s = (1, -1) + (1,) * (len(shape) - 2)
-    ref = (x - rm.reshape(s)) / np.sqrt(rv.reshape(s) + 1e-5) * bn.weight.detach().numpy().reshape(s) + bn.bias.detach().numpy().reshape(s)
+    ref = (x - rm.reshape(s)) / np.sqrt(rv.reshape(s) + 1e-5) * bn.weight.detach().numpy().reshape(
+        s
+    ) + bn.bias.detach().numpy().reshape(s)
     np.testing.assert_allclose(bn(tl.tensor(x)).to_numpy(), ref, rtol=1e-10)
     assert bn.num_batches_tracked.item() == 3  # eval does not count
 
@@ -48,13 +55,23 @@ def test_batchnorm_cumulative_average_when_momentum_none():
     xs = [np.random.default_rng(i).standard_normal((5, 2)) for i in range(3)]
     for x in xs:
         bn(tl.tensor(x))
-    np.testing.assert_allclose(bn.running_mean.numpy(), np.mean([x.mean(0) for x in xs], axis=0), rtol=1e-12)
-    np.testing.assert_allclose(bn.running_var.numpy(), np.mean([x.var(0, ddof=1) for x in xs], axis=0), rtol=1e-12)
+    np.testing.assert_allclose(
+        bn.running_mean.numpy(), np.mean([x.mean(0) for x in xs], axis=0), rtol=1e-12
+    )
+    np.testing.assert_allclose(
+        bn.running_var.numpy(), np.mean([x.var(0, ddof=1) for x in xs], axis=0), rtol=1e-12
+    )
 
 
 def test_batchnorm_buffers_and_state_dict():
     bn = nn.BatchNorm2d(4)
-    assert list(bn.state_dict()) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
+    assert list(bn.state_dict()) == [
+        "weight",
+        "bias",
+        "running_mean",
+        "running_var",
+        "num_batches_tracked",
+    ]
     assert bn.num_batches_tracked.dtype is tl.int64
     bn2 = nn.BatchNorm2d(4, affine=False, track_running_stats=False)
     assert list(bn2.state_dict()) == []

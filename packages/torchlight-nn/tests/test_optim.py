@@ -33,7 +33,9 @@ def _run(opt, params, grads):
 
 
 # --- numpy references -------------------------------------------------------------------------
-def ref_sgd(w, grads, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, maximize=False):
+def ref_sgd(
+    w, grads, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, maximize=False
+):
     w, buf = w.copy(), None
     for g in grads:
         g = -g if maximize else g
@@ -45,8 +47,17 @@ def ref_sgd(w, grads, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nestero
     return w
 
 
-def ref_adam(w, grads, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgrad=False,
-             maximize=False, decoupled=False):
+def ref_adam(
+    w,
+    grads,
+    lr,
+    betas=(0.9, 0.999),
+    eps=1e-8,
+    weight_decay=0.0,
+    amsgrad=False,
+    maximize=False,
+    decoupled=False,
+):
     b1, b2 = betas
     w = w.copy()
     m, v, vmax = np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)
@@ -65,8 +76,17 @@ def ref_adam(w, grads, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, amsgr
     return w
 
 
-def ref_rmsprop(w, grads, lr, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False,
-                maximize=False):
+def ref_rmsprop(
+    w,
+    grads,
+    lr,
+    alpha=0.99,
+    eps=1e-8,
+    weight_decay=0.0,
+    momentum=0.0,
+    centered=False,
+    maximize=False,
+):
     w = w.copy()
     v, gbar, buf = np.zeros_like(w), np.zeros_like(w), np.zeros_like(w)
     for g in grads:
@@ -86,8 +106,16 @@ def ref_rmsprop(w, grads, lr, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0
     return w
 
 
-def ref_adagrad(w, grads, lr, lr_decay=0.0, weight_decay=0.0, initial_accumulator_value=0.0,
-                eps=1e-10, maximize=False):
+def ref_adagrad(
+    w,
+    grads,
+    lr,
+    lr_decay=0.0,
+    weight_decay=0.0,
+    initial_accumulator_value=0.0,
+    eps=1e-10,
+    maximize=False,
+):
     w = w.copy()
     s = np.full_like(w, initial_accumulator_value)
     for t, g in enumerate(grads, start=1):
@@ -109,14 +137,26 @@ CASES = [
     (Adam, ref_adam, dict(lr=0.1, betas=(0.8, 0.95), eps=1e-6, weight_decay=0.1)),
     (Adam, ref_adam, dict(lr=0.1, amsgrad=True)),
     (Adam, ref_adam, dict(lr=0.1, amsgrad=True, weight_decay=0.05, maximize=True)),
-    (AdamW, lambda w, g, **kw: ref_adam(w, g, decoupled=True, **{"weight_decay": 1e-2, **kw}), dict(lr=0.1)),
-    (AdamW, lambda w, g, **kw: ref_adam(w, g, decoupled=True, **kw), dict(lr=0.1, weight_decay=0.3, amsgrad=True)),
+    (
+        AdamW,
+        lambda w, g, **kw: ref_adam(w, g, decoupled=True, **{"weight_decay": 1e-2, **kw}),
+        dict(lr=0.1),
+    ),
+    (
+        AdamW,
+        lambda w, g, **kw: ref_adam(w, g, decoupled=True, **kw),
+        dict(lr=0.1, weight_decay=0.3, amsgrad=True),
+    ),
     (RMSprop, ref_rmsprop, dict(lr=0.01)),
     (RMSprop, ref_rmsprop, dict(lr=0.01, alpha=0.9, weight_decay=0.1)),
     (RMSprop, ref_rmsprop, dict(lr=0.01, momentum=0.9, centered=True)),
     (RMSprop, ref_rmsprop, dict(lr=0.01, momentum=0.5, maximize=True)),
     (Adagrad, ref_adagrad, dict(lr=0.1)),
-    (Adagrad, ref_adagrad, dict(lr=0.1, lr_decay=0.05, weight_decay=0.1, initial_accumulator_value=0.3)),
+    (
+        Adagrad,
+        ref_adagrad,
+        dict(lr=0.1, lr_decay=0.05, weight_decay=0.1, initial_accumulator_value=0.3),
+    ),
 ]
 
 
@@ -131,7 +171,15 @@ def adam_path(request, monkeypatch):
     return request.param
 
 
-@pytest.mark.parametrize("cls, ref, kw", CASES, ids=lambda v: getattr(v, "__name__", None) if not isinstance(v, dict) else "-".join(f"{k}={x}" for k, x in v.items()))
+@pytest.mark.parametrize(
+    "cls, ref, kw",
+    CASES,
+    ids=lambda v: (
+        getattr(v, "__name__", None)
+        if not isinstance(v, dict)
+        else "-".join(f"{k}={x}" for k, x in v.items())
+    ),
+)
 def test_update_rule_matches_numpy(cls, ref, kw, adam_path):
     if adam_path == "composite" and not issubclass(cls, Adam):
         pytest.skip("only Adam has a fused path")
@@ -165,8 +213,12 @@ def test_adamw_differs_from_adam_with_l2():
     _run(AdamW(p2, lr=0.1, weight_decay=0.5), p2, grads)
     for i, a in enumerate(arrays):
         gs = [g[i] for g in grads]
-        np.testing.assert_allclose(p1[i].to_numpy(), ref_adam(a, gs, lr=0.1, weight_decay=0.5), rtol=1e-12)
-        np.testing.assert_allclose(p2[i].to_numpy(), ref_adam(a, gs, lr=0.1, weight_decay=0.5, decoupled=True), rtol=1e-12)
+        np.testing.assert_allclose(
+            p1[i].to_numpy(), ref_adam(a, gs, lr=0.1, weight_decay=0.5), rtol=1e-12
+        )
+        np.testing.assert_allclose(
+            p2[i].to_numpy(), ref_adam(a, gs, lr=0.1, weight_decay=0.5, decoupled=True), rtol=1e-12
+        )
         assert np.abs(p1[i].to_numpy() - p2[i].to_numpy()).max() > 1e-3
 
 
@@ -174,13 +226,24 @@ def test_per_group_lr_and_weight_decay():
     rng = np.random.default_rng(3)
     arrays, params = _make(rng)
     grads = _grads(rng)
-    opt = SGD([{"params": [params[0]]}, {"params": [params[1]], "lr": 0.5, "weight_decay": 0.2}],
-              lr=0.01, momentum=0.9)
+    opt = SGD(
+        [{"params": [params[0]]}, {"params": [params[1]], "lr": 0.5, "weight_decay": 0.2}],
+        lr=0.01,
+        momentum=0.9,
+    )
     assert opt.param_groups[0]["lr"] == 0.01 and opt.param_groups[0]["weight_decay"] == 0.0
     assert opt.param_groups[1]["lr"] == 0.5 and opt.param_groups[1]["momentum"] == 0.9
     _run(opt, params, grads)
-    np.testing.assert_allclose(params[0].to_numpy(), ref_sgd(arrays[0], [g[0] for g in grads], lr=0.01, momentum=0.9), rtol=1e-12)
-    np.testing.assert_allclose(params[1].to_numpy(), ref_sgd(arrays[1], [g[1] for g in grads], lr=0.5, momentum=0.9, weight_decay=0.2), rtol=1e-12)
+    np.testing.assert_allclose(
+        params[0].to_numpy(),
+        ref_sgd(arrays[0], [g[0] for g in grads], lr=0.01, momentum=0.9),
+        rtol=1e-12,
+    )
+    np.testing.assert_allclose(
+        params[1].to_numpy(),
+        ref_sgd(arrays[1], [g[1] for g in grads], lr=0.5, momentum=0.9, weight_decay=0.2),
+        rtol=1e-12,
+    )
 
 
 def test_add_param_group_later_and_lr_change_between_steps():
@@ -291,13 +354,16 @@ def test_optimizer_is_an_abstract_base():
 
 
 # --- state dicts -------------------------------------------------------------------------------
-@pytest.mark.parametrize("cls, kw", [
-    (SGD, dict(lr=0.1, momentum=0.9, nesterov=True)),
-    (Adam, dict(lr=0.1, amsgrad=True)),
-    (AdamW, dict(lr=0.1, weight_decay=0.1)),
-    (RMSprop, dict(lr=0.01, momentum=0.9, centered=True)),
-    (Adagrad, dict(lr=0.1, lr_decay=0.01)),
-])
+@pytest.mark.parametrize(
+    "cls, kw",
+    [
+        (SGD, dict(lr=0.1, momentum=0.9, nesterov=True)),
+        (Adam, dict(lr=0.1, amsgrad=True)),
+        (AdamW, dict(lr=0.1, weight_decay=0.1)),
+        (RMSprop, dict(lr=0.01, momentum=0.9, centered=True)),
+        (Adagrad, dict(lr=0.1, lr_decay=0.01)),
+    ],
+)
 def test_state_dict_round_trip_resumes_exactly(cls, kw):
     rng = np.random.default_rng(8)
     arrays, pa = _make(rng)
@@ -331,7 +397,10 @@ def test_load_state_dict_errors():
         Adam([params[0]], lr=0.1).load_state_dict(sd)
     with pytest.raises(OptimizerError, match="parameter groups"):
         Adam([{"params": [params[0]]}, {"params": [params[1]]}]).load_state_dict(sd)
-    other = [tl.zeros(2, 2, dtype=tl.float64, requires_grad=True), tl.zeros(5, dtype=tl.float64, requires_grad=True)]
+    other = [
+        tl.zeros(2, 2, dtype=tl.float64, requires_grad=True),
+        tl.zeros(5, dtype=tl.float64, requires_grad=True),
+    ]
     with pytest.raises(OptimizerError, match=r"shape \(3, 4\).*shape \(2, 2\)"):
         Adam(other).load_state_dict(sd)
     bad = {"state": {7: {"step": 1}}, "param_groups": sd["param_groups"]}
@@ -353,7 +422,11 @@ def test_matches_pytorch_when_available():
         (SGD, torch.optim.SGD, dict(lr=0.1, momentum=0.9, nesterov=True, maximize=True)),
         (Adam, torch.optim.Adam, dict(lr=0.1, weight_decay=0.1, amsgrad=True)),
         (AdamW, torch.optim.AdamW, dict(lr=0.1, betas=(0.8, 0.9))),
-        (RMSprop, torch.optim.RMSprop, dict(lr=0.01, momentum=0.5, centered=True, weight_decay=0.1)),
+        (
+            RMSprop,
+            torch.optim.RMSprop,
+            dict(lr=0.01, momentum=0.5, centered=True, weight_decay=0.1),
+        ),
         (Adagrad, torch.optim.Adagrad, dict(lr=0.1, lr_decay=0.01, initial_accumulator_value=0.5)),
     ]
     for ours, theirs, kw in pairs:
@@ -367,7 +440,9 @@ def test_matches_pytorch_when_available():
             o.step()
             h.step()
         for p, q in zip(tp, hp):
-            np.testing.assert_allclose(p.to_numpy(), q.detach().numpy(), rtol=1e-12, atol=1e-14, err_msg=ours.__name__)
+            np.testing.assert_allclose(
+                p.to_numpy(), q.detach().numpy(), rtol=1e-12, atol=1e-14, err_msg=ours.__name__
+            )
 
 
 def test_adam_takes_the_fused_kernel_for_contiguous_params(monkeypatch):
@@ -377,7 +452,9 @@ def test_adam_takes_the_fused_kernel_for_contiguous_params(monkeypatch):
 
     calls = []
     real = NumpyBackend.adam_step
-    monkeypatch.setattr(NumpyBackend, "adam_step", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    monkeypatch.setattr(
+        NumpyBackend, "adam_step", lambda self, *a, **k: calls.append(1) or real(self, *a, **k)
+    )
     w = tl.randn(4, 3, requires_grad=True)
     b = tl.randn(3, requires_grad=True)
     opt = AdamW([w, b], lr=0.1)

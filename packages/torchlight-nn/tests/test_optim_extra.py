@@ -35,8 +35,17 @@ def ref_adamax(w, grads, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0
     return w
 
 
-def ref_nadam(w, grads, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, momentum_decay=4e-3,
-              decoupled_weight_decay=False, maximize=False):
+def ref_nadam(
+    w,
+    grads,
+    lr=2e-3,
+    betas=(0.9, 0.999),
+    eps=1e-8,
+    weight_decay=0.0,
+    momentum_decay=4e-3,
+    decoupled_weight_decay=False,
+    maximize=False,
+):
     b1, b2 = betas
     w, m, v = w.copy(), np.zeros_like(w), np.zeros_like(w)
     mus = [None] + [b1 * (1 - 0.5 * 0.96 ** (i * momentum_decay)) for i in range(1, STEPS + 3)]
@@ -48,16 +57,24 @@ def ref_nadam(w, grads, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
             g = g + weight_decay * w
         m = b1 * m + (1 - b1) * g
         v = b2 * v + (1 - b2) * g * g
-        prod_t = np.prod(mus[1:t + 1])
-        prod_t1 = np.prod(mus[1:t + 2])
+        prod_t = np.prod(mus[1 : t + 1])
+        prod_t1 = np.prod(mus[1 : t + 2])
         mhat = mus[t + 1] * m / (1 - prod_t1) + (1 - mus[t]) * g / (1 - prod_t)
         vhat = v / (1 - b2**t)
         w = w - lr * mhat / (np.sqrt(vhat) + eps)
     return w
 
 
-def ref_radam(w, grads, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, decoupled_weight_decay=False,
-              maximize=False):
+def ref_radam(
+    w,
+    grads,
+    lr=1e-3,
+    betas=(0.9, 0.999),
+    eps=1e-8,
+    weight_decay=0.0,
+    decoupled_weight_decay=False,
+    maximize=False,
+):
     b1, b2 = betas
     w, m, v = w.copy(), np.zeros_like(w), np.zeros_like(w)
     rho_inf = 2 / (1 - b2) - 1
@@ -73,7 +90,9 @@ def ref_radam(w, grads, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
         rho_t = rho_inf - 2 * t * b2**t / (1 - b2**t)
         if rho_t > 5:
             lt = np.sqrt(1 - b2**t) / (np.sqrt(v) + eps)
-            rt = np.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+            rt = np.sqrt(
+                (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
+            )
             w = w - lr * mhat * rt * lt
         else:
             w = w - lr * mhat
@@ -92,13 +111,24 @@ CASES = [
     (RAdam, ref_radam, dict(lr=0.05)),
     # β2 = 0.8 / 0.85 make ρ_t cross 5 within the run, so both branches are exercised
     (RAdam, ref_radam, dict(lr=0.05, betas=(0.9, 0.8), weight_decay=0.1)),
-    (RAdam, ref_radam, dict(lr=0.05, betas=(0.9, 0.85), weight_decay=0.1, decoupled_weight_decay=True, maximize=True)),
+    (
+        RAdam,
+        ref_radam,
+        dict(
+            lr=0.05, betas=(0.9, 0.85), weight_decay=0.1, decoupled_weight_decay=True, maximize=True
+        ),
+    ),
 ]
 
 
 def _ids(v):
-    return v.__name__ if isinstance(v, type) else ("-".join(f"{k}={x}" for k, x in v.items()) or "default") \
-        if isinstance(v, dict) else None
+    return (
+        v.__name__
+        if isinstance(v, type)
+        else ("-".join(f"{k}={x}" for k, x in v.items()) or "default")
+        if isinstance(v, dict)
+        else None
+    )
 
 
 @pytest.mark.parametrize("cls, ref, kw", CASES, ids=_ids)
@@ -124,8 +154,11 @@ def test_radam_cases_cross_the_rectification_threshold(b2):
     assert rhos[0] <= 5 < rhos[-1]
 
 
-@pytest.mark.parametrize("cls, kw", [(Adadelta, {}), (Adamax, dict(lr=0.1)), (NAdam, dict(lr=0.1)),
-                                     (RAdam, dict(lr=0.1))], ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "cls, kw",
+    [(Adadelta, {}), (Adamax, dict(lr=0.1)), (NAdam, dict(lr=0.1)), (RAdam, dict(lr=0.1))],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_state_dict_resume_is_exact(cls, kw):
     rng = np.random.default_rng(1)
     start = rng.standard_normal(4)
@@ -166,11 +199,18 @@ def test_validation():
     with pytest.raises(OptimizerError, match="closure"):
         LBFGS(p).step()
     with pytest.raises(OptimizerError, match="groups"):
-        LBFGS([{"params": [tl.zeros(1, requires_grad=True)]}, {"params": [tl.zeros(1, requires_grad=True)]}])
+        LBFGS(
+            [
+                {"params": [tl.zeros(1, requires_grad=True)]},
+                {"params": [tl.zeros(1, requires_grad=True)]},
+            ]
+        )
 
 
 # --- LBFGS --------------------------------------------------------------------------------------
-def ref_lbfgs(x, f_and_grad, lr=1.0, max_iter=20, tolerance_grad=1e-7, tolerance_change=1e-9, history_size=100):
+def ref_lbfgs(
+    x, f_and_grad, lr=1.0, max_iter=20, tolerance_grad=1e-7, tolerance_change=1e-9, history_size=100
+):
     """Nocedal & Wright's two-loop L-BFGS with a fixed step (PyTorch's line_search_fn=None),
     with PyTorch's first step ``min(1, 1/‖g‖₁)·lr`` and its stopping rules."""
     x = x.copy()
@@ -212,8 +252,12 @@ def ref_lbfgs(x, f_and_grad, lr=1.0, max_iter=20, tolerance_grad=1e-7, tolerance
             break
         f, g = f_and_grad(x)
         evals += 1
-        if evals >= max_eval or np.abs(g).max() <= tolerance_grad or np.abs(d * t).max() <= tolerance_change \
-                or abs(f - f_prev) < tolerance_change:
+        if (
+            evals >= max_eval
+            or np.abs(g).max() <= tolerance_grad
+            or np.abs(d * t).max() <= tolerance_change
+            or abs(f - f_prev) < tolerance_change
+        ):
             break
     return x
 
@@ -258,7 +302,13 @@ def _rosenbrock_closure(opt, x):
 
 def test_lbfgs_strong_wolfe_minimises_rosenbrock():
     x = tl.tensor([-1.2, 1.0], dtype=tl.float64, requires_grad=True)
-    opt = LBFGS([x], line_search_fn="strong_wolfe", max_iter=200, tolerance_grad=1e-10, tolerance_change=1e-14)
+    opt = LBFGS(
+        [x],
+        line_search_fn="strong_wolfe",
+        max_iter=200,
+        tolerance_grad=1e-10,
+        tolerance_change=1e-14,
+    )
     opt.step(_rosenbrock_closure(opt, x))
     np.testing.assert_allclose(x.detach().numpy(), [1.0, 1.0], atol=1e-6)
     state = opt.state[x]
@@ -279,7 +329,16 @@ def test_lbfgs_fixed_step_rosenbrock_over_several_steps_and_resume():
     for _ in range(2):
         opt_y.step(cy)
     sd = opt_y.state_dict()
-    assert set(sd["state"][0]) >= {"d", "t", "old_dirs", "old_stps", "ro", "H_diag", "n_iter", "func_evals"}
+    assert set(sd["state"][0]) >= {
+        "d",
+        "t",
+        "old_dirs",
+        "old_stps",
+        "ro",
+        "H_diag",
+        "n_iter",
+        "func_evals",
+    }
     z = tl.tensor(y.detach().numpy(), dtype=tl.float64, requires_grad=True)
     opt_z = LBFGS([z], lr=0.5, max_iter=5, history_size=10)
     opt_z.load_state_dict(sd)
@@ -306,7 +365,9 @@ def test_lbfgs_multiple_params_and_converged_start():
     for _ in range(3):
         opt.step(closure)
     sol = np.linalg.solve(A, b)
-    np.testing.assert_allclose(np.concatenate([w1.detach().numpy(), w2.detach().numpy()]), sol, atol=1e-8)
+    np.testing.assert_allclose(
+        np.concatenate([w1.detach().numpy(), w2.detach().numpy()]), sol, atol=1e-8
+    )
     before = opt.state[w1]["func_evals"]
     opt.step(closure)  # already optimal: one evaluation, no iteration
     assert opt.state[w1]["func_evals"] == before + 1

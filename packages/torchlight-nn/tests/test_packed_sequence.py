@@ -25,7 +25,9 @@ def test_pack_and_pad_round_trip_against_numpy():
     x = rng.standard_normal((4, 5, 2))
     p = pack_padded_sequence(tl.tensor(x), lengths, batch_first=True, enforce_sorted=False)
     order = np.argsort(-np.array(lengths), kind="stable")
-    want = np.concatenate([x[order][[b for b in range(4) if lengths[order[b]] > t], t] for t in range(5)])
+    want = np.concatenate(
+        [x[order][[b for b in range(4) if lengths[order[b]] > t], t] for t in range(5)]
+    )
     np.testing.assert_array_equal(A(p.data), want)
     assert p.batch_sizes.tolist() == [4, 3, 3, 2, 1]
     assert p.sorted_indices.tolist() == order.tolist()
@@ -35,7 +37,10 @@ def test_pack_and_pad_round_trip_against_numpy():
         np.testing.assert_array_equal(A(padded)[b, :n], x[b, :n])
         assert np.all(A(padded)[b, n:] == -7.0)
     seqs = [tl.tensor(x[b, :n]) for b, n in enumerate(lengths)]
-    assert all(np.array_equal(A(u), A(s)) for u, s in zip(unpack_sequence(pack_sequence(seqs, False)), seqs))
+    assert all(
+        np.array_equal(A(u), A(s))
+        for u, s in zip(unpack_sequence(pack_sequence(seqs, False)), seqs)
+    )
     with pytest.raises(ValueError, match="decreasing"):
         pack_padded_sequence(tl.tensor(x), lengths, batch_first=True)
     with pytest.raises(ValueError, match="total_length"):
@@ -70,7 +75,7 @@ def test_rnn_on_packed_input_matches_each_sequence_alone(cls, bidirectional):
     _, state = rnn(packed, hx)
     b = 0
     alone_hx = (h0[:, b], h0[:, b] * 0.5) if cls is nn.LSTM else h0[:, b]
-    _, alone_state = rnn(tl.tensor(x[b, :lengths[b]]), alone_hx)
+    _, alone_state = rnn(tl.tensor(x[b, : lengths[b]]), alone_hx)
     got = state[0] if cls is nn.LSTM else state
     want = alone_state[0] if cls is nn.LSTM else alone_state
     np.testing.assert_allclose(A(got)[:, b], A(want), atol=1e-12)

@@ -27,18 +27,28 @@ def test_pad_modes_against_numpy(mode, pad):
     widths = [(0, 0)] * 4
     for k in range(len(pad) // 2):
         widths[3 - k] = (pad[2 * k], pad[2 * k + 1])
-    np.testing.assert_array_equal(A(F.pad(T(x), pad, mode=mode)), np.pad(x, widths, mode=NP_MODE[mode]))
+    np.testing.assert_array_equal(
+        A(F.pad(T(x), pad, mode=mode)), np.pad(x, widths, mode=NP_MODE[mode])
+    )
     xt = T(x.transpose(0, 1, 3, 2).copy()).transpose(2, 3)  # a strided view
-    np.testing.assert_array_equal(A(F.pad(xt, pad, mode=mode)), np.pad(x, widths, mode=NP_MODE[mode]))
+    np.testing.assert_array_equal(
+        A(F.pad(xt, pad, mode=mode)), np.pad(x, widths, mode=NP_MODE[mode])
+    )
     assert tl.gradcheck(lambda a: F.pad(a, pad, mode=mode), (T(x[:1, :1], True),))
 
 
 def test_padding_modules_and_errors():
     x = np.arange(12.0).reshape(1, 1, 3, 4)
-    np.testing.assert_array_equal(A(nn.ReflectionPad2d((1, 2, 2, 1))(T(x))),
-                                  np.pad(x, ((0, 0), (0, 0), (2, 1), (1, 2)), mode="reflect"))
-    np.testing.assert_array_equal(A(nn.ReplicationPad1d(3)(T(x[0]))), np.pad(x[0], ((0, 0), (0, 0), (3, 3)), "edge"))
-    np.testing.assert_array_equal(A(nn.CircularPad2d(1)(T(x))), np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), "wrap"))
+    np.testing.assert_array_equal(
+        A(nn.ReflectionPad2d((1, 2, 2, 1))(T(x))),
+        np.pad(x, ((0, 0), (0, 0), (2, 1), (1, 2)), mode="reflect"),
+    )
+    np.testing.assert_array_equal(
+        A(nn.ReplicationPad1d(3)(T(x[0]))), np.pad(x[0], ((0, 0), (0, 0), (3, 3)), "edge")
+    )
+    np.testing.assert_array_equal(
+        A(nn.CircularPad2d(1)(T(x))), np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), "wrap")
+    )
     with pytest.raises(ValueError, match="reflect"):
         nn.ReflectionPad1d(4)(T(x))  # reflection needs padding < size
     with pytest.raises(ValueError, match="mode"):
@@ -77,10 +87,18 @@ def test_instance_norm_values_and_running_stats():
     np.testing.assert_allclose(A(m.running_mean), 0.1 * x.mean((2, 3)).mean(0), atol=1e-12)
     np.testing.assert_allclose(A(m.running_var), 0.9 + 0.1 * unbiased, atol=1e-12)
     assert m.num_batches_tracked.item() == 1
-    assert sorted(m.state_dict()) == ["bias", "num_batches_tracked", "running_mean", "running_var", "weight"]
+    assert sorted(m.state_dict()) == [
+        "bias",
+        "num_batches_tracked",
+        "running_mean",
+        "running_var",
+        "weight",
+    ]
     m.eval()  # now the running statistics normalise
     rm, rv = A(m.running_mean), A(m.running_var)
-    want = (x - rm[:, None, None]) / np.sqrt(rv[:, None, None] + 1e-5) * w[:, None, None] + b[:, None, None]
+    want = (x - rm[:, None, None]) / np.sqrt(rv[:, None, None] + 1e-5) * w[:, None, None] + b[
+        :, None, None
+    ]
     np.testing.assert_allclose(A(m(T(x))), want, atol=1e-10)
     assert nn.InstanceNorm1d(4).state_dict() == {}
     assert nn.InstanceNorm1d(4)(T(x[0, :, 0])).shape == (4, 6)  # unbatched (C, L)

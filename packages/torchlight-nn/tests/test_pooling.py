@@ -67,13 +67,16 @@ rng = np.random.default_rng(0)
 X = rng.standard_normal((2, 3, 7, 8))
 
 
-@pytest.mark.parametrize("k,s,p,d,ceil", [
-    ((2, 2), (2, 2), (0, 0), (1, 1), False),
-    ((3, 3), (2, 2), (1, 1), (1, 1), False),
-    ((3, 2), (2, 1), (1, 0), (1, 1), True),
-    ((2, 3), (1, 2), (0, 1), (2, 1), False),
-    ((3, 3), (3, 3), (1, 1), (1, 1), True),
-])
+@pytest.mark.parametrize(
+    "k,s,p,d,ceil",
+    [
+        ((2, 2), (2, 2), (0, 0), (1, 1), False),
+        ((3, 3), (2, 2), (1, 1), (1, 1), False),
+        ((3, 2), (2, 1), (1, 0), (1, 1), True),
+        ((2, 3), (1, 2), (0, 1), (2, 1), False),
+        ((3, 3), (3, 3), (1, 1), (1, 1), True),
+    ],
+)
 def test_max_pool2d_matches_numpy(k, s, p, d, ceil):
     y, idx = F.max_pool2d(tl.tensor(X), k, s, p, d, ceil_mode=ceil, return_indices=True)
     ref, ref_idx = np_max_pool2d(X, k, s, p, d, ceil)
@@ -81,14 +84,17 @@ def test_max_pool2d_matches_numpy(k, s, p, d, ceil):
     np.testing.assert_array_equal(idx.to_numpy(), ref_idx)
 
 
-@pytest.mark.parametrize("k,s,p,ceil,cip,div", [
-    ((2, 2), (2, 2), (0, 0), False, True, None),
-    ((3, 3), (2, 2), (1, 1), False, True, None),
-    ((3, 3), (2, 2), (1, 1), False, False, None),
-    ((3, 2), (2, 3), (1, 1), True, True, None),
-    ((3, 2), (2, 3), (1, 1), True, False, None),
-    ((2, 2), (1, 1), (1, 1), False, True, 3),
-])
+@pytest.mark.parametrize(
+    "k,s,p,ceil,cip,div",
+    [
+        ((2, 2), (2, 2), (0, 0), False, True, None),
+        ((3, 3), (2, 2), (1, 1), False, True, None),
+        ((3, 3), (2, 2), (1, 1), False, False, None),
+        ((3, 2), (2, 3), (1, 1), True, True, None),
+        ((3, 2), (2, 3), (1, 1), True, False, None),
+        ((2, 2), (1, 1), (1, 1), False, True, 3),
+    ],
+)
 def test_avg_pool2d_matches_numpy(k, s, p, ceil, cip, div):
     y = F.avg_pool2d(tl.tensor(X), k, s, p, ceil, cip, div)
     np.testing.assert_allclose(y.to_numpy(), np_avg_pool2d(X, k, s, p, ceil, cip, div), rtol=1e-12)
@@ -121,14 +127,18 @@ def test_adaptive_avg_pool_none_and_1d():
 def test_max_pool_gradient_goes_to_the_winner_on_ties():
     x = tl.zeros(1, 1, 2, 2, dtype=tl.float64, requires_grad=True)
     F.max_pool2d(x, 2).sum().backward()
-    np.testing.assert_array_equal(x.grad.to_numpy().reshape(-1), [1, 0, 0, 0])  # first index, like PyTorch
+    np.testing.assert_array_equal(
+        x.grad.to_numpy().reshape(-1), [1, 0, 0, 0]
+    )  # first index, like PyTorch
 
 
 def test_pool_gradchecks():
     x = tl.randn(1, 2, 5, 5, dtype=tl.float64, requires_grad=True)
     assert tl.gradcheck(lambda x: F.max_pool2d(x, 3, 2, 1), (x,))
     assert tl.gradcheck(lambda x: F.max_pool2d(x, 2, 1, dilation=2, ceil_mode=True), (x,))
-    assert tl.gradcheck(lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), (x,))
+    assert tl.gradcheck(
+        lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), (x,)
+    )
     assert tl.gradcheck(lambda x: F.adaptive_avg_pool2d(x, (3, 2)), (x,))
     x1 = tl.randn(2, 2, 6, dtype=tl.float64, requires_grad=True)
     assert tl.gradcheck(lambda x: F.max_pool1d(x, 2) + F.avg_pool1d(x, 2), (x1,))
@@ -138,5 +148,10 @@ def test_pool_errors_and_unbatched():
     with pytest.raises(ValueError, match="at most half"):
         F.max_pool2d(tl.randn(1, 1, 4, 4), 2, padding=2)
     x = tl.randn(3, 6, 6)
-    np.testing.assert_allclose(nn.MaxPool2d(2)(x).to_numpy(), nn.MaxPool2d(2)(x.unsqueeze(0)).squeeze(0).to_numpy())
-    assert repr(nn.MaxPool2d(2)) == "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)"
+    np.testing.assert_allclose(
+        nn.MaxPool2d(2)(x).to_numpy(), nn.MaxPool2d(2)(x.unsqueeze(0)).squeeze(0).to_numpy()
+    )
+    assert (
+        repr(nn.MaxPool2d(2))
+        == "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)"
+    )

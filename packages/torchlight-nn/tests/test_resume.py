@@ -22,8 +22,16 @@ def _batch(step, dtype):
 
 def _init_params(seed, dtype):
     rng = np.random.default_rng(seed)
-    shapes = {"fc1.weight": (HIDDEN, IN), "fc1.bias": (HIDDEN,), "fc2.weight": (OUT, HIDDEN), "fc2.bias": (OUT,)}
-    return {k: tl.tensor(rng.standard_normal(s) * 0.5, dtype=dtype, requires_grad=True) for k, s in shapes.items()}
+    shapes = {
+        "fc1.weight": (HIDDEN, IN),
+        "fc1.bias": (HIDDEN,),
+        "fc2.weight": (OUT, HIDDEN),
+        "fc2.bias": (OUT,),
+    }
+    return {
+        k: tl.tensor(rng.standard_normal(s) * 0.5, dtype=dtype, requires_grad=True)
+        for k, s in shapes.items()
+    }
 
 
 def _forward(p, x):
@@ -34,8 +42,14 @@ def _forward(p, x):
 def _setup(kind, params):
     ps = list(params)
     if kind == "adamw+warmup-cosine":
-        opt = AdamW([{"params": ps[:2]}, {"params": ps[2:], "lr": 3e-3, "weight_decay": 0.0}], lr=1e-2, amsgrad=True)
-        sched = L.SequentialLR(opt, [L.LinearLR(opt, 0.1, total_iters=8), L.CosineAnnealingLR(opt, 32, 1e-4)], [8])
+        opt = AdamW(
+            [{"params": ps[:2]}, {"params": ps[2:], "lr": 3e-3, "weight_decay": 0.0}],
+            lr=1e-2,
+            amsgrad=True,
+        )
+        sched = L.SequentialLR(
+            opt, [L.LinearLR(opt, 0.1, total_iters=8), L.CosineAnnealingLR(opt, 32, 1e-4)], [8]
+        )
     elif kind == "sgd-nesterov+onecycle":
         opt = SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)
         sched = L.OneCycleLR(opt, max_lr=0.2, total_steps=40)
@@ -78,8 +92,15 @@ def test_resume_is_bit_exact_raw_tensors(kind, dtype, tmp_path):
     p = _init_params(0, dtype)
     opt, sched = _setup(kind, p.values())
     _train(lambda x: _forward(p, x), opt, sched, 0, 20, dtype)
-    tl.save({"model": {k: v.detach() for k, v in p.items()}, "optimizer": opt.state_dict(),
-             "scheduler": sched.state_dict(), "step": 20}, tmp_path / "ckpt")
+    tl.save(
+        {
+            "model": {k: v.detach() for k, v in p.items()},
+            "optimizer": opt.state_dict(),
+            "scheduler": sched.state_dict(),
+            "step": 20,
+        },
+        tmp_path / "ckpt",
+    )
 
     # fresh objects (different initial weights), restored from the file, 20 more steps
     q = _init_params(123, dtype)
@@ -112,8 +133,15 @@ def test_resume_is_bit_exact_with_nn_modules(tmp_path):
     m = model(0)
     opt, sched = _setup("adamw+warmup-cosine", m.parameters())
     run(m, opt, sched, 0, 20)
-    tl.save({"model": m.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-             "step": 20}, tmp_path / "ckpt")
+    tl.save(
+        {
+            "model": m.state_dict(),
+            "optimizer": opt.state_dict(),
+            "scheduler": sched.state_dict(),
+            "step": 20,
+        },
+        tmp_path / "ckpt",
+    )
 
     m2 = model(7)
     opt2, sched2 = _setup("adamw+warmup-cosine", m2.parameters())

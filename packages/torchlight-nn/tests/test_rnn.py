@@ -17,15 +17,20 @@ def np_gru_cell(x, h, wih, whh, bih, bhh):
     gi, gh = x @ wih.T + bih, h @ whh.T + bhh
     H = h.shape[-1]
     r = sig(gi[:, :H] + gh[:, :H])
-    z = sig(gi[:, H:2 * H] + gh[:, H:2 * H])
-    n = np.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+    z = sig(gi[:, H : 2 * H] + gh[:, H : 2 * H])
+    n = np.tanh(gi[:, 2 * H :] + r * gh[:, 2 * H :])
     return (1 - z) * n + z * h
 
 
 def np_lstm_cell(x, h, c, wih, whh, bih, bhh):
     g = x @ wih.T + bih + h @ whh.T + bhh
     H = h.shape[-1]
-    i, f, gg, o = sig(g[:, :H]), sig(g[:, H:2 * H]), np.tanh(g[:, 2 * H:3 * H]), sig(g[:, 3 * H:])
+    i, f, gg, o = (
+        sig(g[:, :H]),
+        sig(g[:, H : 2 * H]),
+        np.tanh(g[:, 2 * H : 3 * H]),
+        sig(g[:, 3 * H :]),
+    )
     c = f * c + i * gg
     return o * np.tanh(c), c
 
@@ -46,7 +51,7 @@ def np_rnn(mod, x, lstm):
             w = params(mod, f"_l{layer}" + ("_reverse" if d else ""))
             h, c = np.zeros((N, H)), np.zeros((N, H))
             seq = [None] * T
-            for t in (range(T) if d == 0 else reversed(range(T))):
+            for t in range(T) if d == 0 else reversed(range(T)):
                 if lstm:
                     h, c = np_lstm_cell(inp[t], h, c, *w)
                 else:
@@ -80,10 +85,14 @@ def test_lstm_cell_matches_numpy():
 
 
 @pytest.mark.parametrize("lstm", [False, True])
-@pytest.mark.parametrize("layers,bidir,batch_first", [(1, False, False), (2, False, True), (2, True, True)])
+@pytest.mark.parametrize(
+    "layers,bidir,batch_first", [(1, False, False), (2, False, True), (2, True, True)]
+)
 def test_rnn_modules_match_numpy(lstm, layers, bidir, batch_first):
     cls = nn.LSTM if lstm else nn.GRU
-    mod = cls(3, 4, num_layers=layers, bidirectional=bidir, batch_first=batch_first, dtype=tl.float64)
+    mod = cls(
+        3, 4, num_layers=layers, bidirectional=bidir, batch_first=batch_first, dtype=tl.float64
+    )
     x = np.random.default_rng(2).standard_normal((5, 2, 3))  # (T, N, I)
     inp = tl.tensor(x.transpose(1, 0, 2) if batch_first else x)
     out, state = mod(inp)
@@ -110,7 +119,10 @@ def test_parameter_names_shapes_and_init():
     for p in lstm.parameters():
         a = p.detach().numpy()
         assert np.abs(a).max() <= bound
-    assert [n for n, _ in nn.GRU(2, 3, bias=False).named_parameters()] == ["weight_ih_l0", "weight_hh_l0"]
+    assert [n for n, _ in nn.GRU(2, 3, bias=False).named_parameters()] == [
+        "weight_ih_l0",
+        "weight_hh_l0",
+    ]
 
 
 def test_initial_state_and_unbatched_input():
@@ -160,4 +172,7 @@ def test_cells_gradcheck():
 
 
 def test_repr():
-    assert repr(nn.GRU(3, 4, num_layers=2, batch_first=True)) == "GRU(3, 4, num_layers=2, batch_first=True)"
+    assert (
+        repr(nn.GRU(3, 4, num_layers=2, batch_first=True))
+        == "GRU(3, 4, num_layers=2, batch_first=True)"
+    )

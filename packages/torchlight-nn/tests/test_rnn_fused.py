@@ -29,7 +29,9 @@ def test_module_fused_equals_composite(monkeypatch, cls, batch_first, bidirectio
     x = tl.randn(3, 6, 5, requires_grad=True)
     lstm = cls is nn.LSTM
     fused = _run(mod, x, lstm)
-    monkeypatch.setattr(NumpyBackend, "capabilities", NumpyBackend.capabilities - {"gru_cell", "lstm_cell"})
+    monkeypatch.setattr(
+        NumpyBackend, "capabilities", NumpyBackend.capabilities - {"gru_cell", "lstm_cell"}
+    )
     composite = _run(mod, x, lstm)
     for k, (a, b) in enumerate(zip(fused, composite)):
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6, err_msg=f"{cls.__name__} value #{k}")
@@ -51,7 +53,9 @@ def test_cell_fused_equals_composite(monkeypatch, cls):
         return [out.detach().numpy().copy()] + [p.grad.numpy().copy() for p in cell.parameters()]
 
     fused = run()
-    monkeypatch.setattr(NumpyBackend, "capabilities", NumpyBackend.capabilities - {"gru_cell", "lstm_cell"})
+    monkeypatch.setattr(
+        NumpyBackend, "capabilities", NumpyBackend.capabilities - {"gru_cell", "lstm_cell"}
+    )
     for a, b in zip(fused, run()):
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
 

@@ -29,7 +29,9 @@ def test_affine_grid_against_numpy(align_corners):
     for n in range(2):
         for i in range(4):
             for j in range(5):
-                np.testing.assert_allclose(grid[n, i, j], theta[n] @ [xs[j], ys[i], 1.0], atol=1e-12)
+                np.testing.assert_allclose(
+                    grid[n, i, j], theta[n] @ [xs[j], ys[i], 1.0], atol=1e-12
+                )
     assert tl.gradcheck(lambda t: F.affine_grid(t, (2, 1, 3, 2)), (T(theta, True),))
 
 
@@ -48,7 +50,9 @@ def test_grid_sample_bilinear_against_scipy(align_corners, padding_mode):
     scipy_mode = "grid-constant" if padding_mode == "zeros" else "nearest"
     for n in range(2):
         for c in range(3):
-            want = ndimage.map_coordinates(img[n, c], [py[n].ravel(), px[n].ravel()], order=1, mode=scipy_mode)
+            want = ndimage.map_coordinates(
+                img[n, c], [py[n].ravel(), px[n].ravel()], order=1, mode=scipy_mode
+            )
             np.testing.assert_allclose(out[n, c].ravel(), want, atol=1e-12)
 
 
@@ -59,9 +63,13 @@ def test_grid_sample_nearest_identity_and_gradients():
     np.testing.assert_allclose(A(F.grid_sample(T(img), identity)), img, atol=1e-12)
     np.testing.assert_allclose(A(F.grid_sample(T(img), identity, mode="nearest")), img, atol=1e-12)
     grid = rng.uniform(-0.9, 0.9, (1, 3, 3, 2))
-    assert tl.gradcheck(lambda a, g: F.grid_sample(a, g, align_corners=True), (T(img, True), T(grid, True)))
+    assert tl.gradcheck(
+        lambda a, g: F.grid_sample(a, g, align_corners=True), (T(img, True), T(grid, True))
+    )
     theta = T([[[0.9, 0.1, 0.05], [-0.1, 0.8, 0.0]]], True)
-    F.grid_sample(T(img), F.affine_grid(theta, (1, 2, 4, 4))).sum().backward()  # a spatial transformer step
+    F.grid_sample(
+        T(img), F.affine_grid(theta, (1, 2, 4, 4))
+    ).sum().backward()  # a spatial transformer step
     assert np.abs(A(theta.grad)).sum() > 0
     with pytest.raises(NotImplementedError):
         F.grid_sample(T(img), identity, padding_mode="reflection")

@@ -41,7 +41,11 @@ def test_averaged_model_running_mean_and_ema():
         for m in (swa, ema, ema1):
             m.update_parameters(model)
         seen.append(snap)
-        want_ema = [s.copy() for s in snap] if want_ema is None else [0.9 * e + 0.1 * s for e, s in zip(want_ema, snap)]
+        want_ema = (
+            [s.copy() for s in snap]
+            if want_ema is None
+            else [0.9 * e + 0.1 * s for e, s in zip(want_ema, snap)]
+        )
     for i, p in enumerate(swa.module.parameters()):
         np.testing.assert_allclose(A(p), np.mean([s[i] for s in seen], 0), rtol=1e-12)
     for m in (ema, ema1):
@@ -92,6 +96,10 @@ def test_update_bn_computes_the_data_statistics():
         net[0].bias.zero_()
     net.eval()
     update_bn([(tl.tensor(b), 0) for b in batches], net)
-    np.testing.assert_allclose(A(net[1].running_mean), np.mean([b.mean(0) for b in batches], 0), rtol=1e-10)
-    np.testing.assert_allclose(A(net[1].running_var), np.mean([b.var(0, ddof=1) for b in batches], 0), rtol=1e-10)
+    np.testing.assert_allclose(
+        A(net[1].running_mean), np.mean([b.mean(0) for b in batches], 0), rtol=1e-10
+    )
+    np.testing.assert_allclose(
+        A(net[1].running_var), np.mean([b.var(0, ddof=1) for b in batches], 0), rtol=1e-10
+    )
     assert net[1].momentum == 0.3 and not net.training

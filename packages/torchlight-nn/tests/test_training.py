@@ -30,7 +30,9 @@ class Adam:
                 m += (1 - b1) * g
                 v *= b2
                 v += (1 - b2) * g * g
-                update = self.lr * (m / (1 - b1**self.t)) / (np.sqrt(v / (1 - b2**self.t)) + self.eps)
+                update = (
+                    self.lr * (m / (1 - b1**self.t)) / (np.sqrt(v / (1 - b2**self.t)) + self.eps)
+                )
                 p.sub_(tl.tensor(update, dtype=p.dtype))
 
 
@@ -39,7 +41,9 @@ def spiral(n_per_class=100, seed=0):
     xs, ys = [], []
     for c in range(2):
         r = np.linspace(0.15, 1.0, n_per_class)
-        theta = np.linspace(0, 3 * np.pi, n_per_class) + c * np.pi + rng.normal(0, 0.08, n_per_class)
+        theta = (
+            np.linspace(0, 3 * np.pi, n_per_class) + c * np.pi + rng.normal(0, 0.08, n_per_class)
+        )
         xs.append(np.stack([r * np.cos(theta), r * np.sin(theta)], 1))
         ys.append(np.full(n_per_class, c))
     return np.concatenate(xs).astype(np.float32), np.concatenate(ys)
@@ -61,7 +65,9 @@ def train(model, x, y, steps, lr):
 def test_mlp_learns_spiral():
     tl.manual_seed(0)
     x, y = spiral()
-    model = nn.Sequential(nn.Linear(2, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 2))
+    model = nn.Sequential(
+        nn.Linear(2, 64), nn.Tanh(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 2)
+    )
     acc, loss = train(model, x, y, steps=400, lr=0.01)
     assert acc > 0.95, (acc, loss)
 
@@ -81,9 +87,16 @@ def test_small_cnn_overfits_a_batch():
     x = rng.standard_normal((16, 1, 8, 8)).astype(np.float32)
     y = rng.integers(0, 4, 16)
     model = nn.Sequential(
-        nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(8, 8, 3, padding=1, groups=2), nn.ReLU(), nn.AdaptiveAvgPool2d(2),
-        nn.Flatten(), nn.Dropout(0.1), nn.Linear(32, 4),
+        nn.Conv2d(1, 8, 3, padding=1),
+        nn.BatchNorm2d(8),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(8, 8, 3, padding=1, groups=2),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(2),
+        nn.Flatten(),
+        nn.Dropout(0.1),
+        nn.Linear(32, 4),
     )
     acc, loss = train(model, x, y, steps=60, lr=0.02)
     assert acc == 1.0, (acc, loss)

@@ -23,7 +23,9 @@ def test_weight_norm_reparameterises_and_trains(dim):
     w0 = A(m.weight).copy()
     weight_norm(m, dim=dim)
     axes = None if dim is None else tuple(d for d in range(3) if d != dim)
-    np.testing.assert_allclose(A(m.weight_g), np.sqrt((w0**2).sum(axis=axes, keepdims=axes is not None)), rtol=1e-12)
+    np.testing.assert_allclose(
+        A(m.weight_g), np.sqrt((w0**2).sum(axis=axes, keepdims=axes is not None)), rtol=1e-12
+    )
     np.testing.assert_allclose(A(m.weight), w0, rtol=1e-12)  # same function at the start
     with tl.no_grad():
         m.weight_g.mul_(2.0)
@@ -50,7 +52,9 @@ def test_weight_norm_gradient_matches_finite_differences():
     assert tl.gradcheck(loss, (T(A(lin.weight_g), True), T(A(lin.weight_v), True)))
     lin(x).square().sum().backward()
     g, v = T(A(lin.weight_g), True), T(A(lin.weight_v), True)
-    (((x @ (v * (g / (v * v).sum(1, keepdim=True).sqrt())).T) + lin.bias.detach()) ** 2).sum().backward()
+    (
+        ((x @ (v * (g / (v * v).sum(1, keepdim=True).sqrt())).T) + lin.bias.detach()) ** 2
+    ).sum().backward()
     np.testing.assert_allclose(A(lin.weight_g.grad), A(g.grad), rtol=1e-10)
     np.testing.assert_allclose(A(lin.weight_v.grad), A(v.grad), rtol=1e-10)
 

@@ -23,8 +23,14 @@ OPS = [
 def test_inplace_on_plain_tensor_updates_every_reference(name, ref, other_kind):
     rng = np.random.default_rng(0)
     base = rng.standard_normal((3, 4)).astype(np.float32)
-    other_np = {"scalar": 1.5, "same": rng.standard_normal((3, 4)), "broadcast": rng.standard_normal(4)}[other_kind]
-    other = other_np if other_kind == "scalar" else tl.tensor(np.asarray(other_np, dtype=np.float32))
+    other_np = {
+        "scalar": 1.5,
+        "same": rng.standard_normal((3, 4)),
+        "broadcast": rng.standard_normal(4),
+    }[other_kind]
+    other = (
+        other_np if other_kind == "scalar" else tl.tensor(np.asarray(other_np, dtype=np.float32))
+    )
     x = tl.tensor(base)
     alias = x
     view = x[1]  # a view shares the storage, so it sees the update too

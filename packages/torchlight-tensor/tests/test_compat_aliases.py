@@ -40,7 +40,9 @@ def test_resolve_longest_prefix_keeps_the_rest_of_the_name():
 def test_the_longest_matching_entry_wins(monkeypatch):
     monkeypatch.setitem(ALIASES, "torch.utils.data.special", "torchlight.elsewhere")
     assert resolve("torch.utils.data.special.part") == "torchlight.elsewhere.part"
-    assert resolve("torch.utils.data.specialist") == "torchlight.data.specialist"  # dot boundaries only
+    assert (
+        resolve("torch.utils.data.specialist") == "torchlight.data.specialist"
+    )  # dot boundaries only
 
 
 def test_every_table_entry_is_a_torch_name_and_a_torchlight_name():
@@ -135,21 +137,27 @@ def _run(args, tmp_path, **env):
     environ.update(env)
     return subprocess.run(
         [sys.executable, "-m", "torchlight.compat", *args],
-        cwd=tmp_path, env=environ, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
 def test_runner_runs_the_script_as_main_with_argv_and_its_folder_on_the_path(tmp_path):
     (tmp_path / "helper.py").write_text("VALUE = 41\n")
     script = tmp_path / "prog.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import sys
         import torch
         from helper import VALUE
         x = torch.ones(3) * 2
         print(__name__, sys.argv[1:], torch.__name__, x.sum().item() + VALUE - 6, x.device)
         sys.exit(int(sys.argv[-1]))
-    """))
+    """)
+    )
     sub = tmp_path / "elsewhere"
     sub.mkdir()
     r = _run([str(script), "--flag", "0"], sub)
@@ -166,7 +174,9 @@ def test_runner_takes_the_device_from_torchlight_device(tmp_path):
 
 
 def test_runner_runs_a_module_with_dash_m(tmp_path):
-    (tmp_path / "modprog.py").write_text("import sys, torch\nprint(__name__, sys.argv[1:], torch.__name__)\n")
+    (tmp_path / "modprog.py").write_text(
+        "import sys, torch\nprint(__name__, sys.argv[1:], torch.__name__)\n"
+    )
     r = _run(["-m", "modprog", "x"], tmp_path, PYTHONPATH=str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["__main__", "['x']", "torchlight"]
@@ -184,7 +194,8 @@ def test_runner_usage_errors(tmp_path):
 def test_runner_spawned_children_recreate_main_with_the_aliases(tmp_path):
     # multiprocessing's spawn (how DataLoader starts workers) re-creates __main__ in the child;
     # the function below lives in the script and imports torch there too
-    (tmp_path / "pool.py").write_text(textwrap.dedent("""
+    (tmp_path / "pool.py").write_text(
+        textwrap.dedent("""
         import multiprocessing
         import torch
 
@@ -195,7 +206,8 @@ def test_runner_spawned_children_recreate_main_with_the_aliases(tmp_path):
         if __name__ == "__main__":
             with multiprocessing.get_context("spawn").Pool(2) as pool:
                 print("results", pool.map(norm, [2, 3, 4]))
-    """))
+    """)
+    )
     r = _run(["pool.py"], tmp_path)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()

@@ -16,7 +16,12 @@ from torchlight.tensor.backend.protocol import BackendSpec
 
 def test_device_parsing_str_repr_equality_hash():
     d = tl.device("cuda:0")
-    assert (d.type, d.index, str(d), repr(d)) == ("cuda", 0, "cuda:0", "device(type='cuda', index=0)")
+    assert (d.type, d.index, str(d), repr(d)) == (
+        "cuda",
+        0,
+        "cuda:0",
+        "device(type='cuda', index=0)",
+    )
     assert tl.device("numba", 0) == d.__class__("numba:0")
     assert tl.device("cpu").index is None and str(tl.device("cpu")) == "cpu"
     assert tl.device(tl.device("cpu")) == "cpu" == tl.device("cpu")
@@ -39,8 +44,14 @@ def test_device_rejects_bad_spellings(bad):
 
 def test_device_objects_are_accepted_wherever_names_are():
     cpu = tl.device("cpu")
-    for t in (tl.zeros(2, device=cpu), tl.ones(2, device="cpu:0"), tl.arange(3, device=cpu),
-              tl.tensor([1.0], device=cpu), tl.randn(2, device=cpu), tl.full((2,), 1.0, device=cpu)):
+    for t in (
+        tl.zeros(2, device=cpu),
+        tl.ones(2, device="cpu:0"),
+        tl.arange(3, device=cpu),
+        tl.tensor([1.0], device=cpu),
+        tl.randn(2, device=cpu),
+        tl.full((2,), 1.0, device=cpu),
+    ):
         assert t.device == "cpu" and t.device == cpu
         assert isinstance(t.device, tl.device)
     x = tl.ones(2)
@@ -104,8 +115,11 @@ def test_type_strings_and_conversions():
 
 def test_new_factories_inherit_dtype_and_device():
     x = tl.ones(2, dtype=tl.float64)
-    for t, shape, value in ((x.new_zeros(2, 3), (2, 3), 0.0), (x.new_ones((3,)), (3,), 1.0),
-                            (x.new_full((2,), 4.5), (2,), 4.5)):
+    for t, shape, value in (
+        (x.new_zeros(2, 3), (2, 3), 0.0),
+        (x.new_ones((3,)), (3,), 1.0),
+        (x.new_full((2,), 4.5), (2,), 4.5),
+    ):
         assert t.dtype == tl.float64 and t.device == x.device and t.shape == shape
         assert np.all(t.numpy() == value)
     assert x.new_empty(4).shape == (4,) and x.new_empty(4).dtype == tl.float64
@@ -131,9 +145,13 @@ def test_metadata_aliases():
 def test_half_precision_names_exist_but_refuse_use():
     assert repr(tl.float16) == "torchlight.float16" and tl.half is tl.float16
     assert repr(tl.bfloat16) == "torchlight.bfloat16"
-    for make in (lambda: tl.zeros(2, dtype=tl.float16), lambda: tl.ones(2).half(),
-                 lambda: tl.ones(2).to(tl.bfloat16), lambda: tl.ones(2).bfloat16(),
-                 lambda: tl.ones(2).to("float16")):
+    for make in (
+        lambda: tl.zeros(2, dtype=tl.float16),
+        lambda: tl.ones(2).half(),
+        lambda: tl.ones(2).to(tl.bfloat16),
+        lambda: tl.ones(2).bfloat16(),
+        lambda: tl.ones(2).to("float16"),
+    ):
         with pytest.raises(tl.DTypeError, match="does not compute in"):
             make()
     # float16 *data* still loads, as float32
@@ -145,14 +163,30 @@ def test_default_dtype_float64_reaches_every_float_default():
     tl.set_default_dtype(tl.float64)
     try:
         assert tl.get_default_dtype() == tl.float64
-        for t in (tl.zeros(2), tl.ones(2), tl.empty(2), tl.full((2,), 1.5), tl.tensor([0.5]),
-                  tl.tensor(2.0), tl.rand(2), tl.randn(2), tl.arange(0.0, 1.0, 0.5), tl.linspace(0, 1, 3),
-                  tl.logspace(0, 1, 2), tl.eye(2), tl.arange(3).mean(), tl.arange(3).exp(),
-                  tl.arange(3) / 2, tl.where(tl.tensor([True]), 1.0, 2.0)):
+        for t in (
+            tl.zeros(2),
+            tl.ones(2),
+            tl.empty(2),
+            tl.full((2,), 1.5),
+            tl.tensor([0.5]),
+            tl.tensor(2.0),
+            tl.rand(2),
+            tl.randn(2),
+            tl.arange(0.0, 1.0, 0.5),
+            tl.linspace(0, 1, 3),
+            tl.logspace(0, 1, 2),
+            tl.eye(2),
+            tl.arange(3).mean(),
+            tl.arange(3).exp(),
+            tl.arange(3) / 2,
+            tl.where(tl.tensor([True]), 1.0, 2.0),
+        ):
             assert t.dtype == tl.float64, t
         assert tl.tensor(np.ones(2, np.float32)).dtype == tl.float32  # arrays keep their dtype
         assert tl.ones(2).float().dtype == tl.float32 and tl.arange(2).dtype == tl.int64
-        assert "dtype" not in repr(tl.ones(1)) and "dtype=torchlight.float32" in repr(tl.ones(1).float())
+        assert "dtype" not in repr(tl.ones(1)) and "dtype=torchlight.float32" in repr(
+            tl.ones(1).float()
+        )
         with pytest.raises(tl.DTypeError):
             tl.set_default_dtype(tl.int64)
     finally:
@@ -348,8 +382,14 @@ def test_cpu_and_another_host_memory_backend_combine_on_the_other(fresh_registry
     a = tl.tensor([1.0, 2.0])
     b = tl.tensor([10.0, 20.0], device="hosttwin")
     m = tl.ones(2, 2, device="hosttwin")
-    for out, want in ((a + b, [11.0, 22.0]), (b * a, [10.0, 40.0]), (tl.cat([a, b]), [1, 2, 10, 20]),
-                      (tl.where(a > 1, a, b), [10.0, 2.0]), (a @ m, [3.0, 3.0]), (tl.maximum(a, b), [10, 20])):
+    for out, want in (
+        (a + b, [11.0, 22.0]),
+        (b * a, [10.0, 40.0]),
+        (tl.cat([a, b]), [1, 2, 10, 20]),
+        (tl.where(a > 1, a, b), [10.0, 2.0]),
+        (a @ m, [3.0, 3.0]),
+        (tl.maximum(a, b), [10, 20]),
+    ):
         assert out.device == "hosttwin"
         assert out.tolist() == want
     a.add_(b)  # in place: stays on a's device
@@ -408,7 +448,13 @@ def test_size_is_a_tuple_with_numel():
 def test_finfo_iinfo_match_numpy():
     for dt, npd in ((tl.float32, np.float32), (tl.float64, np.float64)):
         f, n = tl.finfo(dt), np.finfo(npd)
-        assert (f.eps, f.max, f.min, f.tiny, f.bits) == (float(n.eps), float(n.max), float(n.min), float(n.tiny), n.bits)
+        assert (f.eps, f.max, f.min, f.tiny, f.bits) == (
+            float(n.eps),
+            float(n.max),
+            float(n.min),
+            float(n.tiny),
+            n.bits,
+        )
     assert tl.finfo().bits == 32
     i = tl.iinfo(tl.int64)
     assert (i.min, i.max, i.bits) == (-(2**63), 2**63 - 1, 64)

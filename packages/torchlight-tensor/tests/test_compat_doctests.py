@@ -10,14 +10,29 @@ import pytest
 import torchlight as tl
 
 MODULES = [
-    "torchlight.tensor.device", "torchlight.tensor.sampling", "torchlight.tensor.functions.sorting",
-    "torchlight.tensor.functions.reorder", "torchlight.tensor.functions.linalg",
-    "torchlight.tensor.functions.closeness", "torchlight.tensor.functional", "torchlight.tensor.dtypes",
-    "torchlight.tensor.factories", "torchlight.tensor.tensor", "torchlight.cuda", "torchlight.cuda.amp",
-    "torchlight.amp.grad_scaler", "torchlight.amp.autocast_mode", "torchlight.accelerator",
-    "torchlight.autograd.grad_mode", "torchlight.compiler", "torchlight.tensor.functions.rounding",
-    "torchlight.tensor.functions.index", "torchlight.tensor.conveniences",
-    "torchlight.tensor.size", "torchlight.tensor.random", "torchlight.tensor.functions.special",
+    "torchlight.tensor.device",
+    "torchlight.tensor.sampling",
+    "torchlight.tensor.functions.sorting",
+    "torchlight.tensor.functions.reorder",
+    "torchlight.tensor.functions.linalg",
+    "torchlight.tensor.functions.closeness",
+    "torchlight.tensor.functional",
+    "torchlight.tensor.dtypes",
+    "torchlight.tensor.factories",
+    "torchlight.tensor.tensor",
+    "torchlight.cuda",
+    "torchlight.cuda.amp",
+    "torchlight.amp.grad_scaler",
+    "torchlight.amp.autocast_mode",
+    "torchlight.accelerator",
+    "torchlight.autograd.grad_mode",
+    "torchlight.compiler",
+    "torchlight.tensor.functions.rounding",
+    "torchlight.tensor.functions.index",
+    "torchlight.tensor.conveniences",
+    "torchlight.tensor.size",
+    "torchlight.tensor.random",
+    "torchlight.tensor.functions.special",
 ]
 FLAGS = doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL
 
@@ -42,8 +57,10 @@ def test_docstring_examples_run(name):
 
     module = importlib.import_module(name)
     globs = _globs()
-    if "nn" not in globs and any("nn." in (t.docstring or "") or "F." in (t.docstring or "")
-                                 for t in doctest.DocTestFinder().find(module)):
+    if "nn" not in globs and any(
+        "nn." in (t.docstring or "") or "F." in (t.docstring or "")
+        for t in doctest.DocTestFinder().find(module)
+    ):
         pytest.skip("some examples use torchlight.nn (the distribution torchlight-nn)")
     tl.manual_seed(0)
     with np.printoptions(precision=4, suppress=True):
@@ -51,7 +68,9 @@ def test_docstring_examples_run(name):
     assert result.failed == 0
 
 
-@pytest.mark.parametrize("cls", [tl.FloatTensor, tl.DoubleTensor, tl.LongTensor, tl.IntTensor, tl.BoolTensor])
+@pytest.mark.parametrize(
+    "cls", [tl.FloatTensor, tl.DoubleTensor, tl.LongTensor, tl.IntTensor, tl.BoolTensor]
+)
 def test_typed_tensor_docstring_examples_run(cls):
     runner = doctest.DocTestRunner(optionflags=FLAGS)
     for test in doctest.DocTestFinder().find(cls, cls.__name__, globs={}):

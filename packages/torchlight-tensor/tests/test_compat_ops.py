@@ -163,8 +163,12 @@ def test_diag_matches_numpy():
 def test_einsum_matches_numpy(eq, shapes):
     rng = np.random.default_rng(0)
     arrays = [rng.standard_normal(s) for s in shapes]
-    tensors = [tl.tensor(a).transpose(0, -1).contiguous().transpose(0, -1) for a in arrays]  # strided
-    np.testing.assert_allclose(tl.einsum(eq, *tensors).numpy(), np.einsum(eq, *arrays), rtol=1e-10, atol=1e-12)
+    tensors = [
+        tl.tensor(a).transpose(0, -1).contiguous().transpose(0, -1) for a in arrays
+    ]  # strided
+    np.testing.assert_allclose(
+        tl.einsum(eq, *tensors).numpy(), np.einsum(eq, *arrays), rtol=1e-10, atol=1e-12
+    )
 
 
 def test_einsum_rejects_a_repeated_index_and_unknown_outputs():
@@ -181,7 +185,9 @@ def test_norm_matches_numpy(p):
     a, t = _pair((3, 4), "permuted", seed=8)
     ord_ = 2 if p == "fro" else p
     np.testing.assert_allclose(t.norm(p).item(), np.linalg.norm(a.reshape(-1), ord_), rtol=1e-12)
-    np.testing.assert_allclose(tl.norm(t, p, dim=1).numpy(), np.linalg.norm(a, ord_, axis=1), rtol=1e-12)
+    np.testing.assert_allclose(
+        tl.norm(t, p, dim=1).numpy(), np.linalg.norm(a, ord_, axis=1), rtol=1e-12
+    )
 
 
 # --- comparisons ---------------------------------------------------------------------------------
@@ -194,7 +200,9 @@ def test_isclose_allclose_equal_match_numpy():
     np.testing.assert_array_equal(
         tl.tensor(a).isclose(tl.tensor(b), equal_nan=True).numpy(), np.isclose(a, b, equal_nan=True)
     )
-    assert tl.allclose(tl.ones(3), tl.ones(3) + 1e-9) and not tl.allclose(tl.ones(3), tl.ones(3) * 2)
+    assert tl.allclose(tl.ones(3), tl.ones(3) + 1e-9) and not tl.allclose(
+        tl.ones(3), tl.ones(3) * 2
+    )
     assert tl.equal(tl.tensor([1, 2]), tl.tensor([1, 2]))
     assert not tl.equal(tl.tensor([1, 2]), tl.tensor([1, 3]))
     assert not tl.equal(tl.ones(2), tl.ones(3))
@@ -250,7 +258,9 @@ def test_nonzero_argwhere_masked_select_match_numpy():
         np.testing.assert_array_equal(got.numpy(), want)
     assert tl.tensor(0.0).nonzero().shape == (0, 0) and tl.tensor(2.0).nonzero().shape == (1, 0)
     np.testing.assert_array_equal(tl.masked_select(t, t > 0).numpy(), a[a > 0])
-    np.testing.assert_array_equal(t.masked_select(tl.tensor([True, False, True])).numpy(), a[:, [0, 2]].reshape(-1))
+    np.testing.assert_array_equal(
+        t.masked_select(tl.tensor([True, False, True])).numpy(), a[:, [0, 2]].reshape(-1)
+    )
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -320,26 +330,38 @@ def test_meshgrid_matches_numpy(indexing):
     ts = [tl.tensor(x) for x in xs]
     for got, want in zip(tl.meshgrid(*ts, indexing=indexing), np.meshgrid(*xs, indexing=indexing)):
         np.testing.assert_array_equal(got.numpy(), want)
-    for got, want in zip(tl.meshgrid(ts[:2], indexing=indexing), np.meshgrid(*xs[:2], indexing=indexing)):
+    for got, want in zip(
+        tl.meshgrid(ts[:2], indexing=indexing), np.meshgrid(*xs[:2], indexing=indexing)
+    ):
         np.testing.assert_array_equal(got.numpy(), want)
 
 
 def test_small_tensor_queries():
     x = tl.tensor([-1.0, 0.5, 2.0])
-    assert x.clamp_min(0).tolist() == [0.0, 0.5, 2.0] and x.clamp_max(1).tolist() == [-1.0, 0.5, 1.0]
+    assert x.clamp_min(0).tolist() == [0.0, 0.5, 2.0] and x.clamp_max(1).tolist() == [
+        -1.0,
+        0.5,
+        1.0,
+    ]
     assert not x.is_complex() and x.get_device() == -1
     assert x.pin_memory() is x and not x.is_pinned()
     assert tl.int32 is tl.int64 and tl.int is tl.int64
 
 
-@given(shape=shapes(1, 4), layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**16), data=st.data())
+@given(
+    shape=shapes(1, 4), layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**16), data=st.data()
+)
 def test_reordering_ops_match_numpy_on_random_shapes(shape, layout, seed, data):
     a, t = _pair(shape, layout, seed=seed, kind="ties")  # ties: the sort must stay stable
     dim = data.draw(st.integers(-len(shape), len(shape) - 1))
-    np.testing.assert_array_equal(t.sort(dim, stable=True).indices.numpy(), np.argsort(a, dim, kind="stable"))
+    np.testing.assert_array_equal(
+        t.sort(dim, stable=True).indices.numpy(), np.argsort(a, dim, kind="stable")
+    )
     np.testing.assert_array_equal(t.sort(dim).values.numpy(), np.sort(a, dim))
     k = data.draw(st.integers(0, shape[dim]))
-    np.testing.assert_array_equal(t.topk(k, dim).values.numpy(), np.take(-np.sort(-a, dim), range(k), dim))
+    np.testing.assert_array_equal(
+        t.topk(k, dim).values.numpy(), np.take(-np.sort(-a, dim), range(k), dim)
+    )
     shift = data.draw(st.integers(-5, 5))
     np.testing.assert_array_equal(t.roll(shift, dim).numpy(), np.roll(a, shift, dim))
     np.testing.assert_array_equal(t.roll(shift).numpy(), np.roll(a, shift))

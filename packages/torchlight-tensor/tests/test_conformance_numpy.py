@@ -9,4 +9,3 @@ from torchlight.testing import BackendConformance  # noqa: E402
 
 class TestNumpyConformance(BackendConformance):
     backend_name = "numpy"
-

@@ -14,9 +14,13 @@ rng = np.random.default_rng(7)
 def _logits(layout, n=5, c=4):
     """float64 logits (n, c) as a packed leaf, a transposed view or a step-sliced window."""
     if layout == "contiguous":
-        return tl.tensor(rng.standard_normal((n, c)) * 2, dtype=tl.float64, requires_grad=True), lambda x: x
+        return tl.tensor(
+            rng.standard_normal((n, c)) * 2, dtype=tl.float64, requires_grad=True
+        ), lambda x: x
     if layout == "permuted":
-        return tl.tensor(rng.standard_normal((c, n)) * 2, dtype=tl.float64, requires_grad=True), lambda x: x.t()
+        return tl.tensor(
+            rng.standard_normal((c, n)) * 2, dtype=tl.float64, requires_grad=True
+        ), lambda x: x.t()
     big = tl.tensor(rng.standard_normal((n + 1, 2 * c)) * 2, dtype=tl.float64, requires_grad=True)
     return big, lambda x: x[1:, ::2]
 
@@ -34,7 +38,11 @@ def test_gradcheck_and_oracle(layout):
     w = tl.tensor([1.0, 0.0, 2.0, 0.5, 1.0], dtype=tl.float64)  # row 1 dropped
     assert tl.gradcheck(lambda a: cross_entropy_rows(view(a), t, w), (leaf,))
     got = cross_entropy_rows(view(leaf), t, w)
-    np.testing.assert_allclose(got.detach().numpy(), _numpy_rows(view(leaf).detach().numpy(), t.numpy(), w.numpy()), rtol=1e-12)
+    np.testing.assert_allclose(
+        got.detach().numpy(),
+        _numpy_rows(view(leaf).detach().numpy(), t.numpy(), w.numpy()),
+        rtol=1e-12,
+    )
     assert got.detach().numpy()[1] == 0.0
 
 

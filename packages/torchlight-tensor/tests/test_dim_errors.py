@@ -136,11 +136,18 @@ def test_in_range_dims_work(name):
 
 
 def test_message_is_pytorchs():
-    with pytest.raises(IndexError, match=re.escape("Dimension out of range (expected to be in range of [-2, 1], but got 5)")):
+    with pytest.raises(
+        IndexError,
+        match=re.escape("Dimension out of range (expected to be in range of [-2, 1], but got 5)"),
+    ):
         tl.ones(2, 3).sum(dim=5)
-    with pytest.raises(IndexError, match=re.escape("(expected to be in range of [-2, 1], but got 5)")):
+    with pytest.raises(
+        IndexError, match=re.escape("(expected to be in range of [-2, 1], but got 5)")
+    ):
         tl.ones(3).unsqueeze(5)
-    with pytest.raises(IndexError, match=re.escape("(expected to be in range of [-1, 0], but got 1)")):
+    with pytest.raises(
+        IndexError, match=re.escape("(expected to be in range of [-1, 0], but got 1)")
+    ):
         tl.tensor(1.0).sum(1)  # a 0-d tensor accepts 0 and -1, as in PyTorch
     assert tl.tensor(1.0).sum(0).item() == 1.0
 
@@ -165,4 +172,6 @@ def _dim_taking_public_ops():
 
 def test_every_dim_taking_op_is_listed():
     missing = sorted(_dim_taking_public_ops() - set(DIM_OPS))
-    assert not missing, f"public ops that take a dim but have no out-of-range case in DIM_OPS: {missing}"
+    assert not missing, (
+        f"public ops that take a dim but have no out-of-range case in DIM_OPS: {missing}"
+    )

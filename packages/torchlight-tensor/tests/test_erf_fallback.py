@@ -26,7 +26,9 @@ def test_matches_math_erf_and_keeps_the_dtype(dtype):
     a = np.linspace(-4, 4, 33, dtype=dtype)
     r = _erf_libm(a)
     assert r.dtype == dtype and r.shape == a.shape
-    np.testing.assert_allclose(r, _oracle(a), rtol=1e-6 if dtype == np.float32 else 1e-15, atol=1e-7)
+    np.testing.assert_allclose(
+        r, _oracle(a), rtol=1e-6 if dtype == np.float32 else 1e-15, atol=1e-7
+    )
 
 
 def test_zero_dimensional_input_gives_an_array():

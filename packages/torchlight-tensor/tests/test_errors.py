@@ -64,7 +64,9 @@ def test_inplace_broadcast_mismatch_names_shapes():
 
 def test_dim_out_of_range():
     # an IndexError, as in PyTorch, naming the valid range and the dim given
-    with pytest.raises(tl.TensorIndexError, match=re.escape("expected to be in range of [-1, 0], but got 2")):
+    with pytest.raises(
+        tl.TensorIndexError, match=re.escape("expected to be in range of [-1, 0], but got 2")
+    ):
         tl.ones(3).sum(2)
     with pytest.raises(IndexError):
         tl.ones(2, 3).softmax(3)

@@ -125,7 +125,9 @@ CASES = {
     "Tensor.__rtruediv__": [Case(lambda a: 2.0 / a, In(*M, kind="nonzero"))],
     "Tensor.div": [
         Case(lambda a, b: a.div(b), In(*M), In(2, 1, kind="nonzero")),
-        Case(lambda a, b: a.div(b, rounding_mode="floor"), In(*M), In(*M, kind="nonzero"), id="floor"),
+        Case(
+            lambda a, b: a.div(b, rounding_mode="floor"), In(*M), In(*M, kind="nonzero"), id="floor"
+        ),
     ],
     "Tensor.__pow__": [
         Case(lambda a, b: a**b, In(*M, kind="positive"), In(*M)),
@@ -358,12 +360,18 @@ CASES = {
     # --- ordering, reordering, products (PyTorch-compatibility surface) ---------------------------
     "Tensor.topk": [
         Case(lambda x: x.topk(2).values, In(*M, kind="distinct")),
-        Case(lambda x: x.topk(1, dim=0, largest=False).values, In(*M, kind="distinct"), id="dim0_smallest"),
+        Case(
+            lambda x: x.topk(1, dim=0, largest=False).values,
+            In(*M, kind="distinct"),
+            id="dim0_smallest",
+        ),
     ],
     "functional.topk": [Case(lambda x: tl.topk(x, 2, dim=1).values, In(*M, kind="distinct"))],
     "Tensor.sort": [
         Case(lambda x: x.sort().values, In(*M, kind="distinct")),
-        Case(lambda x: x.sort(0, descending=True).values, In(3, 2, kind="distinct"), id="dim0_desc"),
+        Case(
+            lambda x: x.sort(0, descending=True).values, In(3, 2, kind="distinct"), id="dim0_desc"
+        ),
     ],
     "functional.sort": [Case(lambda x: tl.sort(x, dim=0).values, In(*M, kind="distinct"))],
     "Tensor.roll": [
@@ -372,9 +380,15 @@ CASES = {
         Case(lambda x: x.roll((1, 2), (0, 1)), In(*M), id="two_dims"),
     ],
     "functional.roll": [Case(lambda x: tl.roll(x, 2, 1), In(*M))],
-    "Tensor.flip": [Case(lambda x: x.flip(0, 1), In(*M)), Case(lambda x: x.flip([1]), In(*M), id="list")],
+    "Tensor.flip": [
+        Case(lambda x: x.flip(0, 1), In(*M)),
+        Case(lambda x: x.flip([1]), In(*M), id="list"),
+    ],
     "functional.flip": [Case(lambda x: tl.flip(x, (0,)), In(*M))],
-    "Tensor.cumsum": [Case(lambda x: x.cumsum(1), In(*M)), Case(lambda x: x.cumsum(0), In(*M), id="dim0")],
+    "Tensor.cumsum": [
+        Case(lambda x: x.cumsum(1), In(*M)),
+        Case(lambda x: x.cumsum(0), In(*M), id="dim0"),
+    ],
     "functional.cumsum": [Case(lambda x: tl.cumsum(x, -1), In(*M))],
     "Tensor.repeat_interleave": [
         Case(lambda x: x.repeat_interleave(2, dim=1), In(*M)),
@@ -428,7 +442,9 @@ CASES = {
         Case(lambda x, s: x.scatter(1, _idx([[2, 0], [1, 1]]), s), In(*M), In(2, 2)),
         Case(lambda x: x.scatter(0, _idx([[1, 0, 1]]), 0.5), In(*M), id="value"),
     ],
-    "functional.scatter": [Case(lambda x, s: tl.scatter(x, 0, _idx([[1, 0, 1]]), s), In(*M), In(1, 3))],
+    "functional.scatter": [
+        Case(lambda x, s: tl.scatter(x, 0, _idx([[1, 0, 1]]), s), In(*M), In(1, 3))
+    ],
     "Tensor.masked_select": [Case(lambda x: x.masked_select(_mask((3,))), In(*M))],
     "functional.masked_select": [Case(lambda x: tl.masked_select(x, _mask((2, 3))), In(*M))],
     "Tensor.remainder": [
@@ -440,7 +456,12 @@ CASES = {
     "functional.div": [Case(lambda a, b: tl.div(a, b), In(*M), In(*M, kind="nonzero"))],
     "functional.meshgrid": [
         Case(lambda a, b: sum(g * (k + 1) for k, g in enumerate(tl.meshgrid(a, b))), In(2), In(3)),
-        Case(lambda a, b: (lambda g: g[0] * 2.0 + g[1])(tl.meshgrid(a, b, indexing="xy")), In(2), In(3), id="xy"),
+        Case(
+            lambda a, b: (lambda g: g[0] * 2.0 + g[1])(tl.meshgrid(a, b, indexing="xy")),
+            In(2),
+            In(3),
+            id="xy",
+        ),
     ],
     "Tensor.log1p": [Case(lambda x: x.log1p(), In(*M, kind="positive"))],
     "functional.log1p": [Case(lambda x: tl.log1p(x * 1e-9), In(*M), id="tiny")],
@@ -455,7 +476,9 @@ CASES = {
     "Tensor.erf": [Case(lambda x: x.erf(), In(*M))],
     "functional.erf": [Case(lambda x: tl.erf(x), In(*M))],
     "functional.var_mean": [Case(lambda x: (lambda v, m: v + m)(*tl.var_mean(x, 1)), In(*M))],
-    "functional.std_mean": [Case(lambda x: (lambda v, m: v * m)(*tl.std_mean(x, 1, correction=0)), In(2, 3))],
+    "functional.std_mean": [
+        Case(lambda x: (lambda v, m: v * m)(*tl.std_mean(x, 1, correction=0)), In(2, 3))
+    ],
     "Tensor.clamp_min": [Case(lambda x: x.clamp_min(-0.2), In(*M))],
     "Tensor.clamp_max": [Case(lambda x: x.clamp_max(0.3), In(*M))],
 }
@@ -588,21 +611,64 @@ NOT_DIFFERENTIABLE = {
     ),
     # the PyTorch-compatibility surface without gradients
     **dict.fromkeys(
-        ["argsort", "functional.argsort", "isclose", "functional.isclose", "allclose",
-         "functional.allclose", "equal", "functional.equal", "multinomial", "bernoulli",
-         "functional.is_tensor", "int", "half", "bfloat16"],
+        [
+            "argsort",
+            "functional.argsort",
+            "isclose",
+            "functional.isclose",
+            "allclose",
+            "functional.allclose",
+            "equal",
+            "functional.equal",
+            "multinomial",
+            "bernoulli",
+            "functional.is_tensor",
+            "int",
+            "half",
+            "bfloat16",
+        ],
         "integer/bool/Python result, a random draw, or a dtype torchlight refuses: no gradient",
     ),
     **dict.fromkeys(
-        ["ndimension", "nelement", "is_cuda", "is_cpu", "type", "cuda", "new_tensor", "new_zeros",
-         "new_ones", "new_full", "new_empty", "is_complex", "get_device", "pin_memory", "is_pinned"],
+        [
+            "ndimension",
+            "nelement",
+            "is_cuda",
+            "is_cpu",
+            "type",
+            "cuda",
+            "new_tensor",
+            "new_zeros",
+            "new_ones",
+            "new_full",
+            "new_empty",
+            "is_complex",
+            "get_device",
+            "pin_memory",
+            "is_pinned",
+        ],
         "metadata / new tensors that are not functions of this one",
     ),
     "bernoulli_": "in-place random fill: no gradient",
     **dict.fromkeys(
-        ["floor", "ceil", "trunc", "round", "floor_divide", "__floordiv__", "__rfloordiv__",
-         "functional.floor", "functional.ceil", "functional.trunc", "functional.round",
-         "functional.floor_divide", "nonzero", "argwhere", "functional.nonzero", "functional.argwhere"],
+        [
+            "floor",
+            "ceil",
+            "trunc",
+            "round",
+            "floor_divide",
+            "__floordiv__",
+            "__rfloordiv__",
+            "functional.floor",
+            "functional.ceil",
+            "functional.trunc",
+            "functional.round",
+            "functional.floor_divide",
+            "nonzero",
+            "argwhere",
+            "functional.nonzero",
+            "functional.argwhere",
+        ],
         "piecewise constant (zero gradient, checked in test_compat_ops.py) or an index result",
     ),
     "scatter_": "in-place op: forward checked in test_compat_ops.py",

@@ -33,8 +33,11 @@ def test_numpy_reads_every_layout_without_copying(shape, layout, seed):
     assert np.shares_memory(view, np.asarray(t))
 
 
-@given(shape=shapes(1, 3, 1, 4), layout=st.sampled_from(("contiguous", "permuted", "sliced", "offset")),
-       seed=st.integers(0, 2**16))
+@given(
+    shape=shapes(1, 3, 1, 4),
+    layout=st.sampled_from(("contiguous", "permuted", "sliced", "offset")),
+    seed=st.integers(0, 2**16),
+)
 def test_writes_through_numpy_are_seen_by_the_tensor(shape, layout, seed):
     _, t = Maker(seed).build(shape, layout)
     view = np.from_dlpack(t)
@@ -73,12 +76,15 @@ def test_a_tensor_that_requires_grad_is_not_exported():
 
 
 # --- numpy -> torchlight ---------------------------------------------------------------------------
-@pytest.mark.parametrize("index", [
-    (slice(None),),
-    (slice(1, None), slice(None, None, 2)),
-    (slice(None, None, 3), 1),
-    (Ellipsis, slice(2, 3)),
-])
+@pytest.mark.parametrize(
+    "index",
+    [
+        (slice(None),),
+        (slice(1, None), slice(None, None, 2)),
+        (slice(None, None, 3), 1),
+        (Ellipsis, slice(2, 3)),
+    ],
+)
 @pytest.mark.parametrize("transpose", [False, True])
 def test_from_dlpack_keeps_strides_and_offset(index, transpose):
     base = np.arange(60.0).reshape(6, 10)
@@ -94,8 +100,10 @@ def test_from_dlpack_keeps_strides_and_offset(index, transpose):
     np.testing.assert_array_equal(a, expected)
 
 
-@pytest.mark.parametrize("dtype,expected", [(np.float32, tl.float32), (np.float64, tl.float64),
-                                            (np.int64, tl.int64), (np.bool_, tl.bool)])
+@pytest.mark.parametrize(
+    "dtype,expected",
+    [(np.float32, tl.float32), (np.float64, tl.float64), (np.int64, tl.int64), (np.bool_, tl.bool)],
+)
 def test_from_dlpack_shares_every_torchlight_dtype(dtype, expected):
     a = np.zeros((2, 3), dtype=dtype)
     t = tl.from_dlpack(a)
@@ -114,11 +122,14 @@ def test_round_trip_shares_one_buffer():
     assert t[1, 2].item() == 9.0
 
 
-@pytest.mark.parametrize("make,why", [
-    (lambda: np.arange(4, dtype=np.float16), "float16"),
-    (lambda: np.arange(4, dtype=np.int32), "int32"),
-    (lambda: np.arange(6.0)[::-1], "negative"),
-])
+@pytest.mark.parametrize(
+    "make,why",
+    [
+        (lambda: np.arange(4, dtype=np.float16), "float16"),
+        (lambda: np.arange(4, dtype=np.int32), "int32"),
+        (lambda: np.arange(6.0)[::-1], "negative"),
+    ],
+)
 def test_what_cannot_be_shared_is_copied(make, why):
     a = make()
     t = tl.from_dlpack(a)

@@ -73,7 +73,11 @@ def test_the_graph_survives_an_ndarray_operand(op):
         for i in np.ndindex(x.shape):
             d = np.zeros_like(x, dtype=np.float64)
             d[i] = eps
-            f = (lambda v: op(a.astype(np.float64), v)) if side == "left" else (lambda v: op(v, a.astype(np.float64)))
+            f = (
+                (lambda v: op(a.astype(np.float64), v))
+                if side == "left"
+                else (lambda v: op(v, a.astype(np.float64)))
+            )
             g[i] = (f(x + d).sum() - f(x - d).sum()) / (2 * eps)
         np.testing.assert_allclose(t.grad.to_numpy(), g, rtol=1e-3, atol=1e-3)
 
@@ -94,17 +98,24 @@ def test_logical_operators_with_bool_arrays():
         assert isinstance(op(m, t), tl.Tensor)
 
 
-@pytest.mark.parametrize("tensor_dtype,array,expected", [
-    (tl.float32, np.ones(2, np.float64), tl.float64),  # dimensioned float64 widens, as a tensor would
-    (tl.float32, np.array(2.0), tl.float32),  # a 0-d array acts like a scalar
-    (tl.float32, np.ones(2, np.int64), tl.float32),
-    (tl.int64, np.ones(2, np.float64), tl.float64),
-    (tl.int64, np.ones(2, np.float32), tl.float32),
-    (tl.int64, np.array(1.5), tl.float64),  # a 0-d array of a higher category decides
-    (tl.int64, np.ones(2, np.int32), tl.int64),
-    (tl.bool, np.ones(2, np.int64), tl.int64),
-    (tl.float64, np.ones(2, np.float16), tl.float64),
-])
+@pytest.mark.parametrize(
+    "tensor_dtype,array,expected",
+    [
+        (
+            tl.float32,
+            np.ones(2, np.float64),
+            tl.float64,
+        ),  # dimensioned float64 widens, as a tensor would
+        (tl.float32, np.array(2.0), tl.float32),  # a 0-d array acts like a scalar
+        (tl.float32, np.ones(2, np.int64), tl.float32),
+        (tl.int64, np.ones(2, np.float64), tl.float64),
+        (tl.int64, np.ones(2, np.float32), tl.float32),
+        (tl.int64, np.array(1.5), tl.float64),  # a 0-d array of a higher category decides
+        (tl.int64, np.ones(2, np.int32), tl.int64),
+        (tl.bool, np.ones(2, np.int64), tl.int64),
+        (tl.float64, np.ones(2, np.float16), tl.float64),
+    ],
+)
 def test_dtype_promotion_treats_an_ndarray_as_a_tensor(tensor_dtype, array, expected):
     t = tl.ones(2, dtype=tensor_dtype)
     assert (t + array).dtype is expected

@@ -14,9 +14,7 @@ HAS_NUMBA_BACKEND = installed("torchlight-backend-numba")
 
 def needs_numba(test):
     """numba installed; and slow, since each generated kernel takes a second or two to compile."""
-    return pytest.mark.slow(
-        pytest.mark.skipif(not HAS_NUMBA, reason=needs("numba"))(test)
-    )
+    return pytest.mark.slow(pytest.mark.skipif(not HAS_NUMBA, reason=needs("numba"))(test))
 
 
 if installed("torchlight-nn"):  # installed but failing to import is an error, not a skip

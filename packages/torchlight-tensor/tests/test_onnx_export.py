@@ -48,8 +48,24 @@ def _pos(*shape):
     return tl.tensor(RNG.uniform(0.5, 2, shape).astype(np.float32))
 
 
-UNARY = ["neg", "abs", "sign", "exp", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos", "tanh",
-         "sigmoid", "relu", "silu", "softplus", "log"]
+UNARY = [
+    "neg",
+    "abs",
+    "sign",
+    "exp",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "square",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "silu",
+    "softplus",
+    "log",
+]
 
 
 @pytest.mark.parametrize("name", UNARY + ["gelu", "gelu_tanh"])
@@ -64,11 +80,15 @@ def test_unary(name):
     _run(fn, [x])
 
 
-@pytest.mark.parametrize("op", ["add", "sub", "mul", "truediv", "pow", "maximum", "minimum", "matmul"])
+@pytest.mark.parametrize(
+    "op", ["add", "sub", "mul", "truediv", "pow", "maximum", "minimum", "matmul"]
+)
 def test_binary(op):
     import operator
 
-    fn = {"maximum": lambda a, b: a.maximum(b), "minimum": lambda a, b: a.minimum(b)}.get(op) or getattr(operator, op)
+    fn = {"maximum": lambda a, b: a.maximum(b), "minimum": lambda a, b: a.minimum(b)}.get(
+        op
+    ) or getattr(operator, op)
     a, b = (_f(2, 3, 4), _f(2, 4, 5)) if op == "matmul" else (_pos(2, 3, 4), _f(3, 1))
     _run(fn, [a, b])
 
@@ -84,25 +104,53 @@ def test_comparisons_logic_casts_and_scalars():
 
 def test_clamp_where_masked_fill():
     def fn(x, m):
-        return x.clamp(-0.5, 0.5), x.clamp(min=0.1), tl.where(m, x, -x), x.masked_fill(m, float("-inf"))
+        return (
+            x.clamp(-0.5, 0.5),
+            x.clamp(min=0.1),
+            tl.where(m, x, -x),
+            x.masked_fill(m, float("-inf")),
+        )
 
     _run(fn, [_f(3, 4), tl.tensor(RNG.random((3, 4)) < 0.5)])
 
 
 def test_shapes_views_and_indexing():
     def fn(x):
-        return (x.reshape(4, 6).T, x.permute(2, 0, 1), x.unsqueeze(1).expand(2, 5, 3, 4),
-                x[:, 1:3, ::2].squeeze(), x[1], x[..., None, -1], x[:, -2:, 1:3].contiguous(),
-                x.flatten(1), tl.cat([x, x * 2], 1), x.unfold(2, 2, 1), tl.pad(x, (1, 2)))
+        return (
+            x.reshape(4, 6).T,
+            x.permute(2, 0, 1),
+            x.unsqueeze(1).expand(2, 5, 3, 4),
+            x[:, 1:3, ::2].squeeze(),
+            x[1],
+            x[..., None, -1],
+            x[:, -2:, 1:3].contiguous(),
+            x.flatten(1),
+            tl.cat([x, x * 2], 1),
+            x.unfold(2, 2, 1),
+            tl.pad(x, (1, 2)),
+        )
 
     _run(fn, [_f(2, 3, 4)])
 
 
 def test_reductions():
     def fn(x):
-        return (x.sum(1), x.sum((0, 2), keepdim=True), x.mean(-1), x.var(1), x.prod(0), x.amax(-1),
-                x.amin((0, 1)), x.argmax(1), x.argmin(-1, keepdim=True), x.max(2).values, x.min(0).values,
-                x.softmax(1), x.log_softmax(-1), x.logsumexp(1))
+        return (
+            x.sum(1),
+            x.sum((0, 2), keepdim=True),
+            x.mean(-1),
+            x.var(1),
+            x.prod(0),
+            x.amax(-1),
+            x.amin((0, 1)),
+            x.argmax(1),
+            x.argmin(-1, keepdim=True),
+            x.max(2).values,
+            x.min(0).values,
+            x.softmax(1),
+            x.log_softmax(-1),
+            x.logsumexp(1),
+        )
 
     _run(fn, [_f(2, 3, 4)])
 
@@ -148,11 +196,19 @@ def test_dynamic_axes_accept_other_sizes():
 
     args = [_f(5, 3, 4), tl.tensor(RNG.integers(0, 6, (5,)))]
     new = [_f(7, 3, 4), tl.tensor(RNG.integers(0, 6, (7,)))]
-    proto = _run(fn, args, new, input_names=["x", "ids"], output_names=["y", "s"],
-                 dynamic_axes={"x": {0: "batch"}, "ids": {0: "batch"}, "y": {0: "batch"}})
+    proto = _run(
+        fn,
+        args,
+        new,
+        input_names=["x", "ids"],
+        output_names=["y", "s"],
+        dynamic_axes={"x": {0: "batch"}, "ids": {0: "batch"}, "y": {0: "batch"}},
+    )
     dims = [d.dim_param or d.dim_value for d in proto.graph.input[0].type.tensor_type.shape.dim]
     assert dims == ["batch", 3, 4]
-    out_dims = [d.dim_param or d.dim_value for d in proto.graph.output[0].type.tensor_type.shape.dim]
+    out_dims = [
+        d.dim_param or d.dim_value for d in proto.graph.output[0].type.tensor_type.shape.dim
+    ]
     assert out_dims == ["batch", 3, 4]
 
 
@@ -172,7 +228,9 @@ def test_an_op_without_translation_is_named():
 
 def test_a_constant_built_from_a_dynamic_size_is_refused():
     with pytest.raises(OnnxExportError, match="constant"):
-        export(lambda x: x + tl.zeros(x.shape[0], 1), (_f(3, 2),), None, dynamic_axes={"input": [0]})
+        export(
+            lambda x: x + tl.zeros(x.shape[0], 1), (_f(3, 2),), None, dynamic_axes={"input": [0]}
+        )
 
 
 def test_a_loop_over_a_dynamic_axis_is_refused():
@@ -197,19 +255,57 @@ def test_fused_recurrent_cells():
 
     n, h = 3, 4
     _run(lambda gi, gh, s: gru_cell_gates(gi, gh, s), (_f(n, 3 * h), _f(n, 3 * h), _f(n, h)))
-    proto = _run(lambda gi, gh, c: lstm_cell_gates(gi, gh, c), (_f(n, 4 * h), _f(n, 4 * h), _f(n, h)),
-                 (_f(5, 4 * h), _f(5, 4 * h), _f(5, h)), input_names=["gi", "gh", "c"],
-                 dynamic_axes={"gi": [0], "gh": [0], "c": [0]})  # another batch size at run time
+    proto = _run(
+        lambda gi, gh, c: lstm_cell_gates(gi, gh, c),
+        (_f(n, 4 * h), _f(n, 4 * h), _f(n, h)),
+        (_f(5, 4 * h), _f(5, 4 * h), _f(5, h)),
+        input_names=["gi", "gh", "c"],
+        dynamic_axes={"gi": [0], "gh": [0], "c": [0]},
+    )  # another batch size at run time
     assert len(proto.graph.output) == 2  # (h', c')
 
 
 def test_every_table_entry_is_exercised_by_these_tests():
     # the op table and the tests above must not drift apart
-    exercised = {"Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum", "MatMul", "Compare", "Unary",
-                 "MapNoGrad", "Cast", "CastNoGrad", "Clamp", "Where", "MaskedFill", "View", "Permute",
-                 "Expand", "Restride", "Unfold", "Cat", "Pad", "Sum", "Mean", "Prod", "AMax",
-                 "ReduceNoGrad", "MaxDim", "Softmax", "LayerNorm", "BasicIndex", "IndexSelect", "Gather",
-                 "_Clone", "FusedGRUCell", "FusedLSTMCell"}
+    exercised = {
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+        "Pow",
+        "Maximum",
+        "Minimum",
+        "MatMul",
+        "Compare",
+        "Unary",
+        "MapNoGrad",
+        "Cast",
+        "CastNoGrad",
+        "Clamp",
+        "Where",
+        "MaskedFill",
+        "View",
+        "Permute",
+        "Expand",
+        "Restride",
+        "Unfold",
+        "Cat",
+        "Pad",
+        "Sum",
+        "Mean",
+        "Prod",
+        "AMax",
+        "ReduceNoGrad",
+        "MaxDim",
+        "Softmax",
+        "LayerNorm",
+        "BasicIndex",
+        "IndexSelect",
+        "Gather",
+        "_Clone",
+        "FusedGRUCell",
+        "FusedLSTMCell",
+    }
     assert set(OPS) == exercised
 
 

@@ -16,7 +16,9 @@ from torchlight.tensor.backend.scalar_ops import CMP_CODES, MAP_CODES, ZIP_CODES
 
 
 def _gradcheck_registry():
-    spec = importlib.util.spec_from_file_location("_gc", Path(__file__).with_name("test_gradcheck.py"))
+    spec = importlib.util.spec_from_file_location(
+        "_gc", Path(__file__).with_name("test_gradcheck.py")
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.CASES, mod.NOT_DIFFERENTIABLE
@@ -59,10 +61,16 @@ def test_every_public_map_op_has_a_gradcheck_case():
     cases, not_differentiable = _gradcheck_registry()
     for op in MAP_OPS:
         if op in NOT_A_METHOD:
-            assert not hasattr(tl.Tensor, op), f"{op} is a Tensor method now: drop it from NOT_A_METHOD"
+            assert not hasattr(tl.Tensor, op), (
+                f"{op} is a Tensor method now: drop it from NOT_A_METHOD"
+            )
             continue
-        assert hasattr(tl.Tensor, op), f"contract op {op!r} is neither a Tensor method nor in NOT_A_METHOD"
-        assert f"Tensor.{op}" in cases or op in not_differentiable, f"Tensor.{op}: no gradcheck case"
+        assert hasattr(tl.Tensor, op), (
+            f"contract op {op!r} is neither a Tensor method nor in NOT_A_METHOD"
+        )
+        assert f"Tensor.{op}" in cases or op in not_differentiable, (
+            f"Tensor.{op}: no gradcheck case"
+        )
 
 
 def test_fusable_ops_are_contract_ops():

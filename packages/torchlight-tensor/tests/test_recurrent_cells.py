@@ -19,14 +19,19 @@ def _sig(v):
 
 def _np_gru(gi, gh, h):
     r = _sig(gi[:, :H] + gh[:, :H])
-    z = _sig(gi[:, H:2 * H] + gh[:, H:2 * H])
-    n = np.tanh(gi[:, 2 * H:] + r * gh[:, 2 * H:])
+    z = _sig(gi[:, H : 2 * H] + gh[:, H : 2 * H])
+    n = np.tanh(gi[:, 2 * H :] + r * gh[:, 2 * H :])
     return (1 - z) * n + z * h
 
 
 def _np_lstm(gi, gh, c):
     a = gi + gh
-    i, f, g, o = _sig(a[:, :H]), _sig(a[:, H:2 * H]), np.tanh(a[:, 2 * H:3 * H]), _sig(a[:, 3 * H:])
+    i, f, g, o = (
+        _sig(a[:, :H]),
+        _sig(a[:, H : 2 * H]),
+        np.tanh(a[:, 2 * H : 3 * H]),
+        _sig(a[:, 3 * H :]),
+    )
     c = f * c + i * g
     return o * np.tanh(c), c
 
@@ -37,7 +42,9 @@ def _leaf(shape, layout, dtype=tl.float64):
     if layout == "contiguous":
         return tl.tensor(rng.standard_normal((r, c)), dtype=dtype, requires_grad=True), lambda t: t
     if layout == "permuted":
-        return tl.tensor(rng.standard_normal((c, r)), dtype=dtype, requires_grad=True), lambda t: t.t()
+        return tl.tensor(
+            rng.standard_normal((c, r)), dtype=dtype, requires_grad=True
+        ), lambda t: t.t()
     big = tl.tensor(rng.standard_normal((r + 1, 2 * c)), dtype=dtype, requires_grad=True)
     return big, lambda t: t[1:, ::2]
 
@@ -47,7 +54,11 @@ LAYOUTS = ["contiguous", "permuted", "sliced"]
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_gru_gradcheck_and_oracle(layout):
-    (a, va), (b, vb), (h, vh) = _leaf((N, 3 * H), layout), _leaf((N, 3 * H), LAYOUTS[1]), _leaf((N, H), layout)
+    (a, va), (b, vb), (h, vh) = (
+        _leaf((N, 3 * H), layout),
+        _leaf((N, 3 * H), LAYOUTS[1]),
+        _leaf((N, H), layout),
+    )
     assert tl.gradcheck(lambda x, y, z: gru_cell_gates(va(x), vb(y), vh(z)), (a, b, h))
     got = gru_cell_gates(va(a), vb(b), vh(h)).detach().numpy()
     want = _np_gru(*(v(t).detach().numpy() for v, t in ((va, a), (vb, b), (vh, h))))
@@ -56,7 +67,12 @@ def test_gru_gradcheck_and_oracle(layout):
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_lstm_gradcheck_and_oracle(layout):
-    (a, va), (b, vb), (c, vc) = _leaf((N, 4 * H), layout), _leaf((N, 4 * H), LAYOUTS[2]), _leaf((N, H), layout)
+    (a, va), (b, vb), (c, vc) = (
+        _leaf((N, 4 * H), layout),
+        _leaf((N, 4 * H), LAYOUTS[2]),
+        _leaf((N, H), layout),
+    )
+
     def f(x, y, z):  # both outputs, weighted differently, so a mix-up of dh' and dc' shows
         hn, cn = lstm_cell_gates(va(x), vb(y), vc(z))
         return hn - 2.0 * cn
@@ -84,17 +100,25 @@ def test_fused_equals_composite(monkeypatch, cell):
         else:
             outs = lstm_cell_gates(gi, gh, s)
         sum(((o * g).sum() for o, g in zip(outs, gs)), tl.tensor(0.0)).backward()
-        return [o.detach().numpy().copy() for o in outs] + [t.grad.numpy().copy() for t in (gi, gh, s)]
+        return [o.detach().numpy().copy() for o in outs] + [
+            t.grad.numpy().copy() for t in (gi, gh, s)
+        ]
 
     fused = run()
-    monkeypatch.setattr(NumpyBackend, "capabilities", NumpyBackend.capabilities - {"gru_cell", "lstm_cell"})
+    monkeypatch.setattr(
+        NumpyBackend, "capabilities", NumpyBackend.capabilities - {"gru_cell", "lstm_cell"}
+    )
     composite = run()
     for a, b in zip(fused, composite):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 def test_saturated_gates_are_finite():
-    big = tl.tensor(np.where(rng.standard_normal((N, 4 * H)) > 0, 500.0, -500.0), dtype=tl.float32, requires_grad=True)
+    big = tl.tensor(
+        np.where(rng.standard_normal((N, 4 * H)) > 0, 500.0, -500.0),
+        dtype=tl.float32,
+        requires_grad=True,
+    )
     h, c = lstm_cell_gates(big, big * 0, tl.ones(N, H))
     (h.sum() + c.sum()).backward()
     assert np.isfinite(h.detach().numpy()).all() and np.isfinite(big.grad.numpy()).all()

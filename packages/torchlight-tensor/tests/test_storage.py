@@ -515,12 +515,19 @@ def test_coalesce_keeps_every_position(td, second):
     assert positions(shape, s2) == positions(td.shape, strides2)
 
 
-@pytest.mark.parametrize("shape, strides, want", [
-    ((2, 3, 4), ((12, 4, 1), (12, 4, 1)), ((24,), [(1,), (1,)])),          # contiguous: one dim
-    ((2, 3, 4), ((12, 4, 1), (0, 4, 1)), ((2, 12), [(12, 1), (0, 1)])),    # broadcast batch
-    ((2, 3, 4), ((1, 2, 6), (12, 4, 1)), ((2, 3, 4), [(1, 2, 6), (12, 4, 1)])),  # permuted: no merge
-    ((1, 1), ((5, 1), (0, 0)), ((1,), [(0,), (0,)])),                     # all size 1
-])
+@pytest.mark.parametrize(
+    "shape, strides, want",
+    [
+        ((2, 3, 4), ((12, 4, 1), (12, 4, 1)), ((24,), [(1,), (1,)])),  # contiguous: one dim
+        ((2, 3, 4), ((12, 4, 1), (0, 4, 1)), ((2, 12), [(12, 1), (0, 1)])),  # broadcast batch
+        (
+            (2, 3, 4),
+            ((1, 2, 6), (12, 4, 1)),
+            ((2, 3, 4), [(1, 2, 6), (12, 4, 1)]),
+        ),  # permuted: no merge
+        ((1, 1), ((5, 1), (0, 0)), ((1,), [(0,), (0,)])),  # all size 1
+    ],
+)
 def test_coalesce_examples(shape, strides, want):
     got_shape, got_strides = coalesce(shape, strides)
     assert (got_shape, list(got_strides)) == (want[0], want[1])

@@ -106,8 +106,10 @@ def main():
 
     torch.manual_seed(1)
     training_data = [
-        ("the wall street journal reported today that apple corporation made money".split(),
-         "B I I I O O O B I O O".split()),
+        (
+            "the wall street journal reported today that apple corporation made money".split(),
+            "B I I I O O O B I O O".split(),
+        ),
         ("georgia tech is a university in georgia".split(), "B I O O O O B".split()),
     ]
     word_to_ix = {}

@@ -14,12 +14,12 @@ class LegendrePolynomial3(torch.autograd.Function):
     @staticmethod
     def forward(ctx, input):
         ctx.save_for_backward(input)
-        return 0.5 * (5 * input ** 3 - 3 * input)
+        return 0.5 * (5 * input**3 - 3 * input)
 
     @staticmethod
     def backward(ctx, grad_output):
         (input,) = ctx.saved_tensors
-        return grad_output * 1.5 * (5 * input ** 2 - 1)
+        return grad_output * 1.5 * (5 * input**2 - 1)
 
 
 def main():

@@ -13,17 +13,29 @@ import torch.nn as nn
 
 def real_samples(n):
     component = (torch.rand(n, 1) < 0.5).float()
-    return component * (torch.randn(n, 1) * 0.3 + 2.0) + (1 - component) * (torch.randn(n, 1) * 0.3 - 2.0)
+    return component * (torch.randn(n, 1) * 0.3 + 2.0) + (1 - component) * (
+        torch.randn(n, 1) * 0.3 - 2.0
+    )
 
 
 def make_generator(noise_dim, hidden):
-    return nn.Sequential(nn.Linear(noise_dim, hidden), nn.LeakyReLU(0.2),
-                         nn.Linear(hidden, hidden), nn.LeakyReLU(0.2), nn.Linear(hidden, 1))
+    return nn.Sequential(
+        nn.Linear(noise_dim, hidden),
+        nn.LeakyReLU(0.2),
+        nn.Linear(hidden, hidden),
+        nn.LeakyReLU(0.2),
+        nn.Linear(hidden, 1),
+    )
 
 
 def make_discriminator(hidden):
-    return nn.Sequential(nn.Linear(1, hidden), nn.LeakyReLU(0.2),
-                         nn.Linear(hidden, hidden), nn.LeakyReLU(0.2), nn.Linear(hidden, 1))
+    return nn.Sequential(
+        nn.Linear(1, hidden),
+        nn.LeakyReLU(0.2),
+        nn.Linear(hidden, hidden),
+        nn.LeakyReLU(0.2),
+        nn.Linear(hidden, 1),
+    )
 
 
 def main():
@@ -63,8 +75,10 @@ def main():
 
     with torch.no_grad():
         samples = G(torch.rand(1000, args.noise_dim) * 2 - 1).squeeze(1)
-    print(f"generated: mean {samples.mean().item():.3f} std {samples.std().item():.3f} "
-          f"fraction > 0: {(samples > 0).float().mean().item():.3f}")
+    print(
+        f"generated: mean {samples.mean().item():.3f} std {samples.std().item():.3f} "
+        f"fraction > 0: {(samples > 0).float().mean().item():.3f}"
+    )
 
 
 if __name__ == "__main__":

@@ -20,7 +20,9 @@ def stochastic_block_model(n_per, n_blocks, p_in, p_out, n_features, generator):
     probs = torch.where(same, torch.full((n, n), p_in), torch.full((n, n), p_out))
     upper = torch.triu((torch.rand(n, n, generator=generator) < probs).float(), diagonal=1)
     adj = upper + upper.t()
-    features = F.one_hot(labels, n_blocks).float() @ torch.randn(n_blocks, n_features, generator=generator)
+    features = F.one_hot(labels, n_blocks).float() @ torch.randn(
+        n_blocks, n_features, generator=generator
+    )
     features = features + 2.0 * torch.randn(n, n_features, generator=generator)
     return adj, features, labels
 
@@ -68,12 +70,13 @@ def main():
 
     torch.manual_seed(args.seed)
     g = torch.Generator().manual_seed(args.seed)
-    adj, features, labels = stochastic_block_model(args.nodes_per_block, args.blocks, 0.2, 0.02,
-                                                   args.features, g)
+    adj, features, labels = stochastic_block_model(
+        args.nodes_per_block, args.blocks, 0.2, 0.02, args.features, g
+    )
     adj = normalize_adjacency(adj)
     train_mask = torch.zeros(len(labels), dtype=torch.bool)
     for b in range(args.blocks):
-        train_mask[b * args.nodes_per_block: b * args.nodes_per_block + args.labelled] = True
+        train_mask[b * args.nodes_per_block : b * args.nodes_per_block + args.labelled] = True
     test_mask = ~train_mask
     print(f"{len(labels)} nodes, {int(train_mask.sum())} labelled")
 

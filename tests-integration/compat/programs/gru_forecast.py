@@ -23,7 +23,7 @@ def make_series(n_series, length, generator):
 def windows(series, width):
     xs, ys = [], []
     for start in range(series.shape[1] - width):
-        xs.append(series[:, start:start + width])
+        xs.append(series[:, start : start + width])
         ys.append(series[:, start + width])
     return torch.cat(xs).unsqueeze(-1), torch.cat(ys).unsqueeze(-1)
 
@@ -65,7 +65,7 @@ def main():
         order = torch.randperm(x.shape[0], generator=g)
         total, n = 0.0, 0
         for i in range(0, x.shape[0], args.batch_size):
-            idx = order[i:i + args.batch_size]
+            idx = order[i : i + args.batch_size]
             optimizer.zero_grad()
             loss = criterion(model(x[idx]), y[idx])
             loss.backward()
@@ -77,14 +77,14 @@ def main():
 
     model.eval()
     with torch.no_grad():
-        context = test[:, :args.window].unsqueeze(-1)
+        context = test[:, : args.window].unsqueeze(-1)
         preds = []
         for _ in range(args.horizon):
             nxt = model(context)
             preds.append(nxt)
             context = torch.cat([context[:, 1:, :], nxt.unsqueeze(1)], dim=1)
         forecast = torch.cat(preds, dim=1)
-        mse = ((forecast - test[:, args.window:]) ** 2).mean().item()
+        mse = ((forecast - test[:, args.window :]) ** 2).mean().item()
     print(f"{args.horizon}-step forecast mse {mse:.4f}")
 
 

@@ -54,7 +54,7 @@ def main():
         perm = torch.randperm(args.ratings)
         total, batches = 0.0, 0
         for start in range(0, args.ratings, args.batch_size):
-            idx = perm[start:start + args.batch_size]
+            idx = perm[start : start + args.batch_size]
             prediction = model(users[idx], items[idx])
             loss = loss_fn(prediction, ratings[idx])
             optimizer.zero_grad()

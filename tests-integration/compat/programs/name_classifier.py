@@ -23,7 +23,8 @@ N_LETTERS = len(ALL_LETTERS)
 
 def unicode_to_ascii(s):
     return "".join(
-        c for c in unicodedata.normalize("NFD", s)
+        c
+        for c in unicodedata.normalize("NFD", s)
         if unicodedata.category(c) != "Mn" and c in ALL_LETTERS
     )
 
@@ -116,8 +117,10 @@ def main():
         if it % args.print_every == 0:
             guess = all_categories[output.topk(1)[1][0].item()]
             mark = "ok" if guess == category else f"wrong ({category})"
-            print(f"{it} {it / args.iters * 100:.0f}% ({time_since(start)}) "
-                  f"loss {current_loss / args.print_every:.4f} {line} / {guess} {mark}")
+            print(
+                f"{it} {it / args.iters * 100:.0f}% ({time_since(start)}) "
+                f"loss {current_loss / args.print_every:.4f} {line} / {guess} {mark}"
+            )
             current_loss = 0.0
 
 

@@ -41,7 +41,9 @@ def main():
     parser.add_argument("--context-size", type=int, default=2)
     parser.add_argument("--embedding-dim", type=int, default=10)
     parser.add_argument("--hidden", type=int, default=128)
-    parser.add_argument("--limit", type=int, default=0, help="use only the first N n-grams (0: all)")
+    parser.add_argument(
+        "--limit", type=int, default=0, help="use only the first N n-grams (0: all)"
+    )
     args = parser.parse_args()
 
     torch.manual_seed(1)
@@ -72,7 +74,10 @@ def main():
         losses.append(total_loss)
         print(f"epoch {epoch} loss {total_loss / len(ngrams):.6f}")
 
-    print("embedding of 'beauty':", model.embeddings.weight[word_to_ix["beauty"]].detach().tolist()[:3])
+    print(
+        "embedding of 'beauty':",
+        model.embeddings.weight[word_to_ix["beauty"]].detach().tolist()[:3],
+    )
 
 
 if __name__ == "__main__":

@@ -55,8 +55,10 @@ def main():
         baseline = 0.9 * baseline + 0.1 * rewards.mean().item()
         if episode % args.log_interval == 0:
             best = (contexts @ arm_weights).max(dim=1).values.mean().item()
-            print(f"episode {episode}\tavg reward {rewards.mean().item():.3f}\tbest possible {best:.3f}"
-                  f"\tloss {loss.item():.4f}")
+            print(
+                f"episode {episode}\tavg reward {rewards.mean().item():.3f}\tbest possible {best:.3f}"
+                f"\tloss {loss.item():.4f}"
+            )
 
 
 if __name__ == "__main__":

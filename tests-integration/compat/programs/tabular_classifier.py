@@ -78,15 +78,18 @@ def main():
 
     dataset = TensorDataset(x, y)
     n_val = max(1, len(dataset) // 5)
-    train_set, val_set = random_split(dataset, [len(dataset) - n_val, n_val],
-                                      generator=torch.Generator().manual_seed(args.seed))
+    train_set, val_set = random_split(
+        dataset, [len(dataset) - n_val, n_val], generator=torch.Generator().manual_seed(args.seed)
+    )
     train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, drop_last=True)
     val_loader = DataLoader(val_set, batch_size=256)
 
     model = MLP(x.shape[1], args.hidden, n_classes, args.dropout).to(device)
     criterion = nn.CrossEntropyLoss()
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
-    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=max(1, args.epochs // 3), gamma=0.5)
+    scheduler = torch.optim.lr_scheduler.StepLR(
+        optimizer, step_size=max(1, args.epochs // 3), gamma=0.5
+    )
 
     best = float("inf")
     for epoch in range(args.epochs):
@@ -101,15 +104,19 @@ def main():
             running += loss.item()
         scheduler.step()
         val_loss, val_acc = evaluate(model, val_loader, criterion, device)
-        print(f"epoch {epoch} loss {running / len(train_loader):.6f} val_loss {val_loss:.4f} "
-              f"val_acc {val_acc:.3f} lr {scheduler.get_last_lr()[0]:.5f}")
+        print(
+            f"epoch {epoch} loss {running / len(train_loader):.6f} val_loss {val_loss:.4f} "
+            f"val_acc {val_acc:.3f} lr {scheduler.get_last_lr()[0]:.5f}"
+        )
         if val_loss < best:
             best = val_loss
             torch.save(model.state_dict(), args.out)
 
     model.load_state_dict(torch.load(args.out))
     val_loss, val_acc = evaluate(model, val_loader, criterion, device)
-    print(f"best checkpoint: val_loss {val_loss:.4f} val_acc {val_acc:.3f} ({os.path.getsize(args.out)} bytes)")
+    print(
+        f"best checkpoint: val_loss {val_loss:.4f} val_acc {val_acc:.3f} ({os.path.getsize(args.out)} bytes)"
+    )
 
 
 if __name__ == "__main__":

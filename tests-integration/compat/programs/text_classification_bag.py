@@ -112,12 +112,20 @@ def main():
     n_test = len(dataset) // 5
     train_set, test_set = random_split(dataset, [len(dataset) - n_test, n_test])
     collate = Collate(vocab)
-    train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True,
-                              collate_fn=collate, num_workers=args.workers)
-    test_loader = DataLoader(test_set, batch_size=args.batch_size, collate_fn=collate,
-                             num_workers=args.workers)
-    print(f"{len(dataset)} reviews, vocabulary of {len(vocab)}, {num_class} classes, "
-          f"{args.workers} workers")
+    train_loader = DataLoader(
+        train_set,
+        batch_size=args.batch_size,
+        shuffle=True,
+        collate_fn=collate,
+        num_workers=args.workers,
+    )
+    test_loader = DataLoader(
+        test_set, batch_size=args.batch_size, collate_fn=collate, num_workers=args.workers
+    )
+    print(
+        f"{len(dataset)} reviews, vocabulary of {len(vocab)}, {num_class} classes, "
+        f"{args.workers} workers"
+    )
 
     model = TextClassificationModel(len(vocab), args.embed_dim, num_class)
     criterion = torch.nn.CrossEntropyLoss()
@@ -137,8 +145,10 @@ def main():
             batches += 1
         scheduler.step()
         accuracy = evaluate(model, test_loader)
-        print(f"| epoch {epoch:3d} | time {time.time() - start:5.2f}s | loss {total_loss / batches:.6f} "
-              f"| test accuracy {accuracy:8.3f}")
+        print(
+            f"| epoch {epoch:3d} | time {time.time() - start:5.2f}s | loss {total_loss / batches:.6f} "
+            f"| test accuracy {accuracy:8.3f}"
+        )
 
 
 if __name__ == "__main__":

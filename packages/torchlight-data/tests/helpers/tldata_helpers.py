@@ -86,8 +86,13 @@ class WorkerReport(Dataset):
 
     def __getitem__(self, i):
         info = get_worker_info()
-        return (info.id, info.seed, random.random(), float(np.random.random()),
-                os.environ.get("TLDATA_INIT", ""))
+        return (
+            info.id,
+            info.seed,
+            random.random(),
+            float(np.random.random()),
+            os.environ.get("TLDATA_INIT", ""),
+        )
 
 
 def init_fn(worker_id):

@@ -15,8 +15,14 @@ B = 4  # per-rank batch
 
 def make_model(dtype, seed):
     tl.manual_seed(seed)
-    m = nn.Sequential(nn.Linear(5, 16), nn.Tanh(), nn.LayerNorm(16), nn.Linear(16, 16), nn.Tanh(),
-                      nn.Linear(16, 3))
+    m = nn.Sequential(
+        nn.Linear(5, 16),
+        nn.Tanh(),
+        nn.LayerNorm(16),
+        nn.Linear(16, 16),
+        nn.Tanh(),
+        nn.Linear(16, 3),
+    )
     return m.to(dtype)
 
 
@@ -28,7 +34,7 @@ def global_batch(step, dtype):
 
 
 def shard(t):
-    return t[r * B:(r + 1) * B]
+    return t[r * B : (r + 1) * B]
 
 
 def loss_of(model, x, y):
@@ -52,8 +58,13 @@ for bucket_mb in (25.0, 0.001):  # one bucket; one bucket per parameter (1 KiB c
         loss_of(ref, x, y).backward()
         loss_of(ddp, shard(x), shard(y)).backward()  # synchronised by the time backward returns
         for (name, p), q in zip(model.named_parameters(), ref.parameters()):
-            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-11, atol=1e-13,
-                                       err_msg=f"step {step} {name} bucket_mb={bucket_mb}")
+            np.testing.assert_allclose(
+                p.grad.numpy(),
+                q.grad.numpy(),
+                rtol=1e-11,
+                atol=1e-13,
+                err_msg=f"step {step} {name} bucket_mb={bucket_mb}",
+            )
         # after backward each .grad is a view of its bucket's buffer
         bufs = {id(b.buffer) for b in ddp._buckets}
         assert all(id(p.grad._td.storage) in bufs for p in model.parameters())
@@ -85,7 +96,9 @@ for dtype in (tl.float32, tl.float64):
         assert dist.parameters_in_sync(model), f"replicas diverged at step {step} ({dtype})"
     if dtype is tl.float64:
         for p, q in zip(model.parameters(), ref.parameters()):
-            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-9, atol=1e-11)
+            np.testing.assert_allclose(
+                p.detach().numpy(), q.detach().numpy(), rtol=1e-9, atol=1e-11
+            )
     # the digests compare all bytes; check a raw gather too
     flat = np.concatenate([p.detach().numpy().ravel() for p in model.parameters()])
     everyone = dist.all_gather(tl.from_numpy(flat), stack=True).numpy()

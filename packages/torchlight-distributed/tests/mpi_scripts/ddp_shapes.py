@@ -33,8 +33,9 @@ for init_sync in (False, True):
         else:
             assert "float64" in msg, msg
     else:
-        raise AssertionError(f"rank {r}: DistributedDataParallel(init_sync={init_sync}) accepted "
-                             "different models")
+        raise AssertionError(
+            f"rank {r}: DistributedDataParallel(init_sync={init_sync}) accepted different models"
+        )
 # identical models still wrap (the check is not over-eager)
 tl.manual_seed(r)
 ddp = dist.DistributedDataParallel(nn.Linear(5, 3), init_sync=False)

@@ -60,7 +60,7 @@ ddp = DDP(model, device_ids=None, output_device=None, bucket_cap_mb=1, find_unus
 assert ddp.bucket_mb == 1 and ddp.device_ids is None
 rng = np.random.default_rng(0)
 X, Y = rng.standard_normal((2 * n, 3)), rng.standard_normal((2 * n, 1))
-x, y = tl.tensor(X[2 * r:2 * r + 2]), tl.tensor(Y[2 * r:2 * r + 2])
+x, y = tl.tensor(X[2 * r : 2 * r + 2]), tl.tensor(Y[2 * r : 2 * r + 2])
 ((ddp(x) - y) ** 2).mean().backward()
 w = model.weight.detach().numpy()[0]
 b = model.bias.detach().numpy()[0]

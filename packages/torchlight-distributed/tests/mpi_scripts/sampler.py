@@ -30,8 +30,9 @@ for size, drop_last in ((20, False), (21, False), (21, True)):
     assert orders[0] != orders[1] != orders[2], "each epoch must reshuffle"
     sampler.set_epoch(1)  # set_epoch replays an epoch exactly (resuming mid-run)
     again = [int(v) for (xb,) in loader for v in xb.tolist()]
-    assert dist.all_gather_object(again) == [orders[1][k * len(again):(k + 1) * len(again)]
-                                             for k in range(n)]
+    assert dist.all_gather_object(again) == [
+        orders[1][k * len(again) : (k + 1) * len(again)] for k in range(n)
+    ]
 
 dist.barrier()
 if r == 0:

@@ -195,7 +195,9 @@ long = _dtypes.int64
 int32 = _dtypes.int64
 int = _dtypes.int64  # noqa: A001
 dtype = _dtypes.DType
-float16 = _dtypes.float16  # named so programs import; any use raises DTypeError (see UnsupportedDType)
+float16 = (
+    _dtypes.float16
+)  # named so programs import; any use raises DTypeError (see UnsupportedDType)
 half = _dtypes.float16
 bfloat16 = _dtypes.bfloat16
 

@@ -26,7 +26,9 @@ def main() -> int:
             print(f"  {name:32s} {version(name)}")
         except PackageNotFoundError:  # pragma: no cover - raced uninstall
             pass
-    print(f"\ndefault device: {get_default_device()!r} (set_default_device(...) or $TORCHLIGHT_DEVICE)")
+    print(
+        f"\ndefault device: {get_default_device()!r} (set_default_device(...) or $TORCHLIGHT_DEVICE)"
+    )
     print("\nbackends (entry-point group 'torchlight.backends'):")
     for name, status, reason in backend_status():
         print(f"  {name:10s} {status:12s} {reason}")

@@ -11,8 +11,16 @@ with ``TORCHLIGHT_DEVICE``).
 __all__ = ["compile"]
 
 
-def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None,  # noqa: A001
-            options=None, disable=False):
+def compile(
+    model=None,
+    *,
+    fullgraph=False,
+    dynamic=None,
+    backend="inductor",
+    mode=None,  # noqa: A001
+    options=None,
+    disable=False,
+):
     """Return ``model`` (a module or function) unchanged: torchlight always runs eagerly.
 
     Usable as ``compile(model)``, ``@compile`` and ``@compile(mode=...)``; the keyword arguments

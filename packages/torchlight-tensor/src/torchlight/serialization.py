@@ -31,7 +31,9 @@ def save(obj, f, **kwargs):
     state_dict = getattr(obj, "state_dict", None)
     if callable(state_dict):
         kind = type(obj).__name__
-        name = "model" if hasattr(obj, "forward") else "optimizer" if hasattr(obj, "step") else "obj"
+        name = (
+            "model" if hasattr(obj, "forward") else "optimizer" if hasattr(obj, "step") else "obj"
+        )
         raise checkpoint.CheckpointError(
             f"torchlight.save does not save whole objects (got a {kind}): checkpoints hold data, "
             f"never pickled code. Save its state instead: torchlight.save({name}.state_dict(), path), "

@@ -36,23 +36,53 @@ def _gelu_tanh_d(x):
 
 
 MAP = {
-    "copy": lambda x: x, "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": np.exp,
-    "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "reciprocal": lambda x: 1 / x,
-    "square": np.square, "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "sigmoid": _sig,
-    "relu": lambda x: np.maximum(x, 0), "gelu": lambda x: x * 0.5 * (1 + _erf(x * SQRT1_2)),
-    "gelu_tanh": lambda x: 0.5 * x * (1 + _gelu_tanh_d(x)[0]), "silu": lambda x: x * _sig(x),
-    "softplus": lambda x: np.logaddexp(0, x), "erf": _erf, "logical_not": np.logical_not,
+    "copy": lambda x: x,
+    "neg": np.negative,
+    "abs": np.abs,
+    "sign": np.sign,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x),
+    "reciprocal": lambda x: 1 / x,
+    "square": np.square,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tanh": np.tanh,
+    "sigmoid": _sig,
+    "relu": lambda x: np.maximum(x, 0),
+    "gelu": lambda x: x * 0.5 * (1 + _erf(x * SQRT1_2)),
+    "gelu_tanh": lambda x: 0.5 * x * (1 + _gelu_tanh_d(x)[0]),
+    "silu": lambda x: x * _sig(x),
+    "softplus": lambda x: np.logaddexp(0, x),
+    "erf": _erf,
+    "logical_not": np.logical_not,
 }
 ZIP = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide, "pow": np.power,
-    "maximum": np.maximum, "minimum": np.minimum, "lt": np.less, "le": np.less_equal,
-    "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal,
-    "logical_and": np.logical_and, "logical_or": np.logical_or,
-    "relu_back": lambda x, g: g * (x > 0), "sigmoid_back": lambda y, g: g * y * (1 - y),
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.true_divide,
+    "pow": np.power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "relu_back": lambda x, g: g * (x > 0),
+    "sigmoid_back": lambda y, g: g * y * (1 - y),
     "tanh_back": lambda y, g: g * (1 - y * y),
-    "gelu_back": lambda x, g: g * (0.5 * (1 + _erf(x * SQRT1_2)) + x * np.exp(-0.5 * x * x) * INV_SQRT_2PI),
+    "gelu_back": lambda x, g: (
+        g * (0.5 * (1 + _erf(x * SQRT1_2)) + x * np.exp(-0.5 * x * x) * INV_SQRT_2PI)
+    ),
     "gelu_tanh_back": lambda x, g: g * _gelu_tanh_d(x)[1],
-    "silu_back": lambda x, g: g * _sig(x) * (1 + x * (1 - _sig(x))), "softplus_back": lambda x, g: g * _sig(x),
+    "silu_back": lambda x, g: g * _sig(x) * (1 + x * (1 - _sig(x))),
+    "softplus_back": lambda x, g: g * _sig(x),
 }
 REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
 
@@ -75,7 +105,9 @@ class ExampleBackend:
     def map(self, op, a, out):
         o = view(out)
         with np.errstate(all="ignore"):
-            o[...] = MAP[op](view(a).astype(np.float64) if o.dtype.kind == "f" and op != "copy" else view(a))
+            o[...] = MAP[op](
+                view(a).astype(np.float64) if o.dtype.kind == "f" and op != "copy" else view(a)
+            )
 
     def zip(self, op, a, b, out):
         x, y = view(a), view(b)
@@ -92,7 +124,9 @@ class ExampleBackend:
     def reduce(self, op, a, dims, out):
         x = view(a)
         if op in ("argmax", "argmin"):
-            view(out)[...] = (np.argmax if op == "argmax" else np.argmin)(x, axis=dims[0], keepdims=True)
+            view(out)[...] = (np.argmax if op == "argmax" else np.argmin)(
+                x, axis=dims[0], keepdims=True
+            )
         else:
             acc = {"dtype": np.float64} if x.dtype.kind == "f" and op in ("sum", "prod") else {}
             view(out)[...] = REDUCE[op](x, axis=tuple(dims), keepdims=True, **acc)
@@ -113,7 +147,9 @@ class ExampleBackend:
     def gather(self, a, dim, index, out):
         idx = view(index)
         check_host("gather", idx, view(a).shape[dim])
-        x = view(a)[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(idx.shape))]
+        x = view(a)[
+            tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(idx.shape))
+        ]
         view(out)[...] = np.take_along_axis(x, idx, axis=dim)
 
     def scatter_add(self, out, dim, index, src):

@@ -8,7 +8,12 @@ is the cheapest check ``Function.apply`` can make on every op.
 import functools
 
 __all__ = [
-    "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "GradMode", "inference_mode",
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "is_grad_enabled",
+    "GradMode",
+    "inference_mode",
     "is_inference_mode_enabled",
 ]
 

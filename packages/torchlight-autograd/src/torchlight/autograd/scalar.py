@@ -56,7 +56,9 @@ class Scalar:
         >>> x.grad
         8.0
         """
-        _backward(self, grad if isinstance(grad, Scalar) else Scalar(grad), retain_graph=retain_graph)
+        _backward(
+            self, grad if isinstance(grad, Scalar) else Scalar(grad), retain_graph=retain_graph
+        )
 
     def detach(self):
         """A new leaf with the same value, cut from the graph."""
@@ -144,7 +146,14 @@ def _wrap(x):
 
 def _out(value):
     s = Scalar.__new__(Scalar)
-    s.data, s.grad, s.requires_grad, s._history, s._retains_grad, s.name = value, None, False, None, False, ""
+    s.data, s.grad, s.requires_grad, s._history, s._retains_grad, s.name = (
+        value,
+        None,
+        False,
+        None,
+        False,
+        "",
+    )
     return s
 
 
@@ -269,4 +278,3 @@ class Sigmoid(Function):
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
         return g * (y * (1.0 - y))
-

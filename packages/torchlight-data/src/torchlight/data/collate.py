@@ -63,7 +63,8 @@ def _stack_tensors(batch: Sequence):
             raise CollateError(
                 f"default_collate: cannot stack samples of shape {shapes[0]} (batch position 0) and "
                 f"{s} (batch position {k}). Variable-length samples need padding: pass "
-                "collate_fn=torchlight.data.PadCollate() or use torchlight.data.pad_sequence.")
+                "collate_fn=torchlight.data.PadCollate() or use torchlight.data.pad_sequence."
+            )
     return tl.stack(list(batch), 0)
 
 
@@ -88,19 +89,22 @@ def default_collate(batch: Sequence):
         return list(batch)
     if isinstance(elem, np.ndarray):
         if elem.dtype.kind in _BAD_NP_KINDS:
-            raise CollateError(f"default_collate: numpy arrays of dtype {elem.dtype} have no tensor "
-                               "equivalent")
+            raise CollateError(
+                f"default_collate: numpy arrays of dtype {elem.dtype} have no tensor equivalent"
+            )
         shapes = {np.shape(b) for b in batch}
         if len(shapes) != 1:
             raise CollateError(
                 f"default_collate: cannot stack numpy arrays of different shapes {sorted(shapes)}; "
-                "pad them first (torchlight.data.PadCollate / pad_sequence)")
+                "pad them first (torchlight.data.PadCollate / pad_sequence)"
+            )
         # One numpy stack and one tensor construction instead of B conversions plus a stack.
         return tl.from_numpy(np.ascontiguousarray(np.stack(batch)))
     if isinstance(elem, np.generic):
         if elem.dtype.kind in _BAD_NP_KINDS:
-            raise CollateError(f"default_collate: numpy scalars of dtype {elem.dtype} are not "
-                               "supported")
+            raise CollateError(
+                f"default_collate: numpy scalars of dtype {elem.dtype} are not supported"
+            )
         return tl.from_numpy(np.asarray(batch))
     if isinstance(elem, (bool, int, float)):
         return _numbers(batch)
@@ -111,7 +115,8 @@ def default_collate(batch: Sequence):
                 found = sorted(map(str, d)) if isinstance(d, Mapping) else type(d).__name__
                 raise CollateError(
                     f"default_collate: sample {k} has keys {found}, sample 0 has "
-                    f"{sorted(map(str, keys))}; every sample needs the same keys")
+                    f"{sorted(map(str, keys))}; every sample needs the same keys"
+                )
         collated = {key: default_collate([d[key] for d in batch]) for key in keys}
         try:
             return type(elem)(collated)
@@ -124,7 +129,8 @@ def default_collate(batch: Sequence):
                 raise CollateError(
                     f"default_collate: each element in the batch should be of equal size; sample 0 "
                     f"has {size} fields, sample {k} has "
-                    f"{len(s) if isinstance(s, Sequence) else type(s).__name__}")
+                    f"{len(s) if isinstance(s, Sequence) else type(s).__name__}"
+                )
         transposed = [default_collate(list(samples)) for samples in zip(*batch)]
         if _is_namedtuple(elem):
             return type(elem)(*transposed)
@@ -137,7 +143,8 @@ def default_collate(batch: Sequence):
     raise CollateError(
         "default_collate: batch must contain tensors, numpy arrays, numbers, strings, dicts or "
         f"lists; found {type(elem).__module__}.{type(elem).__qualname__}. Pass a collate_fn "
-        "that handles it.")
+        "that handles it."
+    )
 
 
 def default_convert(data):

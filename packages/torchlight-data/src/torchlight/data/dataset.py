@@ -96,14 +96,18 @@ class TensorDataset(Dataset):
             if isinstance(t, np.ndarray):
                 t = tl.from_numpy(t)
             elif not isinstance(t, tl.Tensor):
-                raise TypeError(f"TensorDataset argument {k} is a {type(t).__name__}, not a tensor "
-                                "or numpy array")
+                raise TypeError(
+                    f"TensorDataset argument {k} is a {type(t).__name__}, not a tensor "
+                    "or numpy array"
+                )
             if len(t.shape) == 0:
                 raise ValueError(f"TensorDataset argument {k} is a 0-d tensor; samples are rows")
             converted.append(t)
         sizes = [t.shape[0] for t in converted]
         if len(set(sizes)) != 1:
-            raise ValueError(f"TensorDataset tensors must have the same first dimension, got {sizes}")
+            raise ValueError(
+                f"TensorDataset tensors must have the same first dimension, got {sizes}"
+            )
         self.tensors: tuple = tuple(converted)
 
     def __getitem__(self, index):
@@ -176,15 +180,24 @@ class ConcatDataset(Dataset):
 
 
 def _split_lengths(n: int, lengths: Sequence[float]) -> list[int]:
-    if lengths and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in lengths):
+    if lengths and all(
+        isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in lengths
+    ):
         if any(x < 0 for x in lengths) or sum(lengths) != n:
-            raise ValueError(f"random_split lengths {list(lengths)} must be non-negative and sum to "
-                             f"the dataset length {n}")
+            raise ValueError(
+                f"random_split lengths {list(lengths)} must be non-negative and sum to "
+                f"the dataset length {n}"
+            )
         return [int(x) for x in lengths]
-    if not lengths or any(not 0 <= x <= 1 for x in lengths) or not math.isclose(sum(lengths), 1.0,
-                                                                                 abs_tol=1e-6):
-        raise ValueError(f"random_split lengths {list(lengths)} must be ints summing to {n} or "
-                         "fractions in [0, 1] summing to 1")
+    if (
+        not lengths
+        or any(not 0 <= x <= 1 for x in lengths)
+        or not math.isclose(sum(lengths), 1.0, abs_tol=1e-6)
+    ):
+        raise ValueError(
+            f"random_split lengths {list(lengths)} must be ints summing to {n} or "
+            "fractions in [0, 1] summing to 1"
+        )
     # Fractions: floor each, then hand the remainder out one by one from the first split (PyTorch).
     counts = [int(math.floor(n * f)) for f in lengths]
     for k in range(n - sum(counts)):
@@ -192,8 +205,9 @@ def _split_lengths(n: int, lengths: Sequence[float]) -> list[int]:
     return counts
 
 
-def random_split(dataset, lengths: Sequence[float], generator=None, *,
-                 seed: int | None = None) -> list[Subset]:
+def random_split(
+    dataset, lengths: Sequence[float], generator=None, *, seed: int | None = None
+) -> list[Subset]:
     """Split ``dataset`` into non-overlapping random :class:`Subset` of the given ``lengths``.
 
     ``lengths`` are counts summing to ``len(dataset)`` or fractions summing to 1. The same
@@ -217,6 +231,6 @@ def random_split(dataset, lengths: Sequence[float], generator=None, *,
     perm = rng.permutation(n).tolist()
     out, start = [], 0
     for c in counts:
-        out.append(Subset(dataset, perm[start:start + c]))
+        out.append(Subset(dataset, perm[start : start + c]))
         start += c
     return out

@@ -58,8 +58,14 @@ class DecodingError(DataError, UnicodeDecodeError):
 
     def __init__(self, message: str, path, offset: int, exc: UnicodeDecodeError):
         lo = max(0, exc.start - 16)
-        UnicodeDecodeError.__init__(self, exc.encoding, exc.object[lo:exc.end + 16],
-                                    exc.start - lo, exc.end - lo, exc.reason)
+        UnicodeDecodeError.__init__(
+            self,
+            exc.encoding,
+            exc.object[lo : exc.end + 16],
+            exc.start - lo,
+            exc.end - lo,
+            exc.reason,
+        )
         self.message = message
         self.path = path
         self.offset = offset

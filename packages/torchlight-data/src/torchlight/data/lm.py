@@ -42,8 +42,10 @@ class LanguageModelDataset(Dataset):
         if not isinstance(stride, int) or stride < 1:
             raise ValueError(f"stride must be a positive int, got {stride!r}")
         if len(self.ids) < block_size + 1:
-            raise ValueError(f"a block of {block_size} tokens needs at least {block_size + 1} ids "
-                             f"(one more for the shifted target), got {len(self.ids)}")
+            raise ValueError(
+                f"a block of {block_size} tokens needs at least {block_size + 1} ids "
+                f"(one more for the shifted target), got {len(self.ids)}"
+            )
         self.block_size = block_size
         self.stride = stride
 
@@ -53,11 +55,15 @@ class LanguageModelDataset(Dataset):
     def __getitem__(self, index):
         n = len(self)
         if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
-            raise TypeError(f"LanguageModelDataset indices must be integers, not {type(index).__name__}")
+            raise TypeError(
+                f"LanguageModelDataset indices must be integers, not {type(index).__name__}"
+            )
         k = int(index) + n if index < 0 else int(index)
         if not 0 <= k < n:
-            raise IndexError(f"LanguageModelDataset index {int(index)} is out of range for length {n}")
+            raise IndexError(
+                f"LanguageModelDataset index {int(index)} is out of range for length {n}"
+            )
         s = k * self.stride
-        window = self.ids[s:s + self.block_size + 1]
+        window = self.ids[s : s + self.block_size + 1]
         # Copies of the window (block_size + 1 ids), so a sample never pins or aliases the corpus.
         return tl.tensor(window[:-1]), tl.tensor(window[1:])

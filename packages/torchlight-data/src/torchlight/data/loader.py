@@ -33,9 +33,11 @@ from .worker import ExceptionWrapper, Exhausted, IterableFetcher, MapFetcher, wo
 
 __all__ = ["DataLoader"]
 
-_POLL_S = 0.2          # result-queue wait between liveness checks of the workers
+_POLL_S = 0.2  # result-queue wait between liveness checks of the workers
 _JOIN_TIMEOUT_S = 5.0  # grace period for a worker to exit before it is terminated
-_DEFAULT_PREFETCH = 2  # batches in flight per worker when prefetch_factor is None (PyTorch's default)
+_DEFAULT_PREFETCH = (
+    2  # batches in flight per worker when prefetch_factor is None (PyTorch's default)
+)
 
 
 def _as_context(context):
@@ -44,12 +46,16 @@ def _as_context(context):
         return multiprocessing.get_context("spawn")
     if isinstance(context, str):
         if context not in multiprocessing.get_all_start_methods():
-            raise ValueError(f"multiprocessing_context {context!r} is not a start method of this platform "
-                             f"(available: {multiprocessing.get_all_start_methods()})")
+            raise ValueError(
+                f"multiprocessing_context {context!r} is not a start method of this platform "
+                f"(available: {multiprocessing.get_all_start_methods()})"
+            )
         return multiprocessing.get_context(context)
     if not hasattr(context, "Process") or not hasattr(context, "Queue"):
-        raise TypeError("multiprocessing_context must be a start method name or a multiprocessing context, "
-                        f"got {type(context).__name__}")
+        raise TypeError(
+            "multiprocessing_context must be a start method name or a multiprocessing context, "
+            f"got {type(context).__name__}"
+        )
     return context
 
 
@@ -96,37 +102,63 @@ class DataLoader:
     [((2, 3), (2,)), ((2, 3), (2,)), ((1, 3), (1,))]
     """
 
-    def __init__(self, dataset, batch_size: int | None = 1, shuffle: bool = False, sampler=None,
-                 batch_sampler=None, num_workers: int = 0, collate_fn=None, pin_memory: bool = False,
-                 drop_last: bool = False,
-                 timeout: float = 0, worker_init_fn=None, multiprocessing_context=None,
-                 generator=None, *, prefetch_factor: int | None = None, persistent_workers: bool = False,
-                 pin_memory_device: str = "", in_order: bool = True, seed: int | None = None):
+    def __init__(
+        self,
+        dataset,
+        batch_size: int | None = 1,
+        shuffle: bool = False,
+        sampler=None,
+        batch_sampler=None,
+        num_workers: int = 0,
+        collate_fn=None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn=None,
+        multiprocessing_context=None,
+        generator=None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
+        seed: int | None = None,
+    ):
         if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 0:
             raise ValueError(f"num_workers must be a non-negative int, got {num_workers!r}")
         if timeout < 0:
             raise ValueError(f"timeout must be non-negative, got {timeout}")
         if prefetch_factor is not None and num_workers == 0:
-            raise ValueError("prefetch_factor option could only be specified in multiprocessing. Let "
-                             "num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None.")
+            raise ValueError(
+                "prefetch_factor option could only be specified in multiprocessing. Let "
+                "num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None."
+            )
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
         if not in_order:
-            raise ValueError("DataLoader: in_order=False is not supported; batches always come in sampler order")
+            raise ValueError(
+                "DataLoader: in_order=False is not supported; batches always come in sampler order"
+            )
         prefetch_factor = _DEFAULT_PREFETCH if prefetch_factor is None else prefetch_factor
         if not isinstance(prefetch_factor, int) or prefetch_factor < 1:
             raise ValueError(f"prefetch_factor must be a positive int, got {prefetch_factor!r}")
         self._iterable = isinstance(dataset, IterableDataset)
         if self._iterable and (shuffle or sampler is not None or batch_sampler is not None):
-            raise ValueError("an IterableDataset decides its own order: shuffle, sampler and "
-                             "batch_sampler must be left unset")
-        if batch_sampler is not None and (batch_size != 1 or shuffle or sampler is not None
-                                          or drop_last):
-            raise ValueError("batch_sampler is mutually exclusive with batch_size, shuffle, "
-                             "sampler and drop_last")
+            raise ValueError(
+                "an IterableDataset decides its own order: shuffle, sampler and "
+                "batch_sampler must be left unset"
+            )
+        if batch_sampler is not None and (
+            batch_size != 1 or shuffle or sampler is not None or drop_last
+        ):
+            raise ValueError(
+                "batch_sampler is mutually exclusive with batch_size, shuffle, "
+                "sampler and drop_last"
+            )
         if sampler is not None and shuffle:
-            raise ValueError("sampler is mutually exclusive with shuffle (the sampler decides "
-                             "the order)")
+            raise ValueError(
+                "sampler is mutually exclusive with shuffle (the sampler decides the order)"
+            )
         if batch_size is None and drop_last:
             raise ValueError("drop_last requires batching (batch_size=None disables it)")
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size <= 0):
@@ -155,7 +187,9 @@ class DataLoader:
         if batch_sampler is None and batch_size is not None and not self._iterable:
             batch_sampler = BatchSampler(self.sampler, batch_size, drop_last)
         self.batch_sampler = batch_sampler
-        self._auto_collation = batch_sampler is not None or (self._iterable and batch_size is not None)
+        self._auto_collation = batch_sampler is not None or (
+            self._iterable and batch_size is not None
+        )
         if collate_fn is None:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
@@ -169,8 +203,10 @@ class DataLoader:
             try:
                 n = len(self.dataset)
             except TypeError:
-                raise TypeError(f"{type(self.dataset).__name__} has no __len__, so neither has the "
-                                "DataLoader over it") from None
+                raise TypeError(
+                    f"{type(self.dataset).__name__} has no __len__, so neither has the "
+                    "DataLoader over it"
+                ) from None
             if self.batch_size is None:
                 return n
             return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
@@ -194,16 +230,23 @@ class DataLoader:
         return _MultiProcessIter(self, base_seed)
 
     def __repr__(self):
-        return (f"DataLoader({type(self.dataset).__name__}, batch_size={self.batch_size}, "
-                f"num_workers={self.num_workers})")
+        return (
+            f"DataLoader({type(self.dataset).__name__}, batch_size={self.batch_size}, "
+            f"num_workers={self.num_workers})"
+        )
 
 
 class _SingleProcessIter:
     def __init__(self, loader: DataLoader):
         self._indices = None if loader._iterable else iter(loader._index_sampler)
         if loader._iterable:
-            self._fetcher = IterableFetcher(loader.dataset, loader._auto_collation,
-                                            loader.collate_fn, loader.batch_size, loader.drop_last)
+            self._fetcher = IterableFetcher(
+                loader.dataset,
+                loader._auto_collation,
+                loader.collate_fn,
+                loader.batch_size,
+                loader.drop_last,
+            )
         else:
             self._fetcher = MapFetcher(loader.dataset, loader._auto_collation, loader.collate_fn)
 
@@ -228,21 +271,35 @@ class _MultiProcessIter:
         self._result_queue = ctx.Queue()
         self._done_event = ctx.Event()  # tells busy workers to skip their queued tasks
         self._indices = None if loader._iterable else iter(loader._index_sampler)
-        self._active = [True] * n        # False once an iterable worker reported exhaustion
+        self._active = [True] * n  # False once an iterable worker reported exhaustion
         self._cycle = itertools.cycle(range(n))
-        self._send_idx = 0               # next task id to hand out
-        self._rcvd_idx = 0               # next task id to yield
+        self._send_idx = 0  # next task id to hand out
+        self._rcvd_idx = 0  # next task id to yield
         self._tasks: dict[int, list] = {}  # task id -> [worker id] or [worker id, result]
         self._shutdown = False
         try:
             for wid in range(n):
                 iq = ctx.Queue()
                 w = ctx.Process(
-                    target=worker_loop, daemon=True, name=f"torchlight-data-worker-{wid}",
-                    args=(loader.dataset, loader._iterable, iq, self._result_queue,
-                          self._done_event, loader._auto_collation, loader.collate_fn,
-                          loader.batch_size, loader.drop_last, base_seed + wid,
-                          loader.worker_init_fn, wid, n))
+                    target=worker_loop,
+                    daemon=True,
+                    name=f"torchlight-data-worker-{wid}",
+                    args=(
+                        loader.dataset,
+                        loader._iterable,
+                        iq,
+                        self._result_queue,
+                        self._done_event,
+                        loader._auto_collation,
+                        loader.collate_fn,
+                        loader.batch_size,
+                        loader.drop_last,
+                        base_seed + wid,
+                        loader.worker_init_fn,
+                        wid,
+                        n,
+                    ),
+                )
                 self._index_queues.append(iq)
                 w.start()  # spawn pickles the arguments here
                 self._workers.append(w)
@@ -283,7 +340,9 @@ class _MultiProcessIter:
         """The next ``(task_id, result)`` from any worker, checking that the workers live on."""
         deadline = time.monotonic() + self._loader.timeout if self._loader.timeout > 0 else None
         while True:
-            wait = _POLL_S if deadline is None else max(0.0, min(_POLL_S, deadline - time.monotonic()))
+            wait = (
+                _POLL_S if deadline is None else max(0.0, min(_POLL_S, deadline - time.monotonic()))
+            )
             try:
                 task_id, payload = self._result_queue.get(timeout=wait)
                 return task_id, pickle.loads(payload)
@@ -295,10 +354,12 @@ class _MultiProcessIter:
                         f"DataLoader worker {wid} (pid {w.pid}) exited unexpectedly with exit code "
                         f"{w.exitcode}. If it failed while starting, check that the dataset's "
                         "class is importable by a fresh interpreter (spawn) and that scripts "
-                        "guard their entry point with if __name__ == '__main__':")
+                        "guard their entry point with if __name__ == '__main__':"
+                    )
             if deadline is not None and time.monotonic() >= deadline:
                 raise DataLoaderError(
-                    f"DataLoader timed out after {self._loader.timeout} s waiting for a batch")
+                    f"DataLoader timed out after {self._loader.timeout} s waiting for a batch"
+                )
 
     def __next__(self):
         try:

@@ -34,8 +34,9 @@ def _host(t) -> np.ndarray:
     return (t.detach() if hasattr(t, "detach") else t).numpy()
 
 
-def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.0,
-                 padding_side: str = "right"):
+def pad_sequence(
+    sequences, batch_first: bool = False, padding_value: float = 0.0, padding_side: str = "right"
+):
     """Stack sequences of shapes ``(L_i, *rest)`` into ``(L_max, B, *rest)`` (``(B, L_max, *rest)``
     with ``batch_first``), filling with ``padding_value``; as ``torch.nn.utils.rnn.pad_sequence``.
 
@@ -59,8 +60,10 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     rest = tuple(seqs[0].shape[1:])
     for k, s in enumerate(seqs):
         if tuple(s.shape[1:]) != rest:
-            raise CollateError(f"pad_sequence: sequence {k} has trailing shape {tuple(s.shape[1:])}, "
-                               f"sequence 0 has {rest}; only the first dimension may differ")
+            raise CollateError(
+                f"pad_sequence: sequence {k} has trailing shape {tuple(s.shape[1:])}, "
+                f"sequence 0 has {rest}; only the first dimension may differ"
+            )
     lengths = [s.shape[0] for s in seqs]
     max_len = max(lengths)
     nonempty = [s for s in seqs if s.shape[0] > 0] or seqs
@@ -81,7 +84,7 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
             if padding_side == "right":
                 out[b, :n] = _host(s)
             else:
-                out[b, max_len - n:] = _host(s)
+                out[b, max_len - n :] = _host(s)
     if not batch_first:
         out = np.ascontiguousarray(out.swapaxes(0, 1))
     return tl.from_numpy(out)
@@ -94,8 +97,9 @@ def sequence_lengths(sequences):
     >>> sequence_lengths([tl.tensor([1, 2, 3]), tl.tensor([4])])
     tensor([3, 1])
     """
-    return tl.tensor([len(s) if not hasattr(s, "shape") else s.shape[0] for s in sequences],
-                     dtype=tl.int64)
+    return tl.tensor(
+        [len(s) if not hasattr(s, "shape") else s.shape[0] for s in sequences], dtype=tl.int64
+    )
 
 
 def lengths_to_mask(lengths, max_len: int | None = None, padding_side: str = "right"):
@@ -148,8 +152,13 @@ class PadCollate:
             [3, 0]]), tensor([2, 1]), tensor([0, 1]))
     """
 
-    def __init__(self, fields: Sequence[int] = (0,), padding_value: float = 0,
-                 batch_first: bool = True, padding_side: str = "right"):
+    def __init__(
+        self,
+        fields: Sequence[int] = (0,),
+        padding_value: float = 0,
+        batch_first: bool = True,
+        padding_side: str = "right",
+    ):
         self.fields = tuple(fields)
         self.padding_value = padding_value
         self.batch_first = batch_first
@@ -164,13 +173,17 @@ class PadCollate:
             raise CollateError("PadCollate: cannot collate an empty batch")
         if not isinstance(batch[0], tuple):
             if self.fields != (0,):
-                raise CollateError(f"PadCollate(fields={self.fields}) needs tuple samples, got "
-                                   f"{type(batch[0]).__name__}")
+                raise CollateError(
+                    f"PadCollate(fields={self.fields}) needs tuple samples, got "
+                    f"{type(batch[0]).__name__}"
+                )
             return self._pad(batch)
         width = len(batch[0])
         bad = [f for f in self.fields if not -width <= f < width]
         if bad:
-            raise CollateError(f"PadCollate: fields {bad} out of range for samples of {width} fields")
+            raise CollateError(
+                f"PadCollate: fields {bad} out of range for samples of {width} fields"
+            )
         fields = {f % width for f in self.fields}
         out = []
         for k in range(width):
@@ -179,5 +192,7 @@ class PadCollate:
         return tuple(out)
 
     def __repr__(self):
-        return (f"PadCollate(fields={self.fields}, padding_value={self.padding_value}, "
-                f"batch_first={self.batch_first}, padding_side={self.padding_side!r})")
+        return (
+            f"PadCollate(fields={self.fields}, padding_value={self.padding_value}, "
+            f"batch_first={self.batch_first}, padding_side={self.padding_side!r})"
+        )

@@ -88,8 +88,15 @@ class RandomSampler(_RandomBase):
     (10000000000, True)
     """
 
-    def __init__(self, data_source: Sized, replacement: bool = False, num_samples: int | None = None,
-                 *, seed: int | None = None, generator=None):
+    def __init__(
+        self,
+        data_source: Sized,
+        replacement: bool = False,
+        num_samples: int | None = None,
+        *,
+        seed: int | None = None,
+        generator=None,
+    ):
         super().__init__(seed, generator)
         self.data_source = data_source
         self.replacement = bool(replacement)
@@ -130,8 +137,7 @@ class SubsetRandomSampler(_RandomBase):
     [2, 5, 7]
     """
 
-    def __init__(self, indices, *, seed: int | None = None,
-                 generator=None):
+    def __init__(self, indices, *, seed: int | None = None, generator=None):
         super().__init__(seed, generator)
         self.indices = list(indices)
 
@@ -154,8 +160,15 @@ class WeightedRandomSampler(_RandomBase):
     [1, 1, 1]
     """
 
-    def __init__(self, weights, num_samples: int, replacement: bool = True, *,
-                 seed: int | None = None, generator=None):
+    def __init__(
+        self,
+        weights,
+        num_samples: int,
+        replacement: bool = True,
+        *,
+        seed: int | None = None,
+        generator=None,
+    ):
         super().__init__(seed, generator)
         w = np.asarray(weights.numpy() if hasattr(weights, "numpy") else weights, dtype=np.float64)
         if w.ndim != 1 or w.size == 0:
@@ -169,7 +182,8 @@ class WeightedRandomSampler(_RandomBase):
         if not replacement and num_samples > np.count_nonzero(w):
             raise ValueError(
                 f"cannot draw {num_samples} samples without replacement from "
-                f"{np.count_nonzero(w)} non-zero weights")
+                f"{np.count_nonzero(w)} non-zero weights"
+            )
         self.weights = w
         self.num_samples = num_samples
         self.replacement = bool(replacement)
@@ -177,7 +191,9 @@ class WeightedRandomSampler(_RandomBase):
     def __iter__(self) -> Iterator[int]:
         rng = self._randomness.next_epoch()
         p = self.weights / self.weights.sum()
-        return iter(rng.choice(len(p), size=self.num_samples, replace=self.replacement, p=p).tolist())
+        return iter(
+            rng.choice(len(p), size=self.num_samples, replace=self.replacement, p=p).tolist()
+        )
 
     def __len__(self) -> int:
         return self.num_samples

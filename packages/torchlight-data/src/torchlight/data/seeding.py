@@ -20,6 +20,7 @@ import numpy as np
 
 __all__ = ["check_seed_args", "as_numpy_rng", "fresh_seed", "epoch_rng", "EpochRandomness"]
 
+
 def check_seed_args(seed, generator) -> None:
     """Reject ambiguous or mistyped randomness arguments early, with a message saying why."""
     if seed is not None and generator is not None:
@@ -32,7 +33,8 @@ def check_seed_args(seed, generator) -> None:
         raise TypeError(
             "generator must be a torchlight.Generator or a numpy.random.Generator (e.g. "
             f"tl.Generator().manual_seed(0)); got {type(generator).__name__}. To seed with an int, "
-            "pass seed= instead.")
+            "pass seed= instead."
+        )
 
 
 def as_numpy_rng(generator):
@@ -105,6 +107,9 @@ class EpochRandomness:
         return np.random.default_rng(fresh_seed())
 
     def __repr__(self):
-        src = f"seed={self.seed}" if self.seed is not None else (
-            "generator" if self.generator is not None else "global")
+        src = (
+            f"seed={self.seed}"
+            if self.seed is not None
+            else ("generator" if self.generator is not None else "global")
+        )
         return f"EpochRandomness({src}, epoch={self.epoch})"

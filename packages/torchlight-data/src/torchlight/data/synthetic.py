@@ -25,7 +25,18 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["NAMES", "make_arrays", "make", "simple", "diag", "split", "xor", "circle", "spiral", "moons"]
+__all__ = [
+    "NAMES",
+    "make_arrays",
+    "make",
+    "simple",
+    "diag",
+    "split",
+    "xor",
+    "circle",
+    "spiral",
+    "moons",
+]
 
 NAMES = ("simple", "diag", "split", "xor", "circle", "spiral", "moons")
 
@@ -67,9 +78,11 @@ def _spiral(n, rng, noise):
     n1 = n - n0
     t0 = rng.random(n0) * 3 * np.pi + 0.5
     t1 = rng.random(n1) * 3 * np.pi + 0.5
+
     def arm(t, phase):
         r = t / (3 * np.pi + 0.5) * 0.45
         return np.stack([0.5 + r * np.cos(t + phase), 0.5 + r * np.sin(t + phase)], axis=1)
+
     x = np.concatenate([arm(t0, 0.0), arm(t1, np.pi)])
     x = x + rng.normal(0.0, noise, size=x.shape)
     y = np.concatenate([np.zeros(n0, bool), np.ones(n1, bool)])
@@ -88,8 +101,15 @@ def _moons(n, rng, noise):
     return x, y
 
 
-_GENERATORS = {"simple": _simple, "diag": _diag, "split": _split, "xor": _xor,
-               "circle": _circle, "spiral": _spiral, "moons": _moons}
+_GENERATORS = {
+    "simple": _simple,
+    "diag": _diag,
+    "split": _split,
+    "xor": _xor,
+    "circle": _circle,
+    "spiral": _spiral,
+    "moons": _moons,
+}
 _DEFAULT_NOISE = {"spiral": 0.0, "moons": 0.1}
 
 

@@ -18,8 +18,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["WorkerInfo", "get_worker_info", "MapFetcher", "IterableFetcher", "ExceptionWrapper",
-           "Exhausted", "worker_loop"]
+__all__ = [
+    "WorkerInfo",
+    "get_worker_info",
+    "MapFetcher",
+    "IterableFetcher",
+    "ExceptionWrapper",
+    "Exhausted",
+    "worker_loop",
+]
 
 _POLL_S = 0.5  # how often an idle worker checks that its parent is still alive
 
@@ -54,8 +61,9 @@ class MapFetcher:
 
         # Fast path: a TensorDataset batch under default collation is one gather per tensor, the
         # same values as stacking the rows (the list matches what default_collate returns).
-        self._gather = (auto_collation and type(dataset) is TensorDataset
-                        and collate_fn is default_collate)
+        self._gather = (
+            auto_collation and type(dataset) is TensorDataset and collate_fn is default_collate
+        )
 
     def fetch(self, indices):
         """Load the samples at ``indices`` from the map-style dataset and collate them into a batch."""
@@ -117,8 +125,10 @@ class ExceptionWrapper:
         exc_type, exc, tb = __import__("sys").exc_info()
         self.type_module = exc_type.__module__
         self.type_name = exc_type.__qualname__
-        self.message = (f"Caught {exc_type.__name__} {where}.\nOriginal traceback (in the worker):\n"
-                        + "".join(traceback.format_exception(exc_type, exc, tb)))
+        self.message = (
+            f"Caught {exc_type.__name__} {where}.\nOriginal traceback (in the worker):\n"
+            + "".join(traceback.format_exception(exc_type, exc, tb))
+        )
 
     def reraise(self):
         """Raise the worker's exception again in this process, its message holding the worker's
@@ -159,9 +169,21 @@ def _seed_worker(seed: int) -> None:
         pass
 
 
-def worker_loop(dataset, iterable: bool, index_queue, result_queue, done_event,
-                auto_collation: bool, collate_fn, batch_size, drop_last: bool, seed: int,
-                worker_init_fn, worker_id: int, num_workers: int) -> None:
+def worker_loop(
+    dataset,
+    iterable: bool,
+    index_queue,
+    result_queue,
+    done_event,
+    auto_collation: bool,
+    collate_fn,
+    batch_size,
+    drop_last: bool,
+    seed: int,
+    worker_init_fn,
+    worker_id: int,
+    num_workers: int,
+) -> None:
     """The body of a worker process (module-level so that ``spawn`` can find it by name)."""
     global _worker_info
     # Ctrl-C reaches the whole process group; the main process turns it into an orderly shutdown
@@ -179,7 +201,9 @@ def worker_loop(dataset, iterable: bool, index_queue, result_queue, done_event,
             if worker_init_fn is not None:
                 worker_init_fn(worker_id)
             if iterable:
-                fetcher = IterableFetcher(dataset, auto_collation, collate_fn, batch_size, drop_last)
+                fetcher = IterableFetcher(
+                    dataset, auto_collation, collate_fn, batch_size, drop_last
+                )
             else:
                 fetcher = MapFetcher(dataset, auto_collation, collate_fn)
         except Exception:  # noqa: BLE001 - reported with the first batch instead of a silent death
@@ -214,9 +238,12 @@ def worker_loop(dataset, iterable: bool, index_queue, result_queue, done_event,
             try:
                 payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
             except Exception:  # noqa: BLE001
-                payload = pickle.dumps(ExceptionWrapper(
-                    f"while sending a batch from DataLoader worker process {worker_id} (the batch "
-                    "could not be pickled)"))
+                payload = pickle.dumps(
+                    ExceptionWrapper(
+                        f"while sending a batch from DataLoader worker process {worker_id} (the batch "
+                        "could not be pickled)"
+                    )
+                )
             result_queue.put((task_id, payload))
     except KeyboardInterrupt:
         pass

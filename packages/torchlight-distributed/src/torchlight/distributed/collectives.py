@@ -47,7 +47,7 @@ def flat_view(t: Tensor) -> np.ndarray | None:
     st = td.storage
     if not host_memory(t.backend) or not td.is_contiguous():
         return None
-    return st[td.offset:td.offset + td.size]
+    return st[td.offset : td.offset + td.size]
 
 
 def _mpi_op(op: str):
@@ -77,7 +77,9 @@ def _check(t, name):
         raise TypeError(f"{name} expects a torchlight Tensor, got {type(t).__name__}")
 
 
-def broadcast(tensor: Tensor, src: int = 0, group=None, async_op: bool = False, *, root: int | None = None):
+def broadcast(
+    tensor: Tensor, src: int = 0, group=None, async_op: bool = False, *, root: int | None = None
+):
     """Overwrite ``tensor`` on every rank with its value on rank ``src`` (in place; returns it).
 
     ``root=`` is the same as ``src``. With ``async_op=True`` a completed ``Work`` handle is
@@ -139,7 +141,9 @@ def all_gather(tensor, stack=False, group=None, async_op: bool = False):
         _check(tensor, "all_gather")
         parts = all_gather(tensor)
         if len(out_list) != len(parts):
-            raise DistributedError(f"all_gather: tensor_list has {len(out_list)} tensors, the world has {len(parts)} ranks")
+            raise DistributedError(
+                f"all_gather: tensor_list has {len(out_list)} tensors, the world has {len(parts)} ranks"
+            )
         with tl.no_grad():
             for dst, part in zip(out_list, parts):
                 dst.copy_(part.to(dst.device))
@@ -179,7 +183,10 @@ def broadcast_parameters(module, root: int = 0) -> None:
 
 def _signature(module) -> list:
     tensors = list(module.named_parameters()) + list(module.named_buffers())
-    return [(n, tuple(int(d) for d in t.shape), getattr(t.dtype, "name", str(t.dtype))) for n, t in tensors]
+    return [
+        (n, tuple(int(d) for d in t.shape), getattr(t.dtype, "name", str(t.dtype)))
+        for n, t in tensors
+    ]
 
 
 def _describe(entry) -> str:
@@ -209,13 +216,21 @@ def check_same_module(module, what: str = "check_same_module", comm=None) -> Non
         mine = dict((s[0], s[1:]) for s in sigs[r])
         if mine == ref:
             continue
-        diff = [f"{n}: rank 0 {_describe(ref.get(n))}, rank {r} {_describe(mine.get(n))}"
-                for n in sorted(set(ref) | set(mine)) if ref.get(n) != mine.get(n)]
-        lines.append(f"rank {r} differs from rank 0 in {len(diff)} tensor(s): "
-                     + "; ".join(diff[:5]) + ("; ..." if len(diff) > 5 else ""))
+        diff = [
+            f"{n}: rank 0 {_describe(ref.get(n))}, rank {r} {_describe(mine.get(n))}"
+            for n in sorted(set(ref) | set(mine))
+            if ref.get(n) != mine.get(n)
+        ]
+        lines.append(
+            f"rank {r} differs from rank 0 in {len(diff)} tensor(s): "
+            + "; ".join(diff[:5])
+            + ("; ..." if len(diff) > 5 else "")
+        )
     raise DistributedError(
-        f"{what}: the ranks hold different models (shape and dtype by name):\n\t" + "\n\t".join(lines)
-        + "\nEvery rank must build the same architecture before wrapping or broadcasting it.")
+        f"{what}: the ranks hold different models (shape and dtype by name):\n\t"
+        + "\n\t".join(lines)
+        + "\nEvery rank must build the same architecture before wrapping or broadcasting it."
+    )
 
 
 def broadcast_object(obj=None, root: int = 0):

@@ -131,14 +131,17 @@ def _refuse_in_worker_process() -> None:
     inherits the rank's MPI environment; starting MPI there kills the job in obscure ways."""
     import multiprocessing
 
-    child = (multiprocessing.parent_process() is not None  # set once the child runs its target
-             or "--multiprocessing-fork" in sys.argv  # spawn's child, while re-importing __main__
-             or getattr(multiprocessing.current_process(), "_inheriting", False))
+    child = (
+        multiprocessing.parent_process() is not None  # set once the child runs its target
+        or "--multiprocessing-fork" in sys.argv  # spawn's child, while re-importing __main__
+        or getattr(multiprocessing.current_process(), "_inheriting", False)
+    )
     if child:
         raise DistributedError(
             "torchlight.distributed.init() was called in a multiprocessing child process (a "
             "DataLoader worker importing your script?). Only the ranks started by mpiexec may "
-            "start MPI: put init() and the training code under `if __name__ == '__main__':`.")
+            "start MPI: put init() and the training code under `if __name__ == '__main__':`."
+        )
 
 
 def launched_by_mpiexec() -> bool:
@@ -239,9 +242,13 @@ def _report_and_abort(exc_type, exc, tb, where="") -> None:
     size = _MPI.COMM_WORLD.Get_size() if _MPI is not None else "?"
     lines = traceback.format_exception(exc_type, exc, tb)
     text = "".join(f"[rank {r}] {line}" for chunk in lines for line in chunk.splitlines(True))
-    print(f"[rank {r}] torchlight.distributed: unhandled {exc_type.__name__}{where} on rank {r} "
-          f"of {size}; aborting the MPI job (every rank stops).\n{text}",
-          file=sys.stderr, end="" if text.endswith("\n") else "\n", flush=True)
+    print(
+        f"[rank {r}] torchlight.distributed: unhandled {exc_type.__name__}{where} on rank {r} "
+        f"of {size}; aborting the MPI job (every rank stops).\n{text}",
+        file=sys.stderr,
+        end="" if text.endswith("\n") else "\n",
+        flush=True,
+    )
     _flush()
     code = 130 if issubclass(exc_type, KeyboardInterrupt) else 1
     if os.environ.get("TORCHLIGHT_DISTRIBUTED_NO_ABORT"):  # debugging escape hatch
@@ -257,8 +264,12 @@ def _excepthook(exc_type, exc, tb):
 
 
 def _thread_excepthook(args):
-    if args.exc_type is SystemExit or _MPI is None or _MPI.Is_finalized() \
-            or _MPI.COMM_WORLD.Get_size() == 1:
+    if (
+        args.exc_type is SystemExit
+        or _MPI is None
+        or _MPI.Is_finalized()
+        or _MPI.COMM_WORLD.Get_size() == 1
+    ):
         _ORIGINAL["threading"](args)
         return
     name = getattr(args.thread, "name", "?")
@@ -268,14 +279,22 @@ def _thread_excepthook(args):
 def _exit(status=None):
     """``sys.exit`` that aborts the job when one rank of several exits with an error status."""
     code = 0 if status is None else (status if isinstance(status, int) else 1)
-    if (code and _MPI is not None and not _MPI.Is_finalized()
-            and _MPI.COMM_WORLD.Get_size() > 1
-            and threading.current_thread() is threading.main_thread()):
+    if (
+        code
+        and _MPI is not None
+        and not _MPI.Is_finalized()
+        and _MPI.COMM_WORLD.Get_size() > 1
+        and threading.current_thread() is threading.main_thread()
+    ):
         r = _rank_or_unknown()
         if not isinstance(status, int):
             print(status, file=sys.stderr)
-        print(f"[rank {r}] torchlight.distributed: sys.exit({status!r}) on rank {r}; aborting "
-              "the MPI job (every rank stops).", file=sys.stderr, flush=True)
+        print(
+            f"[rank {r}] torchlight.distributed: sys.exit({status!r}) on rank {r}; aborting "
+            "the MPI job (every rank stops).",
+            file=sys.stderr,
+            flush=True,
+        )
         _flush()
         _MPI.COMM_WORLD.Abort(code)
     _ORIGINAL["exit"](status)

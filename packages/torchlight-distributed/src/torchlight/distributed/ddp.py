@@ -129,14 +129,32 @@ class DistributedDataParallel(nn.Module):
     the case here) and ``static_graph``, which change nothing.
     """
 
-    def __init__(self, module: nn.Module, bucket_mb: float = 25.0, output_device=None, dim: int = 0, *,
-                 broadcast_buffers: bool = True, find_unused_parameters: bool = False, init_sync: bool = True,
-                 comm=None, device_ids=None, process_group=None, bucket_cap_mb=None, check_reduction=False,
-                 gradient_as_bucket_view=False, static_graph=False):
+    def __init__(
+        self,
+        module: nn.Module,
+        bucket_mb: float = 25.0,
+        output_device=None,
+        dim: int = 0,
+        *,
+        broadcast_buffers: bool = True,
+        find_unused_parameters: bool = False,
+        init_sync: bool = True,
+        comm=None,
+        device_ids=None,
+        process_group=None,
+        bucket_cap_mb=None,
+        check_reduction=False,
+        gradient_as_bucket_view=False,
+        static_graph=False,
+    ):
         super().__init__()
         if not isinstance(module, nn.Module):
-            raise TypeError(f"DistributedDataParallel wraps an nn.Module, got {type(module).__name__}")
-        if bucket_mb is None or isinstance(bucket_mb, (list, tuple)):  # PyTorch: DDP(model, [local_rank])
+            raise TypeError(
+                f"DistributedDataParallel wraps an nn.Module, got {type(module).__name__}"
+            )
+        if bucket_mb is None or isinstance(
+            bucket_mb, (list, tuple)
+        ):  # PyTorch: DDP(model, [local_rank])
             device_ids, bucket_mb = bucket_mb, 25.0
         if bucket_cap_mb is not None:
             bucket_mb = bucket_cap_mb
@@ -211,13 +229,18 @@ class DistributedDataParallel(nn.Module):
                     f"{len(missing)} parameter(s) ({', '.join(missing[:8])}"
                     f"{', ...' if len(missing) > 8 else ''}), so their gradients were never averaged "
                     "and the ranks may have diverged. Pass find_unused_parameters=True, or call "
-                    "ddp.finish_gradient_synchronization() before optimizer.step().")
+                    "ddp.finish_gradient_synchronization() before optimizer.step()."
+                )
         if self.world_size > 1 and self.broadcast_buffers and self.module.training:
             for buf in self.module.buffers():
                 broadcast(buf, root=0)
         out = self.module(*args, **kwargs)
-        if (self.world_size > 1 and self.find_unused_parameters and GradMode.enabled
-                and self.require_backward_grad_sync):
+        if (
+            self.world_size > 1
+            and self.find_unused_parameters
+            and GradMode.enabled
+            and self.require_backward_grad_sync
+        ):
             self._mark_unused(out)
         return out
 
@@ -243,7 +266,8 @@ class DistributedDataParallel(nn.Module):
             raise DistributedError(
                 f"DistributedDataParallel: parameter {self._names[i]!r} received a gradient twice "
                 "in one synchronisation round (is it used by two backward passes without a "
-                "forward in between? wrap the extra ones in ddp.no_sync())")
+                "forward in between? wrap the extra ones in ddp.no_sync())"
+            )
         self._ready[i] = True
         self._n_ready += 1
         if not self._rebuilt:
@@ -254,12 +278,14 @@ class DistributedDataParallel(nn.Module):
         n = p.numel()
         g = p.grad
         if g is None:
-            b.buffer[off:off + n] = 0
+            b.buffer[off : off + n] = 0
         else:
             self._had_grad[i] = 1
             td = g._td
             if not (td.storage is b.buffer and td.offset == off and td.is_contiguous()):
-                np.copyto(b.buffer[off:off + n].reshape(p.shape), g.numpy_view(), casting="unsafe")
+                np.copyto(
+                    b.buffer[off : off + n].reshape(p.shape), g.numpy_view(), casting="unsafe"
+                )
                 if host_memory(p.backend):
                     p.grad = wrap(TensorData(b.buffer, p.shape, None, off), p.backend, p.dtype)
         b.pending -= 1
@@ -303,7 +329,7 @@ class DistributedDataParallel(nn.Module):
                 if td is None or td.storage is not b.buffer or td.offset != off:
                     p.grad = wrap(TensorData(b.buffer, p.shape, None, off), p.backend, p.dtype)
             else:  # device storage: bring the average back to the device
-                host = b.buffer[off:off + p.numel()].reshape(p.shape).copy()
+                host = b.buffer[off : off + p.numel()].reshape(p.shape).copy()
                 p.grad = tl.from_numpy(host).to(p.device)
         self._round_active = False
         self._inflight = []
@@ -327,7 +353,7 @@ class DistributedDataParallel(nn.Module):
                 if p.grad is not None and host_memory(p.backend):
                     b = self._bucket_of[i]
                     off = b.offsets[i]
-                    np.copyto(b.buffer[off:off + p.numel()].reshape(p.shape), p.grad.numpy_view())
+                    np.copyto(b.buffer[off : off + p.numel()].reshape(p.shape), p.grad.numpy_view())
                     p.grad = wrap(TensorData(b.buffer, p.shape, None, off), p.backend, p.dtype)
         self._reset_round()
 
@@ -357,8 +383,10 @@ class DistributedDataParallel(nn.Module):
             self.require_backward_grad_sync = prev
 
     def extra_repr(self) -> str:
-        return (f"world_size={self.world_size}, buckets={len(self._buckets)}, "
-                f"bucket_mb={self.bucket_mb:g}")
+        return (
+            f"world_size={self.world_size}, buckets={len(self._buckets)}, "
+            f"bucket_mb={self.bucket_mb:g}"
+        )
 
 
 def _make_hook(ref, i):
@@ -366,6 +394,7 @@ def _make_hook(ref, i):
         ddp = ref()
         if ddp is not None:
             ddp._grad_ready(i)
+
     hook.ddp_ref = ref
     return hook
 

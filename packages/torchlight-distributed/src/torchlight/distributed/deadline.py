@@ -36,8 +36,17 @@ import time
 from . import comm as _comm
 from .comm import DistributedError, _import_mpi
 
-__all__ = ["CollectiveTimeoutError", "collective_timeout", "set_collective_timeout", "wait",
-           "arrive", "DEFAULT_TIMEOUT_S", "ENV_VAR", "QUERY_GRACE_S", "SPIN_S"]
+__all__ = [
+    "CollectiveTimeoutError",
+    "collective_timeout",
+    "set_collective_timeout",
+    "wait",
+    "arrive",
+    "DEFAULT_TIMEOUT_S",
+    "ENV_VAR",
+    "QUERY_GRACE_S",
+    "SPIN_S",
+]
 
 #: The environment variable holding the collective timeout in seconds.
 ENV_VAR = "TORCHLIGHT_COLLECTIVE_TIMEOUT"
@@ -68,8 +77,10 @@ def _parse(value, origin: str) -> float:
         try:
             value = float(text)
         except ValueError:
-            raise DistributedError(f"{origin}={value!r} is not a number of seconds (use e.g. 600, "
-                                   "or 0/none to wait forever)") from None
+            raise DistributedError(
+                f"{origin}={value!r} is not a number of seconds (use e.g. 600, "
+                "or 0/none to wait forever)"
+            ) from None
     if value is None or value == 0:
         return math.inf
     value = float(value)
@@ -170,8 +181,10 @@ def _timed_out(ctrl, MPI, what: str, timeout: float) -> CollectiveTimeoutError:
     elsewhere = {r: a for r, a in answers.items() if a[0] != _SEQ[0]}
     parts = []
     if silent:
-        parts.append(f"rank(s) {', '.join(map(str, silent))} did not arrive and do not answer "
-                     "(hung, already finished, or busy outside any collective for that long)")
+        parts.append(
+            f"rank(s) {', '.join(map(str, silent))} did not arrive and do not answer "
+            "(hung, already finished, or busy outside any collective for that long)"
+        )
     for r, (seq, name) in sorted(elsewhere.items()):
         parts.append(f"rank {r} is waiting in collective #{seq} ({name})")
     waiting = sorted(r for r in answers if r not in elsewhere)
@@ -181,5 +194,7 @@ def _timed_out(ctrl, MPI, what: str, timeout: float) -> CollectiveTimeoutError:
         parts.append("every rank answers, yet the collective did not complete (an MPI problem?)")
     return CollectiveTimeoutError(
         f"rank {me}: collective #{_SEQ[0]} ({what}) timed out after {timeout:g} s: "
-        + "; ".join(parts) + ". The job cannot continue. If a rank legitimately works alone for "
-        f"longer (evaluation, saving), raise the timeout: init(timeout=seconds) or {ENV_VAR}=seconds.")
+        + "; ".join(parts)
+        + ". The job cannot continue. If a rank legitimately works alone for "
+        f"longer (evaluation, saving), raise the timeout: init(timeout=seconds) or {ENV_VAR}=seconds."
+    )

@@ -23,8 +23,18 @@ from types import SimpleNamespace
 from . import comm
 from .comm import DistributedError
 
-__all__ = ["ReduceOp", "Work", "group", "init_process_group", "destroy_process_group", "get_rank",
-           "get_world_size", "get_backend", "check_group", "maybe_work"]
+__all__ = [
+    "ReduceOp",
+    "Work",
+    "group",
+    "init_process_group",
+    "destroy_process_group",
+    "get_rank",
+    "get_world_size",
+    "get_backend",
+    "check_group",
+    "maybe_work",
+]
 
 _BACKENDS = ("mpi", "gloo", "nccl", "cpu:gloo,cuda:nccl", None)
 _WORLD = object()
@@ -75,7 +85,9 @@ class Work:
 def check_group(group, what: str) -> None:
     """Refuse sub-groups: torchlight has the world group only."""
     if group is not None and group is not _WORLD:
-        raise DistributedError(f"{what}: only the default group (group=None or dist.group.WORLD) is supported")
+        raise DistributedError(
+            f"{what}: only the default group (group=None or dist.group.WORLD) is supported"
+        )
 
 
 def maybe_work(async_op: bool, result):
@@ -83,8 +95,17 @@ def maybe_work(async_op: bool, result):
     return Work() if async_op else result
 
 
-def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1, store=None,
-                       group_name="", pg_options=None, device_id=None):
+def init_process_group(
+    backend=None,
+    init_method=None,
+    timeout=None,
+    world_size=-1,
+    rank=-1,
+    store=None,
+    group_name="",
+    pg_options=None,
+    device_id=None,
+):
     """Join the job's process group: starts MPI (:func:`torchlight.distributed.init`).
 
     ``backend`` may be ``"mpi"``, ``"gloo"``, ``"nccl"`` or ``None``; all use MPI. ``init_method``,
@@ -98,14 +119,20 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     (0, 1)
     """
     if backend is not None and str(backend).lower() not in _BACKENDS:
-        raise ValueError(f"init_process_group: unknown backend {backend!r} (use 'mpi', 'gloo' or 'nccl'; all map to MPI)")
+        raise ValueError(
+            f"init_process_group: unknown backend {backend!r} (use 'mpi', 'gloo' or 'nccl'; all map to MPI)"
+        )
     c = comm.init()
     size, me = c.Get_size(), c.Get_rank()
     if world_size not in (-1, None) and int(world_size) != size:
-        raise DistributedError(f"init_process_group: world_size={world_size}, but the MPI job has {size} ranks "
-                               f"(start it with mpiexec -n {world_size})")
+        raise DistributedError(
+            f"init_process_group: world_size={world_size}, but the MPI job has {size} ranks "
+            f"(start it with mpiexec -n {world_size})"
+        )
     if rank not in (-1, None) and int(rank) != me:
-        raise DistributedError(f"init_process_group: rank={rank}, but MPI numbered this process {me}")
+        raise DistributedError(
+            f"init_process_group: rank={rank}, but MPI numbered this process {me}"
+        )
 
 
 def destroy_process_group(group=None) -> None:

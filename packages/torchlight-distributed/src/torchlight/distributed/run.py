@@ -72,9 +72,16 @@ def mpi_flavour(mpiexec: str) -> str:
     return "unknown"
 
 
-def build_command(nproc: int, target: list[str], *, mpiexec: str, hostfile: str | None = None,
-                  flavour: str = "mpich", extra: list[str] | None = None,
-                  python: str | None = None) -> list[str]:
+def build_command(
+    nproc: int,
+    target: list[str],
+    *,
+    mpiexec: str,
+    hostfile: str | None = None,
+    flavour: str = "mpich",
+    extra: list[str] | None = None,
+    python: str | None = None,
+) -> list[str]:
     """The full ``mpiexec`` command line for ``target`` (``[script, args...]`` or
     ``["-m", module, args...]``)."""
     cmd = [mpiexec]
@@ -85,7 +92,7 @@ def build_command(nproc: int, target: list[str], *, mpiexec: str, hostfile: str 
             cmd.append("--oversubscribe")
     cmd += ["-n", str(nproc)]
     if hostfile:
-        cmd += (["--hostfile", hostfile] if flavour == "openmpi" else ["-f", hostfile])
+        cmd += ["--hostfile", hostfile] if flavour == "openmpi" else ["-f", hostfile]
     cmd += list(extra or [])
     cmd += [python or sys.executable, "-m", "mpi4py", *target]
     return cmd
@@ -95,18 +102,37 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m torchlight.distributed.run",
         description="Run a torchlight script on N MPI ranks (a thin wrapper of mpiexec).",
-        usage="%(prog)s -n N [options] (script.py | -m module) [args...]")
+        usage="%(prog)s -n N [options] (script.py | -m module) [args...]",
+    )
     p.add_argument("-n", "--nproc", type=int, required=True, help="number of ranks")
-    p.add_argument("-f", "--hostfile", default=None,
-                   help="hosts to run on (one per line; MPICH: 'host:slots', Open MPI: 'host slots=N')")
+    p.add_argument(
+        "-f",
+        "--hostfile",
+        default=None,
+        help="hosts to run on (one per line; MPICH: 'host:slots', Open MPI: 'host slots=N')",
+    )
     p.add_argument("--mpiexec", default=None, help="the mpiexec executable to use")
-    p.add_argument("--mpi-arg", action="append", default=[], metavar="ARG",
-                   help="extra argument passed to mpiexec (repeatable)")
-    p.add_argument("--threads", type=int, default=None,
-                   help="BLAS/OpenMP threads per rank (default: cores // N on one machine)")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                   help="collective timeout of every rank (0: wait forever; default: "
-                        "$TORCHLIGHT_COLLECTIVE_TIMEOUT, else 1800)")
+    p.add_argument(
+        "--mpi-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra argument passed to mpiexec (repeatable)",
+    )
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="BLAS/OpenMP threads per rank (default: cores // N on one machine)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="collective timeout of every rank (0: wait forever; default: "
+        "$TORCHLIGHT_COLLECTIVE_TIMEOUT, else 1800)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the command, do not run it")
     p.add_argument("-m", dest="module", default=None, help="run a module (like python -m)")
     p.add_argument("target", nargs=argparse.REMAINDER, help="script.py and its arguments")
@@ -128,13 +154,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.module:
         target = ["-m", args.module, *target]
     if not target:
-        print("error: no script given (python -m torchlight.distributed.run -n N script.py ...)",
-              file=sys.stderr)
+        print(
+            "error: no script given (python -m torchlight.distributed.run -n N script.py ...)",
+            file=sys.stderr,
+        )
         return 2
     mpiexec = find_mpiexec(args.mpiexec)
     if mpiexec is None:
-        print("error: no mpiexec found. Install an MPI: pip install mpich  (or apt-get install "
-              "mpich), or pass --mpiexec PATH.", file=sys.stderr)
+        print(
+            "error: no mpiexec found. Install an MPI: pip install mpich  (or apt-get install "
+            "mpich), or pass --mpiexec PATH.",
+            file=sys.stderr,
+        )
         return 127
     flavour = mpi_flavour(mpiexec)
     extra = list(args.mpi_arg)
@@ -146,8 +177,9 @@ def main(argv: list[str] | None = None) -> int:
         env[_TIMEOUT_VAR] = f"{args.timeout:g}"
         if flavour == "openmpi":
             extra += ["-x", _TIMEOUT_VAR]
-    cmd = build_command(args.nproc, target, mpiexec=mpiexec, hostfile=args.hostfile,
-                        flavour=flavour, extra=extra)
+    cmd = build_command(
+        args.nproc, target, mpiexec=mpiexec, hostfile=args.hostfile, flavour=flavour, extra=extra
+    )
     threads = args.threads
     if threads is None and args.hostfile is None:
         threads = max(1, (os.cpu_count() or 1) // args.nproc)

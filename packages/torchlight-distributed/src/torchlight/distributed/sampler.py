@@ -37,8 +37,15 @@ class DistributedSampler(Sampler):
     sampler without MPI (tests, or sharding by hand).
     """
 
-    def __init__(self, dataset: Sized, num_replicas: int | None = None, rank: int | None = None,
-                 shuffle: bool = True, seed: int = 0, drop_last: bool = False):
+    def __init__(
+        self,
+        dataset: Sized,
+        num_replicas: int | None = None,
+        rank: int | None = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        drop_last: bool = False,
+    ):
         if num_replicas is None or rank is None:
             from . import comm
 
@@ -99,12 +106,14 @@ class DistributedSampler(Sampler):
         return np.tile(order, reps)[:total]
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self.global_order()[self.rank:self.total_size:self.num_replicas].tolist())
+        return iter(self.global_order()[self.rank : self.total_size : self.num_replicas].tolist())
 
     def __len__(self) -> int:
         return self.num_samples
 
     def __repr__(self):
-        return (f"DistributedSampler(n={len(self.dataset)}, rank={self.rank}/{self.num_replicas}, "
-                f"shuffle={self.shuffle}, seed={self.seed}, epoch={self.epoch}, "
-                f"drop_last={self.drop_last})")
+        return (
+            f"DistributedSampler(n={len(self.dataset)}, rank={self.rank}/{self.num_replicas}, "
+            f"shuffle={self.shuffle}, seed={self.seed}, epoch={self.epoch}, "
+            f"drop_last={self.drop_last})"
+        )

@@ -20,5 +20,13 @@ from .kl import kl_divergence, register_kl
 from .normal import Normal
 from .uniform import Uniform
 
-__all__ = ["Distribution", "Normal", "Uniform", "Categorical", "Bernoulli", "Independent", "kl_divergence",
-           "register_kl"]
+__all__ = [
+    "Distribution",
+    "Normal",
+    "Uniform",
+    "Categorical",
+    "Bernoulli",
+    "Independent",
+    "kl_divergence",
+    "register_kl",
+]

@@ -28,7 +28,10 @@ def broadcast_all(*values):
     like = next((v for v in values if isinstance(v, Tensor)), None)
     dtype = like.dtype if like is not None and like.dtype.is_floating_point else tl.float32
     device = like.device if like is not None else None
-    tensors = [v if isinstance(v, Tensor) else tl.tensor(float(v), dtype=dtype, device=device) for v in values]
+    tensors = [
+        v if isinstance(v, Tensor) else tl.tensor(float(v), dtype=dtype, device=device)
+        for v in values
+    ]
     shape = tuple(np.broadcast_shapes(*(tuple(t.shape) for t in tensors)))
     return [t if tuple(t.shape) == shape else t.expand(*shape) for t in tensors]
 
@@ -71,7 +74,9 @@ class Distribution:
         for a normal), so gradients flow from the sample back to the parameters. Distributions that
         cannot be reparameterised (discrete ones) raise ``NotImplementedError``: use :meth:`sample`.
         """
-        raise NotImplementedError(f"{type(self).__name__} has no reparameterised sampler (use sample())")
+        raise NotImplementedError(
+            f"{type(self).__name__} has no reparameterised sampler (use sample())"
+        )
 
     def sample_n(self, n):
         """``n`` samples stacked along a new first dimension: ``sample((n,))``."""

@@ -23,12 +23,16 @@ class Independent(Distribution):
         k = int(reinterpreted_batch_ndims)
         shape = base_distribution.batch_shape
         if not 0 <= k <= len(shape):
-            raise ValueError(f"Independent: reinterpreted_batch_ndims ({k}) must be in [0, {len(shape)}] for batch "
-                             f"shape {shape}")
+            raise ValueError(
+                f"Independent: reinterpreted_batch_ndims ({k}) must be in [0, {len(shape)}] for batch "
+                f"shape {shape}"
+            )
         self.base_dist, self.reinterpreted_batch_ndims = base_distribution, k
         self.has_rsample = base_distribution.has_rsample
         split = len(shape) - k
-        super().__init__(shape[:split], shape[split:] + base_distribution.event_shape, validate_args)
+        super().__init__(
+            shape[:split], shape[split:] + base_distribution.event_shape, validate_args
+        )
 
     def _sum_rightmost(self, value):
         k = self.reinterpreted_batch_ndims

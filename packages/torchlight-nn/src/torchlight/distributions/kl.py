@@ -26,6 +26,7 @@ _KL = {}
 
 def register_kl(type_p, type_q):
     """Decorator registering ``fn(p, q)`` as the KL divergence of the two distribution types."""
+
     def decorator(fn):
         _KL[(type_p, type_q)] = fn
         return fn
@@ -42,8 +43,10 @@ def kl_divergence(p, q):
     """
     fn = _KL.get((type(p), type(q)))
     if fn is None:
-        raise NotImplementedError(f"kl_divergence: no closed form registered for {type(p).__name__} and "
-                                  f"{type(q).__name__} (add one with register_kl)")
+        raise NotImplementedError(
+            f"kl_divergence: no closed form registered for {type(p).__name__} and "
+            f"{type(q).__name__} (add one with register_kl)"
+        )
     return fn(p, q)
 
 
@@ -64,8 +67,9 @@ def _kl_categorical_categorical(p, q):
 def _kl_bernoulli_bernoulli(p, q):
     sp = Bernoulli(logits=p.logits)
     one_minus = 1 - sp.probs
-    return sp.probs * (_log_sigmoid(p.logits) - _log_sigmoid(q.logits)) + \
-        one_minus * (_log_sigmoid(-p.logits) - _log_sigmoid(-q.logits))
+    return sp.probs * (_log_sigmoid(p.logits) - _log_sigmoid(q.logits)) + one_minus * (
+        _log_sigmoid(-p.logits) - _log_sigmoid(-q.logits)
+    )
 
 
 def _log_sigmoid(x):
@@ -82,5 +86,7 @@ def _kl_uniform_uniform(p, q):
 @register_kl(Independent, Independent)
 def _kl_independent_independent(p, q):
     if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
-        raise NotImplementedError("kl_divergence of Independent distributions with different event dims")
+        raise NotImplementedError(
+            "kl_divergence of Independent distributions with different event dims"
+        )
     return p._sum_rightmost(kl_divergence(p.base_dist, q.base_dist))

@@ -29,7 +29,9 @@ class Uniform(Distribution):
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
-        if validate_args is not False and bool((self.high.detach() <= self.low.detach()).any().item()):
+        if validate_args is not False and bool(
+            (self.high.detach() <= self.low.detach()).any().item()
+        ):
             raise ValueError("Uniform: low must be less than high")
         super().__init__(self.low.shape, (), validate_args)
 

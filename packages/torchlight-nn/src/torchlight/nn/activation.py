@@ -16,9 +16,32 @@ from . import functional as F
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["ReLU", "LeakyReLU", "GELU", "SiLU", "Tanh", "Sigmoid", "Softplus", "Softmax", "LogSoftmax", "ELU", "SELU",
-           "CELU", "Mish", "Hardtanh", "ReLU6", "Hardsigmoid", "Hardswish", "Softsign", "LogSigmoid", "GLU", "PReLU",
-           "Softmin", "Threshold", "Softmax2d"]
+__all__ = [
+    "ReLU",
+    "LeakyReLU",
+    "GELU",
+    "SiLU",
+    "Tanh",
+    "Sigmoid",
+    "Softplus",
+    "Softmax",
+    "LogSoftmax",
+    "ELU",
+    "SELU",
+    "CELU",
+    "Mish",
+    "Hardtanh",
+    "ReLU6",
+    "Hardsigmoid",
+    "Hardswish",
+    "Softsign",
+    "LogSigmoid",
+    "GLU",
+    "PReLU",
+    "Softmin",
+    "Threshold",
+    "Softmax2d",
+]
 
 
 class ReLU(Module):
@@ -30,6 +53,7 @@ class ReLU(Module):
     >>> nn.ReLU()(tl.tensor([-1.0, 2.0]))
     tensor([0., 2.])
     """
+
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -47,6 +71,7 @@ class LeakyReLU(Module):
     >>> nn.LeakyReLU(0.1)(tl.tensor([-1.0, 2.0]))
     tensor([-0.1,  2. ])
     """
+
     def __init__(self, negative_slope=0.01, inplace=False):
         super().__init__()
         self.negative_slope, self.inplace = negative_slope, inplace
@@ -67,6 +92,7 @@ class GELU(Module):
     >>> nn.GELU()(tl.tensor([0.0, 1.0]))
     tensor([0.    , 0.8413])
     """
+
     def __init__(self, approximate="none"):
         super().__init__()
         if approximate not in ("none", "tanh"):
@@ -88,6 +114,7 @@ class SiLU(Module):
     >>> nn.SiLU()(tl.tensor([0.0, 1.0]))
     tensor([0.    , 0.7311])
     """
+
     def __init__(self, inplace=False):
         super().__init__()
         self.inplace = inplace
@@ -104,6 +131,7 @@ class Tanh(Module):
     >>> nn.Tanh()(tl.tensor([0.0]))
     tensor([0.])
     """
+
     def forward(self, input):
         return F.tanh(input)
 
@@ -116,6 +144,7 @@ class Sigmoid(Module):
     >>> nn.Sigmoid()(tl.tensor([0.0]))
     tensor([0.5])
     """
+
     def forward(self, input):
         return F.sigmoid(input)
 
@@ -129,6 +158,7 @@ class Softplus(Module):
     >>> nn.Softplus()(tl.tensor([0.0]))
     tensor([0.6931])
     """
+
     def __init__(self, beta=1.0, threshold=20.0):
         super().__init__()
         self.beta, self.threshold = beta, threshold
@@ -150,6 +180,7 @@ class Softmax(Module):
     >>> nn.Softmax(dim=-1)(tl.tensor([[0.0, 0.0]]))
     tensor([[0.5, 0.5]])
     """
+
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
@@ -170,6 +201,7 @@ class LogSoftmax(Module):
     >>> nn.LogSoftmax(dim=1)(tl.tensor([[0.0, 0.0]]))
     tensor([[-0.6931, -0.6931]])
     """
+
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
@@ -257,7 +289,9 @@ class Hardtanh(Module):
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
         super().__init__()
         if max_val <= min_val:
-            raise ValueError(f"Hardtanh: max_val ({max_val}) must be greater than min_val ({min_val})")
+            raise ValueError(
+                f"Hardtanh: max_val ({max_val}) must be greater than min_val ({min_val})"
+            )
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input):
@@ -419,5 +453,7 @@ class Softmax2d(Module):
 
     def forward(self, input):
         if input.ndim not in (3, 4):
-            raise tl.ShapeError(f"Softmax2d: expected input of 3 or 4 dimensions, got shape {input.shape}")
+            raise tl.ShapeError(
+                f"Softmax2d: expected input of 3 or 4 dimensions, got shape {input.shape}"
+            )
         return F.softmax(input, -3)

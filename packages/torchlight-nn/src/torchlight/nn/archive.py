@@ -33,8 +33,19 @@ import zipfile
 
 import numpy as np
 
-__all__ = ["read_entry", "temp_prefix", "remove_stale_temps", "default_mode", "fsync_dir", "CHUNK", "DEFLATE_MAX_RATIO",
-           "NPY_HEADER_MAX", "MANIFEST_MAX_BYTES", "STALE_AFTER_S", "PLAIN_KINDS"]
+__all__ = [
+    "read_entry",
+    "temp_prefix",
+    "remove_stale_temps",
+    "default_mode",
+    "fsync_dir",
+    "CHUNK",
+    "DEFLATE_MAX_RATIO",
+    "NPY_HEADER_MAX",
+    "MANIFEST_MAX_BYTES",
+    "STALE_AFTER_S",
+    "PLAIN_KINDS",
+]
 
 #: Bytes of an entry streamed per read (the most of it ever held outside its array).
 CHUNK = 1 << 20
@@ -52,9 +63,15 @@ STALE_AFTER_S = 24 * 3600.0
 PLAIN_KINDS = "biufcSU"
 
 
-def read_entry(zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive_size: int, fail,
-               dtype: np.dtype | None = None, shape: tuple | None = None,
-               max_bytes: int | None = None) -> np.ndarray:
+def read_entry(
+    zf: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    archive_size: int,
+    fail,
+    dtype: np.dtype | None = None,
+    shape: tuple | None = None,
+    max_bytes: int | None = None,
+) -> np.ndarray:
     """The array stored in ``info``, after checking sizes, header and (when given) the manifest's
     ``dtype`` and ``shape``; ``fail(text)`` builds the exception raised for a bad entry."""
     declared = info.file_size
@@ -63,19 +80,27 @@ def read_entry(zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive_size: int, fa
     elif info.compress_type == zipfile.ZIP_DEFLATED:
         inflatable = info.compress_size * DEFLATE_MAX_RATIO + 64
     else:
-        raise fail(f"uses zip compression method {info.compress_type}; checkpoints are stored or deflated")
+        raise fail(
+            f"uses zip compression method {info.compress_type}; checkpoints are stored or deflated"
+        )
     if info.compress_size > archive_size:
-        raise fail(f"claims {info.compress_size} compressed bytes, but the whole file has {archive_size}")
+        raise fail(
+            f"claims {info.compress_size} compressed bytes, but the whole file has {archive_size}"
+        )
     if declared > inflatable:
-        raise fail(f"declares {declared} bytes, more than its {info.compress_size} stored bytes can "
-                   "hold (a corrupt file, or a zip bomb)")
+        raise fail(
+            f"declares {declared} bytes, more than its {info.compress_size} stored bytes can "
+            "hold (a corrupt file, or a zip bomb)"
+        )
     if max_bytes is not None and declared > max_bytes:
         raise fail(f"declares {declared} bytes, more than the {max_bytes} allowed")
     if dtype is not None and shape is not None:
         need = _nbytes(dtype, shape)
         if declared > need + NPY_HEADER_MAX:
-            raise fail(f"declares {declared} bytes, far more than the {need} its shape {tuple(shape)} "
-                       f"and dtype {dtype} need (a corrupt file, or a zip bomb)")
+            raise fail(
+                f"declares {declared} bytes, far more than the {need} its shape {tuple(shape)} "
+                f"and dtype {dtype} need (a corrupt file, or a zip bomb)"
+            )
     with zf.open(info) as member:
         h_shape, fortran, h_dtype, header_len = _read_header(member, fail)
         if h_dtype.hasobject or h_dtype.kind not in PLAIN_KINDS or h_dtype.fields is not None:
@@ -83,11 +108,15 @@ def read_entry(zf: zipfile.ZipFile, info: zipfile.ZipInfo, archive_size: int, fa
         if dtype is not None and h_dtype != dtype:
             raise fail(f"the manifest says dtype {dtype}, the stored array has {h_dtype}")
         if shape is not None and tuple(h_shape) != tuple(shape):
-            raise fail(f"the manifest says shape {tuple(shape)}, the stored array has {tuple(h_shape)}")
+            raise fail(
+                f"the manifest says shape {tuple(shape)}, the stored array has {tuple(h_shape)}"
+            )
         need = _nbytes(h_dtype, h_shape)
         if need != declared - header_len:
-            raise fail(f"its header declares shape {tuple(h_shape)} of {h_dtype} ({need} bytes), but "
-                       f"the entry holds {declared - header_len} bytes of data")
+            raise fail(
+                f"its header declares shape {tuple(h_shape)} of {h_dtype} ({need} bytes), but "
+                f"the entry holds {declared - header_len} bytes of data"
+            )
         try:
             arr = np.empty(h_shape[::-1] if fortran else h_shape, dtype=h_dtype)
         except (MemoryError, ValueError) as exc:
@@ -106,9 +135,13 @@ def _read_header(member, fail):
     try:
         version = np.lib.format.read_magic(member)
         if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(member, max_header_size=NPY_HEADER_MAX)
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(
+                member, max_header_size=NPY_HEADER_MAX
+            )
         elif version == (2, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(member, max_header_size=NPY_HEADER_MAX)
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(
+                member, max_header_size=NPY_HEADER_MAX
+            )
         else:
             raise ValueError(f".npy format version {version} is not one a checkpoint uses")
     except (ValueError, EOFError, SyntaxError, TypeError) as exc:  # (a bad CRC is not caught here)
@@ -123,7 +156,7 @@ def _fill(member, arr: np.ndarray, fail) -> None:
     view = memoryview(arr.reshape(-1).view(np.uint8))
     pos = 0
     while pos < len(view):
-        n = member.readinto(view[pos:pos + CHUNK])
+        n = member.readinto(view[pos : pos + CHUNK])
         if not n:
             raise fail(f"ends after {pos} of its {len(view)} data bytes (truncated)")
         pos += n
@@ -181,7 +214,9 @@ def remove_stale_temps(directory: str, base: str) -> list[str]:
     been written to for :data:`STALE_AFTER_S` seconds. A save still running (here or on another
     host sharing the directory) is never disturbed.
     """
-    ours = re.compile(r"\." + re.escape(base) + r"\.(?P<host>[A-Za-z0-9-]+)\.(?P<pid>\d+)\.[A-Za-z0-9_]+\.tmp")
+    ours = re.compile(
+        r"\." + re.escape(base) + r"\.(?P<host>[A-Za-z0-9-]+)\.(?P<pid>\d+)\.[A-Za-z0-9_]+\.tmp"
+    )
     legacy = re.compile(r"\." + re.escape(base) + r"\.[A-Za-z0-9_]+\.tmp")  # (no host and pid)
     host = _host()
     now = time.time()
@@ -199,8 +234,12 @@ def remove_stale_temps(directory: str, base: str) -> list[str]:
             st = os.lstat(path)
         except OSError:
             continue
-        dead = (m is not None and m["host"] == host and int(m["pid"]) != os.getpid()
-                and not _pid_alive(int(m["pid"])))
+        dead = (
+            m is not None
+            and m["host"] == host
+            and int(m["pid"]) != os.getpid()
+            and not _pid_alive(int(m["pid"]))
+        )
         if dead or now - st.st_mtime > STALE_AFTER_S:
             try:
                 os.unlink(path)

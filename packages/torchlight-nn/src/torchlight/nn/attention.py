@@ -41,14 +41,17 @@ def _as_additive(mask, dtype, keep_value):
         return None
     if mask.dtype is tl.bool:
         blocked = mask.logical_not() if keep_value else mask
-        return tl.zeros(*mask.shape, dtype=dtype, device=mask.device).masked_fill(blocked, -math.inf)
+        return tl.zeros(*mask.shape, dtype=dtype, device=mask.device).masked_fill(
+            blocked, -math.inf
+        )
     if not mask.dtype.is_floating_point:
         raise tl.DTypeError(f"attention masks must be bool or floating point, got {mask.dtype}")
     return mask.to(dtype)
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
-                                 scale=None, enable_gqa=False):
+def scaled_dot_product_attention(
+    query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False
+):
     """``softmax(Q Kᵀ · scale + mask) V`` over the last two dims.
 
     Shapes: ``query (..., Hq, L, E)``, ``key (..., H, S, E)``, ``value (..., H, S, Ev)`` →
@@ -68,11 +71,17 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """
     L, S, E = query.shape[-2], key.shape[-2], query.shape[-1]
     if key.shape[-1] != E:
-        raise tl.ShapeError(f"scaled_dot_product_attention: query has {E} features, key {key.shape[-1]}")
+        raise tl.ShapeError(
+            f"scaled_dot_product_attention: query has {E} features, key {key.shape[-1]}"
+        )
     if value.shape[-2] != S:
-        raise tl.ShapeError(f"scaled_dot_product_attention: key has {S} positions, value {value.shape[-2]}")
+        raise tl.ShapeError(
+            f"scaled_dot_product_attention: key has {S} positions, value {value.shape[-2]}"
+        )
     if is_causal and attn_mask is not None:
-        raise ValueError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, not both")
+        raise ValueError(
+            "scaled_dot_product_attention: pass either attn_mask or is_causal=True, not both"
+        )
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         key, value = _repeat_heads(key, query.shape[-3]), _repeat_heads(value, query.shape[-3])
     scale = 1.0 / math.sqrt(E) if scale is None else scale
@@ -91,17 +100,40 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 def _repeat_heads(t, heads):
     h = t.shape[-3]
     if heads % h:
-        raise tl.ShapeError(f"scaled_dot_product_attention: {heads} query heads are not a multiple of {h} key heads")
+        raise tl.ShapeError(
+            f"scaled_dot_product_attention: {heads} query heads are not a multiple of {h} key heads"
+        )
     lead, rest = t.shape[:-3], t.shape[-2:]
     return t.unsqueeze(-3).expand(*lead, h, heads // h, *rest).reshape(*lead, heads, *rest)
 
 
-def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
-                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
-                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
-                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
-                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
-                                 is_causal=False):
+def multi_head_attention_forward(
+    query,
+    key,
+    value,
+    embed_dim_to_check,
+    num_heads,
+    in_proj_weight,
+    in_proj_bias,
+    bias_k,
+    bias_v,
+    add_zero_attn,
+    dropout_p,
+    out_proj_weight,
+    out_proj_bias,
+    training=True,
+    key_padding_mask=None,
+    need_weights=True,
+    attn_mask=None,
+    use_separate_proj_weight=False,
+    q_proj_weight=None,
+    k_proj_weight=None,
+    v_proj_weight=None,
+    static_k=None,
+    static_v=None,
+    average_attn_weights=True,
+    is_causal=False,
+):
     """PyTorch's ``F.multi_head_attention_forward``: the maths of :class:`MultiheadAttention` on
     sequence-first inputs.
 
@@ -119,23 +151,67 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     >>> out.shape, w.shape
     ((3, 2, 4), (2, 3, 3))
     """
-    if bias_k is not None or bias_v is not None or add_zero_attn or static_k is not None or static_v is not None:
-        raise NotImplementedError("multi_head_attention_forward: bias_k/bias_v, add_zero_attn and static_k/static_v "
-                                  "are not supported")
+    if (
+        bias_k is not None
+        or bias_v is not None
+        or add_zero_attn
+        or static_k is not None
+        or static_v is not None
+    ):
+        raise NotImplementedError(
+            "multi_head_attention_forward: bias_k/bias_v, add_zero_attn and static_k/static_v "
+            "are not supported"
+        )
     if query.shape[-1] != embed_dim_to_check:
-        raise tl.ShapeError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {query.shape[-1]}")
+        raise tl.ShapeError(
+            f"was expecting embedding dimension of {embed_dim_to_check}, but got {query.shape[-1]}"
+        )
     if is_causal and attn_mask is None:
-        raise ValueError("multi_head_attention_forward: is_causal is a hint; pass the causal attn_mask as well")
+        raise ValueError(
+            "multi_head_attention_forward: is_causal is a hint; pass the causal attn_mask as well"
+        )
     if use_separate_proj_weight:
         in_proj_weight = None
-    return _mha_forward(query, key, value, num_heads, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias,
-                        dropout_p, training, key_padding_mask, need_weights, attn_mask, average_attn_weights,
-                        q_proj_weight, k_proj_weight, v_proj_weight)
+    return _mha_forward(
+        query,
+        key,
+        value,
+        num_heads,
+        in_proj_weight,
+        in_proj_bias,
+        out_proj_weight,
+        out_proj_bias,
+        dropout_p,
+        training,
+        key_padding_mask,
+        need_weights,
+        attn_mask,
+        average_attn_weights,
+        q_proj_weight,
+        k_proj_weight,
+        v_proj_weight,
+    )
 
 
-def _mha_forward(query, key, value, num_heads, in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias,
-                 dropout_p=0.0, training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
-                 average_attn_weights=True, q_proj_weight=None, k_proj_weight=None, v_proj_weight=None):
+def _mha_forward(
+    query,
+    key,
+    value,
+    num_heads,
+    in_proj_weight,
+    in_proj_bias,
+    out_proj_weight,
+    out_proj_bias,
+    dropout_p=0.0,
+    training=True,
+    key_padding_mask=None,
+    need_weights=True,
+    attn_mask=None,
+    average_attn_weights=True,
+    q_proj_weight=None,
+    k_proj_weight=None,
+    v_proj_weight=None,
+):
     # shapes and mask conventions: see multi_head_attention_forward
     L, N, E = query.shape
     S = key.shape[0]
@@ -158,14 +234,18 @@ def _mha_forward(query, key, value, num_heads, in_proj_weight, in_proj_bias, out
     if mask is not None:
         if mask.ndim == 3:
             if tuple(mask.shape) != (N * num_heads, L, S):
-                raise tl.ShapeError(f"attn_mask should have shape {(N * num_heads, L, S)}, got {mask.shape}")
+                raise tl.ShapeError(
+                    f"attn_mask should have shape {(N * num_heads, L, S)}, got {mask.shape}"
+                )
             mask = mask.reshape(N, num_heads, L, S)
         elif tuple(mask.shape) != (L, S):
             raise tl.ShapeError(f"attn_mask should have shape {(L, S)}, got {mask.shape}")
         scores = scores + mask
     if key_padding_mask is not None:
         if tuple(key_padding_mask.shape) != (N, S):
-            raise tl.ShapeError(f"key_padding_mask should have shape {(N, S)}, got {key_padding_mask.shape}")
+            raise tl.ShapeError(
+                f"key_padding_mask should have shape {(N, S)}, got {key_padding_mask.shape}"
+            )
         pad = _as_additive(key_padding_mask, scores.dtype, keep_value=False)
         scores = scores + pad.reshape(N, 1, 1, S)
     weights = scores.softmax(-1)
@@ -202,15 +282,33 @@ class MultiheadAttention(Module):
     ['in_proj_bias', 'in_proj_weight', 'out_proj.bias', 'out_proj.weight']
     """
 
-    def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
-                 kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
+    def __init__(
+        self,
+        embed_dim,
+        num_heads,
+        dropout=0.0,
+        bias=True,
+        add_bias_kv=False,
+        add_zero_attn=False,
+        kdim=None,
+        vdim=None,
+        batch_first=False,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         if embed_dim <= 0 or num_heads <= 0:
-            raise ValueError(f"embed_dim and num_heads must be greater than 0, got {embed_dim} and {num_heads}")
+            raise ValueError(
+                f"embed_dim and num_heads must be greater than 0, got {embed_dim} and {num_heads}"
+            )
         if embed_dim % num_heads:
-            raise ValueError(f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})")
+            raise ValueError(
+                f"embed_dim ({embed_dim}) must be divisible by num_heads ({num_heads})"
+            )
         if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are not supported")
+            raise NotImplementedError(
+                "MultiheadAttention: add_bias_kv and add_zero_attn are not supported"
+            )
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
         self.kdim = embed_dim if kdim is None else kdim
         self.vdim = embed_dim if vdim is None else vdim
@@ -247,28 +345,60 @@ class MultiheadAttention(Module):
             init.zeros_(self.in_proj_bias)
             init.zeros_(self.out_proj.bias)
 
-    def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None,
-                average_attn_weights=True, is_causal=False):
+    def forward(
+        self,
+        query,
+        key,
+        value,
+        key_padding_mask=None,
+        need_weights=True,
+        attn_mask=None,
+        average_attn_weights=True,
+        is_causal=False,
+    ):
         if is_causal and attn_mask is None:
-            raise ValueError("MultiheadAttention: is_causal is a hint that attn_mask is causal; pass attn_mask "
-                             "as well (e.g. nn.Transformer.generate_square_subsequent_mask(L))")
+            raise ValueError(
+                "MultiheadAttention: is_causal is a hint that attn_mask is causal; pass attn_mask "
+                "as well (e.g. nn.Transformer.generate_square_subsequent_mask(L))"
+            )
         batched = query.ndim == 3
         if not batched:
             if query.ndim != 2:
-                raise tl.ShapeError(f"MultiheadAttention: query must be 2-D or 3-D, got shape {query.shape}")
+                raise tl.ShapeError(
+                    f"MultiheadAttention: query must be 2-D or 3-D, got shape {query.shape}"
+                )
             query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
             if key_padding_mask is not None:
                 key_padding_mask = key_padding_mask.unsqueeze(0)
         elif self.batch_first:
             query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
         if query.shape[-1] != self.embed_dim:
-            raise tl.ShapeError(f"MultiheadAttention: expected query with {self.embed_dim} features, got {query.shape[-1]}")
+            raise tl.ShapeError(
+                f"MultiheadAttention: expected query with {self.embed_dim} features, got {query.shape[-1]}"
+            )
         if key.shape[:2] != value.shape[:2]:
-            raise tl.ShapeError(f"MultiheadAttention: key {key.shape} and value {value.shape} must share sequence and batch dims")
+            raise tl.ShapeError(
+                f"MultiheadAttention: key {key.shape} and value {value.shape} must share sequence and batch dims"
+            )
         out, weights = _mha_forward(
-            query, key, value, self.num_heads, self.in_proj_weight, self.in_proj_bias, self.out_proj.weight,
-            self.out_proj.bias, self.dropout, self.training, key_padding_mask, need_weights, attn_mask,
-            average_attn_weights, self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)
+            query,
+            key,
+            value,
+            self.num_heads,
+            self.in_proj_weight,
+            self.in_proj_bias,
+            self.out_proj.weight,
+            self.out_proj.bias,
+            self.dropout,
+            self.training,
+            key_padding_mask,
+            need_weights,
+            attn_mask,
+            average_attn_weights,
+            self.q_proj_weight,
+            self.k_proj_weight,
+            self.v_proj_weight,
+        )
         if not batched:
             out = out.squeeze(1)
             weights = None if weights is None else weights.squeeze(0)

@@ -95,23 +95,34 @@ class _Encoder:
             return self._tensor(obj)
         if isinstance(obj, np.ndarray):
             self._check_array(obj, where)
-            return {"t": "ndarray", "entry": self._entry(obj), "dtype": obj.dtype.str, "shape": list(obj.shape)}
+            return {
+                "t": "ndarray",
+                "entry": self._entry(obj),
+                "dtype": obj.dtype.str,
+                "shape": list(obj.shape),
+            }
         if isinstance(obj, np.generic):
             arr = np.asarray(obj)
             self._check_array(arr, where)
             return {"t": "npscalar", "entry": self._entry(arr), "dtype": arr.dtype.str}
         if isinstance(obj, (dict, list, tuple)):
             if id(obj) in self._active:
-                raise CheckpointError(f"cannot save {where}: the structure contains itself (a cycle)")
+                raise CheckpointError(
+                    f"cannot save {where}: the structure contains itself (a cycle)"
+                )
             self._active.add(id(obj))
             try:
                 if isinstance(obj, dict):
                     items = [
-                        [self.key(k, where), self.encode(v, f"{where}[{k!r}]")] for k, v in obj.items()
+                        [self.key(k, where), self.encode(v, f"{where}[{k!r}]")]
+                        for k, v in obj.items()
                     ]
                     return {"t": "dict", "items": items}
                 kind = "list" if isinstance(obj, list) else "tuple"
-                return {"t": kind, "items": [self.encode(v, f"{where}[{i}]") for i, v in enumerate(obj)]}
+                return {
+                    "t": kind,
+                    "items": [self.encode(v, f"{where}[{i}]") for i, v in enumerate(obj)],
+                }
             finally:
                 self._active.discard(id(obj))
         raise CheckpointError(
@@ -192,7 +203,9 @@ def save(obj, path, *, compress: bool = False) -> None:
         path = os.path.realpath(path)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
-        raise FileNotFoundError(f"cannot save checkpoint to {path!r}: directory {directory!r} does not exist")
+        raise FileNotFoundError(
+            f"cannot save checkpoint to {path!r}: directory {directory!r} does not exist"
+        )
     if os.path.isdir(path):
         raise IsADirectoryError(f"cannot save checkpoint to {path!r}: it is a directory")
     try:
@@ -220,7 +233,15 @@ def save(obj, path, *, compress: bool = False) -> None:
 
 
 # --- decoding --------------------------------------------------------------------------------------
-_CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError, ValueError, OSError, KeyError, UnicodeDecodeError)
+_CORRUPT = (
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    ValueError,
+    OSError,
+    KeyError,
+    UnicodeDecodeError,
+)
 
 
 class _Decoder:
@@ -237,7 +258,9 @@ class _Decoder:
         """Entry ``entry``'s array, checked against the manifest's ``dtype`` and ``shape`` (when
         given) before it is allocated (see :mod:`torchlight.nn.archive`)."""
         if not isinstance(entry, str) or not (entry == MANIFEST or re.fullmatch(r"a[0-9]+", entry)):
-            raise self.fail(f"corrupt manifest: bad entry name {entry!r} for {where} (save writes a0, a1, ...)")
+            raise self.fail(
+                f"corrupt manifest: bad entry name {entry!r} for {where} (save writes a0, a1, ...)"
+            )
         try:
             info = self.zf.getinfo(entry + ".npy")
         except KeyError:
@@ -265,7 +288,8 @@ class _Decoder:
 
     def shape(self, shape, where: str) -> tuple:
         if not isinstance(shape, list) or not all(
-                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
+        ):
             raise self.fail(f"corrupt manifest at {where}: shape {shape!r}")
         return tuple(shape)
 
@@ -304,12 +328,16 @@ class _Decoder:
             if kind == "ndarray":
                 return self.array(node["entry"], where, *self.expected(node, where))
             if kind == "npscalar":
-                return self.array(node["entry"], where, *self.expected(node, where, scalar=True))[()]
+                return self.array(node["entry"], where, *self.expected(node, where, scalar=True))[
+                    ()
+                ]
         except CheckpointError:
             raise
         except (KeyError, TypeError, IndexError) as exc:
             raise self.fail(f"corrupt manifest at {where}: {type(exc).__name__} {exc}") from None
-        raise self.fail(f"unknown node type {kind!r} at {where} (corrupt, or written by a newer torchlight)")
+        raise self.fail(
+            f"unknown node type {kind!r} at {where} (corrupt, or written by a newer torchlight)"
+        )
 
     def tensor(self, node, where):
         try:
@@ -373,7 +401,9 @@ def _load_from(f, name: str, map_location):
     try:
         zf = zipfile.ZipFile(f)
     except _CORRUPT as exc:
-        raise CheckpointError(f"checkpoint {name}: the archive is truncated or corrupt ({exc})") from None
+        raise CheckpointError(
+            f"checkpoint {name}: the archive is truncated or corrupt ({exc})"
+        ) from None
     with zf:
         dec = _Decoder(zf, name, map_location, size)
         if MANIFEST + ".npy" not in zf.namelist():
@@ -407,7 +437,9 @@ def _load_from(f, name: str, map_location):
         try:
             return dec.decode(manifest["root"], "obj")
         except RecursionError:
-            raise CheckpointError(f"checkpoint {name}: the manifest nests too deeply (corrupt?)") from None
+            raise CheckpointError(
+                f"checkpoint {name}: the manifest nests too deeply (corrupt?)"
+            ) from None
 
 
 # --- module helpers -----------------------------------------------------------------------------
@@ -428,7 +460,9 @@ def load_state(module, path, strict: bool = True, map_location=None):
         raise CheckpointError(f"{where} does not hold a module state dict (a dict keyed by names)")
     bad = [k for k, v in state.items() if not isinstance(v, Tensor)]
     if bad:
-        raise CheckpointError(f"{where}: entries {bad} are not tensors, so this is not a module state dict")
+        raise CheckpointError(
+            f"{where}: entries {bad} are not tensors, so this is not a module state dict"
+        )
     own = module.state_dict()
     problems = []
     if strict:
@@ -452,4 +486,6 @@ def load_state(module, path, strict: bool = True, map_location=None):
     except CheckpointError:
         raise
     except (TorchlightError, KeyError, ValueError, RuntimeError) as exc:
-        raise CheckpointError(f"{where} could not be loaded into {type(module).__name__}: {exc}") from exc
+        raise CheckpointError(
+            f"{where} could not be loaded into {type(module).__name__}: {exc}"
+        ) from exc

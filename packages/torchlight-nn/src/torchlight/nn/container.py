@@ -63,7 +63,9 @@ class Sequential(Module):
 
     def __delitem__(self, idx):
         keys = list(self._modules)
-        targets = keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys), "Sequential")]]
+        targets = (
+            keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys), "Sequential")]]
+        )
         for k in targets:
             del self._modules[k]
 
@@ -148,7 +150,9 @@ class ModuleList(Module):
         """Not callable: a ``ModuleList`` only holds modules; iterate over it in the owner's
         ``forward``.
         """
-        raise NotImplementedError("ModuleList has no forward(); iterate over it and call the modules")
+        raise NotImplementedError(
+            "ModuleList has no forward(); iterate over it and call the modules"
+        )
 
 
 class ModuleDict(Module):
@@ -263,7 +267,9 @@ class ParameterList(Module):
         return self.extend(values)
 
     def extra_repr(self):
-        return "\n".join(f"({i}): Parameter containing: {tuple(p.shape)} {p.dtype}" for i, p in enumerate(self))
+        return "\n".join(
+            f"({i}): Parameter containing: {tuple(p.shape)} {p.dtype}" for i, p in enumerate(self)
+        )
 
 
 class ParameterDict(Module):
@@ -328,4 +334,6 @@ class ParameterDict(Module):
             self[key] = value
 
     def extra_repr(self):
-        return "\n".join(f"({k}): Parameter containing: {tuple(p.shape)} {p.dtype}" for k, p in self.items())
+        return "\n".join(
+            f"({k}): Parameter containing: {tuple(p.shape)} {p.dtype}" for k, p in self.items()
+        )

@@ -81,11 +81,17 @@ def windows(x, kernel, stride, dilation):
 
 def _conv(x, weight, bias, stride, padding, dilation, groups, nd, name):
     if x.ndim == nd + 1:  # unbatched input (C, *S)
-        return _conv(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups, nd, name).squeeze(0)
+        return _conv(
+            x.unsqueeze(0), weight, bias, stride, padding, dilation, groups, nd, name
+        ).squeeze(0)
     if x.ndim != nd + 2:
-        raise tl.ShapeError(f"{name}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D (batched) input, got shape {x.shape}")
+        raise tl.ShapeError(
+            f"{name}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D (batched) input, got shape {x.shape}"
+        )
     if weight.ndim != nd + 2:
-        raise tl.ShapeError(f"{name}: weight must be {nd + 2}-D (out, in/groups, *kernel), got shape {weight.shape}")
+        raise tl.ShapeError(
+            f"{name}: weight must be {nd + 2}-D (out, in/groups, *kernel), got shape {weight.shape}"
+        )
     n, c = x.shape[:2]
     o, cg = weight.shape[:2]
     kernel = weight.shape[2:]
@@ -146,8 +152,20 @@ class _ConvNd(Module):
     _nd = 0
     _fn = None
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        dilation=1,
+        groups=1,
+        bias=True,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         nd = self._nd
         if groups <= 0 or in_channels % groups or out_channels % groups:
@@ -155,7 +173,9 @@ class _ConvNd(Module):
                 f"in_channels ({in_channels}) and out_channels ({out_channels}) must be divisible by groups ({groups})"
             )
         if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
-            raise ValueError(f"padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', got {padding_mode!r}")
+            raise ValueError(
+                f"padding_mode must be 'zeros', 'reflect', 'replicate' or 'circular', got {padding_mode!r}"
+            )
         if padding_mode != "zeros" and isinstance(padding, str) and padding != "valid":
             raise ValueError(f"padding={padding!r} is only supported with padding_mode='zeros'")
         self.in_channels, self.out_channels = in_channels, out_channels
@@ -166,7 +186,9 @@ class _ConvNd(Module):
         self.groups = groups
         self.padding_mode = padding_mode
         if isinstance(padding, str):
-            _padding_pairs(padding, self.kernel_size, self.stride, self.dilation, nd, type(self).__name__)
+            _padding_pairs(
+                padding, self.kernel_size, self.stride, self.dilation, nd, type(self).__name__
+            )
         shape = (out_channels, in_channels // groups) + self.kernel_size
         self.weight = Parameter(tl.empty(*shape, dtype=dtype, device=device))
         if bias:
@@ -191,15 +213,37 @@ class _ConvNd(Module):
             from .padding import index_pad
 
             flat = [p for p in reversed(self.padding) for _ in range(2)]
-            return _conv(index_pad(input, flat, self.padding_mode), self.weight, self.bias, self.stride, 0,
-                         self.dilation, self.groups, self._nd, type(self).__name__)
-        return _conv(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                     self.groups, self._nd, type(self).__name__)
+            return _conv(
+                index_pad(input, flat, self.padding_mode),
+                self.weight,
+                self.bias,
+                self.stride,
+                0,
+                self.dilation,
+                self.groups,
+                self._nd,
+                type(self).__name__,
+            )
+        return _conv(
+            input,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.groups,
+            self._nd,
+            type(self).__name__,
+        )
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
         if self.padding not in ((0,) * self._nd, "valid"):
-            s += f", padding={self.padding!r}" if isinstance(self.padding, str) else f", padding={self.padding}"
+            s += (
+                f", padding={self.padding!r}"
+                if isinstance(self.padding, str)
+                else f", padding={self.padding}"
+            )
         if self.dilation != (1,) * self._nd:
             s += f", dilation={self.dilation}"
         if self.groups != 1:

@@ -37,7 +37,7 @@ def _insert_zeros(x, dim, stride):
     zeros_shape.insert(dim + 1, stride - 1)
     zeros = tl.zeros(*zeros_shape, dtype=x.dtype, device=x.device)
     spread = tl.cat([x.unsqueeze(dim + 1), zeros], dim + 1)  # (..., L, stride, ...)
-    merged = spread.reshape(x.shape[:dim] + (length * stride,) + x.shape[dim + 1:])
+    merged = spread.reshape(x.shape[:dim] + (length * stride,) + x.shape[dim + 1 :])
     return merged.narrow(dim, 0, (length - 1) * stride + 1)
 
 
@@ -56,20 +56,39 @@ def _pad_or_crop(x, dim, left, right):
 
 def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):
     if x.ndim == nd + 1:
-        return _conv_transpose(x.unsqueeze(0), weight, bias, stride, padding, output_padding, groups, dilation,
-                               nd, name).squeeze(0)
+        return _conv_transpose(
+            x.unsqueeze(0),
+            weight,
+            bias,
+            stride,
+            padding,
+            output_padding,
+            groups,
+            dilation,
+            nd,
+            name,
+        ).squeeze(0)
     if x.ndim != nd + 2 or weight.ndim != nd + 2:
-        raise tl.ShapeError(f"{name}: expected a {nd + 2}-D input and weight, got {x.shape} and {weight.shape}")
+        raise tl.ShapeError(
+            f"{name}: expected a {nd + 2}-D input and weight, got {x.shape} and {weight.shape}"
+        )
     c, og = weight.shape[:2]
     if x.shape[1] != c or c % groups:
-        raise tl.ShapeError(f"{name}: input has {x.shape[1]} channels, the weight {weight.shape} expects {c} "
-                            f"(divisible by groups={groups})")
+        raise tl.ShapeError(
+            f"{name}: input has {x.shape[1]} channels, the weight {weight.shape} expects {c} "
+            f"(divisible by groups={groups})"
+        )
     stride, padding = _tuple(stride, nd, "stride"), _tuple(padding, nd, "padding")
-    output_padding, dilation = _tuple(output_padding, nd, "output_padding"), _tuple(dilation, nd, "dilation")
+    output_padding, dilation = (
+        _tuple(output_padding, nd, "output_padding"),
+        _tuple(dilation, nd, "dilation"),
+    )
     kernel = weight.shape[2:]
     for op, s, d in zip(output_padding, stride, dilation):
         if op >= max(s, d):
-            raise ValueError(f"{name}: output_padding ({op}) must be smaller than either stride ({s}) or dilation ({d})")
+            raise ValueError(
+                f"{name}: output_padding ({op}) must be smaller than either stride ({s}) or dilation ({d})"
+            )
     for i in range(nd):
         dim = 2 + i
         x = _insert_zeros(x, dim, stride[i])
@@ -77,43 +96,86 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
         x = _pad_or_crop(x, dim, edge, edge + output_padding[i])
     # (C, O/g, *k) -> (O, C/g, *k), flipped in every spatial dim
     cg = c // groups
-    w = weight.reshape((groups, cg, og) + tuple(kernel)).transpose(1, 2).reshape((groups * og, cg) + tuple(kernel))
+    w = (
+        weight.reshape((groups, cg, og) + tuple(kernel))
+        .transpose(1, 2)
+        .reshape((groups * og, cg) + tuple(kernel))
+    )
     for i in range(nd):
         rev = tl.arange(kernel[i] - 1, -1, -1, device=w.device)
         w = w.index_select(2 + i, rev)
     return _conv(x, w, bias, 1, 0, dilation, groups, nd, name)
 
 
-def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+def conv_transpose1d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
     """Transposed 1-D convolution of ``(N, C, L)`` with ``(C, O/groups, k)``; see the module docstring.
 
     >>> F.conv_transpose1d(tl.ones(1, 1, 3), tl.ones(1, 1, 2), stride=2).tolist()
     [[[1.0, 1.0, 1.0, 1.0, 1.0, 1.0]]]
     """
-    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
-                           "conv_transpose1d")
+    return _conv_transpose(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+        1,
+        "conv_transpose1d",
+    )
 
 
-def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+def conv_transpose2d(
+    input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1
+):
     """Transposed 2-D convolution of ``(N, C, H, W)`` with ``(C, O/groups, kh, kw)``.
 
     >>> F.conv_transpose2d(tl.ones(1, 1, 2, 2), tl.ones(1, 1, 2, 2)).tolist()
     [[[[1.0, 2.0, 1.0], [2.0, 4.0, 2.0], [1.0, 2.0, 1.0]]]]
     """
-    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
-                           "conv_transpose2d")
+    return _conv_transpose(
+        input,
+        weight,
+        bias,
+        stride,
+        padding,
+        output_padding,
+        groups,
+        dilation,
+        2,
+        "conv_transpose2d",
+    )
 
 
 class _ConvTransposeNd(Module):
     _nd = 0
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups=1,
+        bias=True,
+        dilation=1,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         nd = self._nd
         if groups <= 0 or in_channels % groups or out_channels % groups:
-            raise ValueError(f"in_channels ({in_channels}) and out_channels ({out_channels}) must be divisible "
-                             f"by groups ({groups})")
+            raise ValueError(
+                f"in_channels ({in_channels}) and out_channels ({out_channels}) must be divisible "
+                f"by groups ({groups})"
+            )
         if padding_mode != "zeros":
             raise ValueError(f"Only 'zeros' padding mode is supported for {type(self).__name__}")
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
@@ -146,19 +208,34 @@ class _ConvTransposeNd(Module):
         spatial = input.shape[-nd:]
         pads = []
         for i in range(nd):
-            smallest = ((spatial[i] - 1) * self.stride[i] - 2 * self.padding[i]
-                        + self.dilation[i] * (self.kernel_size[i] - 1) + 1)
+            smallest = (
+                (spatial[i] - 1) * self.stride[i]
+                - 2 * self.padding[i]
+                + self.dilation[i] * (self.kernel_size[i] - 1)
+                + 1
+            )
             extra = size[i] - smallest
             if not 0 <= extra < max(self.stride[i], self.dilation[i]):
-                raise ValueError(f"{type(self).__name__}: requested output size {size} is not reachable from "
-                                 f"input size {tuple(spatial)}")
+                raise ValueError(
+                    f"{type(self).__name__}: requested output size {size} is not reachable from "
+                    f"input size {tuple(spatial)}"
+                )
             pads.append(extra)
         return tuple(pads)
 
     def forward(self, input, output_size=None):
-        return _conv_transpose(input, self.weight, self.bias, self.stride, self.padding,
-                               self._output_padding(input, output_size), self.groups, self.dilation, self._nd,
-                               type(self).__name__)
+        return _conv_transpose(
+            input,
+            self.weight,
+            self.bias,
+            self.stride,
+            self.padding,
+            self._output_padding(input, output_size),
+            self.groups,
+            self.dilation,
+            self._nd,
+            type(self).__name__,
+        )
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"

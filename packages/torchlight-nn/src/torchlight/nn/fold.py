@@ -16,7 +16,12 @@ class Unfold(Module):
 
     def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
         super().__init__()
-        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+        self.kernel_size, self.dilation, self.padding, self.stride = (
+            kernel_size,
+            dilation,
+            padding,
+            stride,
+        )
 
     def forward(self, input):
         return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
@@ -39,8 +44,12 @@ class Fold(Module):
         self.dilation, self.padding, self.stride = dilation, padding, stride
 
     def forward(self, input):
-        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+        return F.fold(
+            input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride
+        )
 
     def extra_repr(self):
-        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
-                f"padding={self.padding}, stride={self.stride}")
+        return (
+            f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
+            f"padding={self.padding}, stride={self.stride}"
+        )

@@ -36,19 +36,86 @@ from .pooling import (
 )
 
 __all__ = [
-    "linear", "relu", "leaky_relu", "gelu", "silu", "tanh", "sigmoid", "softplus", "logsigmoid",
-    "softmax", "log_softmax", "dropout", "embedding", "layer_norm", "batch_norm", "normalize",
-    "one_hot", "pad", "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
-    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "mse_loss", "l1_loss", "smooth_l1_loss",
-    "huber_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
-    "binary_cross_entropy_with_logits", "kl_div", "scaled_dot_product_attention",
-    "elu", "selu", "celu", "mish", "hardtanh", "relu6", "hardsigmoid", "hardswish", "softsign", "glu", "prelu",
-    "softmin", "threshold", "group_norm", "rms_norm", "dropout1d", "dropout2d", "conv_transpose1d",
-    "conv_transpose2d", "interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "margin_ranking_loss",
-    "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "multi_margin_loss",
-    "cosine_embedding_loss", "triplet_margin_loss", "gaussian_nll_loss", "poisson_nll_loss",
-    "adaptive_max_pool1d", "adaptive_max_pool2d", "gumbel_softmax", "unfold", "fold", "instance_norm", "embedding_bag", "affine_grid", "bilinear",
-    "grid_sample", "cosine_similarity", "pairwise_distance",
+    "linear",
+    "relu",
+    "leaky_relu",
+    "gelu",
+    "silu",
+    "tanh",
+    "sigmoid",
+    "softplus",
+    "logsigmoid",
+    "softmax",
+    "log_softmax",
+    "dropout",
+    "embedding",
+    "layer_norm",
+    "batch_norm",
+    "normalize",
+    "one_hot",
+    "pad",
+    "conv1d",
+    "conv2d",
+    "max_pool1d",
+    "max_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "cross_entropy",
+    "nll_loss",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
+    "scaled_dot_product_attention",
+    "elu",
+    "selu",
+    "celu",
+    "mish",
+    "hardtanh",
+    "relu6",
+    "hardsigmoid",
+    "hardswish",
+    "softsign",
+    "glu",
+    "prelu",
+    "softmin",
+    "threshold",
+    "group_norm",
+    "rms_norm",
+    "dropout1d",
+    "dropout2d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "interpolate",
+    "upsample",
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "margin_ranking_loss",
+    "hinge_embedding_loss",
+    "soft_margin_loss",
+    "multilabel_soft_margin_loss",
+    "multi_margin_loss",
+    "cosine_embedding_loss",
+    "triplet_margin_loss",
+    "gaussian_nll_loss",
+    "poisson_nll_loss",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "gumbel_softmax",
+    "unfold",
+    "fold",
+    "instance_norm",
+    "embedding_bag",
+    "affine_grid",
+    "bilinear",
+    "grid_sample",
+    "cosine_similarity",
+    "pairwise_distance",
     "multi_head_attention_forward",
 ]
 
@@ -85,8 +152,10 @@ def bilinear(input1, input2, weight, bias=None):
     """
     out, in1, in2 = weight.shape
     if input1.shape[-1] != in1 or input2.shape[-1] != in2:
-        raise tl.ShapeError(f"bilinear: inputs with {input1.shape[-1]} and {input2.shape[-1]} features do not match "
-                            f"the weight {tuple(weight.shape)}")
+        raise tl.ShapeError(
+            f"bilinear: inputs with {input1.shape[-1]} and {input2.shape[-1]} features do not match "
+            f"the weight {tuple(weight.shape)}"
+        )
     lead = input1.shape[:-1]
     x1 = input1.reshape(-1, in1)
     t = (x1 @ weight.permute(1, 0, 2).reshape(in1, out * in2)).reshape(-1, out, in2)
@@ -259,25 +328,47 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
     from .conv_transpose import conv_transpose2d
 
     out_hw, kernel = _tuple(output_size, 2, "output_size"), _tuple(kernel_size, 2, "kernel_size")
-    dilation, padding, stride = _tuple(dilation, 2, "dilation"), _tuple(padding, 2, "padding"), _tuple(stride, 2, "stride")
+    dilation, padding, stride = (
+        _tuple(dilation, 2, "dilation"),
+        _tuple(padding, 2, "padding"),
+        _tuple(stride, 2, "stride"),
+    )
     batched = input.ndim == 3
     cols = input if batched else input.unsqueeze(0)
     n, ck, length = cols.shape
     kk = kernel[0] * kernel[1]
     if ck % kk:
-        raise tl.ShapeError(f"fold: expected size of input's dimension 1 to be divisible by the product of "
-                            f"kernel_size, but got input.size(1)={ck} and kernel_size={kernel}")
-    blocks = [(out_hw[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(2)]
+        raise tl.ShapeError(
+            f"fold: expected size of input's dimension 1 to be divisible by the product of "
+            f"kernel_size, but got input.size(1)={ck} and kernel_size={kernel}"
+        )
+    blocks = [
+        (out_hw[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
+        for i in range(2)
+    ]
     if blocks[0] * blocks[1] != length:
-        raise tl.ShapeError(f"fold: {length} columns do not match the {blocks[0]}×{blocks[1]} patches of "
-                            f"output_size {out_hw}")
+        raise tl.ShapeError(
+            f"fold: {length} columns do not match the {blocks[0]}×{blocks[1]} patches of "
+            f"output_size {out_hw}"
+        )
     eye = tl.eye(kk, dtype=input.dtype, device=input.device).reshape(kk, 1, kernel[0], kernel[1])
     weight = eye.repeat(ck // kk, 1, 1, 1)  # (C·kk, 1, kh, kw): channel c's k-th column → offset k
     # rows/cols that unfold's windows never reached at the bottom/right (a stride remainder) come
     # back as output_padding, so the result has exactly output_size
-    remainder = tuple((out_hw[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) % stride[i] for i in range(2))
-    y = conv_transpose2d(cols.reshape(n, ck, blocks[0], blocks[1]), weight, None, stride, padding,
-                         remainder, ck // kk, dilation)
+    remainder = tuple(
+        (out_hw[i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) % stride[i]
+        for i in range(2)
+    )
+    y = conv_transpose2d(
+        cols.reshape(n, ck, blocks[0], blocks[1]),
+        weight,
+        None,
+        stride,
+        padding,
+        remainder,
+        ck // kk,
+        dilation,
+    )
     return y if batched else y.squeeze(0)
 
 
@@ -302,7 +393,9 @@ def _channel_dropout(input, p, training, nd, name):
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if input.ndim not in (nd + 1, nd + 2):
-        raise tl.ShapeError(f"{name}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D input, got shape {input.shape}")
+        raise tl.ShapeError(
+            f"{name}: expected a {nd + 1}-D (unbatched) or {nd + 2}-D input, got shape {input.shape}"
+        )
     if not training or p == 0.0:
         return input
     if p == 1.0:
@@ -334,7 +427,15 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     return _channel_dropout(input, p, training, 2, "dropout2d")
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+def embedding(
+    input,
+    weight,
+    padding_idx=None,
+    max_norm=None,
+    norm_type=2.0,
+    scale_grad_by_freq=False,
+    sparse=False,
+):
     """Rows of ``weight`` picked by the int64 ``input``; the ``padding_idx`` row gets no gradient.
 
     With ``max_norm``, the looked-up rows whose ``norm_type``-norm exceeds it are first scaled
@@ -345,7 +446,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     ([[0.6000000238418579, 0.800000011920929]], [0.30000001192092896, 0.4000000059604645])
     """
     if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse gradients are not supported")
+        raise NotImplementedError(
+            "embedding: scale_grad_by_freq and sparse gradients are not supported"
+        )
     if padding_idx is not None and padding_idx < 0:
         padding_idx += weight.shape[0]
     if max_norm is not None:
@@ -527,7 +630,9 @@ def glu(input, dim=-1):
     [[0.5, 1.0]]
     """
     if input.shape[dim] % 2:
-        raise tl.ShapeError(f"glu: halving dimension must be even, but dimension {dim} is size {input.shape[dim]}")
+        raise tl.ShapeError(
+            f"glu: halving dimension must be even, but dimension {dim} is size {input.shape[dim]}"
+        )
     a, b = input.chunk(2, dim)
     return a * b.sigmoid()
 
@@ -542,8 +647,10 @@ def prelu(input, weight):
     w = weight
     if weight.numel() > 1:
         if input.ndim < 2 or input.shape[1] != weight.numel():
-            raise tl.ShapeError(f"prelu: {weight.numel()} slopes need an input with that many channels (dim 1), "
-                                f"got shape {input.shape}")
+            raise tl.ShapeError(
+                f"prelu: {weight.numel()} slopes need an input with that many channels (dim 1), "
+                f"got shape {input.shape}"
+            )
         w = weight.reshape((input.shape[1],) + (1,) * (input.ndim - 2))
     return input.relu() + w * input.clamp(max=0.0)
 

@@ -23,9 +23,20 @@ import numpy as np
 import torchlight as tl
 
 __all__ = [
-    "calculate_gain", "uniform_", "normal_", "zeros_", "ones_", "constant_", "eye_",
-    "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_",
-    "orthogonal_", "calculate_fan_in_and_fan_out",
+    "calculate_gain",
+    "uniform_",
+    "normal_",
+    "zeros_",
+    "ones_",
+    "constant_",
+    "eye_",
+    "xavier_uniform_",
+    "xavier_normal_",
+    "kaiming_uniform_",
+    "kaiming_normal_",
+    "trunc_normal_",
+    "orthogonal_",
+    "calculate_fan_in_and_fan_out",
 ]
 
 
@@ -38,8 +49,16 @@ def calculate_gain(nonlinearity, param=None):
     >>> nn.init.calculate_gain("relu") == 2 ** 0.5, nn.init.calculate_gain("tanh")
     (True, 1.6666666666666667)
     """
-    linear = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-              "conv_transpose3d", "sigmoid")
+    linear = (
+        "linear",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "sigmoid",
+    )
     if nonlinearity in linear:
         return 1.0
     if nonlinearity == "tanh":
@@ -229,7 +248,9 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         draw = tl.randn(want, dtype=tl.float64, generator=generator).numpy() * std + mean
         out = np.concatenate([out, draw[(draw >= a) & (draw <= b)]])
     with tl.no_grad():
-        return tensor.copy_(tl.tensor(out[:n].reshape(tensor.shape), dtype=tensor.dtype, device=tensor.device))
+        return tensor.copy_(
+            tl.tensor(out[:n].reshape(tensor.shape), dtype=tensor.dtype, device=tensor.device)
+        )
 
 
 def orthogonal_(tensor, gain=1.0, generator=None):
@@ -243,7 +264,9 @@ def orthogonal_(tensor, gain=1.0, generator=None):
     True
     """
     if tensor.ndim < 2:
-        raise ValueError(f"Only tensors with 2 or more dimensions are supported, got shape {tensor.shape}")
+        raise ValueError(
+            f"Only tensors with 2 or more dimensions are supported, got shape {tensor.shape}"
+        )
     if tensor.numel() == 0:
         return tensor
     rows = tensor.shape[0]
@@ -256,4 +279,6 @@ def orthogonal_(tensor, gain=1.0, generator=None):
     if rows < cols:
         q = q.T
     with tl.no_grad():
-        return tensor.copy_(tl.tensor((gain * q).reshape(tensor.shape), dtype=tensor.dtype, device=tensor.device))
+        return tensor.copy_(
+            tl.tensor((gain * q).reshape(tensor.shape), dtype=tensor.dtype, device=tensor.device)
+        )

@@ -19,7 +19,17 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["Identity", "Linear", "Bilinear", "Flatten", "Unflatten", "Embedding", "Dropout", "Dropout1d", "Dropout2d"]
+__all__ = [
+    "Identity",
+    "Linear",
+    "Bilinear",
+    "Flatten",
+    "Unflatten",
+    "Embedding",
+    "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+]
 
 
 class Identity(Module):
@@ -86,10 +96,18 @@ class Bilinear(Module):
     (5, 2)
     """
 
-    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
+    def __init__(
+        self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None
+    ):
         super().__init__()
-        self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
-        self.weight = Parameter(tl.empty(out_features, in1_features, in2_features, dtype=dtype, device=device))
+        self.in1_features, self.in2_features, self.out_features = (
+            in1_features,
+            in2_features,
+            out_features,
+        )
+        self.weight = Parameter(
+            tl.empty(out_features, in1_features, in2_features, dtype=dtype, device=device)
+        )
         if bias:
             self.bias = Parameter(tl.empty(out_features, dtype=dtype, device=device))
         else:
@@ -107,8 +125,10 @@ class Bilinear(Module):
         return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self):
-        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
-                f"out_features={self.out_features}, bias={self.bias is not None}")
+        return (
+            f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+            f"out_features={self.out_features}, bias={self.bias is not None}"
+        )
 
 
 class Flatten(Module):
@@ -165,25 +185,49 @@ class Embedding(Module):
     ((2, 2, 3), True)
     """
 
-    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
-                 scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
+    def __init__(
+        self,
+        num_embeddings,
+        embedding_dim,
+        padding_idx=None,
+        max_norm=None,
+        norm_type=2.0,
+        scale_grad_by_freq=False,
+        sparse=False,
+        _weight=None,
+        _freeze=False,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         if scale_grad_by_freq or sparse:
-            raise NotImplementedError("Embedding: scale_grad_by_freq and sparse gradients are not supported")
+            raise NotImplementedError(
+                "Embedding: scale_grad_by_freq and sparse gradients are not supported"
+            )
         self.max_norm, self.norm_type = max_norm, norm_type
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
-                raise ValueError(f"padding_idx {padding_idx} must be within num_embeddings ({num_embeddings})")
+                raise ValueError(
+                    f"padding_idx {padding_idx} must be within num_embeddings ({num_embeddings})"
+                )
             padding_idx %= num_embeddings
-        self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
+        self.num_embeddings, self.embedding_dim, self.padding_idx = (
+            num_embeddings,
+            embedding_dim,
+            padding_idx,
+        )
         if _weight is None:
-            self.weight = Parameter(tl.empty(num_embeddings, embedding_dim, dtype=dtype, device=device),
-                                    requires_grad=not _freeze)
+            self.weight = Parameter(
+                tl.empty(num_embeddings, embedding_dim, dtype=dtype, device=device),
+                requires_grad=not _freeze,
+            )
             self.reset_parameters()
         else:
             if tuple(_weight.shape) != (num_embeddings, embedding_dim):
-                raise tl.ShapeError(f"Embedding: _weight has shape {_weight.shape}, expected {(num_embeddings, embedding_dim)}")
+                raise tl.ShapeError(
+                    f"Embedding: _weight has shape {_weight.shape}, expected {(num_embeddings, embedding_dim)}"
+                )
             self.weight = Parameter(_weight, requires_grad=not _freeze)
 
     def reset_parameters(self):
@@ -194,14 +238,33 @@ class Embedding(Module):
                 self.weight[self.padding_idx] = 0.0
 
     @classmethod
-    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None, norm_type=2.0,
-                        scale_grad_by_freq=False, sparse=False):
+    def from_pretrained(
+        cls,
+        embeddings,
+        freeze=True,
+        padding_idx=None,
+        max_norm=None,
+        norm_type=2.0,
+        scale_grad_by_freq=False,
+        sparse=False,
+    ):
         """An embedding whose weight is ``embeddings`` (2-D), frozen by default."""
         if embeddings.ndim != 2:
-            raise tl.ShapeError(f"Embeddings parameter is expected to be 2-dimensional, got shape {embeddings.shape}")
+            raise tl.ShapeError(
+                f"Embeddings parameter is expected to be 2-dimensional, got shape {embeddings.shape}"
+            )
         rows, cols = embeddings.shape
-        return cls(rows, cols, padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
-                   scale_grad_by_freq=scale_grad_by_freq, sparse=sparse, _weight=embeddings.detach(), _freeze=freeze)
+        return cls(
+            rows,
+            cols,
+            padding_idx=padding_idx,
+            max_norm=max_norm,
+            norm_type=norm_type,
+            scale_grad_by_freq=scale_grad_by_freq,
+            sparse=sparse,
+            _weight=embeddings.detach(),
+            _freeze=freeze,
+        )
 
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type)

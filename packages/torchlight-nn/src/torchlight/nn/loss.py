@@ -33,10 +33,24 @@ from torchlight.tensor.extension import cross_entropy_rows, index_range, set_ind
 from .module import Module
 
 __all__ = [
-    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
-    "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCELoss",
-    "BCEWithLogitsLoss", "KLDivLoss",
+    "mse_loss",
+    "l1_loss",
+    "smooth_l1_loss",
+    "huber_loss",
+    "nll_loss",
+    "cross_entropy",
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "kl_div",
+    "MSELoss",
+    "L1Loss",
+    "SmoothL1Loss",
+    "HuberLoss",
+    "NLLLoss",
+    "CrossEntropyLoss",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "KLDivLoss",
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -49,7 +63,9 @@ def _reduce(loss, reduction):
         return loss.sum()
     if reduction == "none":
         return loss
-    raise ValueError(f"{reduction!r} is not a valid value for reduction (use 'mean', 'sum' or 'none')")
+    raise ValueError(
+        f"{reduction!r} is not a valid value for reduction (use 'mean', 'sum' or 'none')"
+    )
 
 
 def legacy_reduction_args(fn):
@@ -63,8 +79,12 @@ def legacy_reduction_args(fn):
             size_average = True if size_average is None else size_average
             reduce = True if reduce is None else reduce
             reduction = ("mean" if size_average else "sum") if reduce else "none"
-            warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
-                          "instead.", UserWarning, stacklevel=2)
+            warnings.warn(
+                f"size_average and reduce args will be deprecated, please use reduction='{reduction}' "
+                "instead.",
+                UserWarning,
+                stacklevel=2,
+            )
             kwargs["reduction"] = reduction
         return fn(*args, **kwargs)
 
@@ -155,11 +175,15 @@ def _target_info(input, target, weight, ignore_index, name):
     """Validate class-index targets; return ``(safe_index, w_t)`` as flat tensors where
     ``w_t[i] = weight[y_i]`` (1 without weights) and 0 for ignored entries."""
     if target.dtype is not tl.int64:
-        raise tl.DTypeError(f"{name}: class-index targets must be int64, got {target.dtype} (use .long())")
+        raise tl.DTypeError(
+            f"{name}: class-index targets must be int64, got {target.dtype} (use .long())"
+        )
     c = input.shape[0] if input.ndim == 1 else input.shape[1]
     expected = () if input.ndim == 1 else input.shape[:1] + input.shape[2:]
     if target.shape != expected:
-        raise tl.ShapeError(f"{name}: input of shape {input.shape} needs a target of shape {expected}, got {target.shape}")
+        raise tl.ShapeError(
+            f"{name}: input of shape {input.shape} needs a target of shape {expected}, got {target.shape}"
+        )
     # Computed on the target's device: a GPU training step reads nothing back to check targets.
     t = target.reshape(-1)
     lo, hi = index_range(t)
@@ -211,7 +235,9 @@ def _weighted_reduction(loss, w_t, shape, reduction):
 
 
 @legacy_reduction_args
-def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+def cross_entropy(
+    input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0
+):
     r"""Softmax cross-entropy over dim 1 (dim 0 for a 1-D input) with class indices or probabilities.
 
     With class indices ``target`` (``int64``, shape ``(N)``):
@@ -235,7 +261,9 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     if target.dtype.is_floating_point:  # class probabilities
         logp = input.log_softmax(cdim)
         if target.shape != input.shape:
-            raise tl.ShapeError(f"cross_entropy: probability targets must have the input's shape {input.shape}, got {target.shape}")
+            raise tl.ShapeError(
+                f"cross_entropy: probability targets must have the input's shape {input.shape}, got {target.shape}"
+            )
         if label_smoothing > 0:
             target = target * (1.0 - label_smoothing) + label_smoothing / c
         prod = logp * target
@@ -291,7 +319,9 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
         )
     # two scalars cross to the host, not the whole input (it may live on a GPU)
     if input.numel() and (input.detach().min().item() < 0 or input.detach().max().item() > 1):
-        raise ValueError("binary_cross_entropy: all elements of input should be between 0 and 1 (use binary_cross_entropy_with_logits for logits)")
+        raise ValueError(
+            "binary_cross_entropy: all elements of input should be between 0 and 1 (use binary_cross_entropy_with_logits for logits)"
+        )
     loss = -(target * _log_clamped(input) + (1.0 - target) * _log_clamped(1.0 - input))
     if weight is not None:
         loss = loss * weight
@@ -312,7 +342,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     tensor(0.6931)
     """
     if target.shape != input.shape:
-        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+        raise ValueError(
+            f"Target size ({target.shape}) must be the same as input size ({input.shape})"
+        )
     # softplus(-x) via the backend's stable kernel (threshold=None: see functional.softplus)
     sp = (-input).softplus(1.0, None)
     if pos_weight is not None:
@@ -377,6 +409,7 @@ class MSELoss(_Loss):
     >>> nn.MSELoss()(tl.tensor([1.0, 2.0]), tl.tensor([1.0, 4.0]))
     tensor(2.)
     """
+
     def forward(self, input, target):
         return mse_loss(input, target, self.reduction)
 
@@ -387,6 +420,7 @@ class L1Loss(_Loss):
     >>> nn.L1Loss(reduction="sum")(tl.tensor([1.0, 2.0]), tl.tensor([1.0, 4.0]))
     tensor(2.)
     """
+
     def forward(self, input, target):
         return l1_loss(input, target, self.reduction)
 
@@ -398,6 +432,7 @@ class SmoothL1Loss(_Loss):
     >>> nn.SmoothL1Loss()(tl.tensor([0.0]), tl.tensor([3.0]))
     tensor(2.5)
     """
+
     @legacy_reduction_args
     def __init__(self, reduction="mean", beta=1.0):
         super().__init__(reduction)
@@ -414,6 +449,7 @@ class HuberLoss(_Loss):
     >>> nn.HuberLoss(delta=2.0)(tl.tensor([0.0]), tl.tensor([3.0]))
     tensor(4.)
     """
+
     @legacy_reduction_args
     def __init__(self, reduction="mean", delta=1.0):
         super().__init__(reduction)
@@ -435,6 +471,7 @@ class NLLLoss(_WeightedLoss):
     >>> nn.NLLLoss()(logp, tl.tensor([0, 1]))
     tensor(0.1269)
     """
+
     @legacy_reduction_args
     def __init__(self, weight=None, ignore_index=-100, reduction="mean"):
         super().__init__(weight, reduction)
@@ -460,13 +497,16 @@ class CrossEntropyLoss(_WeightedLoss):
     >>> loss(tl.tensor([[2.0, 0.0], [0.0, 2.0]]), tl.tensor([0, 1]))
     tensor(0.1269)
     """
+
     @legacy_reduction_args
     def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
         super().__init__(weight, reduction)
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input, target):
-        return cross_entropy(input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing)
+        return cross_entropy(
+            input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing
+        )
 
 
 class BCELoss(_WeightedLoss):
@@ -478,6 +518,7 @@ class BCELoss(_WeightedLoss):
     >>> nn.BCELoss()(tl.tensor([0.5]), tl.tensor([1.0]))
     tensor(0.6931)
     """
+
     def forward(self, input, target):
         return binary_cross_entropy(input, target, self.weight, self.reduction)
 
@@ -492,6 +533,7 @@ class BCEWithLogitsLoss(_Loss):
     >>> nn.BCEWithLogitsLoss()(tl.tensor([0.0, 0.0]), tl.tensor([1.0, 0.0]))
     tensor(0.6931)
     """
+
     @legacy_reduction_args
     def __init__(self, weight=None, reduction="mean", pos_weight=None):
         super().__init__(reduction)
@@ -499,7 +541,9 @@ class BCEWithLogitsLoss(_Loss):
         self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input, target):
-        return binary_cross_entropy_with_logits(input, target, self.weight, self.reduction, self.pos_weight)
+        return binary_cross_entropy_with_logits(
+            input, target, self.weight, self.reduction, self.pos_weight
+        )
 
 
 class KLDivLoss(_Loss):
@@ -512,6 +556,7 @@ class KLDivLoss(_Loss):
     >>> nn.KLDivLoss(reduction="batchmean")(p.log(), p)
     tensor(0.)
     """
+
     @legacy_reduction_args
     def __init__(self, reduction="mean", log_target=False):
         super().__init__(reduction)

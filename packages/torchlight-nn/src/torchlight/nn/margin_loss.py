@@ -26,10 +26,24 @@ from .functional import logsigmoid, pairwise_distance, softplus
 from .loss import _Loss, _reduce, _WeightedLoss, legacy_reduction_args
 
 __all__ = [
-    "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
-    "multi_margin_loss", "cosine_embedding_loss", "triplet_margin_loss", "gaussian_nll_loss", "poisson_nll_loss",
-    "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss",
-    "CosineEmbeddingLoss", "TripletMarginLoss", "GaussianNLLLoss", "PoissonNLLLoss",
+    "margin_ranking_loss",
+    "hinge_embedding_loss",
+    "soft_margin_loss",
+    "multilabel_soft_margin_loss",
+    "multi_margin_loss",
+    "cosine_embedding_loss",
+    "triplet_margin_loss",
+    "gaussian_nll_loss",
+    "poisson_nll_loss",
+    "MarginRankingLoss",
+    "HingeEmbeddingLoss",
+    "SoftMarginLoss",
+    "MultiLabelSoftMarginLoss",
+    "MultiMarginLoss",
+    "CosineEmbeddingLoss",
+    "TripletMarginLoss",
+    "GaussianNLLLoss",
+    "PoissonNLLLoss",
 ]
 
 _COS_EPS = 1e-12  # PyTorch's EPSILON in cosine_embedding_loss
@@ -52,7 +66,9 @@ def hinge_embedding_loss(input, target, margin=1.0, reduction="mean"):
     >>> F.hinge_embedding_loss(tl.tensor([0.3, 0.3]), tl.tensor([1.0, -1.0]), reduction="none").tolist()
     [0.30000001192092896, 0.699999988079071]
     """
-    loss = tl.where(target == 1, input, 0.0) + tl.where(target == -1, (margin - input).clamp(min=0.0), 0.0)
+    loss = tl.where(target == 1, input, 0.0) + tl.where(
+        target == -1, (margin - input).clamp(min=0.0), 0.0
+    )
     return _reduce(loss, reduction)
 
 
@@ -111,13 +127,20 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction="mean"):
     1.0
     """
     dot = (input1 * input2).sum(-1)
-    cos = dot / (((input1 * input1).sum(-1) + _COS_EPS) * ((input2 * input2).sum(-1) + _COS_EPS)).sqrt()
-    loss = tl.where(target == 1, 1 - cos, 0.0) + tl.where(target == -1, (cos - margin).clamp(min=0.0), 0.0)
+    cos = (
+        dot
+        / (((input1 * input1).sum(-1) + _COS_EPS) * ((input2 * input2).sum(-1) + _COS_EPS)).sqrt()
+    )
+    loss = tl.where(target == 1, 1 - cos, 0.0) + tl.where(
+        target == -1, (cos - margin).clamp(min=0.0), 0.0
+    )
     return _reduce(loss, reduction)
 
 
 @legacy_reduction_args
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, reduction="mean"):
+def triplet_margin_loss(
+    anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, reduction="mean"
+):
     """``max(d(a, p) − d(a, n) + margin, 0)`` with ``d(u, v) = ‖u − v + eps‖_p`` (Schroff et al.).
 
     >>> a = tl.zeros(1, 2); pos = tl.tensor([[0.0, 1.0]]); neg = tl.tensor([[3.0, 0.0]])
@@ -266,12 +289,15 @@ class TripletMarginLoss(_Loss):
     def __init__(self, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction="mean"):
         super().__init__(reduction)
         if margin <= 0:
-            raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got {margin} instead")
+            raise ValueError(
+                f"TripletMarginLoss: expected margin to be greater than 0, got {margin} instead"
+            )
         self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
 
     def forward(self, anchor, positive, negative):
-        return triplet_margin_loss(anchor, positive, negative, self.margin, self.p, self.eps, self.swap,
-                                   self.reduction)
+        return triplet_margin_loss(
+            anchor, positive, negative, self.margin, self.p, self.eps, self.swap, self.reduction
+        )
 
 
 class GaussianNLLLoss(_Loss):
@@ -303,4 +329,6 @@ class PoissonNLLLoss(_Loss):
         self.log_input, self.full, self.eps = log_input, full, eps
 
     def forward(self, log_input, target):
-        return poisson_nll_loss(log_input, target, self.log_input, self.full, self.eps, self.reduction)
+        return poisson_nll_loss(
+            log_input, target, self.log_input, self.full, self.eps, self.reduction
+        )

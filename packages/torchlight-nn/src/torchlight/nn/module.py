@@ -99,7 +99,9 @@ class Module:
     # --- registration ------------------------------------------------------------------------
     def _check_init(self, what):
         if "_parameters" not in self.__dict__:
-            raise AttributeError(f"cannot assign {what} before Module.__init__() call (call super().__init__() first)")
+            raise AttributeError(
+                f"cannot assign {what} before Module.__init__() call (call super().__init__() first)"
+            )
 
     def register_parameter(self, name, param):
         """Register ``param`` (a :class:`~torchlight.nn.Parameter`, or ``None`` for an absent one such as
@@ -109,7 +111,9 @@ class Module:
         self._check_init("parameters")
         _check_name(self, name, "parameter")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign {type(param).__name__} as parameter {name!r} (torchlight.nn.Parameter or None required)")
+            raise TypeError(
+                f"cannot assign {type(param).__name__} as parameter {name!r} (torchlight.nn.Parameter or None required)"
+            )
         self._parameters[name] = param
 
     def register_buffer(self, name, tensor, persistent=True):
@@ -118,7 +122,9 @@ class Module:
         self._check_init("buffers")
         _check_name(self, name, "buffer")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign {type(tensor).__name__} as buffer {name!r} (Tensor or None required)")
+            raise TypeError(
+                f"cannot assign {type(tensor).__name__} as buffer {name!r} (Tensor or None required)"
+            )
         if isinstance(tensor, Buffer):
             tensor = tensor.as_tensor()
         self._buffers[name] = tensor
@@ -149,7 +155,9 @@ class Module:
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign {type(value).__name__} as parameter {name!r} (torchlight.nn.Parameter or None required)")
+                raise TypeError(
+                    f"cannot assign {type(value).__name__} as parameter {name!r} (torchlight.nn.Parameter or None required)"
+                )
             params[name] = None
         elif isinstance(value, Module):
             self._check_init("child modules")
@@ -157,7 +165,9 @@ class Module:
             self._modules[name] = value
         elif self.__dict__.get("_modules") is not None and name in self._modules:
             if value is not None:
-                raise TypeError(f"cannot assign {type(value).__name__} as child module {name!r} (Module or None required)")
+                raise TypeError(
+                    f"cannot assign {type(value).__name__} as child module {name!r} (Module or None required)"
+                )
             self._modules[name] = None
         elif isinstance(value, Buffer):
             self._check_init("buffers")
@@ -165,7 +175,9 @@ class Module:
             self.register_buffer(name, value, value.__dict__.get("persistent", True))
         elif self.__dict__.get("_buffers") is not None and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign {type(value).__name__} as buffer {name!r} (Tensor or None required)")
+                raise TypeError(
+                    f"cannot assign {type(value).__name__} as buffer {name!r} (Tensor or None required)"
+                )
             self._buffers[name] = value
         else:
             object.__setattr__(self, name, value)
@@ -194,7 +206,9 @@ class Module:
         object.__delattr__(self, name)
 
     def __dir__(self):
-        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
+        return sorted(
+            set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules)
+        )
 
     # --- traversal ---------------------------------------------------------------------------
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
@@ -209,7 +223,9 @@ class Module:
         for name, child in self._modules.items():
             if child is None:
                 continue
-            yield from child.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
+            yield from child.named_modules(
+                memo, f"{prefix}.{name}" if prefix else name, remove_duplicate
+            )
 
     def modules(self):
         """Iterate over this module and all its descendants (each once), depth first.
@@ -280,7 +296,9 @@ class Module:
         mod = self
         for part in target.split(".") if target else []:
             if part not in mod._modules:
-                raise AttributeError(f"{type(mod).__name__} has no submodule {part!r} (looking up {target!r})")
+                raise AttributeError(
+                    f"{type(mod).__name__} has no submodule {part!r} (looking up {target!r})"
+                )
             mod = mod._modules[part]
         return mod
 
@@ -289,7 +307,9 @@ class Module:
         path, _, name = target.rpartition(".")
         mod = self.get_submodule(path)
         if name not in mod._parameters:
-            raise AttributeError(f"{type(mod).__name__} has no parameter {name!r} (looking up {target!r})")
+            raise AttributeError(
+                f"{type(mod).__name__} has no parameter {name!r} (looking up {target!r})"
+            )
         return mod._parameters[name]
 
     def num_parameters(self, only_trainable=False):
@@ -367,7 +387,9 @@ class Module:
         """``to(device)``, ``to(dtype)`` or both; a dtype applies to floating tensors only
         (``num_batches_tracked`` stays int64). Returns self."""
         for a in args:
-            if isinstance(a, tl.dtype) or (isinstance(a, str) and a in ("float32", "float64", "float", "double")):
+            if isinstance(a, tl.dtype) or (
+                isinstance(a, str) and a in ("float32", "float64", "float", "double")
+            ):
                 dtype = a
             else:
                 device = a

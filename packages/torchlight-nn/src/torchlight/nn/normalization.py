@@ -32,12 +32,24 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["batch_norm", "group_norm", "rms_norm", "instance_norm", "LayerNorm", "BatchNorm1d", "BatchNorm2d",
-           "GroupNorm", "RMSNorm", "InstanceNorm1d", "InstanceNorm2d"]
+__all__ = [
+    "batch_norm",
+    "group_norm",
+    "rms_norm",
+    "instance_norm",
+    "LayerNorm",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "GroupNorm",
+    "RMSNorm",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
+]
 
 
-def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
-               momentum=0.1, eps=1e-5):
+def batch_norm(
+    input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5
+):
     """Functional batch norm over dim 1 (channels); see the module docstring for the maths.
 
     With ``training=True`` batch statistics are used and, when given, ``running_mean`` and
@@ -49,27 +61,42 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             [ 1.,  1.]])
     """
     if input.ndim < 2:
-        raise tl.ShapeError(f"batch_norm: expected at least 2-D input (N, C, ...), got shape {input.shape}")
+        raise tl.ShapeError(
+            f"batch_norm: expected at least 2-D input (N, C, ...), got shape {input.shape}"
+        )
     c = input.shape[1]
     dims = (0,) + tuple(range(2, input.ndim))
     stat_shape = (1, c) + (1,) * (input.ndim - 2)
-    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)):
+    for name, t in (
+        ("running_mean", running_mean),
+        ("running_var", running_var),
+        ("weight", weight),
+        ("bias", bias),
+    ):
         if t is not None and t.shape != (c,):
-            raise tl.ShapeError(f"batch_norm: {name} has shape {t.shape}, expected ({c},) for input of shape {input.shape}")
+            raise tl.ShapeError(
+                f"batch_norm: {name} has shape {t.shape}, expected ({c},) for input of shape {input.shape}"
+            )
     if training:
         m = input.numel() // c
         if m <= 1:
-            raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
+            raise ValueError(
+                f"Expected more than 1 value per channel when training, got input size {input.shape}"
+            )
         mean = input.mean(dims, keepdim=True)
         centered = input - mean
         var = (centered * centered).mean(dims, keepdim=True)
         if running_mean is not None and running_var is not None:
             with tl.no_grad():
                 running_mean.mul_(1.0 - momentum).add_(mean.detach().reshape(c) * momentum)
-                running_var.mul_(1.0 - momentum).add_(var.detach().reshape(c) * (momentum * m / (m - 1)))
+                running_var.mul_(1.0 - momentum).add_(
+                    var.detach().reshape(c) * (momentum * m / (m - 1))
+                )
     else:
         if running_mean is None or running_var is None:
-            raise ValueError("batch_norm: running_mean and running_var are needed when training=False")
+            raise ValueError(
+                "batch_norm: running_mean and running_var are needed when training=False"
+            )
         mean, var = running_mean.reshape(stat_shape), running_var.reshape(stat_shape)
         centered = input - mean
     y = centered * (var + eps).rsqrt()
@@ -97,7 +124,15 @@ class LayerNorm(Module):
     tensor([[-1.2247,  0.    ,  1.2247]])
     """
 
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+    def __init__(
+        self,
+        normalized_shape,
+        eps=1e-5,
+        elementwise_affine=True,
+        bias=True,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
@@ -126,14 +161,24 @@ class LayerNorm(Module):
         return tl.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )
 
 
 class _BatchNorm(Module):
     _dims = ()
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
-                 device=None, dtype=None):
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=True,
+        track_running_stats=True,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
@@ -169,7 +214,9 @@ class _BatchNorm(Module):
     def _check_input_dim(self, input):
         if input.ndim not in self._dims:
             dims = " or ".join(f"{d}D" for d in self._dims)
-            raise ValueError(f"{type(self).__name__}: expected {dims} input (got {input.ndim}D input of shape {input.shape})")
+            raise ValueError(
+                f"{type(self).__name__}: expected {dims} input (got {input.ndim}D input of shape {input.shape})"
+            )
         if input.shape[1] != self.num_features:
             raise tl.ShapeError(
                 f"{type(self).__name__}({self.num_features}): input has {input.shape[1]} channels (shape {input.shape})"
@@ -189,12 +236,18 @@ class _BatchNorm(Module):
             input,
             self.running_mean if track else None,
             self.running_var if track else None,
-            self.weight, self.bias, use_batch_stats, factor, self.eps,
+            self.weight,
+            self.bias,
+            use_batch_stats,
+            factor,
+            self.eps,
         )
 
     def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
 
 
 class BatchNorm1d(_BatchNorm):
@@ -239,7 +292,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise tl.ShapeError(f"group_norm: expected input of shape (N, C, *), got {input.shape}")
     n, c = input.shape[0], input.shape[1]
     if c % num_groups:
-        raise ValueError(f"group_norm: num_channels ({c}) must be divisible by num_groups ({num_groups})")
+        raise ValueError(
+            f"group_norm: num_channels ({c}) must be divisible by num_groups ({num_groups})"
+        )
     x = input.reshape(n, num_groups, -1)
     mean = x.mean(-1, keepdim=True)
     centered = x - mean
@@ -261,8 +316,10 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     [0.8485, 1.1314]
     """
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if tuple(input.shape[input.ndim - len(shape):]) != shape:
-        raise tl.ShapeError(f"rms_norm: input shape {input.shape} does not end with normalized_shape {shape}")
+    if tuple(input.shape[input.ndim - len(shape) :]) != shape:
+        raise tl.ShapeError(
+            f"rms_norm: input shape {input.shape} does not end with normalized_shape {shape}"
+        )
     if eps is None:
         eps = float(np.finfo(np.float64 if input.dtype is tl.float64 else np.float32).eps)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
@@ -282,8 +339,15 @@ class GroupNorm(Module):
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
         super().__init__()
         if num_channels % num_groups:
-            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
-        self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+            raise ValueError(
+                f"num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
+            )
+        self.num_groups, self.num_channels, self.eps, self.affine = (
+            num_groups,
+            num_channels,
+            eps,
+            affine,
+        )
         if affine:
             self.weight = Parameter(tl.ones(num_channels, dtype=dtype, device=device))
             self.bias = Parameter(tl.zeros(num_channels, dtype=dtype, device=device))
@@ -299,7 +363,9 @@ class GroupNorm(Module):
 
     def forward(self, input):
         if input.ndim < 2 or input.shape[1] != self.num_channels:
-            raise tl.ShapeError(f"GroupNorm: expected input of shape (N, {self.num_channels}, *), got {input.shape}")
+            raise tl.ShapeError(
+                f"GroupNorm: expected input of shape (N, {self.num_channels}, *), got {input.shape}"
+            )
         return group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
@@ -314,9 +380,13 @@ class RMSNorm(Module):
     (2, 8)
     """
 
-    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+    def __init__(
+        self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None
+    ):
         super().__init__()
-        shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        shape = (
+            (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+        )
         self.normalized_shape, self.eps, self.elementwise_affine = shape, eps, elementwise_affine
         if elementwise_affine:
             self.weight = Parameter(tl.ones(*shape, dtype=dtype, device=device))
@@ -332,11 +402,21 @@ class RMSNorm(Module):
         return rms_norm(input, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self):
-        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        return (
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+        )
 
 
-def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
-                  momentum=0.1, eps=1e-5):
+def instance_norm(
+    input,
+    running_mean=None,
+    running_var=None,
+    weight=None,
+    bias=None,
+    use_input_stats=True,
+    momentum=0.1,
+    eps=1e-5,
+):
     """Normalise each channel of each sample of ``(N, C, *)`` over its positions:
     ``(x − μ_nc) / sqrt(σ²_nc + eps) · w_c + b_c``. With running statistics and
     ``use_input_stats``, they are updated (momentum as batch norm, the batch average of the
@@ -347,11 +427,15 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     [[-1.0, 1.0], [-1.0, 1.0]]
     """
     if input.ndim < 3:
-        raise tl.ShapeError(f"instance_norm: expected input of shape (N, C, *) with positions, got {input.shape}")
+        raise tl.ShapeError(
+            f"instance_norm: expected input of shape (N, C, *) with positions, got {input.shape}"
+        )
     n, c = input.shape[:2]
     if not use_input_stats:
         if running_mean is None or running_var is None:
-            raise ValueError("instance_norm: use_input_stats=False needs running_mean and running_var")
+            raise ValueError(
+                "instance_norm: use_input_stats=False needs running_mean and running_var"
+            )
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
     if running_mean is not None and running_var is not None:
         with tl.no_grad():
@@ -367,8 +451,16 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 class _InstanceNorm(Module):
     _dims = 0
 
-    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
-                 dtype=None):
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=False,
+        track_running_stats=False,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
@@ -391,18 +483,30 @@ class _InstanceNorm(Module):
         unbatched = input.ndim == self._dims + 1
         x = input.unsqueeze(0) if unbatched else input
         if x.ndim != self._dims + 2 or x.shape[1] != self.num_features:
-            raise tl.ShapeError(f"{type(self).__name__}: expected input of shape (N, {self.num_features}, ...) with "
-                                f"{self._dims} spatial dims, got {input.shape}")
+            raise tl.ShapeError(
+                f"{type(self).__name__}: expected input of shape (N, {self.num_features}, ...) with "
+                f"{self._dims} spatial dims, got {input.shape}"
+            )
         use_input_stats = self.training or not self.track_running_stats
         if self.training and self.track_running_stats:
             self.num_batches_tracked = self.num_batches_tracked + 1
-        y = instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias, use_input_stats,
-                          self.momentum, self.eps)
+        y = instance_norm(
+            x,
+            self.running_mean,
+            self.running_var,
+            self.weight,
+            self.bias,
+            use_input_stats,
+            self.momentum,
+            self.eps,
+        )
         return y.squeeze(0) if unbatched else y
 
     def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
-                f"track_running_stats={self.track_running_stats}")
+        return (
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+            f"track_running_stats={self.track_running_stats}"
+        )
 
 
 class InstanceNorm1d(_InstanceNorm):

@@ -19,8 +19,19 @@ import torchlight as tl
 from . import functional as F
 from .module import Module
 
-__all__ = ["index_pad", "ConstantPad1d", "ConstantPad2d", "ZeroPad1d", "ZeroPad2d", "ReflectionPad1d",
-           "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d"]
+__all__ = [
+    "index_pad",
+    "ConstantPad1d",
+    "ConstantPad2d",
+    "ZeroPad1d",
+    "ZeroPad2d",
+    "ReflectionPad1d",
+    "ReflectionPad2d",
+    "ReplicationPad1d",
+    "ReplicationPad2d",
+    "CircularPad1d",
+    "CircularPad2d",
+]
 
 _MODES = ("reflect", "replicate", "circular")
 
@@ -33,9 +44,13 @@ def index_pad(input, pad, mode):
     [[3.0, 2.0, 1.0, 2.0, 3.0, 2.0]]
     """
     if mode not in _MODES:
-        raise ValueError(f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}")
+        raise ValueError(
+            f"pad: mode must be 'constant', 'reflect', 'replicate' or 'circular', got {mode!r}"
+        )
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
-        raise tl.ShapeError(f"pad: expected an even number of values for at most {input.ndim} dims, got {pad}")
+        raise tl.ShapeError(
+            f"pad: expected an even number of values for at most {input.ndim} dims, got {pad}"
+        )
     y = input
     for k in range(len(pad) // 2):
         dim = input.ndim - 1 - k
@@ -47,8 +62,10 @@ def index_pad(input, pad, mode):
         length = y.shape[dim]
         limit = length - 1 if mode == "reflect" else (length if mode == "circular" else None)
         if limit is not None and max(left, right) > limit:
-            raise ValueError(f"pad: {mode} padding of {max(left, right)} needs a dimension longer than that, "
-                             f"but dim {dim} has size {length}")
+            raise ValueError(
+                f"pad: {mode} padding of {max(left, right)} needs a dimension longer than that, "
+                f"but dim {dim} has size {length}"
+            )
         j = np.arange(-left, length + right)
         if mode == "reflect":
             j = np.abs(j)
@@ -69,7 +86,9 @@ class _ConstantPadNd(Module):
         n = 2 * self._nd
         self.padding = (padding,) * n if isinstance(padding, int) else tuple(padding)
         if len(self.padding) != n:
-            raise ValueError(f"{type(self).__name__}: padding must be an int or {n} values, got {padding}")
+            raise ValueError(
+                f"{type(self).__name__}: padding must be an int or {n} values, got {padding}"
+            )
         self.value = value
 
     def forward(self, input):

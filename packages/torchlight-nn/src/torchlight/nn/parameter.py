@@ -113,4 +113,8 @@ class Buffer(Tensor):
 
     def as_tensor(self):
         """The plain tensor (same storage) that the module actually stores."""
-        return self.detach().requires_grad_(self.requires_grad) if self.requires_grad else self.detach()
+        return (
+            self.detach().requires_grad_(self.requires_grad)
+            if self.requires_grad
+            else self.detach()
+        )

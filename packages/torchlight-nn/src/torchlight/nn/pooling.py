@@ -28,9 +28,21 @@ from .conv import _tuple, windows
 from .module import Module
 
 __all__ = [
-    "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
-    "adaptive_avg_pool2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d",
-    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "AdaptiveMaxPool1d",
+    "max_pool1d",
+    "max_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "MaxPool1d",
+    "MaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
 ]
 
@@ -40,11 +52,15 @@ def _geometry(shape, kernel, stride, padding, dilation, ceil_mode, name):
     outs, extra = [], []
     for L, k, s, p, d in zip(shape, kernel, stride, padding, dilation):
         if p > k // 2:
-            raise ValueError(f"{name}: pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k}")
+            raise ValueError(
+                f"{name}: pad should be at most half of effective kernel size, but got pad={p}, kernel_size={k}"
+            )
         span = d * (k - 1) + 1
         room = L + 2 * p - span
         if room < 0:
-            raise tl.ShapeError(f"{name}: kernel span {span} is larger than the padded input size {L + 2 * p}")
+            raise tl.ShapeError(
+                f"{name}: kernel span {span} is larger than the padded input size {L + 2 * p}"
+            )
         if ceil_mode:
             n = -(-room // s) + 1
             if (n - 1) * s >= L + p:  # the last window would start inside the right padding
@@ -58,9 +74,13 @@ def _geometry(shape, kernel, stride, padding, dilation, ceil_mode, name):
 
 def _prepare(x, kernel_size, stride, padding, dilation, nd, name):
     if x.ndim not in (nd + 1, nd + 2):
-        raise tl.ShapeError(f"{name}: expected a {nd + 1}-D or {nd + 2}-D input, got shape {x.shape}")
+        raise tl.ShapeError(
+            f"{name}: expected a {nd + 1}-D or {nd + 2}-D input, got shape {x.shape}"
+        )
     kernel = _tuple(kernel_size, nd, "kernel_size")
-    stride = kernel if stride is None or stride == [] or stride == () else _tuple(stride, nd, "stride")
+    stride = (
+        kernel if stride is None or stride == [] or stride == () else _tuple(stride, nd, "stride")
+    )
     return kernel, stride, _tuple(padding, nd, "padding"), _tuple(dilation, nd, "dilation")
 
 
@@ -79,10 +99,24 @@ def _padded_windows(x, kernel, stride, padding, dilation, ceil_mode, fill, name)
 
 def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd, name):
     if x.ndim == nd + 1:
-        res = _max_pool(x.unsqueeze(0), kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd, name)
+        res = _max_pool(
+            x.unsqueeze(0),
+            kernel_size,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+            return_indices,
+            nd,
+            name,
+        )
         return (res[0].squeeze(0), res[1].squeeze(0)) if return_indices else res.squeeze(0)
-    kernel, stride, padding, dilation = _prepare(x, kernel_size, stride, padding, dilation, nd, name)
-    win, outs = _padded_windows(x, kernel, stride, padding, dilation, ceil_mode, float("-inf"), name)
+    kernel, stride, padding, dilation = _prepare(
+        x, kernel_size, stride, padding, dilation, nd, name
+    )
+    win, outs = _padded_windows(
+        x, kernel, stride, padding, dilation, ceil_mode, float("-inf"), name
+    )
     flat = win.reshape(x.shape[:2] + outs + (math.prod(kernel),))
     values, local = flat.max(-1)
     if not return_indices:
@@ -98,10 +132,21 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
     return values, tl.tensor(flat_index, dtype=tl.int64, device=x.device)
 
 
-def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd, name):
+def _avg_pool(
+    x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd, name
+):
     if x.ndim == nd + 1:
-        return _avg_pool(x.unsqueeze(0), kernel_size, stride, padding, ceil_mode, count_include_pad,
-                         divisor_override, nd, name).squeeze(0)
+        return _avg_pool(
+            x.unsqueeze(0),
+            kernel_size,
+            stride,
+            padding,
+            ceil_mode,
+            count_include_pad,
+            divisor_override,
+            nd,
+            name,
+        ).squeeze(0)
     kernel, stride, padding, dilation = _prepare(x, kernel_size, stride, padding, 1, nd, name)
     win, outs = _padded_windows(x, kernel, stride, padding, dilation, ceil_mode, 0.0, name)
     sums = win.sum(tuple(range(2 + nd, 2 + 2 * nd)))
@@ -113,8 +158,10 @@ def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, div
     # Count, per window, the positions that belong to the input (plus the explicit padding when
     # count_include_pad): slide the windows over a 0/1 mask of the padded plane.
     mask = np.zeros(tuple(L + 2 * p + e for L, p, e in zip(x.shape[2:], padding, extra)))
-    inner = tuple(slice(0 if count_include_pad else p, (p if count_include_pad else 0) + L + p)
-                  for L, p in zip(x.shape[2:], padding))
+    inner = tuple(
+        slice(0 if count_include_pad else p, (p if count_include_pad else 0) + L + p)
+        for L, p in zip(x.shape[2:], padding)
+    )
     mask[inner] = 1.0
     for d in range(nd):
         mask = np.lib.stride_tricks.sliding_window_view(mask, kernel[d], axis=d)
@@ -123,7 +170,9 @@ def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, div
     return sums / divisor
 
 
-def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+def max_pool1d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
     r"""1-D max pooling: the maximum of each window of ``kernel_size`` elements, windows ``stride``
     apart (``kernel_size`` by default), after padding both sides with ``-inf`` by ``padding``;
     ``dilation`` spaces the window's elements; ``ceil_mode`` keeps a last partial window. With
@@ -135,10 +184,14 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     >>> F.max_pool1d(tl.tensor([[[1.0, 3.0, 2.0, 5.0]]]), 2)
     tensor([[[3., 5.]]])
     """
-    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1, "max_pool1d")
+    return _max_pool(
+        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1, "max_pool1d"
+    )
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+def max_pool2d(
+    input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
+):
     """2-D max pooling over ``(H, W)`` windows; arguments (ints or pairs) and output sizes as
     :func:`max_pool1d`, per spatial dimension.
 
@@ -148,7 +201,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     tensor([[[[ 5.,  7.],
               [13., 15.]]]])
     """
-    return _max_pool(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d")
+    return _max_pool(
+        input, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d"
+    )
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
@@ -158,18 +213,37 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     >>> F.avg_pool1d(tl.tensor([[[1.0, 3.0, 2.0, 6.0]]]), 2)
     tensor([[[2., 4.]]])
     """
-    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, "avg_pool1d")
+    return _avg_pool(
+        input, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, "avg_pool1d"
+    )
 
 
-def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
+def avg_pool2d(
+    input,
+    kernel_size,
+    stride=None,
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+):
     """2-D average pooling over ``(H, W)`` windows; ``divisor_override`` replaces the window size as
     the divisor. Shapes as :func:`max_pool2d`.
 
     >>> F.avg_pool2d(tl.ones(1, 1, 4, 4), 2).shape
     (1, 1, 2, 2)
     """
-    return _avg_pool(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2, "avg_pool2d")
+    return _avg_pool(
+        input,
+        kernel_size,
+        stride,
+        padding,
+        ceil_mode,
+        count_include_pad,
+        divisor_override,
+        2,
+        "avg_pool2d",
+    )
 
 
 def _bin_matrix(length, size, like):
@@ -183,9 +257,15 @@ def _bin_matrix(length, size, like):
 
 def _adaptive_avg(x, output_size, nd, name):
     if x.ndim not in (nd + 1, nd + 2):
-        raise tl.ShapeError(f"{name}: expected a {nd + 1}-D or {nd + 2}-D input, got shape {x.shape}")
+        raise tl.ShapeError(
+            f"{name}: expected a {nd + 1}-D or {nd + 2}-D input, got shape {x.shape}"
+        )
     spatial = x.shape[x.ndim - nd :]
-    sizes = (output_size,) * nd if isinstance(output_size, int) or output_size is None else tuple(output_size)
+    sizes = (
+        (output_size,) * nd
+        if isinstance(output_size, int) or output_size is None
+        else tuple(output_size)
+    )
     sizes = tuple(s if o is None else o for s, o in zip(spatial, sizes))
     if any(o <= 0 for o in sizes):
         raise ValueError(f"{name}: output_size must be positive, got {sizes}")
@@ -221,19 +301,30 @@ def adaptive_avg_pool2d(input, output_size):
 class _MaxPoolNd(Module):
     _fn = None
 
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+    def __init__(
+        self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False
+    ):
         super().__init__()
         self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
         self.padding, self.dilation = padding, dilation
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, input):
-        return type(self)._fn(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                              self.ceil_mode, self.return_indices)
+        return type(self)._fn(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.ceil_mode,
+            self.return_indices,
+        )
 
     def extra_repr(self):
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+        return (
+            f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+            f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
+        )
 
 
 class MaxPool1d(_MaxPoolNd):
@@ -245,6 +336,7 @@ class MaxPool1d(_MaxPoolNd):
     >>> nn.MaxPool1d(2)(tl.zeros(8, 4, 10)).shape
     (8, 4, 5)
     """
+
     _fn = staticmethod(max_pool1d)
 
 
@@ -256,6 +348,7 @@ class MaxPool2d(_MaxPoolNd):
     >>> nn.MaxPool2d(2)(tl.zeros(8, 4, 28, 28)).shape
     (8, 4, 14, 14)
     """
+
     _fn = staticmethod(max_pool2d)
 
 
@@ -267,13 +360,23 @@ class AvgPool1d(Module):
     >>> nn.AvgPool1d(2)(tl.tensor([[[1.0, 3.0, 2.0, 6.0]]]))
     tensor([[[2., 4.]]])
     """
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+
+    def __init__(
+        self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True
+    ):
         super().__init__()
         self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
         self.padding, self.ceil_mode, self.count_include_pad = padding, ceil_mode, count_include_pad
 
     def forward(self, input):
-        return avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+        return avg_pool1d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+        )
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
@@ -287,16 +390,31 @@ class AvgPool2d(Module):
     >>> nn.AvgPool2d(2)(tl.zeros(1, 3, 8, 8)).shape
     (1, 3, 4, 4)
     """
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-                 divisor_override=None):
+
+    def __init__(
+        self,
+        kernel_size,
+        stride=None,
+        padding=0,
+        ceil_mode=False,
+        count_include_pad=True,
+        divisor_override=None,
+    ):
         super().__init__()
         self.kernel_size, self.stride = kernel_size, stride if stride is not None else kernel_size
         self.padding, self.ceil_mode, self.count_include_pad = padding, ceil_mode, count_include_pad
         self.divisor_override = divisor_override
 
     def forward(self, input):
-        return avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                          self.count_include_pad, self.divisor_override)
+        return avg_pool2d(
+            input,
+            self.kernel_size,
+            self.stride,
+            self.padding,
+            self.ceil_mode,
+            self.count_include_pad,
+            self.divisor_override,
+        )
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
@@ -311,6 +429,7 @@ class AdaptiveAvgPool1d(Module):
     >>> nn.AdaptiveAvgPool1d(3)(tl.zeros(2, 4, 10)).shape
     (2, 4, 3)
     """
+
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
@@ -331,6 +450,7 @@ class AdaptiveAvgPool2d(Module):
     >>> nn.AdaptiveAvgPool2d((1, 1))(tl.zeros(2, 16, 7, 7)).shape
     (2, 16, 1, 1)
     """
+
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
@@ -346,9 +466,15 @@ def _adaptive_max(x, output_size, nd, return_indices, name):
     if return_indices:
         raise NotImplementedError(f"{name}: return_indices=True is not supported")
     if x.ndim not in (nd + 1, nd + 2):
-        raise tl.ShapeError(f"{name}: expected a {nd + 1}-D or {nd + 2}-D input, got shape {x.shape}")
-    spatial = x.shape[x.ndim - nd:]
-    sizes = (output_size,) * nd if isinstance(output_size, int) or output_size is None else tuple(output_size)
+        raise tl.ShapeError(
+            f"{name}: expected a {nd + 1}-D or {nd + 2}-D input, got shape {x.shape}"
+        )
+    spatial = x.shape[x.ndim - nd :]
+    sizes = (
+        (output_size,) * nd
+        if isinstance(output_size, int) or output_size is None
+        else tuple(output_size)
+    )
     sizes = tuple(s if o is None else o for s, o in zip(spatial, sizes))
     if any(o <= 0 for o in sizes):
         raise ValueError(f"{name}: output_size must be positive, got {sizes}")

@@ -39,8 +39,18 @@ from .module import Module
 from .parameter import Parameter
 from .utils.rnn import PackedSequence, pad_packed_sequence
 
-__all__ = ["RNNCell", "GRUCell", "LSTMCell", "RNN", "GRU", "LSTM", "rnn_tanh_cell", "rnn_relu_cell", "gru_cell",
-           "lstm_cell"]
+__all__ = [
+    "RNNCell",
+    "GRUCell",
+    "LSTMCell",
+    "RNN",
+    "GRU",
+    "LSTM",
+    "rnn_tanh_cell",
+    "rnn_relu_cell",
+    "gru_cell",
+    "lstm_cell",
+]
 
 
 def _gru_step(gi, h, w_hh, b_hh):
@@ -155,9 +165,13 @@ class _CellBase(Module):
 
     def _prepare(self, input, hx):
         if input.ndim not in (1, 2):
-            raise tl.ShapeError(f"{type(self).__name__}: expected 1-D or 2-D input, got shape {input.shape}")
+            raise tl.ShapeError(
+                f"{type(self).__name__}: expected 1-D or 2-D input, got shape {input.shape}"
+            )
         if input.shape[-1] != self.input_size:
-            raise tl.ShapeError(f"{type(self).__name__}: input has {input.shape[-1]} features, expected {self.input_size}")
+            raise tl.ShapeError(
+                f"{type(self).__name__}: input has {input.shape[-1]} features, expected {self.input_size}"
+            )
         batched = input.ndim == 2
         x = input if batched else input.unsqueeze(0)
         zeros = tl.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
@@ -175,14 +189,22 @@ class RNNCell(_CellBase):
     (2, 5)
     """
 
-    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
+    def __init__(
+        self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None
+    ):
         self.nonlinearity = _check_nonlinearity(nonlinearity)
         super().__init__(input_size, hidden_size, bias, device, dtype)
 
     def forward(self, input, hx=None):
         x, batched, zeros = self._prepare(input, hx)
         h = zeros if hx is None else (hx if batched else hx.unsqueeze(0))
-        out = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh, self.nonlinearity)
+        out = _rnn_step(
+            F.linear(x, self.weight_ih, self.bias_ih),
+            h,
+            self.weight_hh,
+            self.bias_hh,
+            self.nonlinearity,
+        )
         return out if batched else out.squeeze(0)
 
 
@@ -234,8 +256,19 @@ class _RNNBase(Module):
     _gates = 1
     _lstm = False
 
-    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
-                 bidirectional=False, proj_size=0, device=None, dtype=None):
+    def __init__(
+        self,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        bias=True,
+        batch_first=False,
+        dropout=0.0,
+        bidirectional=False,
+        proj_size=0,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         if proj_size:
             raise NotImplementedError("proj_size is not supported")
@@ -252,11 +285,23 @@ class _RNNBase(Module):
             in_size = input_size if layer == 0 else hidden_size * dirs
             for d in range(dirs):
                 sfx = f"_l{layer}" + ("_reverse" if d else "")
-                setattr(self, "weight_ih" + sfx, Parameter(tl.empty(g, in_size, dtype=dtype, device=device)))
-                setattr(self, "weight_hh" + sfx, Parameter(tl.empty(g, hidden_size, dtype=dtype, device=device)))
+                setattr(
+                    self,
+                    "weight_ih" + sfx,
+                    Parameter(tl.empty(g, in_size, dtype=dtype, device=device)),
+                )
+                setattr(
+                    self,
+                    "weight_hh" + sfx,
+                    Parameter(tl.empty(g, hidden_size, dtype=dtype, device=device)),
+                )
                 if bias:
-                    setattr(self, "bias_ih" + sfx, Parameter(tl.empty(g, dtype=dtype, device=device)))
-                    setattr(self, "bias_hh" + sfx, Parameter(tl.empty(g, dtype=dtype, device=device)))
+                    setattr(
+                        self, "bias_ih" + sfx, Parameter(tl.empty(g, dtype=dtype, device=device))
+                    )
+                    setattr(
+                        self, "bias_hh" + sfx, Parameter(tl.empty(g, dtype=dtype, device=device))
+                    )
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -272,7 +317,12 @@ class _RNNBase(Module):
     def _weights(self, layer, d):
         sfx = f"_l{layer}" + ("_reverse" if d else "")
         p = self._parameters
-        return p["weight_ih" + sfx], p["weight_hh" + sfx], p.get("bias_ih" + sfx), p.get("bias_hh" + sfx)
+        return (
+            p["weight_ih" + sfx],
+            p["weight_hh" + sfx],
+            p.get("bias_ih" + sfx),
+            p.get("bias_hh" + sfx),
+        )
 
     def forward(self, input, hx=None):
         if isinstance(input, PackedSequence):
@@ -287,23 +337,36 @@ class _RNNBase(Module):
         lengths = [sum(bs > b for bs in sizes) for b in range(padded.shape[1])]  # sorted order
         if hx is not None and packed.sorted_indices is not None:
             idx = packed.sorted_indices
-            hx = (hx[0].index_select(1, idx), hx[1].index_select(1, idx)) if self._lstm else hx.index_select(1, idx)
+            hx = (
+                (hx[0].index_select(1, idx), hx[1].index_select(1, idx))
+                if self._lstm
+                else hx.index_select(1, idx)
+            )
         steps = tl.arange(padded.shape[0], device=padded.device).reshape(-1, 1, 1)
         masks = steps < tl.tensor(lengths, device=padded.device).reshape(1, -1, 1)  # (T, B, 1)
         out, state = self._forward(padded, hx, masks=masks, time_major=True)
         data = tl.cat([out[t, :bs] for t, bs in enumerate(sizes)], 0)
         if packed.unsorted_indices is not None:
             idx = packed.unsorted_indices
-            state = (state[0].index_select(1, idx), state[1].index_select(1, idx)) if self._lstm \
+            state = (
+                (state[0].index_select(1, idx), state[1].index_select(1, idx))
+                if self._lstm
                 else state.index_select(1, idx)
-        return PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices), state
+            )
+        return PackedSequence(
+            data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices
+        ), state
 
     def _forward(self, input, hx=None, masks=None, time_major=False):
         name = type(self).__name__
         if input.ndim not in (2, 3):
-            raise tl.ShapeError(f"{name}: expected 2-D (unbatched) or 3-D input, got shape {input.shape}")
+            raise tl.ShapeError(
+                f"{name}: expected 2-D (unbatched) or 3-D input, got shape {input.shape}"
+            )
         if input.shape[-1] != self.input_size:
-            raise tl.ShapeError(f"{name}: input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.shape[-1]}")
+            raise tl.ShapeError(
+                f"{name}: input.size(-1) must be equal to input_size. Expected {self.input_size}, got {input.shape[-1]}"
+            )
         batched = input.ndim == 3
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first and not time_major:
@@ -315,24 +378,28 @@ class _RNNBase(Module):
             zeros = tl.zeros(*state_shape, dtype=x.dtype, device=x.device)
             h0, c0 = zeros, zeros
         else:
-            h0, c0 = (hx if self._lstm else (hx, None))
+            h0, c0 = hx if self._lstm else (hx, None)
             if not batched:
                 h0 = h0.unsqueeze(1)
                 c0 = None if c0 is None else c0.unsqueeze(1)
             for what, t in (("h0", h0), ("c0", c0)):
                 if t is not None and t.shape != state_shape:
-                    raise tl.ShapeError(f"{name}: expected hidden size {state_shape} for {what}, got {t.shape}")
+                    raise tl.ShapeError(
+                        f"{name}: expected hidden size {state_shape} for {what}, got {t.shape}"
+                    )
         h_n, c_n = [], []
         layer_in = x
         for layer in range(self.num_layers):
             outs = []
             for d in range(dirs):
                 w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
-                gi = F.linear(layer_in, w_ih, b_ih)  # (T, N, G·H): every step's input projection at once
+                gi = F.linear(
+                    layer_in, w_ih, b_ih
+                )  # (T, N, G·H): every step's input projection at once
                 h = h0[layer * dirs + d]
                 c = None if c0 is None else c0[layer * dirs + d]
                 seq = [None] * steps
-                for t in (range(steps) if d == 0 else reversed(range(steps))):
+                for t in range(steps) if d == 0 else reversed(range(steps)):
                     h_prev, c_prev = h, c
                     if self._lstm:
                         h, c = _lstm_step(gi[t], h, c, w_hh, b_hh)
@@ -384,11 +451,31 @@ class RNN(_RNNBase):
     ((7, 2, 5), (2, 2, 5))
     """
 
-    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
-                 dropout=0.0, bidirectional=False, device=None, dtype=None):
+    def __init__(
+        self,
+        input_size,
+        hidden_size,
+        num_layers=1,
+        nonlinearity="tanh",
+        bias=True,
+        batch_first=False,
+        dropout=0.0,
+        bidirectional=False,
+        device=None,
+        dtype=None,
+    ):
         self.nonlinearity = _check_nonlinearity(nonlinearity)
-        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-                         device=device, dtype=dtype)
+        super().__init__(
+            input_size,
+            hidden_size,
+            num_layers,
+            bias,
+            batch_first,
+            dropout,
+            bidirectional,
+            device=device,
+            dtype=dtype,
+        )
 
 
 class GRU(_RNNBase):

@@ -35,12 +35,18 @@ def affine_grid(theta, size, align_corners=None):
     [[[[-0.5, 0.0], [0.5, 0.0]]]]
     """
     if len(size) != 4:
-        raise NotImplementedError(f"affine_grid: only 2-D sizes (N, C, H, W) are supported, got {tuple(size)}")
+        raise NotImplementedError(
+            f"affine_grid: only 2-D sizes (N, C, H, W) are supported, got {tuple(size)}"
+        )
     n, _, h, w = size
     if tuple(theta.shape) != (n, 2, 3):
-        raise tl.ShapeError(f"affine_grid: expected theta of shape {(n, 2, 3)} for size {tuple(size)}, got {theta.shape}")
+        raise tl.ShapeError(
+            f"affine_grid: expected theta of shape {(n, 2, 3)} for size {tuple(size)}, got {theta.shape}"
+        )
     xs, ys = _base_coords(w, bool(align_corners)), _base_coords(h, bool(align_corners))
-    base = np.stack([np.tile(xs, h), np.repeat(ys, w), np.ones(h * w)], 1)  # (H·W, 3), rows [x, y, 1]
+    base = np.stack(
+        [np.tile(xs, h), np.repeat(ys, w), np.ones(h * w)], 1
+    )  # (H·W, 3), rows [x, y, 1]
     base = tl.tensor(base, dtype=theta.dtype, device=theta.device)
     return (base @ theta.transpose(1, 2)).reshape(n, h, w, 2)
 
@@ -60,12 +66,18 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     1.5
     """
     if mode not in ("bilinear", "nearest"):
-        raise NotImplementedError(f"grid_sample: mode {mode!r} is not supported (use 'bilinear' or 'nearest')")
+        raise NotImplementedError(
+            f"grid_sample: mode {mode!r} is not supported (use 'bilinear' or 'nearest')"
+        )
     if padding_mode not in ("zeros", "border"):
-        raise NotImplementedError(f"grid_sample: padding_mode {padding_mode!r} is not supported (use 'zeros' or 'border')")
+        raise NotImplementedError(
+            f"grid_sample: padding_mode {padding_mode!r} is not supported (use 'zeros' or 'border')"
+        )
     if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
-        raise tl.ShapeError(f"grid_sample: expected input (N, C, H, W) and grid (N, Ho, Wo, 2), got {input.shape} "
-                            f"and {grid.shape}")
+        raise tl.ShapeError(
+            f"grid_sample: expected input (N, C, H, W) and grid (N, Ho, Wo, 2), got {input.shape} "
+            f"and {grid.shape}"
+        )
     n, c, h, w = input.shape
     ho, wo = grid.shape[1:3]
     ix = _unnormalize(grid[..., 0], w, bool(align_corners)).reshape(n, 1, ho * wo)
@@ -89,6 +101,10 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     y0 = np.floor(iy.detach().numpy())
     fx = ix - tl.tensor(x0, dtype=input.dtype, device=input.device)
     fy = iy - tl.tensor(y0, dtype=input.dtype, device=input.device)
-    out = (read(x0, y0) * ((1 - fx) * (1 - fy)) + read(x0 + 1, y0) * (fx * (1 - fy))
-           + read(x0, y0 + 1) * ((1 - fx) * fy) + read(x0 + 1, y0 + 1) * (fx * fy))
+    out = (
+        read(x0, y0) * ((1 - fx) * (1 - fy))
+        + read(x0 + 1, y0) * (fx * (1 - fy))
+        + read(x0, y0 + 1) * ((1 - fx) * fy)
+        + read(x0 + 1, y0 + 1) * (fx * fy)
+    )
     return out.reshape(n, c, ho, wo)

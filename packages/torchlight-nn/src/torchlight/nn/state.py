@@ -49,17 +49,25 @@ def load_checked(module, state_dict, strict=True):
             )
             continue
         if arr.dtype.kind not in "biuf":
-            problems.append(f"bad value for {key}: numpy dtype {arr.dtype} cannot be loaded into a {target.dtype} tensor.")
+            problems.append(
+                f"bad value for {key}: numpy dtype {arr.dtype} cannot be loaded into a {target.dtype} tensor."
+            )
             continue
         staged.append((target, arr))
     if strict:
         if unexpected:
-            problems.insert(0, "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ".")
+            problems.insert(
+                0,
+                "Unexpected key(s) in state_dict: " + ", ".join(f'"{k}"' for k in unexpected) + ".",
+            )
         if missing:
-            problems.insert(0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + ".")
+            problems.insert(
+                0, "Missing key(s) in state_dict: " + ", ".join(f'"{k}"' for k in missing) + "."
+            )
     if problems:
         raise StateDictError(
-            f"Error(s) in loading state_dict for {type(module).__name__}:\n\t" + "\n\t".join(problems)
+            f"Error(s) in loading state_dict for {type(module).__name__}:\n\t"
+            + "\n\t".join(problems)
         )
     with tl.no_grad():
         for target, arr in staged:

@@ -30,8 +30,13 @@ from .linear import Dropout, Linear
 from .module import Module
 from .normalization import LayerNorm
 
-__all__ = ["TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder",
-           "Transformer"]
+__all__ = [
+    "TransformerEncoderLayer",
+    "TransformerEncoder",
+    "TransformerDecoderLayer",
+    "TransformerDecoder",
+    "Transformer",
+]
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
@@ -39,10 +44,14 @@ _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 def _activation(activation):
     if isinstance(activation, str):
         if activation not in _ACTIVATIONS:
-            raise ValueError(f"activation should be 'relu' or 'gelu' (or a callable), not {activation!r}")
+            raise ValueError(
+                f"activation should be 'relu' or 'gelu' (or a callable), not {activation!r}"
+            )
         return _ACTIVATIONS[activation]
     if not callable(activation):
-        raise TypeError(f"activation must be 'relu', 'gelu' or a callable, got {type(activation).__name__}")
+        raise TypeError(
+            f"activation must be 'relu', 'gelu' or a callable, got {type(activation).__name__}"
+        )
     return activation
 
 
@@ -53,8 +62,19 @@ def _clones(module, n):
 class _Layer(Module):
     """What the encoder and decoder layers share: the feed-forward block and its settings."""
 
-    def _build_ff(self, d_model, dim_feedforward, dropout, activation, layer_norm_eps, norm_first, bias,
-                  device, dtype, n_norms):
+    def _build_ff(
+        self,
+        d_model,
+        dim_feedforward,
+        dropout,
+        activation,
+        layer_norm_eps,
+        norm_first,
+        bias,
+        device,
+        dtype,
+        n_norms,
+    ):
         kw = dict(device=device, dtype=dtype)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
         self.dropout = Dropout(dropout)
@@ -83,17 +103,53 @@ class TransformerEncoderLayer(_Layer):
     (3, 5, 8)
     """
 
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
-                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+    def __init__(
+        self,
+        d_model,
+        nhead,
+        dim_feedforward=2048,
+        dropout=0.1,
+        activation="relu",
+        layer_norm_eps=1e-5,
+        batch_first=False,
+        norm_first=False,
+        bias=True,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
-                                            device=device, dtype=dtype)
-        self._build_ff(d_model, dim_feedforward, dropout, activation, layer_norm_eps, norm_first, bias, device,
-                       dtype, n_norms=2)
+        self.self_attn = MultiheadAttention(
+            d_model,
+            nhead,
+            dropout=dropout,
+            bias=bias,
+            batch_first=batch_first,
+            device=device,
+            dtype=dtype,
+        )
+        self._build_ff(
+            d_model,
+            dim_feedforward,
+            dropout,
+            activation,
+            layer_norm_eps,
+            norm_first,
+            bias,
+            device,
+            dtype,
+            n_norms=2,
+        )
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
-                           is_causal=is_causal)[0]
+        x = self.self_attn(
+            x,
+            x,
+            x,
+            attn_mask=attn_mask,
+            key_padding_mask=key_padding_mask,
+            need_weights=False,
+            is_causal=is_causal,
+        )[0]
         return self.dropout1(x)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
@@ -121,35 +177,85 @@ class TransformerDecoderLayer(_Layer):
     (4, 2, 8)
     """
 
-    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
-                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+    def __init__(
+        self,
+        d_model,
+        nhead,
+        dim_feedforward=2048,
+        dropout=0.1,
+        activation="relu",
+        layer_norm_eps=1e-5,
+        batch_first=False,
+        norm_first=False,
+        bias=True,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
         kw = dict(dropout=dropout, bias=bias, batch_first=batch_first, device=device, dtype=dtype)
         self.self_attn = MultiheadAttention(d_model, nhead, **kw)
         self.multihead_attn = MultiheadAttention(d_model, nhead, **kw)
-        self._build_ff(d_model, dim_feedforward, dropout, activation, layer_norm_eps, norm_first, bias, device,
-                       dtype, n_norms=3)
+        self._build_ff(
+            d_model,
+            dim_feedforward,
+            dropout,
+            activation,
+            layer_norm_eps,
+            norm_first,
+            bias,
+            device,
+            dtype,
+            n_norms=3,
+        )
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
-                           is_causal=is_causal)[0]
+        x = self.self_attn(
+            x,
+            x,
+            x,
+            attn_mask=attn_mask,
+            key_padding_mask=key_padding_mask,
+            need_weights=False,
+            is_causal=is_causal,
+        )[0]
         return self.dropout1(x)
 
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal):
-        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                                need_weights=False, is_causal=is_causal)[0]
+        x = self.multihead_attn(
+            x,
+            mem,
+            mem,
+            attn_mask=attn_mask,
+            key_padding_mask=key_padding_mask,
+            need_weights=False,
+            is_causal=is_causal,
+        )[0]
         return self.dropout2(x)
 
-    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+    def forward(
+        self,
+        tgt,
+        memory,
+        tgt_mask=None,
+        memory_mask=None,
+        tgt_key_padding_mask=None,
+        memory_key_padding_mask=None,
+        tgt_is_causal=False,
+        memory_is_causal=False,
+    ):
         x = tgt
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
-            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            x = x + self._mha_block(
+                self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal
+            )
             x = x + self._ff_block(self.norm3(x), self.dropout3)
         else:
             x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
-            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
+            x = self.norm2(
+                x
+                + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            )
             x = self.norm3(x + self._ff_block(x, self.dropout3))
         return x
 
@@ -165,7 +271,9 @@ class TransformerEncoder(Module):
     (5, 3, 8)
     """
 
-    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
+    def __init__(
+        self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True
+    ):
         super().__init__()
         self.layers = _clones(encoder_layer, num_layers)
         self.num_layers = num_layers
@@ -174,7 +282,12 @@ class TransformerEncoder(Module):
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         x = src
         for layer in self.layers:
-            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+            x = layer(
+                x,
+                src_mask=mask,
+                src_key_padding_mask=src_key_padding_mask,
+                is_causal=bool(is_causal),
+            )
         return x if self.norm is None else self.norm(x)
 
 
@@ -196,13 +309,29 @@ class TransformerDecoder(Module):
         self.num_layers = num_layers
         self.norm = norm
 
-    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+    def forward(
+        self,
+        tgt,
+        memory,
+        tgt_mask=None,
+        memory_mask=None,
+        tgt_key_padding_mask=None,
+        memory_key_padding_mask=None,
+        tgt_is_causal=None,
+        memory_is_causal=False,
+    ):
         x = tgt
         for layer in self.layers:
-            x = layer(x, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
-                      tgt_key_padding_mask=tgt_key_padding_mask, memory_key_padding_mask=memory_key_padding_mask,
-                      tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal)
+            x = layer(
+                x,
+                memory,
+                tgt_mask=tgt_mask,
+                memory_mask=memory_mask,
+                tgt_key_padding_mask=tgt_key_padding_mask,
+                memory_key_padding_mask=memory_key_padding_mask,
+                tgt_is_causal=bool(tgt_is_causal),
+                memory_is_causal=memory_is_causal,
+            )
         return x if self.norm is None else self.norm(x)
 
 
@@ -223,24 +352,53 @@ class Transformer(Module):
     (4, 2, 8)
     """
 
-    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
-                 dropout=0.1, activation="relu", custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
-                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+    def __init__(
+        self,
+        d_model=512,
+        nhead=8,
+        num_encoder_layers=6,
+        num_decoder_layers=6,
+        dim_feedforward=2048,
+        dropout=0.1,
+        activation="relu",
+        custom_encoder=None,
+        custom_decoder=None,
+        layer_norm_eps=1e-5,
+        batch_first=False,
+        norm_first=False,
+        bias=True,
+        device=None,
+        dtype=None,
+    ):
         super().__init__()
-        kw = dict(dim_feedforward=dim_feedforward, dropout=dropout, activation=activation,
-                  layer_norm_eps=layer_norm_eps, batch_first=batch_first, norm_first=norm_first, bias=bias,
-                  device=device, dtype=dtype)
+        kw = dict(
+            dim_feedforward=dim_feedforward,
+            dropout=dropout,
+            activation=activation,
+            layer_norm_eps=layer_norm_eps,
+            batch_first=batch_first,
+            norm_first=norm_first,
+            bias=bias,
+            device=device,
+            dtype=dtype,
+        )
         norm_kw = dict(eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
         if custom_encoder is not None:
             self.encoder = custom_encoder
         else:
-            self.encoder = TransformerEncoder(TransformerEncoderLayer(d_model, nhead, **kw), num_encoder_layers,
-                                              LayerNorm(d_model, **norm_kw))
+            self.encoder = TransformerEncoder(
+                TransformerEncoderLayer(d_model, nhead, **kw),
+                num_encoder_layers,
+                LayerNorm(d_model, **norm_kw),
+            )
         if custom_decoder is not None:
             self.decoder = custom_decoder
         else:
-            self.decoder = TransformerDecoder(TransformerDecoderLayer(d_model, nhead, **kw), num_decoder_layers,
-                                              LayerNorm(d_model, **norm_kw))
+            self.decoder = TransformerDecoder(
+                TransformerDecoderLayer(d_model, nhead, **kw),
+                num_decoder_layers,
+                LayerNorm(d_model, **norm_kw),
+            )
         self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
         self._reset_parameters()
 
@@ -251,20 +409,43 @@ class Transformer(Module):
             if p.ndim > 1:
                 xavier_uniform_(p)
 
-    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
-                tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
-                memory_is_causal=False):
+    def forward(
+        self,
+        src,
+        tgt,
+        src_mask=None,
+        tgt_mask=None,
+        memory_mask=None,
+        src_key_padding_mask=None,
+        tgt_key_padding_mask=None,
+        memory_key_padding_mask=None,
+        src_is_causal=None,
+        tgt_is_causal=None,
+        memory_is_causal=False,
+    ):
         batch_dim = 0 if self.batch_first else 1
         if src.ndim == 3 and tgt.ndim == 3 and src.shape[batch_dim] != tgt.shape[batch_dim]:
-            raise tl.ShapeError(f"the batch number of src and tgt must be equal, got {src.shape} and {tgt.shape}")
+            raise tl.ShapeError(
+                f"the batch number of src and tgt must be equal, got {src.shape} and {tgt.shape}"
+            )
         if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
-            raise tl.ShapeError(f"the feature number of src and tgt must be equal to d_model ({self.d_model}), "
-                                f"got {src.shape[-1]} and {tgt.shape[-1]}")
-        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
-        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
-                            tgt_key_padding_mask=tgt_key_padding_mask,
-                            memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
-                            memory_is_causal=memory_is_causal)
+            raise tl.ShapeError(
+                f"the feature number of src and tgt must be equal to d_model ({self.d_model}), "
+                f"got {src.shape[-1]} and {tgt.shape[-1]}"
+            )
+        memory = self.encoder(
+            src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal
+        )
+        return self.decoder(
+            tgt,
+            memory,
+            tgt_mask=tgt_mask,
+            memory_mask=memory_mask,
+            tgt_key_padding_mask=tgt_key_padding_mask,
+            memory_key_padding_mask=memory_key_padding_mask,
+            tgt_is_causal=tgt_is_causal,
+            memory_is_causal=memory_is_causal,
+        )
 
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None):

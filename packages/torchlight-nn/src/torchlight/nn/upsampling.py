@@ -22,8 +22,15 @@ import torchlight as tl
 
 from .module import Module
 
-__all__ = ["interpolate", "upsample", "pixel_shuffle", "pixel_unshuffle", "Upsample", "PixelShuffle",
-           "PixelUnshuffle"]
+__all__ = [
+    "interpolate",
+    "upsample",
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "Upsample",
+    "PixelShuffle",
+    "PixelUnshuffle",
+]
 
 _MODES = {"nearest": 1, "nearest-exact": 1, "linear": 1, "bilinear": 2}
 
@@ -48,8 +55,15 @@ def _resize_matrix(n_in, n_out, mode, align_corners, scale):
     return m
 
 
-def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
-                recompute_scale_factor=None, antialias=False):
+def interpolate(
+    input,
+    size=None,
+    scale_factor=None,
+    mode="nearest",
+    align_corners=None,
+    recompute_scale_factor=None,
+    antialias=False,
+):
     """Resize the spatial dims of ``(N, C, *S)`` to ``size`` or ``floor(S · scale_factor)``.
 
     ``mode``: ``'nearest'``, ``'nearest-exact'``, ``'linear'`` (3-D input) or ``'bilinear'``
@@ -63,14 +77,20 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     [[1.0, 1.0, 2.0], [1.0, 1.0, 2.0], [3.0, 3.0, 4.0]]
     """
     if mode not in _MODES:
-        raise NotImplementedError(f"interpolate: mode {mode!r} is not supported (use one of {sorted(_MODES)})")
+        raise NotImplementedError(
+            f"interpolate: mode {mode!r} is not supported (use one of {sorted(_MODES)})"
+        )
     if antialias:
         raise NotImplementedError("interpolate: antialias=True is not supported")
     nd = input.ndim - 2
     if nd < 1 or (_MODES[mode] == 2 and nd != 2) or (mode == "linear" and nd != 1):
-        raise tl.ShapeError(f"interpolate: mode {mode!r} does not accept input of shape {input.shape}")
+        raise tl.ShapeError(
+            f"interpolate: mode {mode!r} does not accept input of shape {input.shape}"
+        )
     if align_corners is not None and mode.startswith("nearest"):
-        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear")
+        raise ValueError(
+            "align_corners option can only be set with the interpolating modes: linear | bilinear"
+        )
     if (size is None) == (scale_factor is None):
         raise ValueError("interpolate: pass exactly one of size or scale_factor")
     spatial = input.shape[2:]
@@ -78,10 +98,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         out = (size,) * nd if isinstance(size, int) else tuple(size)
         scales = [s_in / s_out for s_in, s_out in zip(spatial, out)]
     else:
-        factors = (scale_factor,) * nd if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
+        factors = (
+            (scale_factor,) * nd if isinstance(scale_factor, (int, float)) else tuple(scale_factor)
+        )
         out = tuple(int(math.floor(s * f)) for s, f in zip(spatial, factors))
-        scales = ([s_in / s_out for s_in, s_out in zip(spatial, out)] if recompute_scale_factor
-                  else [1.0 / f for f in factors])
+        scales = (
+            [s_in / s_out for s_in, s_out in zip(spatial, out)]
+            if recompute_scale_factor
+            else [1.0 / f for f in factors]
+        )
     if len(out) != nd:
         raise ValueError(f"interpolate: size/scale_factor must give {nd} values, got {out}")
     y = input
@@ -114,8 +139,10 @@ def pixel_shuffle(input, upscale_factor):
     r = upscale_factor
     *lead, c, h, w = input.shape
     if c % (r * r):
-        raise tl.ShapeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
-                            f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+        raise tl.ShapeError(
+            f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+            f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}"
+        )
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     k = len(lead)
     x = x.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)  # (*, C, H, r, W, r)
@@ -147,14 +174,27 @@ class Upsample(Module):
     (1, 3, 8, 8)
     """
 
-    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None):
+    def __init__(
+        self,
+        size=None,
+        scale_factor=None,
+        mode="nearest",
+        align_corners=None,
+        recompute_scale_factor=None,
+    ):
         super().__init__()
         self.size, self.scale_factor, self.mode = size, scale_factor, mode
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 
     def forward(self, input):
-        return interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
-                           self.recompute_scale_factor)
+        return interpolate(
+            input,
+            self.size,
+            self.scale_factor,
+            self.mode,
+            self.align_corners,
+            self.recompute_scale_factor,
+        )
 
     def extra_repr(self):
         what = f"size={self.size}" if self.size is not None else f"scale_factor={self.scale_factor}"

@@ -19,5 +19,19 @@ from .radam import RAdam
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Optimizer", "OptimizerError", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam",
-           "RAdam", "LBFGS", "lr_scheduler", "swa_utils"]
+__all__ = [
+    "Optimizer",
+    "OptimizerError",
+    "SGD",
+    "Adam",
+    "AdamW",
+    "RMSprop",
+    "Adagrad",
+    "Adadelta",
+    "Adamax",
+    "NAdam",
+    "RAdam",
+    "LBFGS",
+    "lr_scheduler",
+    "swa_utils",
+]

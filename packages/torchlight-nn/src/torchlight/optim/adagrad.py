@@ -36,14 +36,30 @@ class Adagrad(Optimizer):
     Parameter containing:
     tensor([0.5], requires_grad=True)
     """
-    def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
-                 initial_accumulator_value=0.0, eps=1e-10, *, maximize=False):
+
+    def __init__(
+        self,
+        params,
+        lr=1e-2,
+        lr_decay=0.0,
+        weight_decay=0.0,
+        initial_accumulator_value=0.0,
+        eps=1e-10,
+        *,
+        maximize=False,
+    ):
         if initial_accumulator_value < 0.0:
             raise OptimizerError(
                 f"invalid initial_accumulator_value: {initial_accumulator_value} (must be >= 0)"
             )
-        defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay, eps=eps,
-                        initial_accumulator_value=initial_accumulator_value, maximize=maximize)
+        defaults = dict(
+            lr=lr,
+            lr_decay=lr_decay,
+            weight_decay=weight_decay,
+            eps=eps,
+            initial_accumulator_value=initial_accumulator_value,
+            maximize=maximize,
+        )
         super().__init__(params, defaults)
 
     def _check_group(self, group):
@@ -54,7 +70,12 @@ class Adagrad(Optimizer):
             raise OptimizerError(f"invalid epsilon value: {group['eps']} (must be >= 0)")
 
     def _update_group(self, group):
-        lr, lr_decay, eps, weight_decay = group["lr"], group["lr_decay"], group["eps"], group["weight_decay"]
+        lr, lr_decay, eps, weight_decay = (
+            group["lr"],
+            group["lr_decay"],
+            group["eps"],
+            group["weight_decay"],
+        )
         for p, grad in self._params_with_grad(group):
             if group["maximize"]:
                 grad = -grad

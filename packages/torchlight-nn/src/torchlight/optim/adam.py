@@ -46,12 +46,28 @@ class Adam(Optimizer):
     Parameter containing:
     tensor([ 0.9, -0.9], requires_grad=True)
     """
+
     _decoupled = False
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 amsgrad=False, *, maximize=False):
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                        amsgrad=amsgrad, maximize=maximize)
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0.0,
+        amsgrad=False,
+        *,
+        maximize=False,
+    ):
+        defaults = dict(
+            lr=lr,
+            betas=tuple(betas),
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+        )
         super().__init__(params, defaults)
 
     def _check_group(self, group):
@@ -79,9 +95,20 @@ class Adam(Optimizer):
             state["step"] += 1
             step = state["step"]
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-            if not amsgrad and adam_step_(p, grad, exp_avg, exp_avg_sq, lr=lr, beta1=beta1, beta2=beta2,
-                                          eps=eps, weight_decay=weight_decay, step=step,
-                                          decoupled=self._decoupled, maximize=maximize):
+            if not amsgrad and adam_step_(
+                p,
+                grad,
+                exp_avg,
+                exp_avg_sq,
+                lr=lr,
+                beta1=beta1,
+                beta2=beta2,
+                eps=eps,
+                weight_decay=weight_decay,
+                step=step,
+                decoupled=self._decoupled,
+                maximize=maximize,
+            ):
                 continue  # the backend's one-pass kernel did the update below
             if maximize:
                 grad = -grad
@@ -125,7 +152,23 @@ class AdamW(Adam):
 
     _decoupled = True
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 amsgrad=False, *, maximize=False):
-        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize)
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=1e-2,
+        amsgrad=False,
+        *,
+        maximize=False,
+    ):
+        super().__init__(
+            params,
+            lr=lr,
+            betas=betas,
+            eps=eps,
+            weight_decay=weight_decay,
+            amsgrad=amsgrad,
+            maximize=maximize,
+        )

@@ -28,8 +28,12 @@ class Adamax(Optimizer):
     [0.9, -1.9]
     """
 
-    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, *, maximize=False):
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize)
+    def __init__(
+        self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, *, maximize=False
+    ):
+        defaults = dict(
+            lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize
+        )
         super().__init__(params, defaults)
 
     def _check_group(self, group):
@@ -37,7 +41,12 @@ class Adamax(Optimizer):
         _check_betas_eps(group)
 
     def _update_group(self, group):
-        lr, (beta1, beta2), eps, weight_decay = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        lr, (beta1, beta2), eps, weight_decay = (
+            group["lr"],
+            group["betas"],
+            group["eps"],
+            group["weight_decay"],
+        )
         for p, grad in self._params_with_grad(group):
             if group["maximize"]:
                 grad = -grad

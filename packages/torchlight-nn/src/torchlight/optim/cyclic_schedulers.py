@@ -130,9 +130,22 @@ class CyclicLR(LRScheduler):
     [0.0, 0.5, 1.0, 0.5, 0.0]
     """
 
-    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None, mode="triangular",
-                 gamma=1.0, scale_fn=None, scale_mode="cycle", cycle_momentum=True, base_momentum=0.8,
-                 max_momentum=0.9, last_epoch=-1):
+    def __init__(
+        self,
+        optimizer,
+        base_lr,
+        max_lr,
+        step_size_up=2000,
+        step_size_down=None,
+        mode="triangular",
+        gamma=1.0,
+        scale_fn=None,
+        scale_mode="cycle",
+        cycle_momentum=True,
+        base_momentum=0.8,
+        max_momentum=0.9,
+        last_epoch=-1,
+    ):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         base_lrs = _format_param("base_lr", optimizer, base_lr)
@@ -155,7 +168,9 @@ class CyclicLR(LRScheduler):
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` enabled")
+                raise ValueError(
+                    "optimizer must support momentum or beta1 with `cycle_momentum` enabled"
+                )
             self.use_beta1 = "betas" in optimizer.defaults
             self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
             self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
@@ -187,10 +202,14 @@ class CyclicLR(LRScheduler):
         x = 1.0 + e / self.total_size - cycle
         f = x / self.step_ratio if x <= self.step_ratio else (x - 1) / (self.step_ratio - 1)
         scale = self.scale_fn(cycle if self.scale_mode == "cycle" else e)
-        base_lrs = getattr(self, "base_lrs", None) or [g["initial_lr"] for g in self.optimizer.param_groups]
+        base_lrs = getattr(self, "base_lrs", None) or [
+            g["initial_lr"] for g in self.optimizer.param_groups
+        ]
         lrs = [b + (m - b) * f * scale for b, m in zip(base_lrs, self.max_lrs)]
         if self.cycle_momentum:
-            for group, bm, mm in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
+            for group, bm, mm in zip(
+                self.optimizer.param_groups, self.base_momentums, self.max_momentums
+            ):
                 self._set_momentum(group, mm - (mm - bm) * f * scale)
         return lrs
 
@@ -219,7 +238,9 @@ class ChainedScheduler(LRScheduler):
         optimizer = optimizer or schedulers[0].optimizer
         for i, s in enumerate(schedulers):
             if getattr(s, "optimizer", None) is not optimizer:
-                raise ValueError(f"ChainedScheduler: scheduler {i} ({type(s).__name__}) belongs to another optimizer")
+                raise ValueError(
+                    f"ChainedScheduler: scheduler {i} ({type(s).__name__}) belongs to another optimizer"
+                )
         self._schedulers, self.optimizer = schedulers, optimizer
         self._last_lr = [g["lr"] for g in optimizer.param_groups]
 

@@ -43,7 +43,7 @@ def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
     d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
     d2_square = d1 * d1 - g1 * g2
     if d2_square >= 0:
-        d2 = d2_square ** 0.5
+        d2 = d2_square**0.5
         if x1 <= x2:
             min_pos = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
         else:
@@ -75,7 +75,12 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
             break
         # extrapolate: the minimum lies further along d
         min_step, max_step = t + 0.01 * (t - t_prev), t * 10
-        t_prev, t = t, _cubic_interpolate(t_prev, f_prev, gtd_prev, t, f_new, gtd_new, bounds=(min_step, max_step))
+        t_prev, t = (
+            t,
+            _cubic_interpolate(
+                t_prev, f_prev, gtd_prev, t, f_new, gtd_new, bounds=(min_step, max_step)
+            ),
+        )
         f_prev, g_prev, gtd_prev = f_new, g_new, gtd_new
         f_new, g_new = obj_func(x, t, d)
         evals, ls_iter = evals + 1, ls_iter + 1
@@ -89,12 +94,18 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
     while not done and ls_iter < max_ls:
         if abs(bracket[1] - bracket[0]) * d_norm < tolerance_change:
             break
-        t = _cubic_interpolate(bracket[0], bracket_f[0], bracket_gtd[0], bracket[1], bracket_f[1], bracket_gtd[1])
+        t = _cubic_interpolate(
+            bracket[0], bracket_f[0], bracket_gtd[0], bracket[1], bracket_f[1], bracket_gtd[1]
+        )
         # keep t away from the bracket's ends, or it may converge to one without progress
         eps = 0.1 * (max(bracket) - min(bracket))
         if min(max(bracket) - t, t - min(bracket)) < eps:
             if insuf_progress or t >= max(bracket) or t <= min(bracket):
-                t = max(bracket) - eps if abs(t - max(bracket)) < abs(t - min(bracket)) else min(bracket) + eps
+                t = (
+                    max(bracket) - eps
+                    if abs(t - max(bracket)) < abs(t - min(bracket))
+                    else min(bracket) + eps
+                )
                 insuf_progress = False
             else:
                 insuf_progress = True
@@ -104,7 +115,12 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
         evals, ls_iter = evals + 1, ls_iter + 1
         gtd_new = _dot(g_new, d)
         if f_new > f + c1 * t * gtd or f_new >= bracket_f[low]:
-            bracket[high], bracket_f[high], bracket_g[high], bracket_gtd[high] = t, f_new, g_new, gtd_new
+            bracket[high], bracket_f[high], bracket_g[high], bracket_gtd[high] = (
+                t,
+                f_new,
+                g_new,
+                gtd_new,
+            )
             low, high = (0, 1) if bracket_f[0] <= bracket_f[1] else (1, 0)
         else:
             if abs(gtd_new) <= -c2 * gtd:
@@ -112,7 +128,12 @@ def _strong_wolfe(obj_func, x, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_chang
             elif gtd_new * (bracket[high] - bracket[low]) >= 0:
                 bracket[high], bracket_f[high] = bracket[low], bracket_f[low]
                 bracket_g[high], bracket_gtd[high] = bracket_g[low], bracket_gtd[low]
-            bracket[low], bracket_f[low], bracket_g[low], bracket_gtd[low] = t, f_new, g_new, gtd_new
+            bracket[low], bracket_f[low], bracket_g[low], bracket_gtd[low] = (
+                t,
+                f_new,
+                g_new,
+                gtd_new,
+            )
     return bracket_f[low], bracket_g[low], bracket[low], evals
 
 
@@ -137,15 +158,32 @@ class LBFGS(Optimizer):
     [1.0, 1.0]
     """
 
-    def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7, tolerance_change=1e-9,
-                 history_size=100, line_search_fn=None):
+    def __init__(
+        self,
+        params,
+        lr=1,
+        max_iter=20,
+        max_eval=None,
+        tolerance_grad=1e-7,
+        tolerance_change=1e-9,
+        history_size=100,
+        line_search_fn=None,
+    ):
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         if line_search_fn not in (None, "strong_wolfe"):
-            raise OptimizerError(f"LBFGS: line_search_fn must be None or 'strong_wolfe', got {line_search_fn!r}")
-        defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval, tolerance_grad=tolerance_grad,
-                        tolerance_change=tolerance_change, history_size=history_size,
-                        line_search_fn=line_search_fn)
+            raise OptimizerError(
+                f"LBFGS: line_search_fn must be None or 'strong_wolfe', got {line_search_fn!r}"
+            )
+        defaults = dict(
+            lr=lr,
+            max_iter=max_iter,
+            max_eval=max_eval,
+            tolerance_grad=tolerance_grad,
+            tolerance_change=tolerance_change,
+            history_size=history_size,
+            line_search_fn=line_search_fn,
+        )
         super().__init__(params, defaults)
         if len(self.param_groups) != 1:
             raise OptimizerError("LBFGS doesn't support per-parameter options (parameter groups)")
@@ -153,8 +191,12 @@ class LBFGS(Optimizer):
 
     # --- the parameters as one flat vector ------------------------------------------------------
     def _gather_flat_grad(self) -> Tensor:
-        parts = [tl.zeros(p.numel(), dtype=p.dtype, device=p.device) if p.grad is None else p.grad.detach().reshape(-1)
-                 for p in self._params]
+        parts = [
+            tl.zeros(p.numel(), dtype=p.dtype, device=p.device)
+            if p.grad is None
+            else p.grad.detach().reshape(-1)
+            for p in self._params
+        ]
         return tl.cat(parts, 0)
 
     def _add_grad(self, step: float, direction: Tensor) -> None:
@@ -162,7 +204,7 @@ class LBFGS(Optimizer):
         with tl.no_grad():
             for p in self._params:
                 n = p.numel()
-                p.add_(direction[offset:offset + n].reshape(p.shape), alpha=step)
+                p.add_(direction[offset : offset + n].reshape(p.shape), alpha=step)
                 offset += n
 
     def _clone_param(self):
@@ -184,7 +226,9 @@ class LBFGS(Optimizer):
     def step(self, closure=None):
         """Run up to ``max_iter`` L-BFGS iterations; returns the loss of the first evaluation."""
         if closure is None:
-            raise OptimizerError("LBFGS.step needs a closure that re-evaluates the loss and calls backward()")
+            raise OptimizerError(
+                "LBFGS.step needs a closure that re-evaluates the loss and calls backward()"
+            )
 
         def evaluate():
             with tl.enable_grad():
@@ -254,7 +298,9 @@ class LBFGS(Optimizer):
                 def obj_func(x, step, direction):
                     return self._directional_evaluate(evaluate, x, step, direction)
 
-                loss, flat_grad, t, ls_func_evals = _strong_wolfe(obj_func, x_init, t, d, loss, flat_grad, gtd)
+                loss, flat_grad, t, ls_func_evals = _strong_wolfe(
+                    obj_func, x_init, t, d, loss, flat_grad, gtd
+                )
                 self._add_grad(t, d)
                 opt_cond = float(flat_grad.abs().amax().item()) <= tolerance_grad
             else:
@@ -275,8 +321,16 @@ class LBFGS(Optimizer):
             if abs(loss - prev_loss) < tolerance_change:
                 break
 
-        state.update(d=d, t=t, old_dirs=old_dirs, old_stps=old_stps, ro=ro, H_diag=H_diag,
-                     prev_flat_grad=prev_flat_grad, prev_loss=prev_loss if n_iter else None)
+        state.update(
+            d=d,
+            t=t,
+            old_dirs=old_dirs,
+            old_stps=old_stps,
+            ro=ro,
+            H_diag=H_diag,
+            prev_flat_grad=prev_flat_grad,
+            prev_loss=prev_loss if n_iter else None,
+        )
         return orig_loss
 
     def _cast_state(self, param, idx, name, value):

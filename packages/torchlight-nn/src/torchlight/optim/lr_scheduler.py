@@ -22,9 +22,23 @@ from collections import Counter
 from .optimizer import Optimizer
 
 __all__ = [
-    "LRScheduler", "_LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
-    "LinearLR", "ExponentialLR", "CosineAnnealingLR", "SequentialLR", "OneCycleLR",
-    "ReduceLROnPlateau", "PolynomialLR", "CosineAnnealingWarmRestarts", "CyclicLR", "ChainedScheduler",
+    "LRScheduler",
+    "_LRScheduler",
+    "LambdaLR",
+    "MultiplicativeLR",
+    "StepLR",
+    "MultiStepLR",
+    "ConstantLR",
+    "LinearLR",
+    "ExponentialLR",
+    "CosineAnnealingLR",
+    "SequentialLR",
+    "OneCycleLR",
+    "ReduceLROnPlateau",
+    "PolynomialLR",
+    "CosineAnnealingWarmRestarts",
+    "CyclicLR",
+    "ChainedScheduler",
 ]
 
 _EPOCH_DEPRECATION = (
@@ -218,7 +232,10 @@ class MultiplicativeLR(LambdaLR):
 
     def get_lr(self):
         if self.last_epoch > 0 and not self._is_initial:
-            return [g["lr"] * fn(self.last_epoch) for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups)]
+            return [
+                g["lr"] * fn(self.last_epoch)
+                for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups)
+            ]
         return self._current_lrs()
 
 
@@ -276,7 +293,10 @@ class MultiStepLR(LRScheduler):
     def get_lr(self):
         if self.last_epoch not in self.milestones:
             return self._current_lrs()
-        return [g["lr"] * self.gamma ** self.milestones[self.last_epoch] for g in self.optimizer.param_groups]
+        return [
+            g["lr"] * self.gamma ** self.milestones[self.last_epoch]
+            for g in self.optimizer.param_groups
+        ]
 
     def _get_closed_form_lr(self):
         ms = sorted(self.milestones.elements())
@@ -341,7 +361,9 @@ class LinearLR(LRScheduler):
     [0.25, 0.5, 0.75, 1.0, 1.0]
     """
 
-    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1):
+    def __init__(
+        self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1
+    ):
         if start_factor > 1.0 or start_factor <= 0:
             raise ValueError("starting multiplicative factor must be in (0, 1]")
         if end_factor > 1.0 or end_factor < 0:
@@ -362,7 +384,10 @@ class LinearLR(LRScheduler):
 
     def _get_closed_form_lr(self):
         frac = min(self.total_iters, self.last_epoch) / self.total_iters
-        return [b * (self.start_factor + (self.end_factor - self.start_factor) * frac) for b in self.base_lrs]
+        return [
+            b * (self.start_factor + (self.end_factor - self.start_factor) * frac)
+            for b in self.base_lrs
+        ]
 
 
 class ExponentialLR(LRScheduler):
@@ -421,10 +446,14 @@ class CosineAnnealingLR(LRScheduler):
         if self._is_initial:
             return self._current_lrs()
         if self._step_count == 1 and e > 0:
-            return [eta_min + (b - eta_min) * (1 + math.cos(e * math.pi / T)) / 2 for b in self.base_lrs]
+            return [
+                eta_min + (b - eta_min) * (1 + math.cos(e * math.pi / T)) / 2 for b in self.base_lrs
+            ]
         if (e - 1 - T) % (2 * T) == 0:
-            return [g["lr"] + (b - eta_min) * (1 - math.cos(math.pi / T)) / 2
-                    for b, g in zip(self.base_lrs, self.optimizer.param_groups)]
+            return [
+                g["lr"] + (b - eta_min) * (1 - math.cos(math.pi / T)) / 2
+                for b, g in zip(self.base_lrs, self.optimizer.param_groups)
+            ]
         ratio = (1 + math.cos(math.pi * e / T)) / (1 + math.cos(math.pi * (e - 1) / T))
         return [ratio * (g["lr"] - eta_min) + eta_min for g in self.optimizer.param_groups]
 
@@ -462,7 +491,9 @@ class SequentialLR(LRScheduler):
             if isinstance(s, ReduceLROnPlateau):
                 raise ValueError(f"SequentialLR does not support ReduceLROnPlateau (index {i})")
             if getattr(s, "optimizer", None) is not optimizer:
-                raise ValueError(f"SequentialLR: scheduler {i} ({type(s).__name__}) belongs to another optimizer")
+                raise ValueError(
+                    f"SequentialLR: scheduler {i} ({type(s).__name__}) belongs to another optimizer"
+                )
         milestones = [int(m) for m in milestones]
         if len(milestones) != len(schedulers) - 1:
             raise ValueError(
@@ -533,10 +564,23 @@ class OneCycleLR(LRScheduler):
     [0.04, 0.9505, 0.6113, 0.1883, 0.0]
     """
 
-    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
-                 pct_start=0.3, anneal_strategy="cos", cycle_momentum=True, base_momentum=0.85,
-                 max_momentum=0.95, div_factor=25.0, final_div_factor=1e4, three_phase=False,
-                 last_epoch=-1):
+    def __init__(
+        self,
+        optimizer,
+        max_lr,
+        total_steps=None,
+        epochs=None,
+        steps_per_epoch=None,
+        pct_start=0.3,
+        anneal_strategy="cos",
+        cycle_momentum=True,
+        base_momentum=0.85,
+        max_momentum=0.95,
+        div_factor=25.0,
+        final_div_factor=1e4,
+        three_phase=False,
+        last_epoch=-1,
+    ):
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         if total_steps is not None:
@@ -547,7 +591,9 @@ class OneCycleLR(LRScheduler):
             if not isinstance(epochs, int) or epochs <= 0:
                 raise ValueError(f"expected a positive integer epochs, got {epochs}")
             if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
-                raise ValueError(f"expected a positive integer steps_per_epoch, got {steps_per_epoch}")
+                raise ValueError(
+                    f"expected a positive integer steps_per_epoch, got {steps_per_epoch}"
+                )
             self.total_steps = epochs * steps_per_epoch
         else:
             raise ValueError("you must define either total_steps OR (epochs AND steps_per_epoch)")
@@ -559,19 +605,44 @@ class OneCycleLR(LRScheduler):
         n = self.total_steps
         if three_phase:
             self._schedule_phases = [
-                {"end_step": float(pct_start * n) - 1, "start_lr": "initial_lr", "end_lr": "max_lr",
-                 "start_momentum": "max_momentum", "end_momentum": "base_momentum"},
-                {"end_step": float(2 * pct_start * n) - 2, "start_lr": "max_lr", "end_lr": "initial_lr",
-                 "start_momentum": "base_momentum", "end_momentum": "max_momentum"},
-                {"end_step": n - 1, "start_lr": "initial_lr", "end_lr": "min_lr",
-                 "start_momentum": "max_momentum", "end_momentum": "max_momentum"},
+                {
+                    "end_step": float(pct_start * n) - 1,
+                    "start_lr": "initial_lr",
+                    "end_lr": "max_lr",
+                    "start_momentum": "max_momentum",
+                    "end_momentum": "base_momentum",
+                },
+                {
+                    "end_step": float(2 * pct_start * n) - 2,
+                    "start_lr": "max_lr",
+                    "end_lr": "initial_lr",
+                    "start_momentum": "base_momentum",
+                    "end_momentum": "max_momentum",
+                },
+                {
+                    "end_step": n - 1,
+                    "start_lr": "initial_lr",
+                    "end_lr": "min_lr",
+                    "start_momentum": "max_momentum",
+                    "end_momentum": "max_momentum",
+                },
             ]
         else:
             self._schedule_phases = [
-                {"end_step": float(pct_start * n) - 1, "start_lr": "initial_lr", "end_lr": "max_lr",
-                 "start_momentum": "max_momentum", "end_momentum": "base_momentum"},
-                {"end_step": n - 1, "start_lr": "max_lr", "end_lr": "min_lr",
-                 "start_momentum": "base_momentum", "end_momentum": "max_momentum"},
+                {
+                    "end_step": float(pct_start * n) - 1,
+                    "start_lr": "initial_lr",
+                    "end_lr": "max_lr",
+                    "start_momentum": "max_momentum",
+                    "end_momentum": "base_momentum",
+                },
+                {
+                    "end_step": n - 1,
+                    "start_lr": "max_lr",
+                    "end_lr": "min_lr",
+                    "start_momentum": "base_momentum",
+                    "end_momentum": "max_momentum",
+                },
             ]
         max_lrs = _format_param("max_lr", optimizer, max_lr)
         if last_epoch == -1:
@@ -582,7 +653,9 @@ class OneCycleLR(LRScheduler):
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` enabled")
+                raise ValueError(
+                    "optimizer must support momentum or beta1 with `cycle_momentum` enabled"
+                )
             self.use_beta1 = "betas" in optimizer.defaults
             max_ms = _format_param("max_momentum", optimizer, max_momentum)
             base_ms = _format_param("base_momentum", optimizer, base_momentum)
@@ -617,7 +690,9 @@ class OneCycleLR(LRScheduler):
                     pct = (step_num - start_step) / (end_step - start_step)
                     lr = self._anneal(group[phase["start_lr"]], group[phase["end_lr"]], pct)
                     if self.cycle_momentum:
-                        mom = self._anneal(group[phase["start_momentum"]], group[phase["end_momentum"]], pct)
+                        mom = self._anneal(
+                            group[phase["start_momentum"]], group[phase["end_momentum"]], pct
+                        )
                     break
                 start_step = end_step
             lrs.append(lr)
@@ -638,8 +713,18 @@ class ReduceLROnPlateau(LRScheduler):
     A reduction smaller than ``eps`` is skipped; the lr never goes below ``min_lr``.
     """
 
-    def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4,
-                 threshold_mode="rel", cooldown=0, min_lr=0.0, eps=1e-8):
+    def __init__(
+        self,
+        optimizer,
+        mode="min",
+        factor=0.1,
+        patience=10,
+        threshold=1e-4,
+        threshold_mode="rel",
+        cooldown=0,
+        min_lr=0.0,
+        eps=1e-8,
+    ):
         if factor >= 1.0:
             raise ValueError("Factor should be < 1.0.")
         if not isinstance(optimizer, Optimizer):
@@ -648,7 +733,9 @@ class ReduceLROnPlateau(LRScheduler):
         self.optimizer = optimizer
         if isinstance(min_lr, (list, tuple)):
             if len(min_lr) != len(optimizer.param_groups):
-                raise ValueError(f"expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}")
+                raise ValueError(
+                    f"expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}"
+                )
             self.default_min_lr = None
             self.min_lrs = list(min_lr)
         else:

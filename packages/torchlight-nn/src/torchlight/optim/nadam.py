@@ -33,13 +33,29 @@ class NAdam(Optimizer):
     [0.8944, -1.8944]
     """
 
-    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, momentum_decay=4e-3,
-                 decoupled_weight_decay=False, *, maximize=False):
+    def __init__(
+        self,
+        params,
+        lr=2e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0.0,
+        momentum_decay=4e-3,
+        decoupled_weight_decay=False,
+        *,
+        maximize=False,
+    ):
         if momentum_decay < 0.0:
             raise OptimizerError(f"invalid momentum_decay value: {momentum_decay} (must be >= 0)")
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                        momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
-                        maximize=maximize)
+        defaults = dict(
+            lr=lr,
+            betas=tuple(betas),
+            eps=eps,
+            weight_decay=weight_decay,
+            momentum_decay=momentum_decay,
+            decoupled_weight_decay=decoupled_weight_decay,
+            maximize=maximize,
+        )
         super().__init__(params, defaults)
 
     def _check_group(self, group):
@@ -47,7 +63,12 @@ class NAdam(Optimizer):
         _check_betas_eps(group)
 
     def _update_group(self, group):
-        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        lr, (beta1, beta2), eps, wd = (
+            group["lr"],
+            group["betas"],
+            group["eps"],
+            group["weight_decay"],
+        )
         psi = group["momentum_decay"]
         for p, grad in self._params_with_grad(group):
             if group["maximize"]:
@@ -71,6 +92,6 @@ class NAdam(Optimizer):
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             _lerp_(exp_avg, grad, 1 - beta1)
             exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
-            denom = (exp_avg_sq / (1 - beta2 ** t)).sqrt().add_(eps)
+            denom = (exp_avg_sq / (1 - beta2**t)).sqrt().add_(eps)
             p.add_(grad / denom, alpha=-lr * (1 - mu) / (1 - mu_product))
             p.add_(exp_avg / denom, alpha=-lr * mu_next / (1 - mu_product * mu_next))

@@ -104,9 +104,13 @@ class Optimizer:
                     f"{type(p).__name__}"
                 )
             if not p.is_leaf:
-                raise OptimizerError(f"can't optimize a non-leaf Tensor (parameter {i} of the group has a grad_fn)")
+                raise OptimizerError(
+                    f"can't optimize a non-leaf Tensor (parameter {i} of the group has a grad_fn)"
+                )
             if not p.dtype.is_floating_point:
-                raise OptimizerError(f"can only optimize floating point tensors, parameter {i} is {p.dtype}")
+                raise OptimizerError(
+                    f"can only optimize floating point tensors, parameter {i} is {p.dtype}"
+                )
         group = dict(param_group)
         group["params"] = params
         for name, default in self.defaults.items():
@@ -202,7 +206,11 @@ class Optimizer:
         stays an integer. Mismatched groups, parameter counts or state shapes raise
         :class:`OptimizerError` naming the group or parameter.
         """
-        if not isinstance(state_dict, dict) or "state" not in state_dict or "param_groups" not in state_dict:
+        if (
+            not isinstance(state_dict, dict)
+            or "state" not in state_dict
+            or "param_groups" not in state_dict
+        ):
             raise OptimizerError(
                 "optimizer state dict must be a dict with 'state' and 'param_groups' entries"
             )
@@ -228,20 +236,30 @@ class Optimizer:
             try:
                 idx = int(key)
             except (TypeError, ValueError):
-                raise OptimizerError(f"optimizer state is keyed by parameter index, got key {key!r}") from None
+                raise OptimizerError(
+                    f"optimizer state is keyed by parameter index, got key {key!r}"
+                ) from None
             if idx not in id_map:
                 raise OptimizerError(
                     f"loaded state dict has state for parameter index {idx}, which is not in any "
                     f"parameter group (indices 0..{len(id_map) - 1})"
                 )
             param = id_map[idx]
-            new_state[param] = {name: self._cast_state(param, idx, name, value) for name, value in dict(pstate).items()}
+            new_state[param] = {
+                name: self._cast_state(param, idx, name, value)
+                for name, value in dict(pstate).items()
+            }
 
         new_groups = []
         for group, saved in zip(self.param_groups, saved_groups):
             ng = {k: v for k, v in group.items() if k != "params"}
-            ng.update({k: (tuple(v) if isinstance(v, list) and isinstance(group.get(k), tuple) else v)
-                       for k, v in saved.items() if k != "params"})
+            ng.update(
+                {
+                    k: (tuple(v) if isinstance(v, list) and isinstance(group.get(k), tuple) else v)
+                    for k, v in saved.items()
+                    if k != "params"
+                }
+            )
             ng["params"] = group["params"]
             new_groups.append(ng)
         self.state = new_state
@@ -279,4 +297,3 @@ def _lerp_(t: Tensor, end: Tensor, weight: float) -> Tensor:
     if weight < 0.5:
         return t.add_((end - t).mul_(weight))
     return t.copy_(end - (end - t).mul_(1.0 - weight))
-

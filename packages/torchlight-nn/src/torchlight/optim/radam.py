@@ -39,10 +39,25 @@ class RAdam(Optimizer):
     [0.8, -1.6]
     """
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 decoupled_weight_decay=False, *, maximize=False):
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize)
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0.0,
+        decoupled_weight_decay=False,
+        *,
+        maximize=False,
+    ):
+        defaults = dict(
+            lr=lr,
+            betas=tuple(betas),
+            eps=eps,
+            weight_decay=weight_decay,
+            decoupled_weight_decay=decoupled_weight_decay,
+            maximize=maximize,
+        )
         super().__init__(params, defaults)
 
     def _check_group(self, group):
@@ -50,7 +65,12 @@ class RAdam(Optimizer):
         _check_betas_eps(group)
 
     def _update_group(self, group):
-        lr, (beta1, beta2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        lr, (beta1, beta2), eps, wd = (
+            group["lr"],
+            group["betas"],
+            group["eps"],
+            group["weight_decay"],
+        )
         rho_inf = 2 / (1 - beta2) - 1
         for p, grad in self._params_with_grad(group):
             if group["maximize"]:
@@ -70,11 +90,13 @@ class RAdam(Optimizer):
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             _lerp_(exp_avg, grad, 1 - beta1)
             exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
-            bias_correction1 = 1 - beta1 ** t
-            bias_correction2 = 1 - beta2 ** t
-            rho_t = rho_inf - 2 * t * beta2 ** t / bias_correction2
+            bias_correction1 = 1 - beta1**t
+            bias_correction2 = 1 - beta2**t
+            rho_t = rho_inf - 2 * t * beta2**t / bias_correction2
             if rho_t > _RHO_THRESHOLD:
-                rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+                rect = math.sqrt(
+                    (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
+                )
                 adaptive = math.sqrt(bias_correction2) / (exp_avg_sq.sqrt().add_(eps))
                 p.add_(exp_avg * adaptive, alpha=-lr * rect / bias_correction1)
             else:

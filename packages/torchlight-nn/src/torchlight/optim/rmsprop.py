@@ -37,10 +37,28 @@ class RMSprop(Optimizer):
     Parameter containing:
     tensor([0.9], requires_grad=True)
     """
-    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
-                 centered=False, *, maximize=False):
-        defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
-                        centered=centered, maximize=maximize)
+
+    def __init__(
+        self,
+        params,
+        lr=1e-2,
+        alpha=0.99,
+        eps=1e-8,
+        weight_decay=0.0,
+        momentum=0.0,
+        centered=False,
+        *,
+        maximize=False,
+    ):
+        defaults = dict(
+            lr=lr,
+            alpha=alpha,
+            eps=eps,
+            weight_decay=weight_decay,
+            momentum=momentum,
+            centered=centered,
+            maximize=maximize,
+        )
         super().__init__(params, defaults)
 
     def _check_group(self, group):
@@ -54,7 +72,11 @@ class RMSprop(Optimizer):
 
     def _update_group(self, group):
         lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
-        weight_decay, momentum, centered = group["weight_decay"], group["momentum"], group["centered"]
+        weight_decay, momentum, centered = (
+            group["weight_decay"],
+            group["momentum"],
+            group["centered"],
+        )
         for p, grad in self._params_with_grad(group):
             if group["maximize"]:
                 grad = -grad

@@ -40,19 +40,39 @@ class SGD(Optimizer):
     Parameter containing:
     tensor([ 0.8, -1.6], requires_grad=True)
     """
-    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
-                 nesterov=False, *, maximize=False):
+
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        momentum=0.0,
+        dampening=0.0,
+        weight_decay=0.0,
+        nesterov=False,
+        *,
+        maximize=False,
+    ):
         if momentum < 0.0:
             raise OptimizerError(f"invalid momentum value: {momentum} (must be >= 0)")
         if nesterov and (momentum <= 0 or dampening != 0):
             raise OptimizerError("Nesterov momentum requires a momentum and zero dampening")
-        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
-                        nesterov=nesterov, maximize=maximize)
+        defaults = dict(
+            lr=lr,
+            momentum=momentum,
+            dampening=dampening,
+            weight_decay=weight_decay,
+            nesterov=nesterov,
+            maximize=maximize,
+        )
         super().__init__(params, defaults)
 
     def _update_group(self, group):
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
-        weight_decay, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
+        weight_decay, nesterov, maximize = (
+            group["weight_decay"],
+            group["nesterov"],
+            group["maximize"],
+        )
         for p, grad in self._params_with_grad(group):
             if maximize:
                 grad = -grad

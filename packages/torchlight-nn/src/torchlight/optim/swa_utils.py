@@ -33,6 +33,7 @@ def get_ema_multi_avg_fn(decay=0.999):
     >>> ema(avg, cur, 1); [round(v, 4) for v in avg[0].tolist()]
     [0.1, 0.1]
     """
+
     def ema_update(ema_param_list, current_param_list, _num_averaged):
         with tl.no_grad():
             for p_ema, p_model in zip(ema_param_list, current_param_list):
@@ -48,6 +49,7 @@ def get_ema_avg_fn(decay=0.999):
     >>> round(get_ema_avg_fn(0.5)(tl.tensor(0.0), tl.tensor(1.0), 3).item(), 4)
     0.5
     """
+
     def ema_update(ema_param, current_param, num_averaged):
         return decay * ema_param + (1 - decay) * current_param
 
@@ -96,8 +98,11 @@ class AveragedModel(nn.Module):
                 for p_avg, p in zip(mine, theirs):
                     p_avg.detach().copy_(p.detach().to(p_avg.device))
             elif self.multi_avg_fn is not None:
-                self.multi_avg_fn([p.detach() for p in mine], [p.detach().to(a.device) for a, p in zip(mine, theirs)],
-                                  self.n_averaged)
+                self.multi_avg_fn(
+                    [p.detach() for p in mine],
+                    [p.detach().to(a.device) for a, p in zip(mine, theirs)],
+                    self.n_averaged,
+                )
             else:
                 for p_avg, p in zip(mine, theirs):
                     p_model = p.detach().to(p_avg.device)
@@ -131,7 +136,9 @@ class SWALR(LRScheduler):
         for group, lr in zip(optimizer.param_groups, _per_group(optimizer, swa_lr)):
             group["swa_lr"] = lr
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(f"anneal_strategy must by one of 'cos' or 'linear', instead got {anneal_strategy}")
+            raise ValueError(
+                f"anneal_strategy must by one of 'cos' or 'linear', instead got {anneal_strategy}"
+            )
         if not isinstance(anneal_epochs, int) or anneal_epochs < 0:
             raise ValueError(f"anneal_epochs must be equal or greater than 0, got {anneal_epochs}")
         self.anneal_strategy, self.anneal_epochs = anneal_strategy, anneal_epochs
@@ -159,8 +166,10 @@ class SWALR(LRScheduler):
 def _per_group(optimizer, value):
     if isinstance(value, (list, tuple)):
         if len(value) != len(optimizer.param_groups):
-            raise ValueError(f"swa_lr must have the same length as optimizer.param_groups: swa_lr has {len(value)}, "
-                             f"optimizer.param_groups has {len(optimizer.param_groups)}")
+            raise ValueError(
+                f"swa_lr must have the same length as optimizer.param_groups: swa_lr has {len(value)}, "
+                f"optimizer.param_groups has {len(optimizer.param_groups)}"
+            )
         return list(value)
     return [value] * len(optimizer.param_groups)
 
@@ -175,8 +184,12 @@ def update_bn(loader, model, device=None):
     >>> net[1].num_batches_tracked.item()
     3
     """
-    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm.BatchNorm1d)
-             or isinstance(m, nn.modules.batchnorm.BatchNorm2d)]
+    norms = [
+        m
+        for m in model.modules()
+        if isinstance(m, nn.modules.batchnorm.BatchNorm1d)
+        or isinstance(m, nn.modules.batchnorm.BatchNorm2d)
+    ]
     if not norms:
         return
     momenta = {}

@@ -24,8 +24,15 @@ class GradScaler:
     (True, 1.0, {})
     """
 
-    def __init__(self, device="cuda", init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5,
-                 growth_interval=2000, enabled=True):
+    def __init__(
+        self,
+        device="cuda",
+        init_scale=2.0**16,
+        growth_factor=2.0,
+        backoff_factor=0.5,
+        growth_interval=2000,
+        enabled=True,
+    ):
         self._device = str(device)
         self._enabled = False
         if enabled:
@@ -79,4 +86,6 @@ class GradScaler:
     def load_state_dict(self, state_dict) -> None:
         """Accepts ``{}`` or a saved PyTorch scaler state (there is nothing to restore)."""
         if not isinstance(state_dict, dict):
-            raise TypeError(f"GradScaler.load_state_dict expects a dict, got {type(state_dict).__name__}")
+            raise TypeError(
+                f"GradScaler.load_state_dict expects a dict, got {type(state_dict).__name__}"
+            )

@@ -19,7 +19,15 @@ import importlib.machinery
 import sys
 import types
 
-__all__ = ["ALIASES", "NAMESPACES", "TorchAliasFinder", "resolve", "install", "uninstall", "is_installed"]
+__all__ = [
+    "ALIASES",
+    "NAMESPACES",
+    "TorchAliasFinder",
+    "resolve",
+    "install",
+    "uninstall",
+    "is_installed",
+]
 
 #: PyTorch module → torchlight module. Names under an entry map to the same-named submodule of its
 #: target. Entries that merely restate that rule are listed anyway, as the map of what exists.
@@ -51,7 +59,6 @@ ALIASES = {
 #: PyTorch packages that only group mapped modules (``torch.utils`` holds ``torch.utils.data``);
 #: importing one gives an empty namespace module whose attributes are the mapped children.
 NAMESPACES = ("torch.utils",)
-
 
 
 def _distribution_of(target: str) -> tuple[str, str] | None:
@@ -90,7 +97,7 @@ def resolve(name: str):
     best = max((k for k in ALIASES if _is_under(name, k)), key=len, default=None)
     if best is None:
         return None
-    return ALIASES[best] + name[len(best):]
+    return ALIASES[best] + name[len(best) :]
 
 
 def _importable(name: str) -> bool:
@@ -155,7 +162,9 @@ class _AliasLoader(importlib.abc.Loader):
     def exec_module(self, module):
         alias = module.__name__
         if self.target is None:  # a namespace: empty, its children arrive as attributes
-            module.__doc__ = f"{alias}: a namespace holding the torchlight aliases of its submodules"
+            module.__doc__ = (
+                f"{alias}: a namespace holding the torchlight aliases of its submodules"
+            )
             return
         sys.modules[alias] = _import_target(alias, self.target)
 

@@ -14,8 +14,17 @@ from ..tensor.errors import DeviceUnavailableError
 from . import amp
 
 __all__ = [
-    "is_available", "device_count", "current_device", "get_device_name", "synchronize",
-    "manual_seed", "manual_seed_all", "is_bf16_supported", "amp", "empty_cache", "set_device",
+    "is_available",
+    "device_count",
+    "current_device",
+    "get_device_name",
+    "synchronize",
+    "manual_seed",
+    "manual_seed_all",
+    "is_bf16_supported",
+    "amp",
+    "empty_cache",
+    "set_device",
 ]
 
 _NAME = "cuda"
@@ -64,7 +73,9 @@ def get_device_name(device=None) -> str:
     True
     """
     if device not in (None, 0, "cuda", "cuda:0") and str(device) not in ("cuda", "cuda:0"):
-        raise DeviceUnavailableError(f"get_device_name({device!r}): the cuda backend drives one device, index 0")
+        raise DeviceUnavailableError(
+            f"get_device_name({device!r}): the cuda backend drives one device, index 0"
+        )
     backend = _backend()
     return str(getattr(backend, "device_name", backend.name))
 
@@ -133,7 +144,9 @@ def set_device(device) -> None:
     """
     index = device if isinstance(device, int) else (_device_index(device))
     if index:
-        raise DeviceUnavailableError(f"set_device({device!r}): the cuda backend drives one device, index 0")
+        raise DeviceUnavailableError(
+            f"set_device({device!r}): the cuda backend drives one device, index 0"
+        )
     _backend()
 
 

@@ -20,8 +20,17 @@ class GradScaler(_GradScaler):
     """
 
     @functools.wraps(_GradScaler.__init__)
-    def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000, enabled=True):
-        super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+    def __init__(
+        self,
+        init_scale=2.0**16,
+        growth_factor=2.0,
+        backoff_factor=0.5,
+        growth_interval=2000,
+        enabled=True,
+    ):
+        super().__init__(
+            "cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled
+        )
 
 
 class autocast(_autocast):  # noqa: N801 - PyTorch's name

@@ -31,8 +31,25 @@ __all__ = ["FUSABLE_MAP", "FUSABLE_ZIP", "ElementwiseChain", "FusedGroup", "plan
 FUSABLE_ZIP = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
 """Binary ops an :class:`ElementwiseChain` may contain (PyTorch semantics, NaN-propagating max/min)."""
 FUSABLE_MAP = (
-    "copy", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square", "sin", "cos",
-    "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu", "softplus", "erf",
+    "copy",
+    "neg",
+    "abs",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "square",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "gelu",
+    "gelu_tanh",
+    "silu",
+    "softplus",
+    "erf",
 )
 """Unary ops an :class:`ElementwiseChain` may contain: the float ops of ``MAP_OPS``."""
 _ZIP_CLASSES = {
@@ -248,7 +265,9 @@ def _make_group(tape, members, ops, users, out_slots):
 
 # --- compilers ---------------------------------------------------------------------------------
 def _compiling(backend):
-    return "compile" in getattr(backend, "capabilities", ()) and hasattr(backend, "compile_elementwise")
+    return "compile" in getattr(backend, "capabilities", ()) and hasattr(
+        backend, "compile_elementwise"
+    )
 
 
 def get_compiler(backend, fuse):

@@ -263,7 +263,9 @@ def run_node(node, vals, sizes):
             out = node.fn.apply(*args, **kwargs)
     except TraceError:
         raise
-    except TensorIndexError as exc:  # bad index data, not a tape that cannot take the shapes: as eager
+    except (
+        TensorIndexError
+    ) as exc:  # bad index data, not a tape that cannot take the shapes: as eager
         raise TensorIndexError(f"{exc} (replaying op #{node.index} {node.op!r} of a tape)") from exc
     except Exception as exc:
         raise TraceError(_disagree(node, vals, f"{type(exc).__name__}: {exc}")) from exc

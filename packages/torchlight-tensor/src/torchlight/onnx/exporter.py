@@ -31,8 +31,18 @@ def _import_onnx():
     return onnx
 
 
-def export(model, args, f=None, *, input_names=None, output_names=None, dynamic_axes=None,
-           opset_version=None, do_constant_folding=True, verbose=False):
+def export(
+    model,
+    args,
+    f=None,
+    *,
+    input_names=None,
+    output_names=None,
+    dynamic_axes=None,
+    opset_version=None,
+    do_constant_folding=True,
+    verbose=False,
+):
     """Export ``model(*args)`` to ONNX, written to ``f`` (a path or a binary file object).
 
     ``model`` is a :class:`torchlight.nn.Module` or any function of tensors; ``args`` a tensor or
@@ -71,7 +81,9 @@ def export(model, args, f=None, *, input_names=None, output_names=None, dynamic_
     in_names = _names(input_names, len(inputs), "input")
     out_names = _names(output_names, len(out_slots), "output")
     dyn = _dynamic_axes(dynamic_axes, in_names, out_names)
-    dyn_of = _dynamic_dims(model, args, tape, {v.position: dyn.get(n, {}) for n, v in zip(in_names, inputs)})
+    dyn_of = _dynamic_dims(
+        model, args, tape, {v.position: dyn.get(n, {}) for n, v in zip(in_names, inputs)}
+    )
     g = GraphBuilder(opset)
 
     names = {}  # tape slot -> ONNX value name
@@ -106,10 +118,16 @@ def export(model, args, f=None, *, input_names=None, output_names=None, dynamic_
         graph_outputs.append(_value_info(helper, name, v.shape, v.dtype, axes))
 
     live = _live(g.nodes, out_names)
-    graph = helper.make_graph(live, getattr(model, "__name__", None) or type(model).__name__,
-                              graph_inputs, graph_outputs, initializer=_used(g.initializers, live))
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                              producer_name="torchlight")
+    graph = helper.make_graph(
+        live,
+        getattr(model, "__name__", None) or type(model).__name__,
+        graph_inputs,
+        graph_outputs,
+        initializer=_used(g.initializers, live),
+    )
+    proto = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="torchlight"
+    )
     proto.ir_version = helper.find_min_ir_version_for([helper.make_opsetid("", opset)])
     onnx.checker.check_model(proto)
     if verbose:
@@ -156,7 +174,9 @@ def _dynamic_dims(model, args, tape, axes_of):
             a = from_numpy_on(np.ascontiguousarray(arr), args[k].backend, args[k].dtype)
         grown.append(a)
     other = _trace(model, tuple(grown))
-    if [n.op for n in other.nodes] != [n.op for n in tape.nodes] or len(other.values) != len(tape.values):
+    if [n.op for n in other.nodes] != [n.op for n in tape.nodes] or len(other.values) != len(
+        tape.values
+    ):
         raise OnnxExportError(
             "the model applies different ops when a dynamic axis changes size (a loop over it, or "
             "control flow on a shape); export it with static shapes (no dynamic_axes for that axis)"
@@ -164,7 +184,9 @@ def _dynamic_dims(model, args, tape, axes_of):
     dyn_of = {}
     for v, w in zip(tape.values, other.values):
         if len(v.shape) != len(w.shape):
-            raise OnnxExportError(f"value %{v.index} changes rank with a dynamic axis; export with static shapes")
+            raise OnnxExportError(
+                f"value %{v.index} changes rank with a dynamic axis; export with static shapes"
+            )
         dims = frozenset(k for k, (p, q) in enumerate(zip(v.shape, w.shape)) if p != q)
         if dims and v.kind == "const":
             raise OnnxExportError(
@@ -181,7 +203,9 @@ def _names(given, n, base):
         return [base] if n == 1 else [f"{base}_{k}" for k in range(n)]
     given = list(given)
     if len(given) != n:
-        raise OnnxExportError(f"{len(given)} {base} names given for {n} {base}s of the traced model")
+        raise OnnxExportError(
+            f"{len(given)} {base} names given for {n} {base}s of the traced model"
+        )
     return given
 
 
@@ -189,9 +213,13 @@ def _dynamic_axes(dynamic_axes, in_names, out_names):
     dyn = {}
     for name, axes in (dynamic_axes or {}).items():
         if name not in in_names and name not in out_names:
-            raise OnnxExportError(f"dynamic_axes names {name!r}, which is neither an input nor an output "
-                                  f"(inputs {in_names}, outputs {out_names})")
-        dyn[name] = dict(axes) if isinstance(axes, dict) else {int(a): f"{name}_dim{a}" for a in axes}
+            raise OnnxExportError(
+                f"dynamic_axes names {name!r}, which is neither an input nor an output "
+                f"(inputs {in_names}, outputs {out_names})"
+            )
+        dyn[name] = (
+            dict(axes) if isinstance(axes, dict) else {int(a): f"{name}_dim{a}" for a in axes}
+        )
     return dyn
 
 

@@ -28,8 +28,12 @@ def onnx_dtype(dtype):
     """The ``TensorProto`` element type of a torchlight dtype."""
     from onnx import TensorProto
 
-    table = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "int64": TensorProto.INT64,
-             "bool": TensorProto.BOOL}
+    table = {
+        "float32": TensorProto.FLOAT,
+        "float64": TensorProto.DOUBLE,
+        "int64": TensorProto.INT64,
+        "bool": TensorProto.BOOL,
+    }
     return table[dtype.name]
 
 
@@ -59,7 +63,9 @@ class GraphBuilder:
 
     def __init__(self, opset):
         if opset < MIN_OPSET:
-            raise OnnxExportError(f"opset_version {opset} is too old; torchlight exports opset {MIN_OPSET} or newer")
+            raise OnnxExportError(
+                f"opset_version {opset} is too old; torchlight exports opset {MIN_OPSET} or newer"
+            )
         self.opset = opset
         self.nodes = []
         self.initializers = []
@@ -81,7 +87,9 @@ class GraphBuilder:
         """Claim ``name`` for a graph input or output as given by the user; raises
         :class:`OnnxExportError` when it is already taken (ONNX names must be unique)."""
         if name in self._used:
-            raise OnnxExportError(f"the name {name!r} is used twice in the exported graph; pass distinct names")
+            raise OnnxExportError(
+                f"the name {name!r} is used twice in the exported graph; pass distinct names"
+            )
         self._used.add(name)
         return name
 
@@ -124,7 +132,9 @@ class GraphBuilder:
         ReduceSum and from opset 18 for the others, an attribute before."""
         axes = [int(a) for a in axes]
         if op_type == "ReduceSum" or self.opset >= 18:
-            return self.node(op_type, [x, self.ints(axes, "axes")], keepdims=int(keepdims), name=name)
+            return self.node(
+                op_type, [x, self.ints(axes, "axes")], keepdims=int(keepdims), name=name
+            )
         return self.node(op_type, [x], axes=axes, keepdims=int(keepdims), name=name)
 
     # --- dynamic sizes -------------------------------------------------------------------------
@@ -134,8 +144,11 @@ class GraphBuilder:
         the input's size), one other dynamic dim is ``-1`` (inferred: a merge such as
         ``(B, T) -> (B·T,)`` or a split back), every static dim its traced size."""
         target = [int(n) for n in out_shape]
-        inferred = [k for k in sorted(out_dyn)
-                    if not (k < x.ndim and k in x.dyn and x.shape[k] == out_shape[k])]
+        inferred = [
+            k
+            for k in sorted(out_dyn)
+            if not (k < x.ndim and k in x.dyn and x.shape[k] == out_shape[k])
+        ]
         for k in out_dyn:
             if k not in inferred:
                 target[k] = 0

@@ -11,7 +11,6 @@ Formulas written as several ONNX nodes are the ones the numpy backend computes (
 reciprocal square root, squeeze), so exported graphs agree with eager outputs to float rounding.
 """
 
-
 import numpy as np
 
 from torchlight.tensor.formulas import GELU_TANH_C, GELU_TANH_K, SQRT1_2
@@ -21,13 +20,42 @@ from .graph import INT64_MAX, onnx_dtype
 
 __all__ = ["OPS", "translate"]
 
-_ZIP = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow", "maximum": "Max",
-        "minimum": "Min"}
-_COMPARE = {"lt": "Less", "le": "LessOrEqual", "gt": "Greater", "ge": "GreaterOrEqual", "eq": "Equal",
-            "logical_and": "And", "logical_or": "Or"}
-_UNARY = {"neg": "Neg", "abs": "Abs", "sign": "Sign", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
-          "reciprocal": "Reciprocal", "sin": "Sin", "cos": "Cos", "tanh": "Tanh", "sigmoid": "Sigmoid",
-          "relu": "Relu", "softplus": "Softplus", "erf": "Erf", "logical_not": "Not", "copy": "Identity"}
+_ZIP = {
+    "add": "Add",
+    "sub": "Sub",
+    "mul": "Mul",
+    "div": "Div",
+    "pow": "Pow",
+    "maximum": "Max",
+    "minimum": "Min",
+}
+_COMPARE = {
+    "lt": "Less",
+    "le": "LessOrEqual",
+    "gt": "Greater",
+    "ge": "GreaterOrEqual",
+    "eq": "Equal",
+    "logical_and": "And",
+    "logical_or": "Or",
+}
+_UNARY = {
+    "neg": "Neg",
+    "abs": "Abs",
+    "sign": "Sign",
+    "exp": "Exp",
+    "log": "Log",
+    "sqrt": "Sqrt",
+    "reciprocal": "Reciprocal",
+    "sin": "Sin",
+    "cos": "Cos",
+    "tanh": "Tanh",
+    "sigmoid": "Sigmoid",
+    "relu": "Relu",
+    "softplus": "Softplus",
+    "erf": "Erf",
+    "logical_not": "Not",
+    "copy": "Identity",
+}
 _REDUCE = {"sum": "ReduceSum", "max": "ReduceMax", "min": "ReduceMin", "prod": "ReduceProd"}
 
 
@@ -40,7 +68,9 @@ def translate(g, node, args):
             "without it, or add an entry to torchlight.onnx.ops.OPS"
         )
     if node.kwargs:
-        raise OnnxExportError(f"op {node.op!r} was called with keyword tensor arguments, which export does not take")
+        raise OnnxExportError(
+            f"op {node.op!r} was called with keyword tensor arguments, which export does not take"
+        )
     return fn(g, node, args)
 
 
@@ -126,7 +156,9 @@ def _expand(g, node, a):
     target = [int(n) for n in node.shape]
     for k in g.out_dyn:
         if k < lead or (k - lead) not in x.dyn:
-            raise OnnxExportError(f"an expand of {x.shape} to {node.shape} creates a dynamic size; it cannot be exported")
+            raise OnnxExportError(
+                f"an expand of {x.shape} to {node.shape} creates a dynamic size; it cannot be exported"
+            )
         target[k] = 1  # Expand keeps the input's size where the target says 1
     return g.node("Expand", [x.name, g.ints(target)], name="expand")
 
@@ -134,14 +166,18 @@ def _expand(g, node, a):
 def _restride(g, node, a):
     x, kind, dims = a
     axes = [dims] if kind == "unsqueeze" else list(dims)
-    return g.node("Unsqueeze" if kind == "unsqueeze" else "Squeeze", [x.name, g.ints(axes, "axes")], name=kind)
+    return g.node(
+        "Unsqueeze" if kind == "unsqueeze" else "Squeeze", [x.name, g.ints(axes, "axes")], name=kind
+    )
 
 
 def _unfold(g, node, a):
     # windows = x.gather(dim, [[0..size), [step..step+size), ...]) then the window axis goes last
     x, dim, size, step = a
     if dim in x.dyn:
-        raise OnnxExportError("unfold (convolution, pooling) along a dynamic axis cannot be exported; make it static")
+        raise OnnxExportError(
+            "unfold (convolution, pooling) along a dynamic axis cannot be exported; make it static"
+        )
     count = (x.shape[dim] - size) // step + 1
     idx = np.arange(count)[:, None] * step + np.arange(size)[None, :]
     win = g.node("Gather", [x.name, g.const(idx.astype(np.int64), "windows")], axis=int(dim))
@@ -157,7 +193,9 @@ def _cat(g, node, a):
 def _pad(g, node, a):
     x, widths, value = a
     pads = [int(lo) for lo, _ in widths] + [int(hi) for _, hi in widths]
-    return g.node("Pad", [x.name, g.ints(pads, "pads"), g.scalar(value, x.dtype)], mode="constant", name="pad")
+    return g.node(
+        "Pad", [x.name, g.ints(pads, "pads"), g.scalar(value, x.dtype)], mode="constant", name="pad"
+    )
 
 
 def _sum(g, node, a):
@@ -175,7 +213,9 @@ def _mean(g, node, a):
         return g.reduce("ReduceMean", x.name, dims, keepdim, name="mean")
     n = int(np.prod([x.shape[d] for d in dims]))
     if any(d in x.dyn for d in dims):
-        raise OnnxExportError("var/std over a dynamic axis cannot be exported; make that axis static")
+        raise OnnxExportError(
+            "var/std over a dynamic axis cannot be exported; make that axis static"
+        )
     s = g.reduce("ReduceSum", x.name, dims, keepdim)
     return g.node("Div", [s, g.scalar(max(n - correction, 0), x.dtype)], name="var")
 
@@ -187,15 +227,22 @@ def _prod(g, node, a):
 
 def _amax(g, node, a):
     x, dims, keepdim, op = a
-    return g.reduce("ReduceMax" if op == "max" else "ReduceMin", x.name, dims, keepdim, name=f"a{op}")
+    return g.reduce(
+        "ReduceMax" if op == "max" else "ReduceMin", x.name, dims, keepdim, name=f"a{op}"
+    )
 
 
 def _reduce_no_grad(g, node, a):
     x, op, dims, keepdim, dtype = a
     if op in ("argmax", "argmin"):
         (dim,) = dims
-        return g.node("ArgMax" if op == "argmax" else "ArgMin", [x.name], axis=int(dim),
-                      keepdims=int(keepdim), name=op)
+        return g.node(
+            "ArgMax" if op == "argmax" else "ArgMin",
+            [x.name],
+            axis=int(dim),
+            keepdims=int(keepdim),
+            name=op,
+        )
     if op not in _REDUCE:
         raise OnnxExportError(f"the reduction {op!r} has no ONNX translation yet")
     out = g.reduce(_REDUCE[op], x.name, dims, keepdim, name=op)
@@ -221,7 +268,9 @@ def _layer_norm(g, node, a):
     w = weight.name if weight is not None else g.const(np.ones(n, dtype=x.dtype.np), "ones")
     b = bias.name if bias is not None else g.const(np.zeros(n, dtype=x.dtype.np), "zeros")
     if g.opset >= 17:
-        return g.node("LayerNormalization", [x.name, w, b], axis=-1, epsilon=float(eps), name="layer_norm")
+        return g.node(
+            "LayerNormalization", [x.name, w, b], axis=-1, epsilon=float(eps), name="layer_norm"
+        )
     mean = g.reduce("ReduceMean", x.name, [-1], True)
     d = g.node("Sub", [x.name, mean])
     var = g.reduce("ReduceMean", g.node("Mul", [d, d]), [-1], True)
@@ -247,16 +296,28 @@ def _basic_index(g, node, a):
                     stop = INT64_MAX  # "to the end", whatever the size at run time
                 elif dyn[dim]:
                     raise OnnxExportError(f"the slice {item} of a dynamic axis cannot be exported")
-                out = g.node("Slice", [out, g.ints([start], "starts"), g.ints([stop], "ends"),
-                                       g.ints([dim], "axes"), g.ints([step], "steps")])
+                out = g.node(
+                    "Slice",
+                    [
+                        out,
+                        g.ints([start], "starts"),
+                        g.ints([stop], "ends"),
+                        g.ints([dim], "axes"),
+                        g.ints([step], "steps"),
+                    ],
+                )
                 shape[dim] = n
             dim += 1
         else:  # an int drops the dimension
-            out = g.node("Gather", [out, g.const(np.asarray(int(item), dtype=np.int64), "index")], axis=dim)
+            out = g.node(
+                "Gather", [out, g.const(np.asarray(int(item), dtype=np.int64), "index")], axis=dim
+            )
             del shape[dim], dyn[dim]
     if set(g.out_dyn) != {k for k, d in enumerate(dyn) if d}:
-        raise OnnxExportError(f"indexing {x.shape} gives a result whose size depends on a dynamic axis; "
-                              "it cannot be exported")
+        raise OnnxExportError(
+            f"indexing {x.shape} gives a result whose size depends on a dynamic axis; "
+            "it cannot be exported"
+        )
     return out if out != x.name else g.node("Identity", [out], name="getitem")
 
 
@@ -272,16 +333,29 @@ def _gather(g, node, a):
 
 def _cols(g, x, lo, hi):
     """``x[..., lo:hi]``."""
-    return g.node("Slice", [x.name, g.ints([lo], "starts"), g.ints([hi], "ends"), g.ints([x.ndim - 1], "axes")])
+    return g.node(
+        "Slice",
+        [x.name, g.ints([lo], "starts"), g.ints([hi], "ends"), g.ints([x.ndim - 1], "axes")],
+    )
 
 
 def _gru_cell(g, node, a):
     # the fused GRU gates (torchlight.tensor.functions.recurrent) written out: r, z, n, h'
     gi, gh, h = a
     H = h.shape[-1]
-    add = [g.node("Add", [_cols(g, gi, k * H, (k + 1) * H), _cols(g, gh, k * H, (k + 1) * H)]) for k in range(2)]
+    add = [
+        g.node("Add", [_cols(g, gi, k * H, (k + 1) * H), _cols(g, gh, k * H, (k + 1) * H)])
+        for k in range(2)
+    ]
     r, z = g.node("Sigmoid", [add[0]]), g.node("Sigmoid", [add[1]])
-    n = g.node("Tanh", [g.node("Add", [_cols(g, gi, 2 * H, 3 * H), g.node("Mul", [r, _cols(g, gh, 2 * H, 3 * H)])])])
+    n = g.node(
+        "Tanh",
+        [
+            g.node(
+                "Add", [_cols(g, gi, 2 * H, 3 * H), g.node("Mul", [r, _cols(g, gh, 2 * H, 3 * H)])]
+            )
+        ],
+    )
     return g.node("Add", [n, g.node("Mul", [z, g.node("Sub", [h.name, n])])], name="gru_cell")
 
 
@@ -290,15 +364,29 @@ def _lstm_cell(g, node, a):
     gi, gh, c = a
     H = c.shape[-1]
     gates = g.node("Add", [gi.name, gh.name])
-    parts = [g.node("Slice", [gates, g.ints([k * H], "starts"), g.ints([(k + 1) * H], "ends"),
-                              g.ints([gi.ndim - 1], "axes")]) for k in range(4)]
+    parts = [
+        g.node(
+            "Slice",
+            [
+                gates,
+                g.ints([k * H], "starts"),
+                g.ints([(k + 1) * H], "ends"),
+                g.ints([gi.ndim - 1], "axes"),
+            ],
+        )
+        for k in range(4)
+    ]
     i, f, o = (g.node("Sigmoid", [parts[k]]) for k in (0, 1, 3))
     gg = g.node("Tanh", [parts[2]])
     c1 = g.node("Add", [g.node("Mul", [f, c.name]), g.node("Mul", [i, gg])])
     h1 = g.node("Mul", [o, g.node("Tanh", [c1])])
     axes = g.ints([0], "axes")
-    return g.node("Concat", [g.node("Unsqueeze", [h1, axes]), g.node("Unsqueeze", [c1, axes])], axis=0,
-                  name="lstm_cell")
+    return g.node(
+        "Concat",
+        [g.node("Unsqueeze", [h1, axes]), g.node("Unsqueeze", [c1, axes])],
+        axis=0,
+        name="lstm_cell",
+    )
 
 
 def _identity(g, node, a):

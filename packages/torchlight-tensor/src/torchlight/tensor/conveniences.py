@@ -47,7 +47,9 @@ class TensorConveniences:
         """The tensor itself: pinning matters for host→GPU copies, and torchlight's transfers are
         synchronous. Only host-memory tensors can be pinned (as in PyTorch)."""
         if dispatch.HOST_MEMORY not in self.backend.capabilities:
-            raise DTypeError(f"pin_memory: only tensors in host memory can be pinned, this one is on '{self.device}'")
+            raise DTypeError(
+                f"pin_memory: only tensors in host memory can be pinned, this one is on '{self.device}'"
+            )
         return self
 
     def is_pinned(self) -> bool:
@@ -57,7 +59,9 @@ class TensorConveniences:
     def cuda(self, device=None):
         """``to("cuda")`` (``device`` may name an index: ``cuda(0)``); raises when no usable
         cuda backend is installed."""
-        return self.to("cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
+        return self.to(
+            "cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device
+        )
 
     def int(self):
         """An integer copy; torchlight's integer dtype is int64 (PyTorch's ``int()`` gives int32)."""
@@ -88,7 +92,11 @@ class TensorConveniences:
             dt, dev = dtype_of_type_string(dtype)
             out = self.to(dt)
             return out if dev is None else out.to(dev)
-        if isinstance(dtype, type) and hasattr(dtype, "dtype") and isinstance(dtype.dtype, dtypes.DType):
+        if (
+            isinstance(dtype, type)
+            and hasattr(dtype, "dtype")
+            and isinstance(dtype.dtype, dtypes.DType)
+        ):
             return self.to(dtype.dtype)  # tl.LongTensor and friends
         return self.to(dtypes.as_dtype(dtype))
 
@@ -101,7 +109,12 @@ class TensorConveniences:
         """
         from .factories import tensor
 
-        return tensor(data, dtype=dtype or self.dtype, device=device or self.backend, requires_grad=requires_grad)
+        return tensor(
+            data,
+            dtype=dtype or self.dtype,
+            device=device or self.backend,
+            requires_grad=requires_grad,
+        )
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         """Zeros of ``size`` with this tensor's dtype and device unless given.
@@ -112,7 +125,12 @@ class TensorConveniences:
         """
         from .factories import zeros
 
-        return zeros(*size, dtype=dtype or self.dtype, device=device or self.backend, requires_grad=requires_grad)
+        return zeros(
+            *size,
+            dtype=dtype or self.dtype,
+            device=device or self.backend,
+            requires_grad=requires_grad,
+        )
 
     def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
         """Ones of ``size`` with this tensor's dtype and device unless given.
@@ -123,7 +141,12 @@ class TensorConveniences:
         """
         from .factories import ones
 
-        return ones(*size, dtype=dtype or self.dtype, device=device or self.backend, requires_grad=requires_grad)
+        return ones(
+            *size,
+            dtype=dtype or self.dtype,
+            device=device or self.backend,
+            requires_grad=requires_grad,
+        )
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
         """``size`` filled with ``fill_value``, this tensor's dtype and device unless given.
@@ -134,7 +157,13 @@ class TensorConveniences:
         """
         from .factories import full
 
-        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.backend, requires_grad=requires_grad)
+        return full(
+            size,
+            fill_value,
+            dtype=dtype or self.dtype,
+            device=device or self.backend,
+            requires_grad=requires_grad,
+        )
 
     def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
         """An uninitialised tensor of ``size``, this tensor's dtype and device unless given.
@@ -145,7 +174,12 @@ class TensorConveniences:
         """
         from .factories import empty
 
-        return empty(*size, dtype=dtype or self.dtype, device=device or self.backend, requires_grad=requires_grad)
+        return empty(
+            *size,
+            dtype=dtype or self.dtype,
+            device=device or self.backend,
+            requires_grad=requires_grad,
+        )
 
     def __format__(self, spec):
         """``format(t, ".2f")`` / f-strings: a 0-d tensor formats as its Python number; other

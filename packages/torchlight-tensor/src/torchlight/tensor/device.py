@@ -36,19 +36,29 @@ class device:
     def __init__(self, type, index=None):  # noqa: A002 - PyTorch's parameter name
         if isinstance(type, device):
             if index is not None:
-                raise BackendError(f"device(): cannot give an index with a device object ({type!r})")
+                raise BackendError(
+                    f"device(): cannot give an index with a device object ({type!r})"
+                )
             type, index = type.type, type.index
         if not isinstance(type, str):
-            raise BackendError(f"device(): expected a string such as 'cpu' or 'cuda:0', got {type!r}")
+            raise BackendError(
+                f"device(): expected a string such as 'cpu' or 'cuda:0', got {type!r}"
+            )
         if ":" in type:
             if index is not None:
-                raise BackendError(f"device(): {type!r} already names an index; do not pass index={index}")
+                raise BackendError(
+                    f"device(): {type!r} already names an index; do not pass index={index}"
+                )
             type, _, idx = type.partition(":")
             if not idx.isdigit():
-                raise BackendError(f"device(): invalid device string {type + ':' + idx!r}; expected 'type' or 'type:index'")
+                raise BackendError(
+                    f"device(): invalid device string {type + ':' + idx!r}; expected 'type' or 'type:index'"
+                )
             index = int(idx)
         if not type:
-            raise BackendError("device(): the device type is empty; expected e.g. 'cpu' or 'cuda' (`python -m torchlight` lists the installed backends)")
+            raise BackendError(
+                "device(): the device type is empty; expected e.g. 'cpu' or 'cuda' (`python -m torchlight` lists the installed backends)"
+            )
         if index is not None:
             index = int(index)
             if index < 0:

@@ -71,7 +71,11 @@ def alloc(shape: tuple[int, ...], dtype: DType, backend: Any) -> _Tensor:
         n *= s
     try:
         td.storage = backend.empty(n, dtype)
-    except (MemoryError, ValueError, OverflowError) as exc:  # numpy: "Maximum allowed dimension exceeded"
+    except (
+        MemoryError,
+        ValueError,
+        OverflowError,
+    ) as exc:  # numpy: "Maximum allowed dimension exceeded"
         raise too_big(shape, dtype, backend, exc) from exc
     td.shape = shape
     td.strides = _cstrides(shape)
@@ -184,7 +188,9 @@ def _expanded(t: _Tensor, shape: tuple[int, ...]) -> TensorData:
     return t._td if t._td.shape == shape else t._td.expand(shape)
 
 
-def broadcast_shape(a_shape: Sequence[int], b_shape: Sequence[int], what: str = "broadcast") -> tuple[int, ...]:
+def broadcast_shape(
+    a_shape: Sequence[int], b_shape: Sequence[int], what: str = "broadcast"
+) -> tuple[int, ...]:
     shape = shape_broadcast(a_shape, b_shape)
     if shape is None:
         raise ShapeError(
@@ -210,7 +216,9 @@ def zip_op(op: str, a: _Tensor, b: _Tensor, dtype: DType | None = None) -> _Tens
 def where_op(cond: _Tensor, a: _Tensor, b: _Tensor) -> _Tensor:
     """``cond ? a : b`` elementwise with three-way broadcasting (a and b share a dtype)."""
     backend = common_backend(a, b, cond)
-    shape = broadcast_shape(broadcast_shape(a._td.shape, b._td.shape, "where"), cond._td.shape, "where")
+    shape = broadcast_shape(
+        broadcast_shape(a._td.shape, b._td.shape, "where"), cond._td.shape, "where"
+    )
     out = alloc(shape, a.dtype, backend)
     backend.where(_expanded(cond, shape), _expanded(a, shape), _expanded(b, shape), out._td)
     return out

@@ -71,7 +71,9 @@ def export(t, stream=None, max_version=None, dl_device=None, copy=None):
     src = dlpack_source(t)
     if dl_device is not None and tuple(dl_device) != tuple(src.__dlpack_device__()):
         if DLPACK_DEVICES.get(int(dl_device[0])) != "cpu":
-            raise BufferError(f"can't export a {t.device} tensor to DLPack device {tuple(dl_device)}")
+            raise BufferError(
+                f"can't export a {t.device} tensor to DLPack device {tuple(dl_device)}"
+            )
         if copy is False:
             raise BufferError(
                 f"the tensor lives on {t.device}; exporting it to the host (dl_device={tuple(dl_device)}) "
@@ -124,7 +126,9 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
     dev_type, _ = ext_tensor.__dlpack_device__()
     kind = DLPACK_DEVICES.get(int(dev_type))
     if kind is None:
-        raise BackendError(f"from_dlpack: DLPack device type {int(dev_type)} has no torchlight backend")
+        raise BackendError(
+            f"from_dlpack: DLPack device type {int(dev_type)} has no torchlight backend"
+        )
     if kind == "cuda":
         backend = get_backend(device if device is not None else kind)
         if "dlpack" not in backend.capabilities:
@@ -150,7 +154,9 @@ def from_host_array(arr, backend, copy=None):
         why = "copy=True"
     if why is not None:
         if copy is False:
-            raise BufferError(f"from_dlpack: sharing memory is impossible ({why}) and copy=False forbids a copy")
+            raise BufferError(
+                f"from_dlpack: sharing memory is impossible ({why}) and copy=False forbids a copy"
+            )
         dt = dtypes.as_dtype(arr.dtype) if arr.dtype.kind in "fiub" else None
         if dt is None:
             raise DTypeError(f"from_dlpack: dtype {arr.dtype} has no torchlight equivalent")
@@ -160,7 +166,11 @@ def from_host_array(arr, backend, copy=None):
     strides = tuple(s // item for s in arr.strides)
     span = 1 + sum((n - 1) * s for n, s in zip(arr.shape, strides)) if arr.size else 0
     # the flat buffer from the first element (the lowest address: strides are >= 0) to the last
-    flat = np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(item,)) if span else arr.reshape(-1)
+    flat = (
+        np.lib.stride_tricks.as_strided(arr, shape=(span,), strides=(item,))
+        if span
+        else arr.reshape(-1)
+    )
     storage = backend.from_numpy(flat)
     if span and not (isinstance(storage, np.ndarray) and np.shares_memory(storage, flat)):
         # the backend keeps its own (device) memory: it copied, so the view is packed

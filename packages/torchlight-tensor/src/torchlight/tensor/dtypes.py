@@ -9,9 +9,21 @@ import numpy as np
 from .errors import DTypeError
 
 __all__ = [
-    "DType", "float32", "float64", "int64", "bool_", "promote", "as_dtype", "DTYPES",
-    "UnsupportedDType", "float16", "bfloat16", "get_default_dtype", "set_default_dtype",
-    "set_float32_matmul_precision", "get_float32_matmul_precision",
+    "DType",
+    "float32",
+    "float64",
+    "int64",
+    "bool_",
+    "promote",
+    "as_dtype",
+    "DTYPES",
+    "UnsupportedDType",
+    "float16",
+    "bfloat16",
+    "get_default_dtype",
+    "set_default_dtype",
+    "set_float32_matmul_precision",
+    "get_float32_matmul_precision",
 ]
 
 
@@ -193,7 +205,9 @@ def set_default_dtype(dtype) -> None:
     """
     dt = as_dtype(dtype)
     if not dt.is_floating_point:
-        raise DTypeError(f"set_default_dtype: only floating dtypes (float32, float64) can be the default, got {dt}")
+        raise DTypeError(
+            f"set_default_dtype: only floating dtypes (float32, float64) can be the default, got {dt}"
+        )
     _default[0] = dt
 
 
@@ -215,7 +229,9 @@ def set_float32_matmul_precision(precision: str) -> None:
     >>> tl.set_float32_matmul_precision("highest")
     """
     if precision not in _MATMUL_PRECISIONS:
-        raise DTypeError(f"set_float32_matmul_precision: expected one of {_MATMUL_PRECISIONS}, got {precision!r}")
+        raise DTypeError(
+            f"set_float32_matmul_precision: expected one of {_MATMUL_PRECISIONS}, got {precision!r}"
+        )
     _matmul_precision[0] = precision
 
 

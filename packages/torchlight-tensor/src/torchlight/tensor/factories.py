@@ -18,9 +18,27 @@ from .random import device_stream, rng_of
 from .storage import TensorData
 
 __all__ = [
-    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "zeros_like",
-    "ones_like", "full_like", "empty_like", "rand_like", "randn_like", "arange", "linspace", "eye",
-    "rand", "randn", "randint", "from_numpy_on", "logspace",
+    "tensor",
+    "as_tensor",
+    "from_numpy",
+    "zeros",
+    "ones",
+    "full",
+    "empty",
+    "zeros_like",
+    "ones_like",
+    "full_like",
+    "empty_like",
+    "rand_like",
+    "randn_like",
+    "arange",
+    "linspace",
+    "eye",
+    "rand",
+    "randn",
+    "randint",
+    "from_numpy_on",
+    "logspace",
 ]
 
 
@@ -34,8 +52,10 @@ def _shape(size):
     for s in shape:
         n *= s
     if n > MAX_NUMEL:  # before numpy builds host data for it (its message names no size)
-        raise OutOfMemoryError(f"a tensor of size {shape} would have {n} elements, more than any "
-                               f"device can address ({MAX_NUMEL}); use a smaller size")
+        raise OutOfMemoryError(
+            f"a tensor of size {shape} would have {n} elements, more than any "
+            f"device can address ({MAX_NUMEL}); use a smaller size"
+        )
     return shape
 
 
@@ -78,7 +98,9 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         except ValueError as exc:
             raise ShapeError(f"tensor(): data has an irregular (ragged) shape: {exc}") from None
     if arr.dtype == object or arr.dtype.kind in "USV":
-        raise DTypeError(f"tensor(): cannot build a tensor from {type(data).__name__} data of dtype {arr.dtype}")
+        raise DTypeError(
+            f"tensor(): cannot build a tensor from {type(data).__name__} data of dtype {arr.dtype}"
+        )
     if dtype is None:
         dtype = dtypes.get_default_dtype() if arr.dtype.kind in "fc" else dtypes.as_dtype(arr.dtype)
     # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
@@ -202,12 +224,20 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
     >>> tl.empty(2, 3).shape
     (2, 3)
     """
-    t = alloc(_shape(size), dtypes.as_dtype(dtype or dtypes.get_default_dtype()), get_backend(device))
+    t = alloc(
+        _shape(size), dtypes.as_dtype(dtype or dtypes.get_default_dtype()), get_backend(device)
+    )
     return t.requires_grad_(True) if requires_grad else t
 
 
 def _like(fn, x, dtype, device, requires_grad, *args):
-    return fn(x.shape, *args, dtype=dtype or x.dtype, device=device or x.backend, requires_grad=requires_grad)
+    return fn(
+        x.shape,
+        *args,
+        dtype=dtype or x.dtype,
+        device=device or x.backend,
+        requires_grad=requires_grad,
+    )
 
 
 def zeros_like(x, dtype=None, device=None, requires_grad=False):
@@ -243,7 +273,13 @@ def full_like(x, fill_value, dtype=None, device=None, requires_grad=False):
     >>> tl.full_like(tl.zeros(3), 0.5)
     tensor([0.5, 0.5, 0.5])
     """
-    return full(x.shape, fill_value, dtype=dtype or x.dtype, device=device or x.backend, requires_grad=requires_grad)
+    return full(
+        x.shape,
+        fill_value,
+        dtype=dtype or x.dtype,
+        device=device or x.backend,
+        requires_grad=requires_grad,
+    )
 
 
 def rand_like(x, dtype=None, device=None, generator=None):
@@ -280,10 +316,16 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     if step == 0:
         raise ShapeError("arange: step must be non-zero")
     if dtype is None:
-        dtype = dtypes.int64 if all(isinstance(v, int) for v in (start, end, step)) else dtypes.get_default_dtype()
+        dtype = (
+            dtypes.int64
+            if all(isinstance(v, int) for v in (start, end, step))
+            else dtypes.get_default_dtype()
+        )
     dt = dtypes.as_dtype(dtype)
     n = max(0, math.ceil((end - start) / step))
-    arr = (start + np.arange(n, dtype=np.float64 if dt.is_floating_point else np.int64) * step).astype(dt.np)
+    arr = (
+        start + np.arange(n, dtype=np.float64 if dt.is_floating_point else np.int64) * step
+    ).astype(dt.np)
     return from_numpy_on(arr, get_backend(device), dt, requires_grad)
 
 
@@ -295,7 +337,9 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     tensor([0.  , 0.25, 0.5 , 0.75, 1.  ])
     """
     dt = dtypes.as_dtype(dtype or dtypes.get_default_dtype())
-    return from_numpy_on(np.linspace(start, end, int(steps)), get_backend(device), dt, requires_grad)
+    return from_numpy_on(
+        np.linspace(start, end, int(steps)), get_backend(device), dt, requires_grad
+    )
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
@@ -342,7 +386,9 @@ def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
     >>> x.shape, bool(((x >= 0) & (x < 1)).all())
     ((2, 3), True)
     """
-    return _random(_shape(size), rng_of(generator).random, dtype, device, requires_grad, "uniform", generator)
+    return _random(
+        _shape(size), rng_of(generator).random, dtype, device, requires_grad, "uniform", generator
+    )
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
@@ -354,8 +400,15 @@ def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
     >>> abs(x.mean().item()) < 0.05, abs(x.std().item() - 1) < 0.05
     (True, True)
     """
-    return _random(_shape(size), rng_of(generator).standard_normal, dtype, device, requires_grad, "normal",
-                   generator)
+    return _random(
+        _shape(size),
+        rng_of(generator).standard_normal,
+        dtype,
+        device,
+        requires_grad,
+        "normal",
+        generator,
+    )
 
 
 def randint(low, high=None, size=(), dtype=None, device=None, generator=None):

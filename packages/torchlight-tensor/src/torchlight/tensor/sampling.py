@@ -17,7 +17,9 @@ __all__ = ["multinomial", "bernoulli", "randperm"]
 
 def _host_probs(input, name):
     if not input.dtype.is_floating_point:
-        raise DTypeError(f"{name}: probabilities must be a floating point tensor, got {input.dtype}")
+        raise DTypeError(
+            f"{name}: probabilities must be a floating point tensor, got {input.dtype}"
+        )
     p = np.array(input.backend.to_numpy(input._td), dtype=np.float64)
     if not np.all(np.isfinite(p)) or np.any(p < 0):
         raise ShapeError(f"{name}: probabilities must be finite and non-negative")
@@ -47,13 +49,17 @@ def multinomial(input, num_samples, replacement=False, generator=None):
     rows = p.reshape(-1, p.shape[-1])
     n = rows.shape[1]
     if not replacement and num_samples > n:
-        raise ShapeError(f"multinomial: cannot draw {num_samples} samples without replacement from {n} categories")
+        raise ShapeError(
+            f"multinomial: cannot draw {num_samples} samples without replacement from {n} categories"
+        )
     rng = rng_of(generator)
     out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
     for r, w in enumerate(rows):
         total = w.sum()
         if total <= 0:
-            raise ShapeError(f"multinomial: row {r} of the weights sums to 0; every row needs a positive weight")
+            raise ShapeError(
+                f"multinomial: row {r} of the weights sums to 0; every row needs a positive weight"
+            )
         if not replacement and np.count_nonzero(w) < num_samples:
             raise ShapeError(
                 f"multinomial: row {r} has {np.count_nonzero(w)} positive weights, fewer than the "
@@ -98,4 +104,6 @@ def randperm(n, dtype=None, device=None, requires_grad=False, generator=None):
     from .factories import from_numpy_on
 
     perm = rng_of(generator).permutation(n).astype(np.int64)
-    return from_numpy_on(perm, get_backend(device), dtypes.as_dtype(dtype or dtypes.int64), requires_grad)
+    return from_numpy_on(
+        perm, get_backend(device), dtypes.as_dtype(dtype or dtypes.int64), requires_grad
+    )

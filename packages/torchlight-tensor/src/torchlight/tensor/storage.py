@@ -40,7 +40,11 @@ class TensorData:
     cache: Any
 
     def __init__(
-        self, storage: Any, shape: Iterable[int], strides: Iterable[int] | None = None, offset: int = 0
+        self,
+        storage: Any,
+        shape: Iterable[int],
+        strides: Iterable[int] | None = None,
+        offset: int = 0,
     ) -> None:
         self.storage = storage
         self.shape = tuple(shape)
@@ -73,7 +77,9 @@ class TensorData:
     def permute(self, dims: Sequence[int]) -> TensorData:
         """The same storage with the dimensions reordered (strides permuted, no copy)."""
         if sorted(dims) != list(range(self.ndim)):
-            raise ShapeError(f"permute: {tuple(dims)} is not a permutation of the {self.ndim} dims of shape {self.shape}")
+            raise ShapeError(
+                f"permute: {tuple(dims)} is not a permutation of the {self.ndim} dims of shape {self.shape}"
+            )
         return self._new(
             tuple(self.shape[d] for d in dims), tuple(self.strides[d] for d in dims), self.offset
         )
@@ -85,7 +91,9 @@ class TensorData:
         if lead < 0:
             raise ShapeError(f"cannot expand shape {self.shape} to fewer dimensions {shape}")
         if any(t < 0 for t in shape[:lead]):
-            raise ShapeError(f"cannot expand shape {self.shape} to {shape}: -1 is not allowed in a new leading dimension")
+            raise ShapeError(
+                f"cannot expand shape {self.shape} to {shape}: -1 is not allowed in a new leading dimension"
+            )
         strides = [0] * lead
         for k, (s, st) in enumerate(zip(self.shape, self.strides)):
             target = shape[lead + k]
@@ -129,7 +137,9 @@ class TensorData:
         n = max(0, (end - begin + stride - 1) // stride)
         shape = self.shape[:dim] + (n,) + self.shape[dim + 1 :]
         strides = self.strides[:dim] + (self.strides[dim] * stride,) + self.strides[dim + 1 :]
-        return self._new(shape, strides, self.offset + begin * self.strides[dim] if n else self.offset)
+        return self._new(
+            shape, strides, self.offset + begin * self.strides[dim] if n else self.offset
+        )
 
     def unsqueeze(self, dim: int) -> TensorData:
         """The same storage with a size-1 dimension inserted at ``dim``."""
@@ -150,7 +160,10 @@ class TensorData:
         count = (length - size) // step + 1
         shape = self.shape[:dim] + (count,) + self.shape[dim + 1 :] + (size,)
         strides = (
-            self.strides[:dim] + (self.strides[dim] * step,) + self.strides[dim + 1 :] + (self.strides[dim],)
+            self.strides[:dim]
+            + (self.strides[dim] * step,)
+            + self.strides[dim + 1 :]
+            + (self.strides[dim],)
         )
         return self._new(shape, strides, self.offset)
 
@@ -166,10 +179,14 @@ def infer_shape(shape: Iterable[int], size: int, old_shape: Sequence[int] = ()) 
     if -1 in shape:
         known = prod(s for s in shape if s != -1)
         if known == 0 or size % known:
-            raise ShapeError(f"shape {shape} is invalid for input of shape {tuple(old_shape)} ({size} elements)")
+            raise ShapeError(
+                f"shape {shape} is invalid for input of shape {tuple(old_shape)} ({size} elements)"
+            )
         shape = tuple(size // known if s == -1 else s for s in shape)
     if prod(shape) != size or any(s < 0 for s in shape):
-        raise ShapeError(f"shape {shape} is invalid for input of shape {tuple(old_shape)} ({size} elements)")
+        raise ShapeError(
+            f"shape {shape} is invalid for input of shape {tuple(old_shape)} ({size} elements)"
+        )
     return shape
 
 

@@ -76,8 +76,20 @@ class Tensor(TensorConveniences, _Slots):
             [ 9., 13.]])
     """
 
-    __slots__ = ("_td", "backend", "dtype", "requires_grad", "grad", "_history", "_retains_grad",
-                 "_version", "_base", "_hooks", "__weakref__", "__dict__")
+    __slots__ = (
+        "_td",
+        "backend",
+        "dtype",
+        "requires_grad",
+        "grad",
+        "_history",
+        "_retains_grad",
+        "_version",
+        "_base",
+        "_hooks",
+        "__weakref__",
+        "__dict__",
+    )
 
     def __init__(self, *args, dtype=None, device=None, requires_grad=False):
         """PyTorch's legacy constructor: ``Tensor(2, 3)`` is an uninitialised tensor of that
@@ -91,15 +103,39 @@ class Tensor(TensorConveniences, _Slots):
         from .factories import empty, tensor
 
         if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-            t = empty(*args, dtype=dtype or dtypes.get_default_dtype(), device=device, requires_grad=requires_grad)
+            t = empty(
+                *args,
+                dtype=dtype or dtypes.get_default_dtype(),
+                device=device,
+                requires_grad=requires_grad,
+            )
         elif len(args) == 1:
-            t = tensor(args[0], dtype=dtype or dtypes.get_default_dtype(), device=device, requires_grad=requires_grad)
+            t = tensor(
+                args[0],
+                dtype=dtype or dtypes.get_default_dtype(),
+                device=device,
+                requires_grad=requires_grad,
+            )
         elif not args:
-            t = empty(0, dtype=dtype or dtypes.get_default_dtype(), device=device, requires_grad=requires_grad)
+            t = empty(
+                0,
+                dtype=dtype or dtypes.get_default_dtype(),
+                device=device,
+                requires_grad=requires_grad,
+            )
         else:
             raise DTypeError(f"Tensor(...): pass sizes (ints) or one piece of data, got {args!r}")
-        for name in ("_td", "backend", "dtype", "requires_grad", "grad", "_history",
-                     "_retains_grad", "_version", "_base"):
+        for name in (
+            "_td",
+            "backend",
+            "dtype",
+            "requires_grad",
+            "grad",
+            "_history",
+            "_retains_grad",
+            "_version",
+            "_base",
+        ):
             setattr(self, name, getattr(t, name))
 
     # --- metadata ------------------------------------------------------------------------------
@@ -120,7 +156,11 @@ class Tensor(TensorConveniences, _Slots):
         >>> x.size(), x.size(-1)
         (torchlight.Size([2, 3]), 3)
         """
-        return Size(self._td.shape) if dim is None else self._td.shape[dispatch.normalize_dim(dim, self.ndim)]
+        return (
+            Size(self._td.shape)
+            if dim is None
+            else self._td.shape[dispatch.normalize_dim(dim, self.ndim)]
+        )
 
     @property
     def ndim(self) -> int:
@@ -157,7 +197,11 @@ class Tensor(TensorConveniences, _Slots):
         >>> x.stride(), x.t().stride()
         ((3, 1), (1, 3))
         """
-        return self._td.strides if dim is None else self._td.strides[dispatch.normalize_dim(dim, self.ndim)]
+        return (
+            self._td.strides
+            if dim is None
+            else self._td.strides[dispatch.normalize_dim(dim, self.ndim)]
+        )
 
     def storage_offset(self) -> int:
         """Index in the underlying storage of this tensor's first element (non-zero for views
@@ -261,7 +305,9 @@ class Tensor(TensorConveniences, _Slots):
     @data.setter
     def data(self, other):
         if other.shape != self.shape or other.dtype is not self.dtype:
-            raise ShapeError(f".data assignment needs shape {self.shape} and dtype {self.dtype}, got {other.shape} {other.dtype}")
+            raise ShapeError(
+                f".data assignment needs shape {self.shape} and dtype {self.dtype}, got {other.shape} {other.dtype}"
+            )
         self._td, self.backend = other._td, other.backend
 
     def __len__(self):
@@ -280,9 +326,13 @@ class Tensor(TensorConveniences, _Slots):
         True
         """
         if requires_grad and not self.dtype.is_floating_point:
-            raise DTypeError(f"only floating point tensors can require gradients, this one is {self.dtype}")
+            raise DTypeError(
+                f"only floating point tensors can require gradients, this one is {self.dtype}"
+            )
         if not requires_grad and self._history is not None:
-            raise AutogradError("you can only change requires_grad of leaf tensors; use .detach() for a non-leaf")
+            raise AutogradError(
+                "you can only change requires_grad of leaf tensors; use .detach() for a non-leaf"
+            )
         self.requires_grad = requires_grad
         return self
 
@@ -341,7 +391,11 @@ class Tensor(TensorConveniences, _Slots):
     def accumulate_grad(self, g):
         """Engine protocol: add ``g`` into ``.grad`` (a private, contiguous copy the first time)."""
         if g.shape != self.shape:
-            g = dispatch.sum_to(g, self.shape) if len(g.shape) >= len(self.shape) else g.expand(self.shape)
+            g = (
+                dispatch.sum_to(g, self.shape)
+                if len(g.shape) >= len(self.shape)
+                else g.expand(self.shape)
+            )
         if self.grad is None:
             # Always a private copy: ``g`` may be shared with other leaves or be the implicit
             # ones seed, and optimizers/clipping update ``.grad`` in place.
@@ -378,7 +432,9 @@ class Tensor(TensorConveniences, _Slots):
                 )
             gradient = dispatch.ones_cached(self._td.shape, self.dtype, self.backend)
         elif gradient.shape != self.shape:
-            raise ShapeError(f"backward: gradient shape {gradient.shape} does not match tensor shape {self.shape}")
+            raise ShapeError(
+                f"backward: gradient shape {gradient.shape} does not match tensor shape {self.shape}"
+            )
         engine.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph)
 
     # --- finite-difference protocol (gradcheck) ------------------------------------------------
@@ -388,7 +444,9 @@ class Tensor(TensorConveniences, _Slots):
     def _fd_like(self, values):
         from .factories import from_numpy_on
 
-        return from_numpy_on(np.asarray(values, dtype=self.dtype.np).reshape(self.shape), self.backend)
+        return from_numpy_on(
+            np.asarray(values, dtype=self.dtype.np).reshape(self.shape), self.backend
+        )
 
     def _fd_set(self, i, value):
         # Through the host and back: ``to_numpy`` need not share memory (device storage).
@@ -416,10 +474,16 @@ class Tensor(TensorConveniences, _Slots):
         array([1., 2.], dtype=float32)
         """
         if self.requires_grad:
-            raise AutogradError("can't call numpy() on a tensor that requires grad; use .detach().numpy()")
+            raise AutogradError(
+                "can't call numpy() on a tensor that requires grad; use .detach().numpy()"
+            )
         arr = self.numpy_view()
         st = self._td.storage
-        if "_index_range" in self.__dict__ and isinstance(st, np.ndarray) and np.may_share_memory(arr, st):
+        if (
+            "_index_range" in self.__dict__
+            and isinstance(st, np.ndarray)
+            and np.may_share_memory(arr, st)
+        ):
             # the caller may write through this shared view without a version bump: forget the
             # index bounds on record so the next index check reads the values (the kernels
             # check anyway); a device backend's host copy keeps them
@@ -488,7 +552,9 @@ class Tensor(TensorConveniences, _Slots):
         2.5
         """
         if self._td.size != 1:
-            raise ShapeError(f"item(): only one-element tensors can be converted to Python scalars, shape is {self.shape}")
+            raise ShapeError(
+                f"item(): only one-element tensors can be converted to Python scalars, shape is {self.shape}"
+            )
         return self.numpy_view().reshape(-1)[0].item()
 
     def tolist(self):
@@ -499,7 +565,9 @@ class Tensor(TensorConveniences, _Slots):
         """
         return self.numpy_view().tolist()
 
-    def to(self, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None):
+    def to(
+        self, *args, dtype=None, device=None, non_blocking=False, copy=False, memory_format=None
+    ):
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(other)`` (other's dtype and
         device). Returns ``self`` when nothing changes, unless ``copy=True``. ``non_blocking`` and
         ``memory_format`` are accepted for PyTorch compatibility (every transfer completes before
@@ -621,7 +689,9 @@ class Tensor(TensorConveniences, _Slots):
 
     def __index__(self):
         if self.dtype.is_floating_point:
-            raise DTypeError("only integer tensors of a single element can be converted to an index")
+            raise DTypeError(
+                "only integer tensors of a single element can be converted to an index"
+            )
         return int(self.item())
 
     def __iter__(self):
@@ -780,7 +850,9 @@ class Tensor(TensorConveniences, _Slots):
 
     def __and__(self, o):
         o = _P.ndarray_operand(o, self)
-        return _P.compare("logical_and", self.bool(), o.bool() if isinstance(o, Tensor) else bool(o))
+        return _P.compare(
+            "logical_and", self.bool(), o.bool() if isinstance(o, Tensor) else bool(o)
+        )
 
     def __or__(self, o):
         o = _P.ndarray_operand(o, self)
@@ -809,7 +881,9 @@ class Tensor(TensorConveniences, _Slots):
 
     def __rfloordiv__(self, o):
         """``o // self`` for a number ``o``."""
-        return rounding.floor_divide(dispatch.scalar_like(o, self, dtypes.promote_scalar(self.dtype, o)), self)
+        return rounding.floor_divide(
+            dispatch.scalar_like(o, self, dtypes.promote_scalar(self.dtype, o)), self
+        )
 
     def __mod__(self, o):
         """``self % o``: remainder with the divisor's sign (see :func:`torchlight.remainder`)."""
@@ -817,7 +891,9 @@ class Tensor(TensorConveniences, _Slots):
 
     def __rmod__(self, o):
         """``o % self`` for a number ``o``."""
-        return rounding.remainder(dispatch.scalar_like(o, self, dtypes.promote_scalar(self.dtype, o)), self)
+        return rounding.remainder(
+            dispatch.scalar_like(o, self, dtypes.promote_scalar(self.dtype, o)), self
+        )
 
     add = lambda self, o, alpha=1: self + (o * alpha if alpha != 1 else o)  # noqa: E731
     sub = lambda self, o, alpha=1: self - (o * alpha if alpha != 1 else o)  # noqa: E731
@@ -860,6 +936,7 @@ class Tensor(TensorConveniences, _Slots):
     def round(self, decimals=0):
         """Round half to even, to ``decimals`` places (see :func:`torchlight.round`)."""
         return rounding.round(self, decimals)
+
     pow = __pow__
     matmul = __matmul__
 
@@ -898,6 +975,7 @@ class Tensor(TensorConveniences, _Slots):
     def equal(self, other):
         """True when shapes and values are equal (see :func:`torchlight.equal`)."""
         return closeness.equal(self, other)
+
     eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
 
     def maximum(self, o):
@@ -1291,7 +1369,9 @@ class Tensor(TensorConveniences, _Slots):
         from .sampling import bernoulli
 
         probs = p if isinstance(p, Tensor) else self.detach().new_full(self.shape, float(p))
-        return self.copy_(bernoulli(probs.to(self.dtype).expand(self.shape).contiguous(), generator=generator))
+        return self.copy_(
+            bernoulli(probs.to(self.dtype).expand(self.shape).contiguous(), generator=generator)
+        )
 
     def log_softmax(self, dim=-1):
         """Log of the softmax along ``dim``, computed stably; see :func:`torchlight.log_softmax`.
@@ -1368,7 +1448,9 @@ class Tensor(TensorConveniences, _Slots):
                 [3]])
         """
         if self.ndim > 2:
-            raise ShapeError(f"t() expects a tensor with <= 2 dims, got shape {self.shape}; use transpose")
+            raise ShapeError(
+                f"t() expects a tensor with <= 2 dims, got shape {self.shape}; use transpose"
+            )
         return self.transpose(0, 1) if self.ndim == 2 else self
 
     def expand(self, *shape):
@@ -1489,7 +1571,9 @@ class Tensor(TensorConveniences, _Slots):
 
     def flip(self, *dims):
         """Reverse the order along ``dims`` (see :func:`torchlight.flip`)."""
-        return reorder.flip(self, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims)
+        return reorder.flip(
+            self, dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+        )
 
     def repeat_interleave(self, repeats, dim=None):
         """Repeat each element (see :func:`torchlight.repeat_interleave`)."""
@@ -1604,7 +1688,9 @@ class Tensor(TensorConveniences, _Slots):
                 "wrap the update in `with torchlight.no_grad():` (as optimizers do)"
             )
         if GradMode.enabled and (self._history is not None):
-            raise AutogradError(f"{name}: in-place operations on tensors that are part of a graph are not supported; use the out-of-place version")
+            raise AutogradError(
+                f"{name}: in-place operations on tensors that are part of a graph are not supported; use the out-of-place version"
+            )
         self._version[0] += 1
 
     def _inplace_zip(self, op, other, name):
@@ -1616,7 +1702,9 @@ class Tensor(TensorConveniences, _Slots):
             if other.shape != self.shape:
                 shape = dispatch.broadcast_shape(self.shape, other.shape, name)
                 if shape != self.shape:
-                    raise ShapeError(f"{name}: operand of shape {other.shape} cannot be broadcast to {self.shape} in place")
+                    raise ShapeError(
+                        f"{name}: operand of shape {other.shape} cannot be broadcast to {self.shape} in place"
+                    )
                 other_td = other._td.expand(self.shape)
             else:
                 other_td = other._td
@@ -1728,7 +1816,9 @@ class Tensor(TensorConveniences, _Slots):
         >>> tl.zeros(3).fill_(7)
         tensor([7., 7., 7.])
         """
-        return self.copy_(dispatch.scalar_like(value.item() if isinstance(value, Tensor) else value, self))
+        return self.copy_(
+            dispatch.scalar_like(value.item() if isinstance(value, Tensor) else value, self)
+        )
 
     def zero_(self):
         """In place: set every element to 0; returns ``self``.
@@ -1838,7 +1928,11 @@ def where(condition, input, other):
         raise DTypeError("where: condition must be a bool tensor")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         # two Python scalars: PyTorch gives the default dtype for floats, int64 for ints
-        dt = dtypes.get_default_dtype() if isinstance(input, float) or isinstance(other, float) else dtypes.int64
+        dt = (
+            dtypes.get_default_dtype()
+            if isinstance(input, float) or isinstance(other, float)
+            else dtypes.int64
+        )
         input = dispatch.scalar_like(input, condition, dt)
     if not isinstance(input, Tensor):
         other, input = _P.operands(other, input)

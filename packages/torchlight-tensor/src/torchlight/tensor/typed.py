@@ -13,12 +13,29 @@ from . import dtypes
 from .backend.protocol import HOST_MEMORY
 from .errors import DTypeError
 
-__all__ = ["FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor", "type_string", "dtype_of_type_string"]
+__all__ = [
+    "FloatTensor",
+    "DoubleTensor",
+    "LongTensor",
+    "IntTensor",
+    "BoolTensor",
+    "type_string",
+    "dtype_of_type_string",
+]
 
-_NAMES = {"FloatTensor": dtypes.float32, "DoubleTensor": dtypes.float64, "LongTensor": dtypes.int64,
-          "IntTensor": dtypes.int64, "BoolTensor": dtypes.bool_}
-_NAME_OF = {dtypes.float32: "FloatTensor", dtypes.float64: "DoubleTensor", dtypes.int64: "LongTensor",
-            dtypes.bool_: "BoolTensor"}
+_NAMES = {
+    "FloatTensor": dtypes.float32,
+    "DoubleTensor": dtypes.float64,
+    "LongTensor": dtypes.int64,
+    "IntTensor": dtypes.int64,
+    "BoolTensor": dtypes.bool_,
+}
+_NAME_OF = {
+    dtypes.float32: "FloatTensor",
+    dtypes.float64: "DoubleTensor",
+    dtypes.int64: "LongTensor",
+    dtypes.bool_: "BoolTensor",
+}
 
 
 class _TypedTensorMeta(type):
@@ -36,48 +53,67 @@ class _TypedTensorMeta(type):
             return empty(*args, dtype=cls.dtype, device=device)
         if len(args) == 1:
             return tensor(args[0], dtype=cls.dtype, device=device)
-        raise DTypeError(f"{cls.__name__}(...): pass sizes (ints) or one piece of data, got {args!r}")
+        raise DTypeError(
+            f"{cls.__name__}(...): pass sizes (ints) or one piece of data, got {args!r}"
+        )
 
     def __repr__(cls):
         return f"<class 'torchlight.{cls.__name__}'>"
 
 
 def _typed(name, doc):
-    return _TypedTensorMeta(name, (), {"dtype": _NAMES[name], "__doc__": doc, "__module__": "torchlight"})
+    return _TypedTensorMeta(
+        name, (), {"dtype": _NAMES[name], "__doc__": doc, "__module__": "torchlight"}
+    )
 
 
-FloatTensor = _typed("FloatTensor", """float32 tensors: ``FloatTensor(data)`` copies, ``FloatTensor(2, 3)``
+FloatTensor = _typed(
+    "FloatTensor",
+    """float32 tensors: ``FloatTensor(data)`` copies, ``FloatTensor(2, 3)``
 is uninitialised; ``isinstance(x, FloatTensor)`` tests the dtype.
 
 >>> import torchlight as tl
 >>> tl.FloatTensor([1, 2]).dtype, isinstance(tl.ones(1), tl.FloatTensor)
 (torchlight.float32, True)
-""")
-DoubleTensor = _typed("DoubleTensor", """float64 tensors (see :class:`FloatTensor`).
+""",
+)
+DoubleTensor = _typed(
+    "DoubleTensor",
+    """float64 tensors (see :class:`FloatTensor`).
 
 >>> import torchlight as tl
 >>> tl.DoubleTensor(2).shape
 (2,)
-""")
-LongTensor = _typed("LongTensor", """int64 tensors (see :class:`FloatTensor`).
+""",
+)
+LongTensor = _typed(
+    "LongTensor",
+    """int64 tensors (see :class:`FloatTensor`).
 
 >>> import torchlight as tl
 >>> tl.LongTensor([1, 2]).tolist()
 [1, 2]
-""")
-IntTensor = _typed("IntTensor", """Integer tensors; torchlight's only integer dtype is int64, so this is
+""",
+)
+IntTensor = _typed(
+    "IntTensor",
+    """Integer tensors; torchlight's only integer dtype is int64, so this is
 :class:`LongTensor`'s dtype (PyTorch's is int32).
 
 >>> import torchlight as tl
 >>> tl.IntTensor([3]).dtype
 torchlight.int64
-""")
-BoolTensor = _typed("BoolTensor", """bool tensors (see :class:`FloatTensor`).
+""",
+)
+BoolTensor = _typed(
+    "BoolTensor",
+    """bool tensors (see :class:`FloatTensor`).
 
 >>> import torchlight as tl
 >>> tl.BoolTensor([1, 0]).tolist()
 [True, False]
-""")
+""",
+)
 
 
 def type_string(t):

@@ -30,7 +30,9 @@ class finfo:  # noqa: N801 - PyTorch's name
     def __init__(self, dtype=None):
         dt = get_default_dtype() if dtype is None else as_dtype(dtype)
         if not dt.is_floating_point:
-            raise DTypeError(f"finfo needs a floating dtype, got {dt!r}; use iinfo for integer dtypes")
+            raise DTypeError(
+                f"finfo needs a floating dtype, got {dt!r}; use iinfo for integer dtypes"
+            )
         info = np.finfo(dt.np)
         self.dtype = dt.name
         self.bits = int(info.bits)
@@ -41,8 +43,10 @@ class finfo:  # noqa: N801 - PyTorch's name
         self.resolution = 10.0 ** -int(info.precision)  # exactly 1e-06 for float32, as PyTorch
 
     def __repr__(self):
-        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, "
-                f"smallest_normal={self.tiny}, tiny={self.tiny}, dtype={self.dtype})")
+        return (
+            f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, "
+            f"smallest_normal={self.tiny}, tiny={self.tiny}, dtype={self.dtype})"
+        )
 
 
 class iinfo:  # noqa: N801 - PyTorch's name
@@ -56,7 +60,9 @@ class iinfo:  # noqa: N801 - PyTorch's name
     def __init__(self, dtype):
         dt = as_dtype(dtype)
         if dt.is_floating_point or dt.name == "bool":
-            raise DTypeError(f"iinfo needs an integer dtype, got {dt!r}; use finfo for floating dtypes")
+            raise DTypeError(
+                f"iinfo needs an integer dtype, got {dt!r}; use finfo for floating dtypes"
+            )
         info = np.iinfo(dt.np)
         self.dtype = dt.name
         self.bits = int(info.bits)

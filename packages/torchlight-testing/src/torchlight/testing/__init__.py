@@ -9,4 +9,12 @@ from . import catalog, strategies
 from .conformance import BackendConformance, assert_close
 from .profiles import PROFILES, SizeProfile, resolve_profile
 
-__all__ = ["BackendConformance", "assert_close", "catalog", "strategies", "PROFILES", "SizeProfile", "resolve_profile"]
+__all__ = [
+    "BackendConformance",
+    "assert_close",
+    "catalog",
+    "strategies",
+    "PROFILES",
+    "SizeProfile",
+    "resolve_profile",
+]

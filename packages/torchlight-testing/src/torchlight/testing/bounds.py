@@ -57,9 +57,11 @@ class BoundsConformance:
                 rng = _rng("take-oob", dtype, dim, k)
                 a, av = make_view(be, sample(rng, shape, dtype), "offset")
                 idx, _ = make_view(be, np.array([0, bad, shape[dim] - 1], np.int64), "sliced")
-                out = empty_view(be, shape[:dim] + (3,) + shape[dim + 1:], dtype, "sliced")
+                out = empty_view(be, shape[:dim] + (3,) + shape[dim + 1 :], dtype, "sliced")
                 self._expect_index_error("take", bad, (a, dim, idx, out), out)
-                assert outside_untouched(be, out, dtype), f"take dim={dim} index={bad}: wrote outside out"
+                assert outside_untouched(be, out, dtype), (
+                    f"take dim={dim} index={bad}: wrote outside out"
+                )
                 np.testing.assert_array_equal(read(be, a), av)
         self._valid_call_after_errors()
 
@@ -75,9 +77,13 @@ class BoundsConformance:
                 rng = _rng("put_add-oob", dtype, dim, k)
                 out = empty_view(be, shape, dtype, "sliced")
                 idx, _ = make_view(be, np.array([bad, 0], np.int64), "offset")
-                src, _ = make_view(be, sample(rng, shape[:dim] + (2,) + shape[dim + 1:], dtype), "permuted")
+                src, _ = make_view(
+                    be, sample(rng, shape[:dim] + (2,) + shape[dim + 1 :], dtype), "permuted"
+                )
                 self._expect_index_error("put_add", bad, (out, dim, idx, src), out)
-                assert outside_untouched(be, out, dtype), f"put_add dim={dim} index={bad}: wrote outside out"
+                assert outside_untouched(be, out, dtype), (
+                    f"put_add dim={dim} index={bad}: wrote outside out"
+                )
         self._valid_call_after_errors()
 
     @pytest.mark.parametrize("dtype", ["float32", "int64"])
@@ -96,7 +102,9 @@ class BoundsConformance:
                 idx, _ = make_view(be, iv, "offset")
                 out = empty_view(be, shape, dtype, "sliced")
                 self._expect_index_error("gather", bad, (a, dim, idx, out), out)
-                assert outside_untouched(be, out, dtype), f"gather dim={dim} index={bad}: wrote outside out"
+                assert outside_untouched(be, out, dtype), (
+                    f"gather dim={dim} index={bad}: wrote outside out"
+                )
                 np.testing.assert_array_equal(read(be, a), av)
         self._valid_call_after_errors()
 
@@ -116,7 +124,9 @@ class BoundsConformance:
                 idx, _ = make_view(be, iv, "sliced")
                 src, _ = make_view(be, sample(rng, shape, dtype), "contiguous")
                 self._expect_index_error("scatter_add", bad, (out, dim, idx, src), out)
-                assert outside_untouched(be, out, dtype), f"scatter_add dim={dim} index={bad}: wrote outside out"
+                assert outside_untouched(be, out, dtype), (
+                    f"scatter_add dim={dim} index={bad}: wrote outside out"
+                )
         self._valid_call_after_errors()
 
     @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -134,14 +144,19 @@ class BoundsConformance:
             tv[R // 2] = bad
             t, _ = make_view(be, tv, "sliced")
             w, _ = make_view(be, np.ones(R, dtype))
-            loss, logs = empty_view(be, (R,), dtype, "sliced"), empty_view(be, (R,), dtype, "offset")
+            loss, logs = (
+                empty_view(be, (R,), dtype, "sliced"),
+                empty_view(be, (R,), dtype, "offset"),
+            )
             self._expect_index_error("cross_entropy", bad, (x, t, w, loss, logs), loss, logs)
             assert outside_untouched(be, loss, dtype) and outside_untouched(be, logs, dtype)
             logs, _ = make_view(be, np.zeros(R, dtype))
             g, _ = make_view(be, np.ones(R, dtype))
             dx = empty_view(be, (R, C), dtype, "sliced")
             self._expect_index_error("cross_entropy_backward", bad, (x, t, w, logs, g, dx), dx)
-            assert outside_untouched(be, dx, dtype), f"cross_entropy_backward target={bad}: wrote outside dx"
+            assert outside_untouched(be, dx, dtype), (
+                f"cross_entropy_backward target={bad}: wrote outside dx"
+            )
             np.testing.assert_array_equal(read(be, x), xv)
         self._valid_call_after_errors()
 

@@ -18,8 +18,17 @@ from torchlight.tensor.backend.protocol import MAP_OPS, REDUCE_OPS, ZIP_OPS
 from torchlight.tensor.formulas import INV_SQRT_2PI, SQRT1_2, gelu_tanh_arg, gelu_tanh_slope
 
 __all__ = [
-    "OpSpec", "MAP_CATALOG", "ZIP_CATALOG", "REDUCE_CATALOG", "FLOAT", "INT", "BOOL", "ALL",
-    "tolerance", "check_catalog_complete", "sample",
+    "OpSpec",
+    "MAP_CATALOG",
+    "ZIP_CATALOG",
+    "REDUCE_CATALOG",
+    "FLOAT",
+    "INT",
+    "BOOL",
+    "ALL",
+    "tolerance",
+    "check_catalog_complete",
+    "sample",
 ]
 
 FLOAT = ("float32", "float64")
@@ -88,74 +97,102 @@ def _m(name, ref, dtypes=FLOAT, domain=None, **kw):
     return OpSpec(name, ref, dtypes, {**_D, **(domain or {})}, **kw)
 
 
-MAP_CATALOG = {s.name: s for s in [
-    _m("copy", lambda x: x, ALL),
-    _m("neg", np.negative, FLOAT + INT),
-    _m("abs", np.abs, FLOAT + INT),
-    _m("sign", np.sign, FLOAT + INT),
-    _m("exp", np.exp, rtol32=4e-6),
-    _m("log", np.log, domain=_POS, rtol32=4e-6),
-    _m("sqrt", np.sqrt, domain=_POS),
-    _m("rsqrt", lambda x: 1.0 / np.sqrt(x), domain=_POS, rtol32=4e-6),
-    _m("reciprocal", np.reciprocal, domain=_POS),
-    _m("square", np.square, FLOAT + INT),
-    _m("sin", np.sin, rtol32=4e-6, atol32=2e-6),
-    _m("cos", np.cos, rtol32=4e-6, atol32=2e-6),
-    _m("tanh", np.tanh, domain=_WIDE, rtol32=4e-6),
-    _m("sigmoid", _sigmoid, domain=_WIDE, rtol32=4e-6),
-    _m("relu", lambda x: np.maximum(x, 0), FLOAT + INT),
-    _m("gelu", _gelu, rtol32=1e-5, atol32=2e-6),
-    _m("gelu_tanh", _gelu_tanh, rtol32=1e-5, atol32=2e-6),
-    _m("silu", lambda x: x * _sigmoid(x), domain=_WIDE, rtol32=1e-5, atol32=2e-6),
-    _m("softplus", _softplus, domain=_WIDE, rtol32=1e-5, atol32=2e-6),
-    _m("erf", _erf, rtol32=1e-5, atol32=2e-6),
-    _m("logical_not", np.logical_not, BOOL, out="bool"),
-]}
+MAP_CATALOG = {
+    s.name: s
+    for s in [
+        _m("copy", lambda x: x, ALL),
+        _m("neg", np.negative, FLOAT + INT),
+        _m("abs", np.abs, FLOAT + INT),
+        _m("sign", np.sign, FLOAT + INT),
+        _m("exp", np.exp, rtol32=4e-6),
+        _m("log", np.log, domain=_POS, rtol32=4e-6),
+        _m("sqrt", np.sqrt, domain=_POS),
+        _m("rsqrt", lambda x: 1.0 / np.sqrt(x), domain=_POS, rtol32=4e-6),
+        _m("reciprocal", np.reciprocal, domain=_POS),
+        _m("square", np.square, FLOAT + INT),
+        _m("sin", np.sin, rtol32=4e-6, atol32=2e-6),
+        _m("cos", np.cos, rtol32=4e-6, atol32=2e-6),
+        _m("tanh", np.tanh, domain=_WIDE, rtol32=4e-6),
+        _m("sigmoid", _sigmoid, domain=_WIDE, rtol32=4e-6),
+        _m("relu", lambda x: np.maximum(x, 0), FLOAT + INT),
+        _m("gelu", _gelu, rtol32=1e-5, atol32=2e-6),
+        _m("gelu_tanh", _gelu_tanh, rtol32=1e-5, atol32=2e-6),
+        _m("silu", lambda x: x * _sigmoid(x), domain=_WIDE, rtol32=1e-5, atol32=2e-6),
+        _m("softplus", _softplus, domain=_WIDE, rtol32=1e-5, atol32=2e-6),
+        _m("erf", _erf, rtol32=1e-5, atol32=2e-6),
+        _m("logical_not", np.logical_not, BOOL, out="bool"),
+    ]
+}
 
 _CMP = FLOAT + INT + BOOL
 _Y = {"float32": (-0.99, 0.99), "float64": (-0.99, 0.99)}
 _S = {"float32": (0.01, 0.99), "float64": (0.01, 0.99)}
 
-ZIP_CATALOG = {s.name: s for s in [
-    _m("add", lambda a, b: a + b if a.dtype != np.bool_ else a | b, ALL),
-    _m("sub", np.subtract, FLOAT + INT),
-    _m("mul", lambda a, b: a * b if a.dtype != np.bool_ else a & b, ALL),
-    _m("div", np.true_divide, domain={}, second=_POS),
-    _m("pow", np.power, FLOAT + INT, domain={**_POS, "int64": (0, 5)},
-       second={"float32": (-2.0, 2.0), "float64": (-2.0, 2.0), "int64": (0, 3)}, rtol32=1e-5),
-    _m("maximum", np.maximum, ALL),
-    _m("minimum", np.minimum, ALL),
-    _m("lt", np.less, _CMP, out="bool"),
-    _m("le", np.less_equal, _CMP, out="bool"),
-    _m("gt", np.greater, _CMP, out="bool"),
-    _m("ge", np.greater_equal, _CMP, out="bool"),
-    _m("eq", np.equal, _CMP, out="bool"),
-    _m("ne", np.not_equal, _CMP, out="bool"),
-    _m("logical_and", np.logical_and, BOOL, out="bool"),
-    _m("logical_or", np.logical_or, BOOL, out="bool"),
-    _m("relu_back", lambda x, g: g * (x > 0)),
-    _m("sigmoid_back", lambda y, g: g * y * (1 - y), domain=_S),
-    _m("tanh_back", lambda y, g: g * (1 - y * y), domain=_Y),
-    _m("gelu_back", _gelu_back, rtol32=1e-5, atol32=4e-6),
-    _m("gelu_tanh_back", _gelu_tanh_back, rtol32=1e-5, atol32=4e-6),
-    _m("silu_back", _silu_back, domain=_WIDE, rtol32=1e-5, atol32=4e-6),
-    _m("softplus_back", lambda x, g: g * _sigmoid(x), domain=_WIDE, rtol32=1e-5, atol32=2e-6),
-]}
+ZIP_CATALOG = {
+    s.name: s
+    for s in [
+        _m("add", lambda a, b: a + b if a.dtype != np.bool_ else a | b, ALL),
+        _m("sub", np.subtract, FLOAT + INT),
+        _m("mul", lambda a, b: a * b if a.dtype != np.bool_ else a & b, ALL),
+        _m("div", np.true_divide, domain={}, second=_POS),
+        _m(
+            "pow",
+            np.power,
+            FLOAT + INT,
+            domain={**_POS, "int64": (0, 5)},
+            second={"float32": (-2.0, 2.0), "float64": (-2.0, 2.0), "int64": (0, 3)},
+            rtol32=1e-5,
+        ),
+        _m("maximum", np.maximum, ALL),
+        _m("minimum", np.minimum, ALL),
+        _m("lt", np.less, _CMP, out="bool"),
+        _m("le", np.less_equal, _CMP, out="bool"),
+        _m("gt", np.greater, _CMP, out="bool"),
+        _m("ge", np.greater_equal, _CMP, out="bool"),
+        _m("eq", np.equal, _CMP, out="bool"),
+        _m("ne", np.not_equal, _CMP, out="bool"),
+        _m("logical_and", np.logical_and, BOOL, out="bool"),
+        _m("logical_or", np.logical_or, BOOL, out="bool"),
+        _m("relu_back", lambda x, g: g * (x > 0)),
+        _m("sigmoid_back", lambda y, g: g * y * (1 - y), domain=_S),
+        _m("tanh_back", lambda y, g: g * (1 - y * y), domain=_Y),
+        _m("gelu_back", _gelu_back, rtol32=1e-5, atol32=4e-6),
+        _m("gelu_tanh_back", _gelu_tanh_back, rtol32=1e-5, atol32=4e-6),
+        _m("silu_back", _silu_back, domain=_WIDE, rtol32=1e-5, atol32=4e-6),
+        _m("softplus_back", lambda x, g: g * _sigmoid(x), domain=_WIDE, rtol32=1e-5, atol32=2e-6),
+    ]
+}
 
 
 def _argref(fn):
     return lambda x, axis: fn(x, axis=axis, keepdims=True)
 
 
-REDUCE_CATALOG = {s.name: s for s in [
-    OpSpec("sum", lambda x, axis: np.sum(x, axis=axis, keepdims=True), FLOAT + INT, dict(_D), rtol32=1e-5, atol32=1e-5),
-    OpSpec("prod", lambda x, axis: np.prod(x, axis=axis, keepdims=True), FLOAT + INT,
-           {"float32": (0.6, 1.4), "float64": (0.6, 1.4), "int64": (-2, 2)}, rtol32=2e-5, atol32=1e-6),
-    OpSpec("max", lambda x, axis: np.max(x, axis=axis, keepdims=True), ALL, dict(_D)),
-    OpSpec("min", lambda x, axis: np.min(x, axis=axis, keepdims=True), ALL, dict(_D)),
-    OpSpec("argmax", _argref(np.argmax), FLOAT + INT, dict(_D), out="int64"),
-    OpSpec("argmin", _argref(np.argmin), FLOAT + INT, dict(_D), out="int64"),
-]}
+REDUCE_CATALOG = {
+    s.name: s
+    for s in [
+        OpSpec(
+            "sum",
+            lambda x, axis: np.sum(x, axis=axis, keepdims=True),
+            FLOAT + INT,
+            dict(_D),
+            rtol32=1e-5,
+            atol32=1e-5,
+        ),
+        OpSpec(
+            "prod",
+            lambda x, axis: np.prod(x, axis=axis, keepdims=True),
+            FLOAT + INT,
+            {"float32": (0.6, 1.4), "float64": (0.6, 1.4), "int64": (-2, 2)},
+            rtol32=2e-5,
+            atol32=1e-6,
+        ),
+        OpSpec("max", lambda x, axis: np.max(x, axis=axis, keepdims=True), ALL, dict(_D)),
+        OpSpec("min", lambda x, axis: np.min(x, axis=axis, keepdims=True), ALL, dict(_D)),
+        OpSpec("argmax", _argref(np.argmax), FLOAT + INT, dict(_D), out="int64"),
+        OpSpec("argmin", _argref(np.argmin), FLOAT + INT, dict(_D), out="int64"),
+    ]
+}
 
 
 def tolerance(dtype: str, spec: OpSpec | None = None) -> tuple:
@@ -180,8 +217,13 @@ def sample(rng: np.random.Generator, shape, dtype: str, domain=None) -> np.ndarr
 def check_catalog_complete() -> list:
     """Names the protocol lists but the catalog does not describe (and vice versa)."""
     problems = []
-    for kind, names, cat in (("map", MAP_OPS, MAP_CATALOG), ("zip", ZIP_OPS, ZIP_CATALOG),
-                             ("reduce", REDUCE_OPS, REDUCE_CATALOG)):
+    for kind, names, cat in (
+        ("map", MAP_OPS, MAP_CATALOG),
+        ("zip", ZIP_OPS, ZIP_CATALOG),
+        ("reduce", REDUCE_OPS, REDUCE_CATALOG),
+    ):
         problems += [f"{kind} op {n!r} has no catalog entry" for n in names if n not in cat]
-        problems += [f"catalog {kind} op {n!r} is not in the protocol" for n in cat if n not in names]
+        problems += [
+            f"catalog {kind} op {n!r} is not in the protocol" for n in cat if n not in names
+        ]
     return problems

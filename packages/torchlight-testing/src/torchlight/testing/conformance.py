@@ -56,9 +56,12 @@ _MAP_CASES = [(op, dt) for op in MAP_OPS for dt in MAP_CATALOG[op].dtypes]
 _ZIP_CASES = [(op, dt) for op in ZIP_OPS for dt in ZIP_CATALOG[op].dtypes]
 _RED_CASES = [(op, dt) for op in REDUCE_OPS for dt in REDUCE_CATALOG[op].dtypes]
 _ZIP_LAYOUTS = [  # (a, b, out)
-    ("contiguous", "contiguous", "contiguous"), ("offset", "permuted", "contiguous"),
-    ("sliced", "broadcast", "contiguous"), ("permuted", "sliced", "offset"),
-    ("broadcast", "contiguous", "permuted"), ("contiguous", "offset", "sliced"),
+    ("contiguous", "contiguous", "contiguous"),
+    ("offset", "permuted", "contiguous"),
+    ("sliced", "broadcast", "contiguous"),
+    ("permuted", "sliced", "offset"),
+    ("broadcast", "contiguous", "permuted"),
+    ("contiguous", "offset", "sliced"),
     ("broadcast", "broadcast", "contiguous"),
 ]
 
@@ -91,15 +94,21 @@ class BackendConformance(FusedConformance, BoundsConformance):
         return resolve_profile(self.size_profile)
 
     def _settings(self):
-        return settings(max_examples=self.P.examples, deadline=None, derandomize=True,
-                        suppress_health_check=list(HealthCheck))
+        return settings(
+            max_examples=self.P.examples,
+            deadline=None,
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+        )
 
     def _layout_cases(self):
         s = self.P.shape
         cases = [(s, lay, "contiguous") for lay in LAYOUTS]
         cases += [(s, "contiguous", lay) for lay in OUT_LAYOUTS[1:]]
         cases += [(s, "permuted", "sliced")]
-        cases += [(e, "contiguous", "contiguous") for e in EDGE_SHAPES] + [((1,), "offset", "offset")]
+        cases += [(e, "contiguous", "contiguous") for e in EDGE_SHAPES] + [
+            ((1,), "offset", "offset")
+        ]
         return cases
 
     def _need(self, capability):
@@ -177,7 +186,13 @@ class BackendConformance(FusedConformance, BoundsConformance):
             a, xv = make_view(be, x, lay)
             out = empty_view(be, shape, dst, out_lay)
             be.map("copy", a, out)
-            assert_close(read(be, out), xv.astype(_dt(dst).np), dst, None, f"copy {src}->{dst} {shape} {lay}->{out_lay}")
+            assert_close(
+                read(be, out),
+                xv.astype(_dt(dst).np),
+                dst,
+                None,
+                f"copy {src}->{dst} {shape} {lay}->{out_lay}",
+            )
             assert outside_untouched(be, out, dst)
 
     def test_map_large_values_are_stable(self):
@@ -191,7 +206,9 @@ class BackendConformance(FusedConformance, BoundsConformance):
                     be.map(op, make_view(be, x)[0], out)
                 got = read(be, out)
                 assert np.all(np.isfinite(got)), f"{op} {dtype} overflowed: {got}"
-                assert_close(got, MAP_CATALOG[op].ref(_f64(x)), dtype, MAP_CATALOG[op], f"{op} {dtype} large")
+                assert_close(
+                    got, MAP_CATALOG[op].ref(_f64(x)), dtype, MAP_CATALOG[op], f"{op} {dtype} large"
+                )
 
     # --- zip ---------------------------------------------------------------------------------
     @pytest.mark.parametrize("op,dtype", _ZIP_CASES)
@@ -200,7 +217,9 @@ class BackendConformance(FusedConformance, BoundsConformance):
         be, spec = self.be, ZIP_CATALOG[op]
         out_dtype = spec.out or dtype
         s = self.P.shape
-        cases = [(s,) + c for c in _ZIP_LAYOUTS] + [(e, "contiguous", "contiguous", "contiguous") for e in EDGE_SHAPES]
+        cases = [(s,) + c for c in _ZIP_LAYOUTS] + [
+            (e, "contiguous", "contiguous", "contiguous") for e in EDGE_SHAPES
+        ]
         for k, (shape, la, lb, lo) in enumerate(cases):
             rng = _rng(op, dtype, k)
             x = sample(rng, shape, dtype, spec.domain)
@@ -224,7 +243,9 @@ class BackendConformance(FusedConformance, BoundsConformance):
         a, xv = make_view(be, x, layout)
         b = make_view(be, y)[0].expand(self.P.shape)
         be.zip(op, a, b, a)
-        assert_close(read(be, a), spec.ref(_f64(xv), _f64(y)), "float32", spec, f"in-place {op} {layout}")
+        assert_close(
+            read(be, a), spec.ref(_f64(xv), _f64(y)), "float32", spec, f"in-place {op} {layout}"
+        )
 
     def test_zip_broadcasting_property(self):
         """Property test (hypothesis): binary ops on random broadcast shapes and layouts match numpy."""
@@ -256,16 +277,20 @@ class BackendConformance(FusedConformance, BoundsConformance):
         """``where`` selects like ``numpy.where`` on every layout."""
         be = self.be
         s = self.P.shape
-        cases = [(s, "contiguous", "contiguous", "contiguous", "contiguous"),
-                 (s, "broadcast", "permuted", "sliced", "contiguous"),
-                 (s, "permuted", "broadcast", "offset", "sliced"),
-                 (s, "sliced", "contiguous", "broadcast", "permuted")]
+        cases = [
+            (s, "contiguous", "contiguous", "contiguous", "contiguous"),
+            (s, "broadcast", "permuted", "sliced", "contiguous"),
+            (s, "permuted", "broadcast", "offset", "sliced"),
+            (s, "sliced", "contiguous", "broadcast", "permuted"),
+        ]
         cases += [(e, "contiguous", "contiguous", "contiguous", "contiguous") for e in EDGE_SHAPES]
         for k, (shape, lc, la, lb, lo) in enumerate(cases):
             rng = _rng("where", dtype, k)
             c, cv = make_view(be, sample(rng, shape, "bool"), lc)
             a, av = make_view(be, sample(rng, shape, dtype), la)
-            b, bv = make_view(be, sample(rng, shape, dtype), lb, dim=len(shape) - 1 if shape else None)
+            b, bv = make_view(
+                be, sample(rng, shape, dtype), lb, dim=len(shape) - 1 if shape else None
+            )
             out = empty_view(be, shape, dtype, lo)
             be.where(c, a, b, out)
             what = f"where {dtype} {shape} cond={lc} a={la} b={lb} out={lo}"
@@ -286,31 +311,52 @@ class BackendConformance(FusedConformance, BoundsConformance):
         for dims in dim_sets:
             for lay in LAYOUTS:
                 rng = _rng(op, dtype, dims, lay)
-                domain = {"int64": (0, 2)} if op.startswith("arg") and dtype == "int64" else spec.domain
+                domain = (
+                    {"int64": (0, 2)} if op.startswith("arg") and dtype == "int64" else spec.domain
+                )
                 a, xv = make_view(be, sample(rng, self.P.shape, dtype, domain), lay)
                 kept = tuple(1 if d in dims else n for d, n in enumerate(self.P.shape))
                 out = empty_view(be, kept, out_dtype)
                 be.reduce(op, a, dims, out)
                 want = spec.ref(_f64(xv), dims[0] if op.startswith("arg") else dims)
-                assert_close(read(be, out), want, out_dtype, spec, f"reduce {op} {dtype} dims={dims} in={lay}")
+                assert_close(
+                    read(be, out),
+                    want,
+                    out_dtype,
+                    spec,
+                    f"reduce {op} {dtype} dims={dims} in={lay}",
+                )
 
     @pytest.mark.parametrize("op", REDUCE_OPS)
     def test_reduce_edges(self, op):
         """Reductions over size-1 and empty dimensions give numpy's results."""
         be, spec = self.be, REDUCE_CATALOG[op]
-        cases = [((1,), (0,)), ((1, 1, 1), (0, 1, 2) if not op.startswith("arg") else (1,)), ((3, 1), (1,)),
-                 ((0, 4), (1,)), ((5,), (0,))]
+        cases = [
+            ((1,), (0,)),
+            ((1, 1, 1), (0, 1, 2) if not op.startswith("arg") else (1,)),
+            ((3, 1), (1,)),
+            ((0, 4), (1,)),
+            ((5,), (0,)),
+        ]
         if op in ("sum", "prod"):
             cases += [((0,), (0,)), ((3, 0), (1,)), ((2, 0, 3), (0, 2)), ((), ())]
         for shape, dims in cases:
             for dtype in ("float32", "int64"):
                 out_dtype = spec.out or dtype
-                a, xv = make_view(be, sample(_rng(op, shape, dtype), shape, dtype, spec.domain), "offset")
+                a, xv = make_view(
+                    be, sample(_rng(op, shape, dtype), shape, dtype, spec.domain), "offset"
+                )
                 kept = tuple(1 if d in dims else n for d, n in enumerate(shape))
                 out = empty_view(be, kept, out_dtype)
                 be.reduce(op, a, dims, out)
                 want = spec.ref(_f64(xv), dims[0] if op.startswith("arg") else dims)
-                assert_close(read(be, out), want, out_dtype, spec, f"reduce {op} {dtype} shape={shape} dims={dims}")
+                assert_close(
+                    read(be, out),
+                    want,
+                    out_dtype,
+                    spec,
+                    f"reduce {op} {dtype} shape={shape} dims={dims}",
+                )
 
     def test_reduce_sum_precision(self):
         """A float32 sum of many same-sign values stays within float32 rounding of the truth."""
@@ -371,16 +417,28 @@ class BackendConformance(FusedConformance, BoundsConformance):
         be = self.be
         shape = self.P.shape
         for dim in range(len(shape)):
-            for i, (la, li) in enumerate([("contiguous", "contiguous"), ("permuted", "offset"),
-                                          ("sliced", "sliced"), ("broadcast", "broadcast")]):
+            for i, (la, li) in enumerate(
+                [
+                    ("contiguous", "contiguous"),
+                    ("permuted", "offset"),
+                    ("sliced", "sliced"),
+                    ("broadcast", "broadcast"),
+                ]
+            ):
                 rng = _rng("take", dtype, dim, i)
                 a, xv = make_view(be, sample(rng, shape, dtype), la)
                 idx = rng.integers(0, shape[dim], size=2 * shape[dim] + 1)  # repeats
                 it, iv = make_view(be, idx, li)
-                out_shape = shape[:dim] + (len(idx),) + shape[dim + 1:]
+                out_shape = shape[:dim] + (len(idx),) + shape[dim + 1 :]
                 out = empty_view(be, out_shape, dtype)
                 be.take(a, dim, it, out)
-                assert_close(read(be, out), np.take(xv, iv, axis=dim), dtype, None, f"take {dtype} dim={dim} a={la} index={li}")
+                assert_close(
+                    read(be, out),
+                    np.take(xv, iv, axis=dim),
+                    dtype,
+                    None,
+                    f"take {dtype} dim={dim} a={la} index={li}",
+                )
         a, xv = make_view(be, sample(_rng("take0"), shape, dtype), "contiguous")
         out = empty_view(be, (shape[0], 0) + shape[2:], dtype)
         be.take(a, 1, make_view(be, np.zeros(0, np.int64))[0], out)
@@ -391,39 +449,62 @@ class BackendConformance(FusedConformance, BoundsConformance):
         be = self.be
         shape = self.P.shape
         for dim in range(len(shape)):
-            for i, (lo, li, ls) in enumerate([("contiguous", "contiguous", "contiguous"),
-                                              ("sliced", "offset", "permuted"),
-                                              ("permuted", "broadcast", "broadcast"),
-                                              ("offset", "sliced", "sliced")]):
+            for i, (lo, li, ls) in enumerate(
+                [
+                    ("contiguous", "contiguous", "contiguous"),
+                    ("sliced", "offset", "permuted"),
+                    ("permuted", "broadcast", "broadcast"),
+                    ("offset", "sliced", "sliced"),
+                ]
+            ):
                 rng = _rng("put_add", dtype, dim, i)
                 base = sample(rng, shape, dtype)
                 out, ov = make_view(be, base, lo)
                 idx = rng.integers(0, shape[dim], size=2 * shape[dim] + 1)
                 it, iv = make_view(be, idx, li)
-                src_shape = shape[:dim] + (len(idx),) + shape[dim + 1:]
+                src_shape = shape[:dim] + (len(idx),) + shape[dim + 1 :]
                 s, sv = make_view(be, sample(rng, src_shape, dtype), ls)
                 be.put_add(out, dim, it, s)
                 want = _f64(ov.copy())
                 np.add.at(want, (slice(None),) * dim + (iv,), _f64(sv))
                 spec = REDUCE_CATALOG["sum"]
-                assert_close(read(be, out), want, dtype, spec, f"put_add {dtype} dim={dim} out={lo} index={li} src={ls}")
+                assert_close(
+                    read(be, out),
+                    want,
+                    dtype,
+                    spec,
+                    f"put_add {dtype} dim={dim} out={lo} index={li} src={ls}",
+                )
 
     def _check_gather(self, dtype, smaller):
         be = self.be
         shape = self.P.shape
         for dim in range(len(shape)):
-            for i, (la, li) in enumerate([("contiguous", "contiguous"), ("permuted", "sliced"),
-                                          ("sliced", "offset"), ("broadcast", "permuted")]):
+            for i, (la, li) in enumerate(
+                [
+                    ("contiguous", "contiguous"),
+                    ("permuted", "sliced"),
+                    ("sliced", "offset"),
+                    ("broadcast", "permuted"),
+                ]
+            ):
                 rng = _rng("gather", dtype, dim, i, smaller)
                 a, xv = make_view(be, sample(rng, shape, dtype), la)
-                ishape = tuple((max(1, n - 1) if smaller else n) if d != dim else n + 2 for d, n in enumerate(shape))
+                ishape = tuple(
+                    (max(1, n - 1) if smaller else n) if d != dim else n + 2
+                    for d, n in enumerate(shape)
+                )
                 idx = rng.integers(0, shape[dim], size=ishape)
                 it, iv = make_view(be, idx, li)
                 out = empty_view(be, ishape, dtype)
                 be.gather(a, dim, it, out)
-                sub = xv[tuple(slice(0, n) if d != dim else slice(None) for d, n in enumerate(ishape))]
+                sub = xv[
+                    tuple(slice(0, n) if d != dim else slice(None) for d, n in enumerate(ishape))
+                ]
                 want = np.take_along_axis(sub, iv, axis=dim)
-                assert_close(read(be, out), want, dtype, None, f"gather {dtype} dim={dim} a={la} index={li}")
+                assert_close(
+                    read(be, out), want, dtype, None, f"gather {dtype} dim={dim} a={la} index={li}"
+                )
 
     @pytest.mark.parametrize("dtype", ALL)
     def test_gather(self, dtype):
@@ -441,10 +522,14 @@ class BackendConformance(FusedConformance, BoundsConformance):
         be = self.be
         shape = self.P.shape
         for dim in range(len(shape)):
-            for i, (lo, li, ls) in enumerate([("contiguous", "contiguous", "contiguous"),
-                                              ("sliced", "permuted", "offset"),
-                                              ("permuted", "offset", "sliced"),
-                                              ("offset", "sliced", "broadcast")]):
+            for i, (lo, li, ls) in enumerate(
+                [
+                    ("contiguous", "contiguous", "contiguous"),
+                    ("sliced", "permuted", "offset"),
+                    ("permuted", "offset", "sliced"),
+                    ("offset", "sliced", "broadcast"),
+                ]
+            ):
                 rng = _rng("scatter_add", dtype, dim, i)
                 out, ov = make_view(be, sample(rng, shape, dtype), lo)
                 ishape = tuple(max(1, n - 1) if d != dim else n + 2 for d, n in enumerate(shape))
@@ -457,7 +542,13 @@ class BackendConformance(FusedConformance, BoundsConformance):
                 grid = list(np.indices(ishape, sparse=True))
                 grid[dim] = iv
                 np.add.at(want, tuple(grid), _f64(sv)[tuple(slice(0, n) for n in ishape)])
-                assert_close(read(be, out), want, dtype, REDUCE_CATALOG["sum"], f"scatter_add {dtype} dim={dim} out={lo} index={li} src={ls}")
+                assert_close(
+                    read(be, out),
+                    want,
+                    dtype,
+                    REDUCE_CATALOG["sum"],
+                    f"scatter_add {dtype} dim={dim} out={lo} index={li} src={ls}",
+                )
 
     # --- through the tensor API on the device -------------------------------------------------
     def test_to_device_roundtrip(self):
@@ -469,7 +560,9 @@ class BackendConformance(FusedConformance, BoundsConformance):
         assert y.device == getattr(self.be, "device", self.be.name)
         np.testing.assert_array_equal(y.to("cpu").numpy(), x.numpy())
         z = y.permute(2, 0, 1)[1:, ::2]
-        np.testing.assert_array_equal(z.contiguous().to("cpu").numpy(), x.permute(2, 0, 1)[1:, ::2].numpy())
+        np.testing.assert_array_equal(
+            z.contiguous().to("cpu").numpy(), x.permute(2, 0, 1)[1:, ::2].numpy()
+        )
 
     def test_to_device_copies(self):
         """``.to(device)`` gives an independent tensor (PyTorch: a copy), never an alias."""
@@ -497,9 +590,17 @@ class BackendConformance(FusedConformance, BoundsConformance):
             i = tl.tensor(idx, device=device)
             y = (x * wt + 1).tanh().softmax(-1) + x.log_softmax(1).exp()
             y = tl.layer_norm(y, (y.shape[-1],), wt, None) + x.index_select(0, i).sum(0)
-            z = (y @ x.transpose(-1, -2)).relu().amax(-1).sum() + x.gelu().mean() + tl.where(x > 0, x, wt).sum()
+            z = (
+                (y @ x.transpose(-1, -2)).relu().amax(-1).sum()
+                + x.gelu().mean()
+                + tl.where(x > 0, x, wt).sum()
+            )
             z.backward()
-            return [z.detach().to("cpu").numpy(), x.grad.to("cpu").numpy(), wt.grad.to("cpu").numpy()]
+            return [
+                z.detach().to("cpu").numpy(),
+                x.grad.to("cpu").numpy(),
+                wt.grad.to("cpu").numpy(),
+            ]
 
         for got, want in zip(run(self.backend_name), run("cpu")):
             np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
@@ -509,8 +610,15 @@ class BackendConformance(FusedConformance, BoundsConformance):
         _, d_in, hidden, classes = self.P.mlp
         rng = np.random.default_rng(seed)
         shapes = [(d_in, hidden), (hidden,), (hidden, classes), (classes,)]
-        return [tl.tensor(rng.standard_normal(s) * (0.5 if len(s) == 2 else 0.1), dtype=dtype,
-                          device=self.backend_name, requires_grad=True) for s in shapes]
+        return [
+            tl.tensor(
+                rng.standard_normal(s) * (0.5 if len(s) == 2 else 0.1),
+                dtype=dtype,
+                device=self.backend_name,
+                requires_grad=True,
+            )
+            for s in shapes
+        ]
 
     @staticmethod
     def _mlp(x, w1, b1, w2, b2):
@@ -523,12 +631,17 @@ class BackendConformance(FusedConformance, BoundsConformance):
         params = self._mlp_params(tl, tl.float64)
         rng = np.random.default_rng(1)
         n = self.P.gradcheck_batch
-        x = tl.tensor(rng.standard_normal((n, self.P.mlp[1])), dtype=tl.float64, device=self.backend_name)
+        x = tl.tensor(
+            rng.standard_normal((n, self.P.mlp[1])), dtype=tl.float64, device=self.backend_name
+        )
         labels = tl.tensor(rng.integers(0, self.P.mlp[3], size=(n, 1)), device=self.backend_name)
 
         def loss(w1, b1, w2, b2):
             logits = self._mlp(x, w1, b1, w2, b2)
-            return -logits.log_softmax(-1).gather(1, labels).mean() + tl.layer_norm(logits, (logits.shape[-1],)).square().mean()
+            return (
+                -logits.log_softmax(-1).gather(1, labels).mean()
+                + tl.layer_norm(logits, (logits.shape[-1],)).square().mean()
+            )
 
         assert tl.gradcheck(loss, params, eps=1e-6, atol=1e-6, rtol=1e-4)
 
@@ -544,7 +657,10 @@ class BackendConformance(FusedConformance, BoundsConformance):
             xs = centers[labels] + rng.standard_normal((n, d_in))
             x = tl.tensor(xs, dtype=tl.float32, device=device)
             y = tl.tensor(labels.reshape(n, 1), device=device)
-            params = [p.detach().to(device).requires_grad_() for p in self._mlp_params(tl, tl.float32, seed=3)]
+            params = [
+                p.detach().to(device).requires_grad_()
+                for p in self._mlp_params(tl, tl.float32, seed=3)
+            ]
             losses = []
             for _ in range(self.P.train_steps):
                 loss = -self._mlp(x, *params).log_softmax(-1).gather(1, y).mean()

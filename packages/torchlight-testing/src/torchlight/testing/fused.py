@@ -70,7 +70,9 @@ class FusedConformance:
                     np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol / 10, err_msg=what)
                     if not log:  # tiny probabilities too, relatively (float32 normal range)
                         tiny = want > 1e-30
-                        np.testing.assert_allclose(got[tiny], want[tiny], rtol=10 * rtol, err_msg=what + " (tiny values)")
+                        np.testing.assert_allclose(
+                            got[tiny], want[tiny], rtol=10 * rtol, err_msg=what + " (tiny values)"
+                        )
 
     @pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
     @pytest.mark.parametrize("dtype", FLOAT)
@@ -90,9 +92,13 @@ class FusedConformance:
                         want = g64 - np.exp(y64) * g64.sum(axis=dim, keepdims=True)
                     else:
                         want = y64 * (g64 - (g64 * y64).sum(axis=dim, keepdims=True))
-                    what = f"{'log_' if log else ''}softmax_backward {dtype} {name} dim={dim} g={lay}"
+                    what = (
+                        f"{'log_' if log else ''}softmax_backward {dtype} {name} dim={dim} g={lay}"
+                    )
                     tol = 1e-5 if dtype == "float32" else 1e-12
-                    np.testing.assert_allclose(read(be, out), want, rtol=tol, atol=tol, err_msg=what)
+                    np.testing.assert_allclose(
+                        read(be, out), want, rtol=tol, atol=tol, err_msg=what
+                    )
 
     # --- fused capabilities: layer norm ----------------------------------------------------
     def _layernorm_inputs(self, dtype):
@@ -100,7 +106,12 @@ class FusedConformance:
         rng = _rng("layernorm", dtype)
         yield "normal", sample(rng, (R, C), dtype), LAYOUTS, 0
         yield "3d", sample(rng, (2, R // 2 or 1, C), dtype), ("contiguous", "permuted", "sliced"), 0
-        yield "offset-1e4", (1e4 + rng.standard_normal((R, C))).astype(dtype), ("contiguous", "sliced"), 1e-2
+        yield (
+            "offset-1e4",
+            (1e4 + rng.standard_normal((R, C))).astype(dtype),
+            ("contiguous", "sliced"),
+            1e-2,
+        )
         yield "scale-1e3", (1e3 * rng.standard_normal((R, C))).astype(dtype), ("contiguous",), 0
         const = np.full((R, C), 3.0, dtype=dtype)
         yield "constant", const, ("contiguous",), 0
@@ -121,15 +132,34 @@ class FusedConformance:
             for lay in lays:
                 xt, xv = make_view(be, x, lay)
                 stat = x.shape[:-1] + (1,)
-                out, mean, rstd = empty_view(be, x.shape, dtype), empty_view(be, stat, dtype), empty_view(be, stat, dtype)
-                be.layernorm(xt, None if w is None else make_view(be, w, "offset")[0],
-                             None if b is None else make_view(be, b)[0], eps, out, mean, rstd)
+                out, mean, rstd = (
+                    empty_view(be, x.shape, dtype),
+                    empty_view(be, stat, dtype),
+                    empty_view(be, stat, dtype),
+                )
+                be.layernorm(
+                    xt,
+                    None if w is None else make_view(be, w, "offset")[0],
+                    None if b is None else make_view(be, b)[0],
+                    eps,
+                    out,
+                    mean,
+                    rstd,
+                )
                 y, mu, r = _ref_layernorm(_f64(xv), w, b, eps)
                 what = f"layernorm {dtype} {name} in={lay} affine={affine}"
                 tol = (2e-5 if dtype == "float32" else 1e-11) + extra
                 np.testing.assert_allclose(read(be, out), y, rtol=tol, atol=tol, err_msg=what)
-                np.testing.assert_allclose(read(be, mean), mu, rtol=tol, atol=tol, err_msg=what + " (mean)")
-                np.testing.assert_allclose(read(be, rstd), r, rtol=tol + (1e-3 if name == "offset-1e4" else 0), atol=tol, err_msg=what + " (rstd)")
+                np.testing.assert_allclose(
+                    read(be, mean), mu, rtol=tol, atol=tol, err_msg=what + " (mean)"
+                )
+                np.testing.assert_allclose(
+                    read(be, rstd),
+                    r,
+                    rtol=tol + (1e-3 if name == "offset-1e4" else 0),
+                    atol=tol,
+                    err_msg=what + " (rstd)",
+                )
 
     @pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
     @pytest.mark.parametrize("dtype", FLOAT)
@@ -150,16 +180,40 @@ class FusedConformance:
                 dx = empty_view(be, x.shape, dtype)
                 dw = empty_view(be, (C,), dtype) if affine else None
                 db = empty_view(be, (C,), dtype) if affine else None
-                be.layernorm_backward(make_view(be, g)[0], xt, None if w is None else make_view(be, w)[0],
-                                      make_view(be, mu)[0], make_view(be, r)[0], dx, dw, db)
-                want_dx, want_dw, want_db = _ref_layernorm_backward(_f64(g), _f64(xv), w, _f64(mu), _f64(r))
+                be.layernorm_backward(
+                    make_view(be, g)[0],
+                    xt,
+                    None if w is None else make_view(be, w)[0],
+                    make_view(be, mu)[0],
+                    make_view(be, r)[0],
+                    dx,
+                    dw,
+                    db,
+                )
+                want_dx, want_dw, want_db = _ref_layernorm_backward(
+                    _f64(g), _f64(xv), w, _f64(mu), _f64(r)
+                )
                 what = f"layernorm_backward {dtype} {name} in={lay} affine={affine}"
                 scale = max(1.0, float(np.abs(_f64(r)).max()))
                 tol = (5e-5 if dtype == "float32" else 1e-10) + extra
-                np.testing.assert_allclose(read(be, dx), want_dx, rtol=tol, atol=tol * scale, err_msg=what + " (dx)")
+                np.testing.assert_allclose(
+                    read(be, dx), want_dx, rtol=tol, atol=tol * scale, err_msg=what + " (dx)"
+                )
                 if affine:
-                    np.testing.assert_allclose(read(be, dw), want_dw, rtol=tol, atol=tol * x.shape[0] * 10, err_msg=what + " (dw)")
-                    np.testing.assert_allclose(read(be, db), want_db, rtol=tol, atol=tol * x.shape[0], err_msg=what + " (db)")
+                    np.testing.assert_allclose(
+                        read(be, dw),
+                        want_dw,
+                        rtol=tol,
+                        atol=tol * x.shape[0] * 10,
+                        err_msg=what + " (dw)",
+                    )
+                    np.testing.assert_allclose(
+                        read(be, db),
+                        want_db,
+                        rtol=tol,
+                        atol=tol * x.shape[0],
+                        err_msg=what + " (db)",
+                    )
 
     # --- fused capabilities: cross-entropy ---------------------------------------------------
     def _cross_entropy_inputs(self, dtype):
@@ -206,22 +260,37 @@ class FusedConformance:
             t, w = self._cross_entropy_targets(x, _rng("xent-t", name, dtype))
             # the loss is a difference of logits: its error scales with their magnitude, except
             # that (m - x_t) is exact when x_t is the max (the float32-limit rows)
-            scale = max(1.0, float(np.abs(_f64(x)).max(initial=0.0))) if name != "float32-limit" else 1.0
+            scale = (
+                max(1.0, float(np.abs(_f64(x)).max(initial=0.0)))
+                if name != "float32-limit"
+                else 1.0
+            )
             tol = 1e-6 if dtype == "float32" else 1e-13
             for k, lay in enumerate(lays):
                 xt, xv = make_view(be, x, lay)  # a broadcast x repeats its first row
                 _, want_logs, want_loss = self._cross_entropy_ref(xv, t, w)
                 out_lay = OUT_LAYOUTS[k % len(OUT_LAYOUTS)]
-                loss, logs = empty_view(be, (x.shape[0],), dtype, out_lay), empty_view(be, (x.shape[0],), dtype)
-                be.cross_entropy(xt, make_view(be, t, "offset")[0], make_view(be, w, "sliced")[0], loss, logs)
+                loss, logs = (
+                    empty_view(be, (x.shape[0],), dtype, out_lay),
+                    empty_view(be, (x.shape[0],), dtype),
+                )
+                be.cross_entropy(
+                    xt, make_view(be, t, "offset")[0], make_view(be, w, "sliced")[0], loss, logs
+                )
                 what = f"cross_entropy {dtype} {name} x={lay} loss={out_lay}"
-                np.testing.assert_allclose(read(be, logs), want_logs, rtol=tol, atol=tol, err_msg=what + " (logs)")
+                np.testing.assert_allclose(
+                    read(be, logs), want_logs, rtol=tol, atol=tol, err_msg=what + " (logs)"
+                )
                 got = read(be, loss)
                 if name == "float32-limit":  # only rows whose target is the max are exact there
                     exact = _f64(xv)[np.arange(x.shape[0]), t] == _f64(xv).max(axis=1)
                     got, want_loss = got[exact], want_loss[exact]
-                np.testing.assert_allclose(got, want_loss, rtol=10 * tol, atol=10 * tol * scale, err_msg=what)
-                assert np.all(read(be, loss)[w == 0] == 0), what + ": rows of weight 0 must give exactly 0"
+                np.testing.assert_allclose(
+                    got, want_loss, rtol=10 * tol, atol=10 * tol * scale, err_msg=what
+                )
+                assert np.all(read(be, loss)[w == 0] == 0), (
+                    what + ": rows of weight 0 must give exactly 0"
+                )
 
     @pytest.mark.parametrize("dtype", FLOAT)
     def test_cross_entropy_backward(self, dtype):
@@ -242,19 +311,31 @@ class FusedConformance:
                 want *= (_f64(g) * _f64(w))[:, None]
                 out_lay = OUT_LAYOUTS[k % len(OUT_LAYOUTS)]
                 dx = empty_view(be, x.shape, dtype, out_lay)
-                be.cross_entropy_backward(xt, make_view(be, t)[0], make_view(be, w)[0],
-                                          make_view(be, logs, "offset")[0], make_view(be, g, "sliced")[0], dx)
+                be.cross_entropy_backward(
+                    xt,
+                    make_view(be, t)[0],
+                    make_view(be, w)[0],
+                    make_view(be, logs, "offset")[0],
+                    make_view(be, g, "sliced")[0],
+                    dx,
+                )
                 what = f"cross_entropy_backward {dtype} {name} x={lay} dx={out_lay}"
                 got = read(be, dx)
                 np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=what)
                 assert np.all(got[w == 0] == 0), what + ": rows of weight 0 must give exactly 0"
 
-
     # --- fused capabilities: adam ----------------------------------------------------------
     @pytest.mark.parametrize("dtype", FLOAT)
-    @pytest.mark.parametrize("decoupled, weight_decay, maximize, beta1", [
-        (True, 0.1, False, 0.9), (False, 0.1, False, 0.9), (False, 0.0, True, 0.9), (True, 0.0, False, 0.3),
-    ], ids=["adamw", "adam-l2", "maximize", "beta1<0.5"])
+    @pytest.mark.parametrize(
+        "decoupled, weight_decay, maximize, beta1",
+        [
+            (True, 0.1, False, 0.9),
+            (False, 0.1, False, 0.9),
+            (False, 0.0, True, 0.9),
+            (True, 0.0, False, 0.3),
+        ],
+        ids=["adamw", "adam-l2", "maximize", "beta1<0.5"],
+    )
     def test_adam_step(self, dtype, decoupled, weight_decay, maximize, beta1):
         """Three steps in place on contiguous (and offset) views against the float64 formula
         of ``torchlight.tensor.functions.updates``; storage around the views stays untouched."""
@@ -266,14 +347,26 @@ class FusedConformance:
         p0, m0 = sample(rng, shape, dtype), sample(rng, shape, dtype) * 0.1
         v0 = np.abs(sample(rng, shape, dtype)) * 0.01
         want = [_f64(p0), _f64(m0), _f64(v0)]
-        views = [make_view(be, a, lay)[0] for a, lay in ((p0, "offset"), (m0, "contiguous"), (v0, "offset"))]
+        views = [
+            make_view(be, a, lay)[0]
+            for a, lay in ((p0, "offset"), (m0, "contiguous"), (v0, "offset"))
+        ]
         tol = 2e-6 if dtype == "float32" else 1e-13
         for step in (1, 2, 3):
             g = sample(rng, shape, dtype)
-            be.adam_step(*views[:1], make_view(be, g, "offset")[0], *views[1:], beta1=beta1,
-                         beta2=beta2, eps=eps, decay=1 - lr * weight_decay if decoupled else 1.0,
-                         l2=0.0 if decoupled else weight_decay, maximize=maximize,
-                         step_size=lr / (1 - beta1**step), bias_correction2_sqrt=(1 - beta2**step) ** 0.5)
+            be.adam_step(
+                *views[:1],
+                make_view(be, g, "offset")[0],
+                *views[1:],
+                beta1=beta1,
+                beta2=beta2,
+                eps=eps,
+                decay=1 - lr * weight_decay if decoupled else 1.0,
+                l2=0.0 if decoupled else weight_decay,
+                maximize=maximize,
+                step_size=lr / (1 - beta1**step),
+                bias_correction2_sqrt=(1 - beta2**step) ** 0.5,
+            )
             p, m, v = want
             gg = -_f64(g) if maximize else _f64(g)
             if decoupled:
@@ -285,8 +378,13 @@ class FusedConformance:
             p = p - lr / (1 - beta1**step) * m / (np.sqrt(v) / (1 - beta2**step) ** 0.5 + eps)
             want = [p, m, v]
             for name, view, ref in zip(("param", "exp_avg", "exp_avg_sq"), views, want):
-                np.testing.assert_allclose(read(be, view), ref, rtol=tol, atol=tol,
-                                           err_msg=f"adam_step {dtype} step {step}: {name}")
+                np.testing.assert_allclose(
+                    read(be, view),
+                    ref,
+                    rtol=tol,
+                    atol=tol,
+                    err_msg=f"adam_step {dtype} step {step}: {name}",
+                )
         for view in views:
             assert outside_untouched(be, view, dtype), "adam_step wrote outside its views"
 
@@ -297,14 +395,35 @@ class FusedConformance:
         computed naively on the wrong side)."""
         n, hid = self.P.rows[0], 5
         rng = _rng("cell", gates, dtype)
-        yield "normal", sample(rng, (n, gates * hid), dtype), sample(rng, (n, gates * hid), dtype), \
-            sample(rng, (n, hid), dtype), LAYOUTS
+        yield (
+            "normal",
+            sample(rng, (n, gates * hid), dtype),
+            sample(rng, (n, gates * hid), dtype),
+            sample(rng, (n, hid), dtype),
+            LAYOUTS,
+        )
         big = rng.choice([-60.0, 60.0], size=(n, gates * hid)).astype(dtype)
-        yield "saturated", big, -big[::-1].copy(), sample(rng, (n, hid), dtype), ("contiguous", "permuted")
-        yield "one-unit", sample(rng, (1, gates), dtype), sample(rng, (1, gates), dtype), sample(rng, (1, 1), dtype), \
-            ("contiguous", "offset")
-        yield "empty", np.zeros((0, gates * hid), dtype), np.zeros((0, gates * hid), dtype), np.zeros((0, hid), dtype), \
-            ("contiguous",)
+        yield (
+            "saturated",
+            big,
+            -big[::-1].copy(),
+            sample(rng, (n, hid), dtype),
+            ("contiguous", "permuted"),
+        )
+        yield (
+            "one-unit",
+            sample(rng, (1, gates), dtype),
+            sample(rng, (1, gates), dtype),
+            sample(rng, (1, 1), dtype),
+            ("contiguous", "offset"),
+        )
+        yield (
+            "empty",
+            np.zeros((0, gates * hid), dtype),
+            np.zeros((0, gates * hid), dtype),
+            np.zeros((0, hid), dtype),
+            ("contiguous",),
+        )
 
     @pytest.mark.parametrize("dtype", FLOAT)
     def test_gru_cell(self, dtype):
@@ -319,13 +438,18 @@ class FusedConformance:
                 b, ghv = make_view(be, gh, lays[(k + 1) % len(lays)])
                 c, hv = make_view(be, h, lays[(k + 2) % len(lays)])
                 out_lay = "offset" if k % 2 else "contiguous"
-                out, ws = empty_view(be, (n, hid), dtype, out_lay), empty_view(be, (n, 4 * hid), dtype, out_lay)
+                out, ws = (
+                    empty_view(be, (n, hid), dtype, out_lay),
+                    empty_view(be, (n, 4 * hid), dtype, out_lay),
+                )
                 be.gru_cell(a, b, c, out, ws)
                 want, want_ws = _ref_gru(_f64(giv), _f64(ghv), _f64(hv))
                 what = f"gru_cell {dtype} {name} gi={lay}"
                 tol = 2e-6 if dtype == "float32" else 1e-13
                 np.testing.assert_allclose(read(be, out), want, rtol=tol, atol=tol, err_msg=what)
-                np.testing.assert_allclose(read(be, ws), want_ws, rtol=tol, atol=tol, err_msg=what + " (ws)")
+                np.testing.assert_allclose(
+                    read(be, ws), want_ws, rtol=tol, atol=tol, err_msg=what + " (ws)"
+                )
                 assert outside_untouched(be, out, dtype) and outside_untouched(be, ws, dtype), what
 
     @pytest.mark.parametrize("dtype", FLOAT)
@@ -341,12 +465,16 @@ class FusedConformance:
                 c, hv = make_view(be, h, lay)
                 dgi, dgh = empty_view(be, (n, 3 * hid), dtype), empty_view(be, (n, 3 * hid), dtype)
                 dh = empty_view(be, (n, hid), dtype)
-                be.gru_cell_backward(make_view(be, g)[0], c, make_view(be, ws, "offset")[0], dgi, dgh, dh)
+                be.gru_cell_backward(
+                    make_view(be, g)[0], c, make_view(be, ws, "offset")[0], dgi, dgh, dh
+                )
                 want = _ref_gru_backward(_f64(g), _f64(hv), _f64(ws))
                 what = f"gru_cell_backward {dtype} {name} h={lay}"
                 tol = 2e-6 if dtype == "float32" else 1e-13
                 for label, got, ref in zip(("dgi", "dgh", "dh"), (dgi, dgh, dh), want):
-                    np.testing.assert_allclose(read(be, got), ref, rtol=tol, atol=tol, err_msg=f"{what} ({label})")
+                    np.testing.assert_allclose(
+                        read(be, got), ref, rtol=tol, atol=tol, err_msg=f"{what} ({label})"
+                    )
 
     @pytest.mark.parametrize("dtype", FLOAT)
     def test_lstm_cell(self, dtype):
@@ -361,13 +489,18 @@ class FusedConformance:
                 b, ghv = make_view(be, gh, lays[(k + 1) % len(lays)])
                 c, cv = make_view(be, c0, lays[(k + 2) % len(lays)])
                 out_lay = "offset" if k % 2 else "contiguous"
-                out, ws = empty_view(be, (2, n, hid), dtype, out_lay), empty_view(be, (n, 5 * hid), dtype, out_lay)
+                out, ws = (
+                    empty_view(be, (2, n, hid), dtype, out_lay),
+                    empty_view(be, (n, 5 * hid), dtype, out_lay),
+                )
                 be.lstm_cell(a, b, c, out, ws)
                 want, want_ws = _ref_lstm(_f64(giv), _f64(ghv), _f64(cv))
                 what = f"lstm_cell {dtype} {name} gi={lay}"
                 tol = 2e-6 if dtype == "float32" else 1e-13
                 np.testing.assert_allclose(read(be, out), want, rtol=tol, atol=tol, err_msg=what)
-                np.testing.assert_allclose(read(be, ws), want_ws, rtol=tol, atol=tol, err_msg=what + " (ws)")
+                np.testing.assert_allclose(
+                    read(be, ws), want_ws, rtol=tol, atol=tol, err_msg=what + " (ws)"
+                )
                 assert outside_untouched(be, out, dtype) and outside_untouched(be, ws, dtype), what
 
     @pytest.mark.parametrize("dtype", FLOAT)
@@ -382,13 +515,16 @@ class FusedConformance:
             for lay in lays:
                 c, cv = make_view(be, c0, lay)
                 dgates, dc = empty_view(be, (n, 4 * hid), dtype), empty_view(be, (n, hid), dtype)
-                be.lstm_cell_backward(make_view(be, g)[0], c, make_view(be, ws, "offset")[0], dgates, dc)
+                be.lstm_cell_backward(
+                    make_view(be, g)[0], c, make_view(be, ws, "offset")[0], dgates, dc
+                )
                 want = _ref_lstm_backward(_f64(g), _f64(cv), _f64(ws))
                 what = f"lstm_cell_backward {dtype} {name} c={lay}"
                 tol = 2e-6 if dtype == "float32" else 1e-13
                 for label, got, ref in zip(("dgates", "dc"), (dgates, dc), want):
-                    np.testing.assert_allclose(read(be, got), ref, rtol=tol, atol=tol, err_msg=f"{what} ({label})")
-
+                    np.testing.assert_allclose(
+                        read(be, got), ref, rtol=tol, atol=tol, err_msg=f"{what} ({label})"
+                    )
 
     # --- capability: random fills ----------------------------------------------------------
     @pytest.mark.parametrize("kind", ["uniform", "normal"])
@@ -409,7 +545,9 @@ class FusedConformance:
 
         a, a2, b, c = fill(5, 0), fill(5, 0), fill(5, 1), fill(6, 0)
         np.testing.assert_array_equal(a, a2, err_msg="random_ is not a function of (seed, k)")
-        assert (a != b).mean() > 0.99 and (a != c).mean() > 0.99, "another k or seed must give other numbers"
+        assert (a != b).mean() > 0.99 and (a != c).mean() > 0.99, (
+            "another k or seed must give other numbers"
+        )
         assert a.dtype == np.dtype(dtype) and len(np.unique(a)) > 0.99 * n
         x = _f64(np.concatenate([a, b, c]))
         m = x.size
@@ -421,7 +559,9 @@ class FusedConformance:
 
 
 def _sig64(x):
-    return 0.5 * (1.0 + np.tanh(0.5 * x))  # σ(x) = (1 + tanh(x/2))/2: no overflow, independent of the kernels' form
+    return 0.5 * (
+        1.0 + np.tanh(0.5 * x)
+    )  # σ(x) = (1 + tanh(x/2))/2: no overflow, independent of the kernels' form
 
 
 def _ref_gru(gi, gh, h):
@@ -435,10 +575,10 @@ def _ref_gru(gi, gh, h):
 
 def _ref_gru_backward(g, h, ws):
     r, z, n, h_n = np.split(ws, 4, axis=1)
-    d_n = g * (1 - z)                          # h' = (1 - z) n + z h
+    d_n = g * (1 - z)  # h' = (1 - z) n + z h
     d_z = g * (h - n)
-    d_an = d_n * (1 - n**2)                    # n = tanh(a_n),  a_n = i_n + r h_n
-    d_ar = d_an * h_n * r * (1 - r)            # r = σ(a_r)
+    d_an = d_n * (1 - n**2)  # n = tanh(a_n),  a_n = i_n + r h_n
+    d_ar = d_an * h_n * r * (1 - r)  # r = σ(a_r)
     d_az = d_z * z * (1 - z)
     dgi = np.concatenate([d_ar, d_az, d_an], axis=1)
     dgh = np.concatenate([d_ar, d_az, d_an * r], axis=1)
@@ -456,9 +596,11 @@ def _ref_lstm(gi, gh, c):
 def _ref_lstm_backward(grad, c, ws):
     i, f, g, o, tc = np.split(ws, 5, axis=1)
     gh, gc = grad
-    dc1 = gc + gh * o * (1 - tc**2)           # h' = o tanh(c'),  c' = f c + i g
-    da = np.concatenate([dc1 * g * i * (1 - i), dc1 * c * f * (1 - f), dc1 * i * (1 - g**2),
-                         gh * tc * o * (1 - o)], axis=1)
+    dc1 = gc + gh * o * (1 - tc**2)  # h' = o tanh(c'),  c' = f c + i g
+    da = np.concatenate(
+        [dc1 * g * i * (1 - i), dc1 * c * f * (1 - f), dc1 * i * (1 - g**2), gh * tc * o * (1 - o)],
+        axis=1,
+    )
     return da, dc1 * f
 
 
@@ -485,6 +627,8 @@ def _ref_layernorm(x, w, b, eps):
 def _ref_layernorm_backward(g, x, w, mu, r):
     xhat = (x - mu) * r
     gh = g * _f64(w) if w is not None else g
-    dx = r * (gh - gh.mean(axis=-1, keepdims=True) - xhat * (gh * xhat).mean(axis=-1, keepdims=True))
+    dx = r * (
+        gh - gh.mean(axis=-1, keepdims=True) - xhat * (gh * xhat).mean(axis=-1, keepdims=True)
+    )
     lead = tuple(range(g.ndim - 1))
     return dx, (g * xhat).sum(axis=lead), g.sum(axis=lead)

@@ -29,7 +29,9 @@ class SizeProfile:
 
 PROFILES = {
     "tiny": SizeProfile("tiny", (2, 3, 4), (2, 3, 4, 5), (3, 6), 5, (8, 3, 5, 2), 8, 2),
-    "small": SizeProfile("small", (6, 10, 16), (3, 32, 32, 32), (24, 40), 20, (32, 4, 16, 3), 25, 4),
+    "small": SizeProfile(
+        "small", (6, 10, 16), (3, 32, 32, 32), (24, 40), 20, (32, 4, 16, 3), 25, 4
+    ),
 }
 
 
@@ -42,4 +44,6 @@ def resolve_profile(name: str) -> SizeProfile:
     try:
         return PROFILES[name]
     except KeyError:
-        raise ValueError(f"unknown conformance size profile {name!r}; choose one of {sorted(PROFILES)}") from None
+        raise ValueError(
+            f"unknown conformance size profile {name!r}; choose one of {sorted(PROFILES)}"
+        ) from None

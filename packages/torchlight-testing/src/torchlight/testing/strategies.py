@@ -23,8 +23,18 @@ from torchlight.tensor import dtypes as _dtypes
 from torchlight.tensor.storage import TensorData
 
 __all__ = [
-    "LAYOUTS", "OUT_LAYOUTS", "SENTINEL", "make_view", "empty_view", "read", "read_storage",
-    "outside_untouched", "shapes", "broadcastable_pair", "layouts", "dtype_names",
+    "LAYOUTS",
+    "OUT_LAYOUTS",
+    "SENTINEL",
+    "make_view",
+    "empty_view",
+    "read",
+    "read_storage",
+    "outside_untouched",
+    "shapes",
+    "broadcastable_pair",
+    "layouts",
+    "dtype_names",
 ]
 
 LAYOUTS = ("contiguous", "offset", "permuted", "sliced", "broadcast")
@@ -75,8 +85,13 @@ def make_view(backend, values: np.ndarray, layout: str = "contiguous", dim: int 
         return td, np.broadcast_to(one, shape).copy()
     # "offset", and the fallback of layouts that do not apply to this shape
     pad = 3
-    flat = np.concatenate([_sentinel_array(pad, dtype), np.ascontiguousarray(values).reshape(-1),
-                           _sentinel_array(2, dtype)])
+    flat = np.concatenate(
+        [
+            _sentinel_array(pad, dtype),
+            np.ascontiguousarray(values).reshape(-1),
+            _sentinel_array(2, dtype),
+        ]
+    )
     return TensorData(backend.from_numpy(flat), shape, None, pad), values
 
 
@@ -123,6 +138,7 @@ def outside_untouched(backend, view, dtype: str) -> bool:
 
 # --- hypothesis strategies -------------------------------------------------------------------
 
+
 def dtype_names(allowed=("float32", "float64", "int64", "bool")):
     """A hypothesis strategy drawing one of the dtype names in ``allowed``."""
     return st.sampled_from(allowed)
@@ -137,8 +153,11 @@ def layouts(allowed=LAYOUTS):
 
 def shapes(min_dims=0, max_dims=4, min_side=0, max_side=5, max_elements=1024):
     """Array shapes with at most ``max_elements`` elements."""
-    return st.lists(st.integers(min_side, max_side), min_size=min_dims, max_size=max_dims).map(
-        tuple).filter(lambda s: int(np.prod(s, dtype=np.int64)) <= max_elements)
+    return (
+        st.lists(st.integers(min_side, max_side), min_size=min_dims, max_size=max_dims)
+        .map(tuple)
+        .filter(lambda s: int(np.prod(s, dtype=np.int64)) <= max_elements)
+    )
 
 
 @st.composite

@@ -46,7 +46,29 @@ def cross_entropy_kernel(acc, ND):
     T = ROW_BLOCK
 
     @cuda.jit
-    def k(x, xs, xo, xl, t, ts, to, w, ws, wo, loss, ls, lo, logsum, es, eo, oshape, nrows, C, flag, op):
+    def k(
+        x,
+        xs,
+        xo,
+        xl,
+        t,
+        ts,
+        to,
+        w,
+        ws,
+        wo,
+        loss,
+        ls,
+        lo,
+        logsum,
+        es,
+        eo,
+        oshape,
+        nrows,
+        C,
+        flag,
+        op,
+    ):
         sh = cuda.shared.array(T, acc)
         ridx = cuda.local.array(ND, int64)
         tid = cuda.threadIdx.x
@@ -87,6 +109,7 @@ def cross_entropy_kernel(acc, ND):
                     else:
                         loss[pl] = wv * ((shift - acc(x[px + tt * xl])) + logs)
             r += cuda.gridDim.x
+
     return k
 
 
@@ -95,8 +118,33 @@ def cross_entropy_backward_kernel(acc, ND):
     T = ROW_BLOCK
 
     @cuda.jit
-    def k(x, xs, xo, xl, t, ts, to, w, ws, wo, logsum, es, eo, g, gs, go, dx, ds, do, dl,
-          oshape, nrows, C, flag, op):
+    def k(
+        x,
+        xs,
+        xo,
+        xl,
+        t,
+        ts,
+        to,
+        w,
+        ws,
+        wo,
+        logsum,
+        es,
+        eo,
+        g,
+        gs,
+        go,
+        dx,
+        ds,
+        do,
+        dl,
+        oshape,
+        nrows,
+        C,
+        flag,
+        op,
+    ):
         sh = cuda.shared.array(T, acc)
         ridx = cuda.local.array(ND, int64)
         tid = cuda.threadIdx.x
@@ -133,4 +181,5 @@ def cross_entropy_backward_kernel(acc, ND):
                     dx[pd + j * dl] = scale * p
                     j += T
             r += cuda.gridDim.x
+
     return k

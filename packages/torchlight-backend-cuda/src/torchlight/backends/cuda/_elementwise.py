@@ -26,6 +26,7 @@ def map_flat(fn):
         while i < n:
             out[oo + i] = fn(code, x[xo + i])
             i += step
+
     return k
 
 
@@ -39,6 +40,7 @@ def map_strided(fn, ND):
             to_index(i, shape, idx)
             out[index_to_position(idx, os, oo)] = fn(code, x[index_to_position(idx, xs, xo)])
             i += step
+
     return k
 
 
@@ -50,6 +52,7 @@ def zip_flat(fn):
         while i < n:
             out[oo + i] = fn(code, a[ao + i], b[bo + i])
             i += step
+
     return k
 
 
@@ -65,6 +68,7 @@ def zip_strided(fn, ND):
             vb = b[index_to_position(idx, bs, bo)]
             out[index_to_position(idx, os, oo)] = fn(code, va, vb)
             i += step
+
     return k
 
 
@@ -82,4 +86,5 @@ def where_strided(ND):
                 v = b[index_to_position(idx, bs, bo)]
             out[index_to_position(idx, os, oo)] = v
             i += step
+
     return k

@@ -17,8 +17,13 @@ from numba import cuda, int64
 from ._launch import ROW_BLOCK, index_to_position, to_index
 from ._reduce import MAX, SUM, block_reduce
 
-__all__ = ["softmax_kernel", "softmax_backward_kernel", "layernorm_kernel",
-           "layernorm_backward_kernel", "layernorm_params_kernel"]
+__all__ = [
+    "softmax_kernel",
+    "softmax_backward_kernel",
+    "layernorm_kernel",
+    "layernorm_backward_kernel",
+    "layernorm_params_kernel",
+]
 
 
 def softmax_kernel(acc, ND):
@@ -61,6 +66,7 @@ def softmax_kernel(acc, ND):
                     out[po + j * ol] = math.exp(acc(x[px + j * xl]) - m) * inv
                     j += T
             r += cuda.gridDim.x
+
     return k
 
 
@@ -97,6 +103,7 @@ def softmax_backward_kernel(acc, ND):
                     out[po + j * ol] = yv * (gv - s)
                 j += T
             r += cuda.gridDim.x
+
     return k
 
 
@@ -104,8 +111,34 @@ def layernorm_kernel(acc, ND):
     T = ROW_BLOCK
 
     @cuda.jit
-    def k(x, xs, xo, xl, w, wo, wl, has_w, b, bo, bl, has_b, eps, out, os, oo, ol,
-          mean, ms, mo, rstd, rs, ro, oshape, nrows, L):
+    def k(
+        x,
+        xs,
+        xo,
+        xl,
+        w,
+        wo,
+        wl,
+        has_w,
+        b,
+        bo,
+        bl,
+        has_b,
+        eps,
+        out,
+        os,
+        oo,
+        ol,
+        mean,
+        ms,
+        mo,
+        rstd,
+        rs,
+        ro,
+        oshape,
+        nrows,
+        L,
+    ):
         sh = cuda.shared.array(T, acc)
         oidx = cuda.local.array(ND, int64)
         tid = cuda.threadIdx.x
@@ -141,6 +174,7 @@ def layernorm_kernel(acc, ND):
                 mean[index_to_position(oidx, ms, mo)] = mu
                 rstd[index_to_position(oidx, rs, ro)] = rv
             r += cuda.gridDim.x
+
     return k
 
 
@@ -148,8 +182,33 @@ def layernorm_backward_kernel(acc, ND):
     T = ROW_BLOCK
 
     @cuda.jit
-    def k(g, gs, go, gl, x, xs, xo, xl, w, wo, wl, has_w, mean, ms, mo, rstd, rs, ro,
-          dx, ds, do, dl, oshape, nrows, L):
+    def k(
+        g,
+        gs,
+        go,
+        gl,
+        x,
+        xs,
+        xo,
+        xl,
+        w,
+        wo,
+        wl,
+        has_w,
+        mean,
+        ms,
+        mo,
+        rstd,
+        rs,
+        ro,
+        dx,
+        ds,
+        do,
+        dl,
+        oshape,
+        nrows,
+        L,
+    ):
         sh = cuda.shared.array(T, acc)
         oidx = cuda.local.array(ND, int64)
         tid = cuda.threadIdx.x
@@ -183,6 +242,7 @@ def layernorm_backward_kernel(acc, ND):
                 dx[pd + j * dl] = rv * (gh - a1 - xh * a2)
                 j += T
             r += cuda.gridDim.x
+
     return k
 
 
@@ -191,8 +251,33 @@ def layernorm_params_kernel(acc, ND):
     (grid: x over column blocks, y over row chunks); dw/db must be zeroed first."""
 
     @cuda.jit
-    def k(g, gs, go, gl, x, xs, xo, xl, mean, ms, mo, rstd, rs, ro, dw, dwo, dwl, has_dw,
-          db, dbo, dbl, has_db, oshape, nrows, L):
+    def k(
+        g,
+        gs,
+        go,
+        gl,
+        x,
+        xs,
+        xo,
+        xl,
+        mean,
+        ms,
+        mo,
+        rstd,
+        rs,
+        ro,
+        dw,
+        dwo,
+        dwl,
+        has_dw,
+        db,
+        dbo,
+        dbl,
+        has_db,
+        oshape,
+        nrows,
+        L,
+    ):
         oidx = cuda.local.array(ND, int64)
         c = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
         while c < L:
@@ -213,4 +298,5 @@ def layernorm_params_kernel(acc, ND):
             if has_db:
                 cuda.atomic.add(db, dbo + c * dbl, sb)
             c += cuda.blockDim.x * cuda.gridDim.x
+
     return k

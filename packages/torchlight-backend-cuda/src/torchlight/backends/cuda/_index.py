@@ -47,6 +47,7 @@ def gather_kernel(ND):
             else:
                 out[po] = a[index_to_position(ix, as_, ao) + (j - ix[dim]) * adim]
             i += step
+
     return k
 
 
@@ -65,6 +66,7 @@ def scatter_add_kernel(ND):
                 po = index_to_position(ix, os, oo) + (j - ix[dim]) * odim
                 cuda.atomic.add(out, po, src[index_to_position(ix, ss, so)])
             i += step
+
     return k
 
 
@@ -76,4 +78,5 @@ def fill_kernel():
         while i < n:
             out[oo + i * ostep] = value
             i += step
+
     return k

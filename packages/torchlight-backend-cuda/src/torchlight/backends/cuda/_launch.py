@@ -28,9 +28,21 @@ from torchlight.tensor import indexing
 from torchlight.tensor.errors import BackendError
 
 __all__ = [
-    "SIMULATOR", "BLOCK", "ROW_BLOCK", "MAX_BLOCKS", "WARP_SHUFFLE", "grid_1d", "grid_rows",
-    "launch", "coalesce", "index_to_position", "to_index", "cached",
-    "DISK_CACHE", "enable_disk_cache", "sources_digest",
+    "SIMULATOR",
+    "BLOCK",
+    "ROW_BLOCK",
+    "MAX_BLOCKS",
+    "WARP_SHUFFLE",
+    "grid_1d",
+    "grid_rows",
+    "launch",
+    "coalesce",
+    "index_to_position",
+    "to_index",
+    "cached",
+    "DISK_CACHE",
+    "enable_disk_cache",
+    "sources_digest",
 ]
 
 SIMULATOR = bool(config.ENABLE_CUDASIM)
@@ -62,8 +74,9 @@ MAX_BLOCKS = _env_int("TORCHLIGHT_CUDA_MAX_BLOCKS", 2 if SIMULATOR else 32 * _sm
 SIM_SWITCH_INTERVAL = float(os.environ.get("TORCHLIGHT_CUDASIM_SWITCH_INTERVAL", "2e-5"))
 # warp-shuffle final stage of block reductions (the simulator has no shuffles; it uses the
 # shared-memory tree all the way down). Needs ROW_BLOCK >= 64.
-WARP_SHUFFLE = (not SIMULATOR and ROW_BLOCK >= 64
-                and os.environ.get("TORCHLIGHT_CUDA_WARP_SHUFFLE", "1") != "0")
+WARP_SHUFFLE = (
+    not SIMULATOR and ROW_BLOCK >= 64 and os.environ.get("TORCHLIGHT_CUDA_WARP_SHUFFLE", "1") != "0"
+)
 
 
 def _thread_safe_simulator_shared_arrays():
@@ -120,8 +133,10 @@ def launch(kernel, grid, block, *args):
     """Launch after checking that no host array is passed (numba would copy it silently)."""
     for a in args:
         if type(a) is np.ndarray:
-            raise BackendError("cuda backend (internal): a host ndarray was passed to a kernel; "
-                               "that would be a hidden host->device copy")
+            raise BackendError(
+                "cuda backend (internal): a host ndarray was passed to a kernel; "
+                "that would be a hidden host->device copy"
+            )
     if SIMULATOR:
         # The simulator runs each CUDA thread as a Python thread and a manager thread polls them
         # at every syncthreads(); with the default 5 ms GIL switch interval a barrier costs
@@ -154,8 +169,10 @@ def sources_digest():
     from torchlight.tensor.backend import scalar_ops
 
     h = hashlib.sha1()
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")) + [Path(scalar_ops.__file__),
-                                                                        Path(indexing.__file__)]:
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")) + [
+        Path(scalar_ops.__file__),
+        Path(indexing.__file__),
+    ]:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()

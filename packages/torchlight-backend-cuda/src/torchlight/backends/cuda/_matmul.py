@@ -25,7 +25,28 @@ def matmul_kernel(acc_type, NDB, BM, BN, BK, TM, TN):
     NT = TX * TY
 
     @cuda.jit
-    def k(a, abs_, ao, asr, asc, b, bbs, bo, bsr, bsc, out, obs, oo, osr, osc, bshape, nbatch, n, kk, m):
+    def k(
+        a,
+        abs_,
+        ao,
+        asr,
+        asc,
+        b,
+        bbs,
+        bo,
+        bsr,
+        bsc,
+        out,
+        obs,
+        oo,
+        osr,
+        osc,
+        bshape,
+        nbatch,
+        n,
+        kk,
+        m,
+    ):
         sa = cuda.shared.array((BM, BK), acc_type)
         sb = cuda.shared.array((BK, BN), acc_type)
         acc = cuda.local.array((TM, TN), acc_type)
@@ -89,4 +110,5 @@ def matmul_kernel(acc_type, NDB, BM, BN, BK, TM, TN):
                         if c < m:
                             out[po + r * osr + c * osc] = acc[i, j]
             z += cuda.gridDim.z
+
     return k

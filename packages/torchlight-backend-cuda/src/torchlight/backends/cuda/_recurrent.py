@@ -12,7 +12,12 @@ import math
 
 from numba import cuda
 
-__all__ = ["gru_forward_kernel", "gru_backward_kernel", "lstm_forward_kernel", "lstm_backward_kernel"]
+__all__ = [
+    "gru_forward_kernel",
+    "gru_backward_kernel",
+    "lstm_forward_kernel",
+    "lstm_backward_kernel",
+]
 
 
 def _sigmoid(acc):
@@ -79,7 +84,9 @@ def lstm_forward_kernel(acc):
     sig = _sigmoid(acc)
 
     @cuda.jit
-    def k(gi, gio, gir, gic, gh, gho, ghr, ghc, c, co, cr, cc, out, oo, orow, oplane, ws, wo, wr, N, H):
+    def k(
+        gi, gio, gir, gic, gh, gho, ghr, ghc, c, co, cr, cc, out, oo, orow, oplane, ws, wo, wr, N, H
+    ):
         t = cuda.grid(1)
         while t < N * H:
             i, j = t // H, t % H
@@ -111,7 +118,13 @@ def lstm_backward_kernel(acc):
             i, j = t // H, t % H
             s, w, a = go + i * gr, wo + i * wr, dgo + i * dgr
             gh, gc = acc(g[s + j]), acc(g[s + gplane + j])
-            ig, fg, gg, og, tc = ws[w + j], ws[w + H + j], ws[w + 2 * H + j], ws[w + 3 * H + j], ws[w + 4 * H + j]
+            ig, fg, gg, og, tc = (
+                ws[w + j],
+                ws[w + H + j],
+                ws[w + 2 * H + j],
+                ws[w + 3 * H + j],
+                ws[w + 4 * H + j],
+            )
             dcn = gc + gh * og * (one - tc * tc)
             dg[a + j] = dcn * gg * ig * (one - ig)
             dg[a + H + j] = dcn * acc(c[co + i * cr + j * cc]) * fg * (one - fg)

@@ -19,8 +19,18 @@ from numba import cuda, float32, float64, int64
 
 from ._launch import ROW_BLOCK, WARP_SHUFFLE, index_to_position, to_index
 
-__all__ = ["SUM", "PROD", "MAX", "MIN", "identity_of", "combine", "block_reduce", "reduce_kernel",
-           "arg_kernel", "ACC_TYPES"]
+__all__ = [
+    "SUM",
+    "PROD",
+    "MAX",
+    "MIN",
+    "identity_of",
+    "combine",
+    "block_reduce",
+    "reduce_kernel",
+    "arg_kernel",
+    "ACC_TYPES",
+]
 
 SUM, PROD, MAX, MIN = 0, 1, 2, 3
 ACC_TYPES = {"float32": float32, "float64": float64, "int64": int64}
@@ -34,7 +44,7 @@ def identity_of(code, kind):
         return 1
     if kind == "f":
         return -math.inf if code == MAX else math.inf
-    return -(2 ** 63) if code == MAX else 2 ** 63 - 1
+    return -(2**63) if code == MAX else 2**63 - 1
 
 
 @cuda.jit(device=True)
@@ -129,6 +139,7 @@ def reduce_kernel(acc_type, NDO, NDR):
             if tid == 0:
                 out[index_to_position(oidx, oos, oo)] = v
             o += cuda.gridDim.x
+
     return k
 
 
@@ -161,4 +172,5 @@ def arg_kernel(acc_type, NDO):
             if tid == 0:
                 out[index_to_position(oidx, oos, oo)] = res
             o += cuda.gridDim.x
+
     return k

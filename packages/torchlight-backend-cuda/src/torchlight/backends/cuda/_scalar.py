@@ -10,8 +10,17 @@ from numba import cuda
 from torchlight.tensor.backend.scalar_ops import CMP_CODES, MAP_CODES, ZIP_CODES, compile_ops
 
 __all__ = [
-    "MAP_CODES", "ZIP_CODES", "CMP_CODES", "unary_float", "unary_int", "unary_bool",
-    "binary_float", "binary_int", "compare", "identity", "sigmoid",
+    "MAP_CODES",
+    "ZIP_CODES",
+    "CMP_CODES",
+    "unary_float",
+    "unary_int",
+    "unary_bool",
+    "binary_float",
+    "binary_int",
+    "compare",
+    "identity",
+    "sigmoid",
 ]
 
 _dev = cuda.jit(device=True)

@@ -41,7 +41,12 @@ __all__ = ["CudaBackend"]
 _INT_MAP = {"copy", "neg", "abs", "sign", "square", "relu"}
 _BOOL_MAP = {"copy", "logical_not"}
 _INT_ZIP = {"add", "sub", "mul", "pow", "maximum", "minimum"}
-_BOOL_AS_CMP = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or", "minimum": "logical_and"}
+_BOOL_AS_CMP = {
+    "add": "logical_or",
+    "mul": "logical_and",
+    "maximum": "logical_or",
+    "minimum": "logical_and",
+}
 _RED = {"sum": R.SUM, "prod": R.PROD, "max": R.MAX, "min": R.MIN}
 _UNARY = {"f": S.unary_float, "i": S.unary_int, "b": S.unary_bool}
 _BINARY = {"f": S.binary_float, "i": S.binary_int}
@@ -86,8 +91,10 @@ def _rows(views, dim):
 def _rank_error(op, *views):
     """The index kernels walk every operand with the iteration shape's strides: operands of the
     wrong rank (a core bug, not a user's) would be read past their stride arrays."""
-    raise BackendError(f"cuda backend: {op} got operands of shapes {[v.shape for v in views]}, "
-                       "outside the contract (protocol.py)")
+    raise BackendError(
+        f"cuda backend: {op} got operands of shapes {[v.shape for v in views]}, "
+        "outside the contract (protocol.py)"
+    )
 
 
 class CudaBackend:
@@ -96,8 +103,19 @@ class CudaBackend:
     name = "cuda"
     device = "cuda"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "fill", "dlpack",
-                              "gru_cell", "lstm_cell", "random"})
+    capabilities = frozenset(
+        {
+            "softmax",
+            "layernorm",
+            "cross_entropy",
+            "adam",
+            "fill",
+            "dlpack",
+            "gru_cell",
+            "lstm_cell",
+            "random",
+        }
+    )
 
     # --- device queries (optional attributes, read by torchlight.cuda) ---------------------------
     def synchronize(self):
@@ -167,7 +185,7 @@ class CudaBackend:
             self.check_errors()
             return np.empty(view.shape, dtype=st.dtype)
         if view.is_contiguous():
-            packed = st[view.offset:view.offset + view.size]
+            packed = st[view.offset : view.offset + view.size]
         else:  # pack on the device first, so exactly the view's bytes cross the bus
             packed = cuda.device_array(view.size, dtype=st.dtype)
             self._copy_into(view, packed)
@@ -217,9 +235,15 @@ class CudaBackend:
             fn, key = S.identity, "id"
         else:
             kind = _kind(sa.dtype)
-            if (kind == "i" and op not in _INT_MAP) or (kind == "b" and op not in _BOOL_MAP) or (
-                    kind == "f" and op == "logical_not") or op not in S.MAP_CODES:
-                raise BackendError(f"cuda backend: map op {op!r} is not defined for dtype {sa.dtype}")
+            if (
+                (kind == "i" and op not in _INT_MAP)
+                or (kind == "b" and op not in _BOOL_MAP)
+                or (kind == "f" and op == "logical_not")
+                or op not in S.MAP_CODES
+            ):
+                raise BackendError(
+                    f"cuda backend: map op {op!r} is not defined for dtype {sa.dtype}"
+                )
             fn, key = _UNARY[kind], kind
         code = S.MAP_CODES[op]
         if _flat(a, out):
@@ -240,7 +264,9 @@ class CudaBackend:
             return
         sa, sb, so = a.storage, b.storage, out.storage
         if sa.dtype != sb.dtype:
-            raise BackendError(f"cuda backend: zip {op!r} got mixed dtypes {sa.dtype} and {sb.dtype}")
+            raise BackendError(
+                f"cuda backend: zip {op!r} got mixed dtypes {sa.dtype} and {sb.dtype}"
+            )
         kind = _kind(sa.dtype)
         if kind == "b" and op in _BOOL_AS_CMP:
             op = _BOOL_AS_CMP[op]
@@ -256,7 +282,9 @@ class CudaBackend:
             return
         shape, (as_, bs, os_) = coalesce(out.shape, (a.strides, b.strides, out.strides))
         k = cached(("zip", key, len(shape)), lambda: E.zip_strided(fn, len(shape)))
-        launch(k, *grid_1d(n), code, sa, as_, a.offset, sb, bs, b.offset, so, os_, out.offset, shape, n)
+        launch(
+            k, *grid_1d(n), code, sa, as_, a.offset, sb, bs, b.offset, so, os_, out.offset, shape, n
+        )
 
     def where(self, cond, a, b, out):
         """Elementwise select ``out = a if cond else b`` (``cond`` a bool view; all of one shape), with CUDA kernels on device memory.
@@ -266,10 +294,28 @@ class CudaBackend:
         n = out.size
         if n == 0:
             return
-        shape, (cs, as_, bs, os_) = coalesce(out.shape, (cond.strides, a.strides, b.strides, out.strides))
+        shape, (cs, as_, bs, os_) = coalesce(
+            out.shape, (cond.strides, a.strides, b.strides, out.strides)
+        )
         k = cached(("where", len(shape)), lambda: E.where_strided(len(shape)))
-        launch(k, *grid_1d(n), cond.storage, cs, cond.offset, a.storage, as_, a.offset,
-               b.storage, bs, b.offset, out.storage, os_, out.offset, shape, n)
+        launch(
+            k,
+            *grid_1d(n),
+            cond.storage,
+            cs,
+            cond.offset,
+            a.storage,
+            as_,
+            a.offset,
+            b.storage,
+            bs,
+            b.offset,
+            out.storage,
+            os_,
+            out.offset,
+            shape,
+            n,
+        )
 
     # --- reductions ----------------------------------------------------------------------------
     def reduce(self, op, a, dims, out):
@@ -282,15 +328,31 @@ class CudaBackend:
             return
         dims = tuple(dims)
         keep = [d for d in range(len(a.shape)) if d not in dims]
-        oshape, (oxs, oos) = coalesce([a.shape[d] for d in keep],
-                                      ([a.strides[d] for d in keep], [out.strides[d] for d in keep]))
+        oshape, (oxs, oos) = coalesce(
+            [a.shape[d] for d in keep],
+            ([a.strides[d] for d in keep], [out.strides[d] for d in keep]),
+        )
         blocks, threads = grid_rows(nout)
         if op in ("argmax", "argmin"):
             (d,) = dims
             acc = _acc(a.storage.dtype if a.storage.dtype.kind == "f" else np.int64)
             k = cached(("arg", str(acc), len(oshape)), lambda: R.arg_kernel(acc, len(oshape)))
-            launch(k, blocks, threads, op == "argmax", a.storage, a.offset, oshape, oxs, out.storage,
-                   oos, out.offset, a.shape[d], a.strides[d], nout)
+            launch(
+                k,
+                blocks,
+                threads,
+                op == "argmax",
+                a.storage,
+                a.offset,
+                oshape,
+                oxs,
+                out.storage,
+                oos,
+                out.offset,
+                a.shape[d],
+                a.strides[d],
+                nout,
+            )
             return
         if op not in _RED:
             raise BackendError(f"cuda backend: unknown reduce op {op!r}")
@@ -302,10 +364,28 @@ class CudaBackend:
         odt = out.storage.dtype
         acc = _acc(odt)
         ident = (odt.type if odt.kind == "f" else np.int64)(R.identity_of(code, odt.kind))
-        k = cached(("reduce", str(acc), len(oshape), len(rshape)),
-                   lambda: R.reduce_kernel(acc, len(oshape), len(rshape)))
-        launch(k, blocks, threads, code, a.storage, a.offset, oshape, oxs, out.storage, oos, out.offset,
-               rshape, rxs, nout, nred, ident)
+        k = cached(
+            ("reduce", str(acc), len(oshape), len(rshape)),
+            lambda: R.reduce_kernel(acc, len(oshape), len(rshape)),
+        )
+        launch(
+            k,
+            blocks,
+            threads,
+            code,
+            a.storage,
+            a.offset,
+            oshape,
+            oxs,
+            out.storage,
+            oos,
+            out.offset,
+            rshape,
+            rxs,
+            nout,
+            nred,
+            ident,
+        )
 
     # --- matmul --------------------------------------------------------------------------------
     def matmul(self, a, b, out):
@@ -319,15 +399,41 @@ class CudaBackend:
         m = b.shape[-1]
         batch = out.shape[:-2]
         nbatch = prod(batch)
-        bshape, (abs_, bbs, obs) = coalesce(batch, (a.strides[:-2], b.strides[:-2], out.strides[:-2]))
+        bshape, (abs_, bbs, obs) = coalesce(
+            batch, (a.strides[:-2], b.strides[:-2], out.strides[:-2])
+        )
         acc = _acc(out.storage.dtype)
         BM, BN, BK, TM, TN = MATMUL_TILE
-        k = cached(("matmul", str(acc), len(bshape), MATMUL_TILE),
-                   lambda: M.matmul_kernel(acc, len(bshape), BM, BN, BK, TM, TN))
+        k = cached(
+            ("matmul", str(acc), len(bshape), MATMUL_TILE),
+            lambda: M.matmul_kernel(acc, len(bshape), BM, BN, BK, TM, TN),
+        )
         grid = ((m + BN - 1) // BN, (n + BM - 1) // BM, min(nbatch, 65535))
-        launch(k, grid, (BN // TN, BM // TM), a.storage, abs_, a.offset, a.strides[-2], a.strides[-1],
-               b.storage, bbs, b.offset, b.strides[-2], b.strides[-1],
-               out.storage, obs, out.offset, out.strides[-2], out.strides[-1], bshape, nbatch, n, kk, m)
+        launch(
+            k,
+            grid,
+            (BN // TN, BM // TM),
+            a.storage,
+            abs_,
+            a.offset,
+            a.strides[-2],
+            a.strides[-1],
+            b.storage,
+            bbs,
+            b.offset,
+            b.strides[-2],
+            b.strides[-1],
+            out.storage,
+            obs,
+            out.offset,
+            out.strides[-2],
+            out.strides[-1],
+            bshape,
+            nbatch,
+            n,
+            kk,
+            m,
+        )
 
     # --- indexing ------------------------------------------------------------------------------
     def _gather(self, a, dim, index_strides, index, out, op):
@@ -335,10 +441,26 @@ class CudaBackend:
             return
         nd = len(out.shape)
         k = cached(("gather", nd), lambda: X.gather_kernel(nd))
-        launch(k, *grid_1d(out.size), a.storage, tuple(a.strides), a.offset, a.strides[dim], dim,
-               a.shape[dim], index.storage, tuple(index_strides), index.offset, out.storage,
-               tuple(out.strides), out.offset, tuple(out.shape), out.size, self._bounds_flag(),
-               OPS.index(op))
+        launch(
+            k,
+            *grid_1d(out.size),
+            a.storage,
+            tuple(a.strides),
+            a.offset,
+            a.strides[dim],
+            dim,
+            a.shape[dim],
+            index.storage,
+            tuple(index_strides),
+            index.offset,
+            out.storage,
+            tuple(out.strides),
+            out.offset,
+            tuple(out.shape),
+            out.size,
+            self._bounds_flag(),
+            OPS.index(op),
+        )
 
     def take(self, a, dim, index, out):
         """``out = a.index_select(dim, index)`` for an ``int64`` index view, with CUDA kernels on device memory.
@@ -368,9 +490,26 @@ class CudaBackend:
             return
         nd = len(shape)
         k = cached(("scatter_add", nd), lambda: X.scatter_add_kernel(nd))
-        launch(k, *grid_1d(n), out.storage, tuple(out.strides), out.offset, out.strides[dim], dim,
-               out.shape[dim], index.storage, tuple(index_strides), index.offset, src.storage,
-               tuple(src.strides), src.offset, tuple(shape), n, self._bounds_flag(), OPS.index(op))
+        launch(
+            k,
+            *grid_1d(n),
+            out.storage,
+            tuple(out.strides),
+            out.offset,
+            out.strides[dim],
+            dim,
+            out.shape[dim],
+            index.storage,
+            tuple(index_strides),
+            index.offset,
+            src.storage,
+            tuple(src.strides),
+            src.offset,
+            tuple(shape),
+            n,
+            self._bounds_flag(),
+            OPS.index(op),
+        )
 
     def put_add(self, out, dim, index, src):
         """``out.index_add_(dim, index, src)`` in place: rows of ``src`` added at ``index`` (repeats add up), with CUDA kernels on device memory.
@@ -403,8 +542,22 @@ class CudaBackend:
         oshape, nrows, L, ((xs, xo, xl), (os_, oo, ol)) = _rows((a, out), dim)
         acc = _acc(out.storage.dtype)
         k = cached(("softmax", str(acc), len(oshape)), lambda: F.softmax_kernel(acc, len(oshape)))
-        launch(k, *grid_rows(nrows), a.storage, xs, xo, xl, out.storage, os_, oo, ol, oshape, nrows, L,
-               bool(log))
+        launch(
+            k,
+            *grid_rows(nrows),
+            a.storage,
+            xs,
+            xo,
+            xl,
+            out.storage,
+            os_,
+            oo,
+            ol,
+            oshape,
+            nrows,
+            L,
+            bool(log),
+        )
 
     def softmax_backward(self, y, g, dim, out, log=False):
         """Capability ``softmax``: the input gradient ``out`` of softmax (or log-softmax) from its output ``y`` and gradient ``g``, with CUDA kernels on device memory.
@@ -415,9 +568,30 @@ class CudaBackend:
             return
         oshape, nrows, L, ((ys, yo, yl), (gs, go, gl), (os_, oo, ol)) = _rows((y, g, out), dim)
         acc = _acc(out.storage.dtype)
-        k = cached(("softmax_bw", str(acc), len(oshape)), lambda: F.softmax_backward_kernel(acc, len(oshape)))
-        launch(k, *grid_rows(nrows), y.storage, ys, yo, yl, g.storage, gs, go, gl, out.storage, os_, oo,
-               ol, oshape, nrows, L, bool(log))
+        k = cached(
+            ("softmax_bw", str(acc), len(oshape)),
+            lambda: F.softmax_backward_kernel(acc, len(oshape)),
+        )
+        launch(
+            k,
+            *grid_rows(nrows),
+            y.storage,
+            ys,
+            yo,
+            yl,
+            g.storage,
+            gs,
+            go,
+            gl,
+            out.storage,
+            os_,
+            oo,
+            ol,
+            oshape,
+            nrows,
+            L,
+            bool(log),
+        )
 
     def layernorm(self, x, w, b, eps, out, mean, rstd):
         """Capability ``layernorm``: normalise each row of ``x`` into ``out``, saving its ``mean`` and ``rstd`` = 1/σ, with CUDA kernels on device memory.
@@ -428,15 +602,45 @@ class CudaBackend:
             return
         dim = len(x.shape) - 1
         oshape, nrows, L, ((xs, xo, xl), (os_, oo, ol), (ms, mo, _), (rs, ro, _)) = _rows(
-            (x, out, mean, rstd), dim)
+            (x, out, mean, rstd), dim
+        )
         acc = _acc(out.storage.dtype)
         dummy = x.storage
         wv = (w.storage, w.offset, w.strides[0]) if w is not None else (dummy, 0, 0)
         bv = (b.storage, b.offset, b.strides[0]) if b is not None else (dummy, 0, 0)
-        k = cached(("layernorm", str(acc), len(oshape)), lambda: F.layernorm_kernel(acc, len(oshape)))
-        launch(k, *grid_rows(nrows), x.storage, xs, xo, xl, wv[0], wv[1], wv[2], w is not None,
-               bv[0], bv[1], bv[2], b is not None, float(eps), out.storage, os_, oo, ol,
-               mean.storage, ms, mo, rstd.storage, rs, ro, oshape, nrows, L)
+        k = cached(
+            ("layernorm", str(acc), len(oshape)), lambda: F.layernorm_kernel(acc, len(oshape))
+        )
+        launch(
+            k,
+            *grid_rows(nrows),
+            x.storage,
+            xs,
+            xo,
+            xl,
+            wv[0],
+            wv[1],
+            wv[2],
+            w is not None,
+            bv[0],
+            bv[1],
+            bv[2],
+            b is not None,
+            float(eps),
+            out.storage,
+            os_,
+            oo,
+            ol,
+            mean.storage,
+            ms,
+            mo,
+            rstd.storage,
+            rs,
+            ro,
+            oshape,
+            nrows,
+            L,
+        )
 
     def layernorm_backward(self, g, x, w, mean, rstd, dx, dw, db):
         """Capability ``layernorm``: ``dx`` (and ``dw``, ``db`` when given) from ``g`` and the saved ``mean``/``rstd``, with CUDA kernels on device memory.
@@ -447,15 +651,44 @@ class CudaBackend:
             return
         dim = len(x.shape) - 1
         views = (g, x, mean, rstd, dx)
-        oshape, nrows, L, ((gs, go, gl), (xs, xo, xl), (ms, mo, _), (rs, ro, _), (ds, do, dl)) = _rows(
-            views, dim)
+        oshape, nrows, L, ((gs, go, gl), (xs, xo, xl), (ms, mo, _), (rs, ro, _), (ds, do, dl)) = (
+            _rows(views, dim)
+        )
         acc = _acc(dx.storage.dtype)
         wv = (w.storage, w.offset, w.strides[0]) if w is not None else (x.storage, 0, 0)
-        k = cached(("layernorm_bw", str(acc), len(oshape)),
-                   lambda: F.layernorm_backward_kernel(acc, len(oshape)))
-        launch(k, *grid_rows(nrows), g.storage, gs, go, gl, x.storage, xs, xo, xl, wv[0], wv[1], wv[2],
-               w is not None, mean.storage, ms, mo, rstd.storage, rs, ro, dx.storage, ds, do, dl,
-               oshape, nrows, L)
+        k = cached(
+            ("layernorm_bw", str(acc), len(oshape)),
+            lambda: F.layernorm_backward_kernel(acc, len(oshape)),
+        )
+        launch(
+            k,
+            *grid_rows(nrows),
+            g.storage,
+            gs,
+            go,
+            gl,
+            x.storage,
+            xs,
+            xo,
+            xl,
+            wv[0],
+            wv[1],
+            wv[2],
+            w is not None,
+            mean.storage,
+            ms,
+            mo,
+            rstd.storage,
+            rs,
+            ro,
+            dx.storage,
+            ds,
+            do,
+            dl,
+            oshape,
+            nrows,
+            L,
+        )
         if dw is None and db is None:
             return
         for v in (dw, db):
@@ -463,13 +696,42 @@ class CudaBackend:
                 self.fill(v, 0)
         dwv = (dw.storage, dw.offset, dw.strides[0]) if dw is not None else (dx.storage, 0, 0)
         dbv = (db.storage, db.offset, db.strides[0]) if db is not None else (dx.storage, 0, 0)
-        kp = cached(("layernorm_params", str(acc), len(oshape)),
-                    lambda: F.layernorm_params_kernel(acc, len(oshape)))
+        kp = cached(
+            ("layernorm_params", str(acc), len(oshape)),
+            lambda: F.layernorm_params_kernel(acc, len(oshape)),
+        )
         cols = max(1, min((L + ROW_BLOCK - 1) // ROW_BLOCK, MAX_BLOCKS))
         chunks = max(1, min(nrows, 2 if SIMULATOR else 64))
-        launch(kp, (cols, chunks), ROW_BLOCK, g.storage, gs, go, gl, x.storage, xs, xo, xl,
-               mean.storage, ms, mo, rstd.storage, rs, ro, dwv[0], dwv[1], dwv[2], dw is not None,
-               dbv[0], dbv[1], dbv[2], db is not None, oshape, nrows, L)
+        launch(
+            kp,
+            (cols, chunks),
+            ROW_BLOCK,
+            g.storage,
+            gs,
+            go,
+            gl,
+            x.storage,
+            xs,
+            xo,
+            xl,
+            mean.storage,
+            ms,
+            mo,
+            rstd.storage,
+            rs,
+            ro,
+            dwv[0],
+            dwv[1],
+            dwv[2],
+            dw is not None,
+            dbv[0],
+            dbv[1],
+            dbv[2],
+            db is not None,
+            oshape,
+            nrows,
+            L,
+        )
 
     def _ce_rows(self, mats, vectors):
         """Row layout of the (N, C) ``mats`` and the (N,) ``vectors``; the vectors become (N, 1)
@@ -485,14 +747,39 @@ class CudaBackend:
         """
         if x.shape[0] == 0:
             return
-        oshape, nrows, C, ((xs, xo, xl), (ts, to, _), (ws, wo, _), (ls, lo, _), (es, eo, _)) = \
+        oshape, nrows, C, ((xs, xo, xl), (ts, to, _), (ws, wo, _), (ls, lo, _), (es, eo, _)) = (
             self._ce_rows((x,), (target, weight, loss, logs))
+        )
         acc = _acc(x.storage.dtype)
-        k = cached(("cross_entropy", str(acc), len(oshape)),
-                   lambda: CE.cross_entropy_kernel(acc, len(oshape)))
-        launch(k, *grid_rows(nrows), x.storage, xs, xo, xl, target.storage, ts, to, weight.storage,
-               ws, wo, loss.storage, ls, lo, logs.storage, es, eo, oshape, nrows, C, self._bounds_flag(),
-               OPS.index("cross_entropy"))
+        k = cached(
+            ("cross_entropy", str(acc), len(oshape)),
+            lambda: CE.cross_entropy_kernel(acc, len(oshape)),
+        )
+        launch(
+            k,
+            *grid_rows(nrows),
+            x.storage,
+            xs,
+            xo,
+            xl,
+            target.storage,
+            ts,
+            to,
+            weight.storage,
+            ws,
+            wo,
+            loss.storage,
+            ls,
+            lo,
+            logs.storage,
+            es,
+            eo,
+            oshape,
+            nrows,
+            C,
+            self._bounds_flag(),
+            OPS.index("cross_entropy"),
+        )
 
     def cross_entropy_backward(self, x, target, weight, logs, g, dx):
         """Capability ``cross_entropy``: ``dx = g·weight·(exp((x - m) - logs) - onehot(target))``
@@ -505,15 +792,57 @@ class CudaBackend:
         oshape, nrows, C, per = self._ce_rows((x, dx), (target, weight, logs, g))
         (xs, xo, xl), (ds, do, dl), (ts, to, _), (ws, wo, _), (es, eo, _), (gs, go, _) = per
         acc = _acc(dx.storage.dtype)
-        k = cached(("cross_entropy_bw", str(acc), len(oshape)),
-                   lambda: CE.cross_entropy_backward_kernel(acc, len(oshape)))
-        launch(k, *grid_rows(nrows), x.storage, xs, xo, xl, target.storage, ts, to, weight.storage,
-               ws, wo, logs.storage, es, eo, g.storage, gs, go, dx.storage, ds, do, dl, oshape, nrows, C,
-               self._bounds_flag(), OPS.index("cross_entropy_backward"))
+        k = cached(
+            ("cross_entropy_bw", str(acc), len(oshape)),
+            lambda: CE.cross_entropy_backward_kernel(acc, len(oshape)),
+        )
+        launch(
+            k,
+            *grid_rows(nrows),
+            x.storage,
+            xs,
+            xo,
+            xl,
+            target.storage,
+            ts,
+            to,
+            weight.storage,
+            ws,
+            wo,
+            logs.storage,
+            es,
+            eo,
+            g.storage,
+            gs,
+            go,
+            dx.storage,
+            ds,
+            do,
+            dl,
+            oshape,
+            nrows,
+            C,
+            self._bounds_flag(),
+            OPS.index("cross_entropy_backward"),
+        )
 
     # --- fused optimizer update ------------------------------------------------------------------
-    def adam_step(self, p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,
-                  bias_correction2_sqrt):
+    def adam_step(
+        self,
+        p,
+        g,
+        m,
+        v,
+        *,
+        beta1,
+        beta2,
+        eps,
+        decay,
+        l2,
+        maximize,
+        step_size,
+        bias_correction2_sqrt,
+    ):
         """Capability ``adam``: one Adam/AdamW update of ``p``, ``m``, ``v`` in place (formula in ``torchlight/tensor/functions/updates.py``), with CUDA kernels on device memory.
 
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
@@ -523,9 +852,27 @@ class CudaBackend:
             return
         acc = _acc(p.storage.dtype)
         k = cached(("adam", str(acc)), lambda: U.adam_kernel(acc))
-        launch(k, *grid_1d(n), p.storage, p.offset, g.storage, g.offset, m.storage, m.offset,
-               v.storage, v.offset, n, -1.0 if maximize else 1.0, decay, l2, 1.0 - beta1, beta2,
-               eps, step_size, bias_correction2_sqrt)
+        launch(
+            k,
+            *grid_1d(n),
+            p.storage,
+            p.offset,
+            g.storage,
+            g.offset,
+            m.storage,
+            m.offset,
+            v.storage,
+            v.offset,
+            n,
+            -1.0 if maximize else 1.0,
+            decay,
+            l2,
+            1.0 - beta1,
+            beta2,
+            eps,
+            step_size,
+            bias_correction2_sqrt,
+        )
 
     # --- fused recurrent cells (_recurrent.py) ----------------------------------------------------
     def gru_cell(self, gi, gh, h, out, ws):
@@ -538,7 +885,17 @@ class CudaBackend:
             return
         acc = _acc(h.storage.dtype)
         k = cached(("gru_cell", str(acc)), lambda: RNN.gru_forward_kernel(acc))
-        launch(k, *grid_1d(n * hid), *_mat(gi), *_mat(gh), *_mat(h), *_mat(out)[:3], *_mat(ws)[:3], n, hid)
+        launch(
+            k,
+            *grid_1d(n * hid),
+            *_mat(gi),
+            *_mat(gh),
+            *_mat(h),
+            *_mat(out)[:3],
+            *_mat(ws)[:3],
+            n,
+            hid,
+        )
 
     def gru_cell_backward(self, g, h, ws, dgi, dgh, dh):
         """Backward of ``gru_cell`` in one pass: from ``g`` = dL/dh' (N, H), ``h`` and the saved
@@ -548,8 +905,18 @@ class CudaBackend:
             return
         acc = _acc(h.storage.dtype)
         k = cached(("gru_cell_bw", str(acc)), lambda: RNN.gru_backward_kernel(acc))
-        launch(k, *grid_1d(n * hid), *_mat(g)[:3], *_mat(h), *_mat(ws)[:3], *_mat(dgi)[:3],
-               *_mat(dgh)[:3], *_mat(dh)[:3], n, hid)
+        launch(
+            k,
+            *grid_1d(n * hid),
+            *_mat(g)[:3],
+            *_mat(h),
+            *_mat(ws)[:3],
+            *_mat(dgi)[:3],
+            *_mat(dgh)[:3],
+            *_mat(dh)[:3],
+            n,
+            hid,
+        )
 
     def lstm_cell(self, gi, gh, c, out, ws):
         """The ``lstm_cell`` capability in one pass over the gates: ``gi``, ``gh`` (N, 4H) are the
@@ -561,8 +928,20 @@ class CudaBackend:
             return
         acc = _acc(c.storage.dtype)
         k = cached(("lstm_cell", str(acc)), lambda: RNN.lstm_forward_kernel(acc))
-        launch(k, *grid_1d(n * hid), *_mat(gi), *_mat(gh), *_mat(c), out.storage, out.offset,
-               out.strides[1], out.strides[0], *_mat(ws)[:3], n, hid)
+        launch(
+            k,
+            *grid_1d(n * hid),
+            *_mat(gi),
+            *_mat(gh),
+            *_mat(c),
+            out.storage,
+            out.offset,
+            out.strides[1],
+            out.strides[0],
+            *_mat(ws)[:3],
+            n,
+            hid,
+        )
 
     def lstm_cell_backward(self, g, c, ws, dgates, dc):
         """Backward of ``lstm_cell`` in one pass: from ``g`` = dL/d[h'; c'] (2, N, H), ``c`` and the
@@ -573,8 +952,20 @@ class CudaBackend:
             return
         acc = _acc(c.storage.dtype)
         k = cached(("lstm_cell_bw", str(acc)), lambda: RNN.lstm_backward_kernel(acc))
-        launch(k, *grid_1d(n * hid), g.storage, g.offset, g.strides[1], g.strides[0], *_mat(c),
-               *_mat(ws)[:3], *_mat(dgates)[:3], *_mat(dc)[:3], n, hid)
+        launch(
+            k,
+            *grid_1d(n * hid),
+            g.storage,
+            g.offset,
+            g.strides[1],
+            g.strides[0],
+            *_mat(c),
+            *_mat(ws)[:3],
+            *_mat(dgates)[:3],
+            *_mat(dc)[:3],
+            n,
+            hid,
+        )
 
     # --- random fills on the device (_random.py) -------------------------------------------------
     _rng_states = None  # one xoroshiro128+ state per thread of the largest grid, re-seeded per fill
@@ -587,18 +978,31 @@ class CudaBackend:
         if not out.is_contiguous() or out.storage.dtype.kind != "f":
             raise BackendError("cuda backend: random_ needs a contiguous float view")
         if kind not in ("uniform", "normal"):
-            raise BackendError(f"cuda backend: random_ kind must be 'uniform' or 'normal', got {kind!r}")
+            raise BackendError(
+                f"cuda backend: random_ kind must be 'uniform' or 'normal', got {kind!r}"
+            )
         if self._rng_states is None:
             from numba.cuda.random import xoroshiro128p_dtype
 
-            self._rng_states = cuda.device_array(MAX_BLOCKS * _launch.BLOCK, dtype=xoroshiro128p_dtype)
+            self._rng_states = cuda.device_array(
+                MAX_BLOCKS * _launch.BLOCK, dtype=xoroshiro128p_dtype
+            )
         name = out.storage.dtype.name
         kern = cached(("random", kind, name), lambda: RND.random_kernel(kind, name))
-        args = (kern, *grid_1d(out.size), self._rng_states, np.uint64(RND.stream_base(seed, k)),
-                out.storage, out.offset, out.size)
+        args = (
+            kern,
+            *grid_1d(out.size),
+            self._rng_states,
+            np.uint64(RND.stream_base(seed, k)),
+            out.storage,
+            out.offset,
+            out.size,
+        )
         if not SIMULATOR:
             launch(*args)
             return
-        with warnings.catch_warnings():  # simulated threads hash in numpy uint64: the wrap-around is meant
+        with (
+            warnings.catch_warnings()
+        ):  # simulated threads hash in numpy uint64: the wrap-around is meant
             warnings.simplefilter("ignore", RuntimeWarning)
             launch(*args)

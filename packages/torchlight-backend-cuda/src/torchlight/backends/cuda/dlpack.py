@@ -81,9 +81,17 @@ def from_dlpack(backend, obj, copy=None):
     elif any(s < 0 for s in strides):
         why = f"strides {strides} are negative"
     if why is not None and copy is False:
-        raise BufferError(f"from_dlpack: sharing memory is impossible ({why}) and copy=False forbids a copy")
-    desc = {"shape": (max(span, 0),), "strides": None, "typestr": dt.str, "data": (smv.ptr, False),
-            "version": 3, "stream": None}
+        raise BufferError(
+            f"from_dlpack: sharing memory is impossible ({why}) and copy=False forbids a copy"
+        )
+    desc = {
+        "shape": (max(span, 0),),
+        "strides": None,
+        "typestr": dt.str,
+        "data": (smv.ptr, False),
+        "version": 3,
+        "stream": None,
+    }
     if why is not None:  # through the host: the copy converts dtype and layout on the way
         lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
         desc["shape"] = (1 + sum(abs((n - 1) * s) for n, s in zip(shape, strides)),)
@@ -101,4 +109,3 @@ def from_dlpack(backend, obj, copy=None):
         backend.map("copy", td, packed)
         td = packed
     return td, dtypes.from_numpy_dtype(dt)
-

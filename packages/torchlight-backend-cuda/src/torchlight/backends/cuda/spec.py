@@ -51,18 +51,31 @@ def driver_status():
         except OSError:
             errors.append(name)
     if lib is None:
-        tried = f"{' / '.join(errors)} could not be loaded" if errors else f"there is no CUDA driver for {sys.platform}"
+        tried = (
+            f"{' / '.join(errors)} could not be loaded"
+            if errors
+            else f"there is no CUDA driver for {sys.platform}"
+        )
         return False, f"no CUDA driver/GPU was found ({tried}); {_HOW_TO_CHECK}"
     try:
         rc = lib.cuInit(0)
         if rc != 0:
-            return False, f"no usable CUDA GPU was found: the CUDA driver loaded but cuInit failed with error code {rc} (100 = no CUDA-capable device); {_HOW_TO_CHECK}"
+            return (
+                False,
+                f"no usable CUDA GPU was found: the CUDA driver loaded but cuInit failed with error code {rc} (100 = no CUDA-capable device); {_HOW_TO_CHECK}",
+            )
         count = ctypes.c_int(0)
         rc = lib.cuDeviceGetCount(ctypes.byref(count))
         if rc != 0 or count.value < 1:
-            return False, f"no CUDA GPU was found: the CUDA driver loaded but reports {count.value} devices (error code {rc}); {_HOW_TO_CHECK}"
+            return (
+                False,
+                f"no CUDA GPU was found: the CUDA driver loaded but reports {count.value} devices (error code {rc}); {_HOW_TO_CHECK}",
+            )
     except Exception as exc:  # pragma: no cover - exotic driver failures
-        return False, f"the CUDA driver could not be queried ({type(exc).__name__}: {exc}); {_HOW_TO_CHECK}"
+        return (
+            False,
+            f"the CUDA driver could not be queried ({type(exc).__name__}: {exc}); {_HOW_TO_CHECK}",
+        )
     return True, None
 
 
@@ -75,7 +88,10 @@ def _numba_cuda_installed() -> bool:
 
 def _available():
     if not _numba_cuda_installed():
-        return False, "numba-cuda is not installed (pip install 'numba-cuda[cu12]', or 'numba-cuda[cu13]' for a CUDA 13 driver)"
+        return (
+            False,
+            "numba-cuda is not installed (pip install 'numba-cuda[cu12]', or 'numba-cuda[cu13]' for a CUDA 13 driver)",
+        )
     if simulator_requested():
         return True, None
     return driver_status()

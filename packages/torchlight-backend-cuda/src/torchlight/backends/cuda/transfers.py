@@ -29,7 +29,12 @@ class Counts:
 
     def snapshot(self):
         """The four tallies as a dict (``h2d``, ``d2h``, ``h2d_bytes``, ``d2h_bytes``)."""
-        return {"h2d": self.h2d, "d2h": self.d2h, "h2d_bytes": self.h2d_bytes, "d2h_bytes": self.d2h_bytes}
+        return {
+            "h2d": self.h2d,
+            "d2h": self.d2h,
+            "h2d_bytes": self.h2d_bytes,
+            "d2h_bytes": self.d2h_bytes,
+        }
 
     def __repr__(self):
         return f"Counts(h2d={self.h2d}, d2h={self.d2h}, h2d_bytes={self.h2d_bytes}, d2h_bytes={self.d2h_bytes})"
@@ -71,8 +76,11 @@ def _record(direction, nbytes):
             c.d2h_bytes += nbytes
         if c.trace:
             stack = traceback.extract_stack(limit=12)[:-3]
-            frames = [f"{f.filename.split('/src/')[-1]}:{f.lineno} {f.name}" for f in stack
-                      if "backends/cuda" not in f.filename]
+            frames = [
+                f"{f.filename.split('/src/')[-1]}:{f.lineno} {f.name}"
+                for f in stack
+                if "backends/cuda" not in f.filename
+            ]
             c.log.append((direction, nbytes, frames[-4:]))
 
 

@@ -54,8 +54,10 @@ def _load():
 
     threadpool_limits(1, user_api="blas")
     sig = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 13)  # Fortran: every argument by pointer
-    return {np.dtype(dt): sig(get_cython_function_address("scipy.linalg.cython_blas", name))
-            for dt, name in ((np.float32, "sgemm"), (np.float64, "dgemm"))}
+    return {
+        np.dtype(dt): sig(get_cython_function_address("scipy.linalg.cython_blas", name))
+        for dt, name in ((np.float32, "sgemm"), (np.float64, "dgemm"))
+    }
 
 
 def gemm_for(dtype):
@@ -67,9 +69,13 @@ def gemm_for(dtype):
             _GEMM.update(_load())
         except ImportError as exc:
             _GEMM[None] = None
-            warnings.warn(f"torchlight numba backend: {exc}; float matmuls fall back to np.matmul, "
-                          "which competes with numba's threads for the cores "
-                          "(pip install scipy threadpoolctl)", RuntimeWarning, stacklevel=3)
+            warnings.warn(
+                f"torchlight numba backend: {exc}; float matmuls fall back to np.matmul, "
+                "which competes with numba's threads for the cores "
+                "(pip install scipy threadpoolctl)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
     return _GEMM.get(dtype)
 
 
@@ -92,8 +98,30 @@ def blas_strides(rows, cols, rs, cs):
 
 
 @kernel
-def gemm_kernel(gemm, a, abs_, ao, ars, acs, b, bbs, bo, brs, bcs, out, obs, oo, ors,
-                bshape, nbatch, n, k, m, rparts, cparts):
+def gemm_kernel(
+    gemm,
+    a,
+    abs_,
+    ao,
+    ars,
+    acs,
+    b,
+    bbs,
+    bo,
+    brs,
+    bcs,
+    out,
+    obs,
+    oo,
+    ors,
+    bshape,
+    nbatch,
+    n,
+    k,
+    m,
+    rparts,
+    cparts,
+):
     """``out[q, i, j] = Σ_t a[q, i, t] · b[q, t, j]``, one BLAS call per (batch entry, block).
 
     ``a``, ``b``, ``out`` are flat storages; each matrix has one unit stride (``blas_strides``),
@@ -128,10 +156,21 @@ def gemm_kernel(gemm, a, abs_, ao, ars, acs, b, bbs, bo, brs, bcs, out, obs, oo,
         dims[1] = rows
         dims[2] = k
         dims[5] = ors
-        gemm(ops[0:].ctypes, ops[1:].ctypes, dims[0:].ctypes, dims[1:].ctypes, dims[2:].ctypes,
-             scal[0:].ctypes, b[bo + pb + clo * bcs:].ctypes, dims[3:].ctypes,
-             a[ao + pa + rlo * ars:].ctypes, dims[4:].ctypes, scal[1:].ctypes,
-             out[oo + po + rlo * ors + clo:].ctypes, dims[5:].ctypes)
+        gemm(
+            ops[0:].ctypes,
+            ops[1:].ctypes,
+            dims[0:].ctypes,
+            dims[1:].ctypes,
+            dims[2:].ctypes,
+            scal[0:].ctypes,
+            b[bo + pb + clo * bcs :].ctypes,
+            dims[3:].ctypes,
+            a[ao + pa + rlo * ars :].ctypes,
+            dims[4:].ctypes,
+            scal[1:].ctypes,
+            out[oo + po + rlo * ors + clo :].ctypes,
+            dims[5:].ctypes,
+        )
 
 
 def _i64(t):
@@ -162,7 +201,9 @@ def gemm(a, b, out, nbatch, n, k, m):
     (sa, oa, ba, (ars, acs)), (sb, ob, bb, (brs, bcs)) = _operand(a, n, k), _operand(b, k, m)
     st = blas_strides(n, m, *out.strides[-2:])
     tmp = None if st is not None and st[1] == 1 else np.empty(out.shape, out.storage.dtype)
-    so, oo, bo, (ors, _) = (out.storage, out.offset, out.strides[:-2], st) if tmp is None else _packed(tmp)
+    so, oo, bo, (ors, _) = (
+        (out.storage, out.offset, out.strides[:-2], st) if tmp is None else _packed(tmp)
+    )
     bshape, (abs_, bbs, obs) = coalesce(out.shape[:-2], (ba, bb, bo))
     run = gemm_kernel.pick(nbatch * n * k * m, SPLIT_MIN)
     rparts = cparts = 1
@@ -171,7 +212,29 @@ def gemm(a, b, out, nbatch, n, k, m):
         # the GPT's and the MLP's products: the better of the two in all nine shapes, 5-10% apart)
         need = -(-get_num_threads() // nbatch)
         rparts, cparts = (min(n, need), 1) if n >= m else (1, min(m, need))
-    run(gemm_for(out.storage.dtype), sa, _i64(abs_), oa, ars, acs, sb, _i64(bbs), ob, brs, bcs,
-        so, _i64(obs), oo, ors, _i64(bshape), nbatch, n, k, m, rparts, cparts)
+    run(
+        gemm_for(out.storage.dtype),
+        sa,
+        _i64(abs_),
+        oa,
+        ars,
+        acs,
+        sb,
+        _i64(bbs),
+        ob,
+        brs,
+        bcs,
+        so,
+        _i64(obs),
+        oo,
+        ors,
+        _i64(bshape),
+        nbatch,
+        n,
+        k,
+        m,
+        rparts,
+        cparts,
+    )
     if tmp is not None:
         as_array(out)[...] = tmp

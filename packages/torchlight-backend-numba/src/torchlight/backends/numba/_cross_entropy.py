@@ -74,7 +74,9 @@ def _ce_row(x, p, xc, target, wi, C, acc, flag):
 
 
 @kernel
-def cross_entropy_rows(x, xo, xr, xc, t, to, ts, w, wo, ws, loss, lo, ls, logs, eo, es, n, C, nchunks, flag):
+def cross_entropy_rows(
+    x, xo, xr, xc, t, to, ts, w, wo, ws, loss, lo, ls, logs, eo, es, n, C, nchunks, flag
+):
     per = (n + nchunks - 1) // nchunks
     for c in prange(nchunks):
         acc = np.empty(LANES)  # row_sumexp's lanes: one allocation per chunk of rows, not per row
@@ -85,8 +87,9 @@ def cross_entropy_rows(x, xo, xr, xc, t, to, ts, w, wo, ws, loss, lo, ls, logs, 
 
 
 @kernel
-def cross_entropy_backward_rows(x, xo, xr, xc, t, to, ts, w, wo, ws, logs, eo, es, g, go, gs,
-                                dx, do, dr, dc, n, C, flag):
+def cross_entropy_backward_rows(
+    x, xo, xr, xc, t, to, ts, w, wo, ws, logs, eo, es, g, go, gs, dx, do, dr, dc, n, C, flag
+):
     for i in prange(n):
         p = xo + i * xr
         q = do + i * dr
@@ -99,8 +102,8 @@ def cross_entropy_backward_rows(x, xo, xr, xc, t, to, ts, w, wo, ws, logs, eo, e
         le = logs[eo + i * es]
         if xc == 1 and dc == 1:
             m = _shift(row_max(x, p, C))
-            row = x[p:p + C]
-            out = dx[q:q + C]
+            row = x[p : p + C]
+            out = dx[q : q + C]
             for j in range(C):
                 out[j] = s * exp_nonpos((row[j] - m) - le)
         else:

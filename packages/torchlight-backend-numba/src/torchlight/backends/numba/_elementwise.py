@@ -34,7 +34,13 @@ from ._jit import JIT_OPTIONS, helper, kernel
 from ._scalar import binary_float, binary_int, compare, unary_bool, unary_float, unary_int
 
 __all__ = [
-    "BLOCK", "map_flat", "map_strided", "zip_flat", "zip_strided", "cmp_flat", "cmp_strided",
+    "BLOCK",
+    "map_flat",
+    "map_strided",
+    "zip_flat",
+    "zip_strided",
+    "cmp_flat",
+    "cmp_strided",
     "where_strided",
 ]
 
@@ -153,7 +159,24 @@ def _walk_block(op, c, cs, co, a, as_, ao, b, bs, bo, out, os, oo, shape, start,
 
 def _drive(op, c, cs, co, a, as_, ao, b, bs, bo, out, os, oo, shape, n):
     for blk in prange((n + BLOCK - 1) // BLOCK):
-        _walk_block(op, c, cs, co, a, as_, ao, b, bs, bo, out, os, oo, shape, blk * BLOCK, min(n, (blk + 1) * BLOCK))
+        _walk_block(
+            op,
+            c,
+            cs,
+            co,
+            a,
+            as_,
+            ao,
+            b,
+            bs,
+            bo,
+            out,
+            os,
+            oo,
+            shape,
+            blk * BLOCK,
+            min(n, (blk + 1) * BLOCK),
+        )
 
 
 def _with_globals(fn, name, **names):

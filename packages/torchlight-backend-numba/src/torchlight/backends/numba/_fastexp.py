@@ -108,7 +108,9 @@ def _madd_ir(typingctx, a, b, c):
 
     def codegen(context, builder, sig, args):
         f = ir.FloatType()
-        fn = builder.module.declare_intrinsic("llvm.fmuladd", [f], fnty=ir.FunctionType(f, [f, f, f]))
+        fn = builder.module.declare_intrinsic(
+            "llvm.fmuladd", [f], fnty=ir.FunctionType(f, [f, f, f])
+        )
         return builder.call(fn, args)
 
     return types.float32(types.float32, types.float32, types.float32), codegen

@@ -52,8 +52,8 @@ def _softmax_row_contig(x, px, out, po, L, log):
     m = row_max(x, px, L)
     row_exp_store(x, px, out, po, m, L)
     total = row_sum(out, po, L)
-    xr = x[px:px + L]
-    orow = out[po:po + L]
+    xr = x[px : px + L]
+    orow = out[po : po + L]
     if log:
         lse = math.log(total)
         for j in range(L):
@@ -93,9 +93,9 @@ def _softmax_back_row_contig(y, py, g, pg, out, po, L, log):
     # a helper rather than a branch of the kernel: inside the kernel this loop ran 3.5× slower
     # (measured on rows of 64; LLVM vectorises the small function, not the large loop nest)
     total = row_sum(g, pg, L) if log else row_dot(g, pg, y, py, L)
-    yr = y[py:py + L]
-    gr = g[pg:pg + L]
-    orow = out[po:po + L]
+    yr = y[py : py + L]
+    gr = g[pg : pg + L]
+    orow = out[po : po + L]
     if log:
         for j in range(L):
             orow[j] = gr[j] - exp_nonpos(yr[j]) * total
@@ -129,10 +129,10 @@ def softmax_backward_rows(y, ys, yo, yl, g, gs, go, gl, out, os, oo, ol, shape, 
 @helper
 def _ln_row_out(x, px, w, wo, has_w, b, bo, has_b, mu, rs_, out, po, L):
     # one loop per (has_w, has_b) case: a loop-invariant branch inside the loop blocks SIMD
-    xr = x[px:px + L]
-    wr = w[wo:wo + L] if has_w else w
-    br = b[bo:bo + L] if has_b else b
-    orow = out[po:po + L]
+    xr = x[px : px + L]
+    wr = w[wo : wo + L] if has_w else w
+    br = b[bo : bo + L] if has_b else b
+    orow = out[po : po + L]
     if has_w and has_b:
         for j in range(L):
             orow[j] = (xr[j] - mu) * rs_ * wr[j] + br[j]
@@ -148,8 +148,34 @@ def _ln_row_out(x, px, w, wo, has_w, b, bo, has_b, mu, rs_, out, po, L):
 
 
 @kernel
-def layernorm_rows(x, xs, xo, xl, w, wo, wl, has_w, b, bo, bl, has_b, eps,
-                   out, os, oo, ol, mean, ms, mo, rstd, rs, ro, shape, nrows, L):
+def layernorm_rows(
+    x,
+    xs,
+    xo,
+    xl,
+    w,
+    wo,
+    wl,
+    has_w,
+    b,
+    bo,
+    bl,
+    has_b,
+    eps,
+    out,
+    os,
+    oo,
+    ol,
+    mean,
+    ms,
+    mo,
+    rstd,
+    rs,
+    ro,
+    shape,
+    nrows,
+    L,
+):
     for r in prange(nrows):
         px = _row(r, shape, xs, xo)
         po = _row(r, shape, os, oo)
@@ -183,12 +209,12 @@ def layernorm_rows(x, xs, xo, xl, w, wo, wl, has_w, b, bo, bl, has_b, eps,
 @sum_helper
 def _ln_back_sums(g, pg, x, px, w, wo, has_w, mu, rr, L):
     """(Σ ĝ, Σ ĝ x̂) with ĝ = g w, x̂ = (x - μ) r; one loop per has_w case."""
-    gr = g[pg:pg + L]
-    xr = x[px:px + L]
+    gr = g[pg : pg + L]
+    xr = x[px : px + L]
     s1 = 0.0
     s2 = 0.0
     if has_w:
-        wr = w[wo:wo + L]
+        wr = w[wo : wo + L]
         for j in range(L):
             gh = gr[j] * wr[j]
             s1 += gh
@@ -205,9 +231,9 @@ def _ln_back_row(g, pg, x, px, w, wo, has_w, mu, rr, dx, pd, pw, pb, c, need_wb,
     s1, s2 = _ln_back_sums(g, pg, x, px, w, wo, has_w, mu, rr, L)
     a = s1 / L
     bb = s2 / L
-    gr = g[pg:pg + L]
-    xr = x[px:px + L]
-    drow = dx[pd:pd + L]
+    gr = g[pg : pg + L]
+    xr = x[px : px + L]
+    drow = dx[pd : pd + L]
     if need_wb:
         pwr = pw[c]
         pbr = pb[c]
@@ -215,7 +241,7 @@ def _ln_back_row(g, pg, x, px, w, wo, has_w, mu, rr, dx, pd, pw, pb, c, need_wb,
             pwr[j] += gr[j] * ((xr[j] - mu) * rr)
             pbr[j] += gr[j]
     if has_w:
-        wr = w[wo:wo + L]
+        wr = w[wo : wo + L]
         for j in range(L):
             drow[j] = rr * (gr[j] * wr[j] - a - ((xr[j] - mu) * rr) * bb)
     else:
@@ -224,9 +250,36 @@ def _ln_back_row(g, pg, x, px, w, wo, has_w, mu, rr, dx, pd, pw, pb, c, need_wb,
 
 
 @kernel
-def layernorm_backward_rows(g, gs, go, gl, x, xs, xo, xl, w, wo, wl, has_w, mean, ms, mo,
-                            rstd, rs, ro, dx, ds, do, dl, shape, nrows, L,
-                            partial_w, partial_b, need_wb):
+def layernorm_backward_rows(
+    g,
+    gs,
+    go,
+    gl,
+    x,
+    xs,
+    xo,
+    xl,
+    w,
+    wo,
+    wl,
+    has_w,
+    mean,
+    ms,
+    mo,
+    rstd,
+    rs,
+    ro,
+    dx,
+    ds,
+    do,
+    dl,
+    shape,
+    nrows,
+    L,
+    partial_w,
+    partial_b,
+    need_wb,
+):
     nchunks = partial_w.shape[0]
     per = (nrows + nchunks - 1) // nchunks
     for c in prange(nchunks):
@@ -237,7 +290,9 @@ def layernorm_backward_rows(g, gs, go, gl, x, xs, xo, xl, w, wo, wl, has_w, mean
             mu = mean[_row(r, shape, ms, mo)]
             rr = rstd[_row(r, shape, rs, ro)]
             if gl == 1 and xl == 1 and dl == 1 and (wl == 1 or not has_w):
-                _ln_back_row(g, pg, x, px, w, wo, has_w, mu, rr, dx, pd, partial_w, partial_b, c, need_wb, L)
+                _ln_back_row(
+                    g, pg, x, px, w, wo, has_w, mu, rr, dx, pd, partial_w, partial_b, c, need_wb, L
+                )
                 continue
             s1 = 0.0
             s2 = 0.0

@@ -16,7 +16,14 @@ import numpy as np
 
 from torchlight.tensor.formulas import GELU_TANH_C, GELU_TANH_K, SQRT1_2
 
-__all__ = ["ZIP_EXPR", "MAP_EXPR", "numba_source", "NumbaCompiler", "COMPILER", "compile_elementwise"]
+__all__ = [
+    "ZIP_EXPR",
+    "MAP_EXPR",
+    "numba_source",
+    "NumbaCompiler",
+    "COMPILER",
+    "compile_elementwise",
+]
 
 ZIP_EXPR = {
     "add": "({0} + {1})",
@@ -48,6 +55,8 @@ MAP_EXPR = {
     "softplus": "(math.log1p(math.exp(-abs({0}))) + _relu({0}))",
     "erf": "math.erf({0})",
 }
+
+
 def numba_source(chain, name="_fused"):
     """Python source of one ``@njit(parallel=True)`` kernel ``name(n, in0.., out0..)`` for ``chain``.
 
@@ -190,7 +199,9 @@ class NumbaCompiler:
 
     def kernel(self, chain):
         """``kernel(input_views, output_views)`` for ``chain`` (None when an op is not known)."""
-        if chain.dtype.np.kind != "f" or any(op not in ZIP_EXPR and op not in MAP_EXPR for op, _ in chain.ops):
+        if chain.dtype.np.kind != "f" or any(
+            op not in ZIP_EXPR and op not in MAP_EXPR for op, _ in chain.ops
+        ):
             return None
         import numba
 

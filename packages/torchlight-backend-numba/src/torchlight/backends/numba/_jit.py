@@ -36,7 +36,9 @@ class Kernel:
 
     def __init__(self, fn):
         self.par = njit(parallel=True, **JIT_OPTIONS)(fn)
-        copy = FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__, fn.__closure__)
+        copy = FunctionType(
+            fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__, fn.__closure__
+        )
         copy.__qualname__ = fn.__qualname__ + "_serial"
         copy.__module__ = fn.__module__
         self.ser = njit(**JIT_OPTIONS)(copy)

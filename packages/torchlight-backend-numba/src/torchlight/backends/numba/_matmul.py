@@ -34,8 +34,9 @@ def _batch3(q, bshape, s1, s2, s3):
 
 
 @kernel
-def matmul_kernel(a, abs_, ao, ars, acs, b, bbs, bo, brs, bcs, out, obs, oo, ors, ocs,
-                  bshape, nbatch, n, k, m):
+def matmul_kernel(
+    a, abs_, ao, ars, acs, b, bbs, bo, brs, bcs, out, obs, oo, ors, ocs, bshape, nbatch, n, k, m
+):
     for t in prange(nbatch * n):
         q = np.int64(t) // n
         i = t - q * n

@@ -45,22 +45,26 @@ def _tanh(x):
 @overload(_sigmoid, jit_options=JIT_OPTIONS, inline="always")
 def _sigmoid_ov(x):
     if x == types.float32:
+
         def sg_impl(x):
             sg_e = exp_nonpos(-abs(x))
             sg_p = _F32(x >= _ZERO)
             return (sg_p + (_ONE - sg_p) * sg_e) / (_ONE + sg_e)
+
         return sg_impl
 
     def sg64_impl(x):
         sg64_e = math.exp(-abs(x))
         sg64_p = np.float64(x >= 0)
         return (sg64_p + (1.0 - sg64_p) * sg64_e) / (1.0 + sg64_e)
+
     return sg64_impl
 
 
 @overload(_tanh, jit_options=JIT_OPTIONS, inline="always")
 def _tanh_ov(x):
     if x == types.float32:
+
         def th_impl(x):
             th_a = abs(x)
             th_e = exp_nonpos(-_TWO * th_a)
@@ -68,10 +72,12 @@ def _tanh_ov(x):
             th_t = math.copysign((_ONE - th_e) / (_ONE + th_e), x)
             # the clamp keeps 0 · x finite for x = ±inf
             return th_small * min(max(x, -_TINY), _TINY) + (_ONE - th_small) * th_t
+
         return th_impl
 
     def th64_impl(x):
         return math.tanh(x)
+
     return th64_impl
 
 
@@ -91,12 +97,21 @@ def _gru_row(gi, gh, h, out, ws, H):
 
 
 @kernel
-def gru_forward(gi, gio, gir, gic, gh, gho, ghr, ghc, h, ho, hr, hc, out, oo, orow, ws, wo, wr, N, H):
+def gru_forward(
+    gi, gio, gir, gic, gh, gho, ghr, ghc, h, ho, hr, hc, out, oo, orow, ws, wo, wr, N, H
+):
     unit = gic == 1 and ghc == 1 and hc == 1
     for i in prange(N):
         a, b, p, q, w = gio + i * gir, gho + i * ghr, ho + i * hr, oo + i * orow, wo + i * wr
         if unit:
-            _gru_row(gi[a:a + 3 * H], gh[b:b + 3 * H], h[p:p + H], out[q:q + H], ws[w:w + 4 * H], H)
+            _gru_row(
+                gi[a : a + 3 * H],
+                gh[b : b + 3 * H],
+                h[p : p + H],
+                out[q : q + H],
+                ws[w : w + 4 * H],
+                H,
+            )
             continue
         for j in range(H):
             r = _sigmoid(gi[a + j * gic] + gh[b + j * ghc])
@@ -111,9 +126,18 @@ def gru_forward(gi, gio, gir, gic, gh, gho, ghr, ghc, h, ho, hr, hc, out, oo, or
 
 
 @kernel
-def gru_backward(g, go, gr, h, ho, hr, hc, ws, wo, wr, dgi, dio, dir_, dgh, dho, dhr, dh, do, dr, N, H):
+def gru_backward(
+    g, go, gr, h, ho, hr, hc, ws, wo, wr, dgi, dio, dir_, dgh, dho, dhr, dh, do, dr, N, H
+):
     for i in prange(N):
-        s, p, w, a, b, q = go + i * gr, ho + i * hr, wo + i * wr, dio + i * dir_, dho + i * dhr, do + i * dr
+        s, p, w, a, b, q = (
+            go + i * gr,
+            ho + i * hr,
+            wo + i * wr,
+            dio + i * dir_,
+            dho + i * dhr,
+            do + i * dr,
+        )
         for j in range(H):
             gj = g[s + j]
             r, z, n, hn = ws[w + j], ws[w + H + j], ws[w + 2 * H + j], ws[w + 3 * H + j]
@@ -149,13 +173,22 @@ def _lstm_row(gi, gh, c, hout, cout, ws, H):
 
 
 @kernel
-def lstm_forward(gi, gio, gir, gic, gh, gho, ghr, ghc, c, co, cr, cc, out, oo, orow, oplane, ws, wo, wr, N, H):
+def lstm_forward(
+    gi, gio, gir, gic, gh, gho, ghr, ghc, c, co, cr, cc, out, oo, orow, oplane, ws, wo, wr, N, H
+):
     unit = gic == 1 and ghc == 1 and cc == 1
     for i in prange(N):
         a, b, p, q, w = gio + i * gir, gho + i * ghr, co + i * cr, oo + i * orow, wo + i * wr
         if unit:
-            _lstm_row(gi[a:a + 4 * H], gh[b:b + 4 * H], c[p:p + H], out[q:q + H], out[q + oplane:q + oplane + H],
-                      ws[w:w + 5 * H], H)
+            _lstm_row(
+                gi[a : a + 4 * H],
+                gh[b : b + 4 * H],
+                c[p : p + H],
+                out[q : q + H],
+                out[q + oplane : q + oplane + H],
+                ws[w : w + 5 * H],
+                H,
+            )
             continue
         for j in range(H):
             ig = _sigmoid(gi[a + j * gic] + gh[b + j * ghc])
@@ -179,7 +212,13 @@ def lstm_backward(g, go, gr, gplane, c, co, cr, cc, ws, wo, wr, dg, dgo, dgr, dc
         s, p, w, a, q = go + i * gr, co + i * cr, wo + i * wr, dgo + i * dgr, dco + i * dcr
         for j in range(H):
             gh, gc = g[s + j], g[s + gplane + j]
-            ig, fg, gg, og, tc = ws[w + j], ws[w + H + j], ws[w + 2 * H + j], ws[w + 3 * H + j], ws[w + 4 * H + j]
+            ig, fg, gg, og, tc = (
+                ws[w + j],
+                ws[w + H + j],
+                ws[w + 2 * H + j],
+                ws[w + 3 * H + j],
+                ws[w + 4 * H + j],
+            )
             dcn = gc + gh * og * (1.0 - tc * tc)
             dg[a + j] = dcn * gg * ig * (1.0 - ig)
             dg[a + H + j] = dcn * c[p + j * cc] * fg * (1.0 - fg)

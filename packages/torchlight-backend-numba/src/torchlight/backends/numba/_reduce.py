@@ -22,7 +22,16 @@ from numba.extending import overload
 
 from ._jit import JIT_OPTIONS, helper, kernel, sum_helper
 
-__all__ = ["SUM", "PROD", "MAX", "MIN", "reduce_kernel", "reduce_split", "reduce_cols", "arg_kernel"]
+__all__ = [
+    "SUM",
+    "PROD",
+    "MAX",
+    "MIN",
+    "reduce_kernel",
+    "reduce_split",
+    "reduce_cols",
+    "arg_kernel",
+]
 
 COL_CHUNK_ROWS = 128  # rows per partial result of reduce_cols (enough work per prange step)
 COL_CHUNKS = 16  # at most this many partials: enough to balance threads, few to combine
@@ -61,7 +70,7 @@ def _base(q, shape, s1, o1, s2, o2):
 @sum_helper
 def _sum_contig(x, p, n, acc):
     """acc + Σ x[p:p + n], accumulated in acc's type (float64 or int64) with SIMD partial sums."""
-    v = x[p:p + n]
+    v = x[p : p + n]
     for j in range(n):
         acc += v[j]
     return acc
@@ -185,11 +194,11 @@ def _cols_chunk(op, x, xo, rstride, r0, r1, ncols, acc):
     """acc[j] = op over rows r0..r1-1 of column j. Rows are slices and the loops start at 0: with
     ``x[base + j]`` numba cannot prove the index non-negative, and its wraparound check on every
     access kept the loop scalar (~0.6 ns per value; these loops are SIMD)."""
-    first = x[xo + r0 * rstride:xo + r0 * rstride + ncols]
+    first = x[xo + r0 * rstride : xo + r0 * rstride + ncols]
     for j in range(ncols):
         acc[j] = to_acc(first[j])
     for r in range(r0 + 1, r1):
-        row = x[xo + r * rstride:xo + r * rstride + ncols]
+        row = x[xo + r * rstride : xo + r * rstride + ncols]
         if op == SUM:
             for j in range(ncols):
                 acc[j] += row[j]

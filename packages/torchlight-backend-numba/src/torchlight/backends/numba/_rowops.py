@@ -38,15 +38,24 @@ from numba.extending import overload
 from ._fastexp import exp_nonpos, f32_bits, f32_from_bits
 from ._jit import JIT_OPTIONS, helper, sum_helper
 
-__all__ = ["LANES", "row_max", "row_max_strided", "row_sum", "row_dot", "row_sqdev", "row_sumexp", "row_exp_store"]
+__all__ = [
+    "LANES",
+    "row_max",
+    "row_max_strided",
+    "row_sum",
+    "row_dot",
+    "row_sqdev",
+    "row_sumexp",
+    "row_exp_store",
+]
 
 LANES = 16
-SIGN_OFF = np.int32(0x7fffffff)  # every bit but the sign; also the key of a NaN
-INF_BITS = np.int32(0x7f800000)  # bits of +inf: |bits| above it is a NaN
+SIGN_OFF = np.int32(0x7FFFFFFF)  # every bit but the sign; also the key of a NaN
+INF_BITS = np.int32(0x7F800000)  # bits of +inf: |bits| above it is a NaN
 
 
 def _row_max_f32(x, p, n):
-    r = x[p:p + n]
+    r = x[p : p + n]
     m = np.int32(-2147483648)
     for j in range(n):
         b = f32_bits(r[j])
@@ -57,7 +66,7 @@ def _row_max_f32(x, p, n):
 
 
 def _row_max_lanes(x, p, n):
-    r = x[p:p + n]
+    r = x[p : p + n]
     a0 = r[0]
     a1 = a0
     a2 = a0
@@ -118,7 +127,7 @@ def row_max_strided(x, p, s, n):
 @sum_helper
 def row_sum(x, p, n):
     """Σ x[p:p + n] in float64."""
-    v = x[p:p + n]
+    v = x[p : p + n]
     t = np.float64(0.0)  # (a Python float would sum float32 values in float32 without JIT)
     for j in range(n):
         t += v[j]
@@ -128,8 +137,8 @@ def row_sum(x, p, n):
 @sum_helper
 def row_dot(x, p, y, q, n):
     """Σ x[p + j]·y[q + j] in float64 (products in the operands' dtype)."""
-    u = x[p:p + n]
-    v = y[q:q + n]
+    u = x[p : p + n]
+    v = y[q : q + n]
     t = np.float64(0.0)
     for j in range(n):
         t += u[j] * v[j]
@@ -139,7 +148,7 @@ def row_dot(x, p, y, q, n):
 @sum_helper
 def row_sqdev(x, p, mu, n):
     """Σ (x[p + j] - mu)² with mu a float64: the second pass of a two-pass variance."""
-    v = x[p:p + n]
+    v = x[p : p + n]
     t = np.float64(0.0)
     for j in range(n):
         c = v[j] - mu
@@ -150,7 +159,7 @@ def row_sqdev(x, p, mu, n):
 @helper
 def row_sumexp(x, p, shift, n, acc):
     """Σ e^(x[p + j] - shift) in float64 (shift >= the row's max, so every exponent is <= 0)."""
-    r = x[p:p + n]
+    r = x[p : p + n]
     acc[:] = 0.0
     nb = n // LANES
     for b in range(nb):
@@ -168,8 +177,7 @@ def row_sumexp(x, p, shift, n, acc):
 @helper
 def row_exp_store(x, p, out, q, shift, n):
     """out[q + j] = e^(x[p + j] - shift) for j < n."""
-    r = x[p:p + n]
-    o = out[q:q + n]
+    r = x[p : p + n]
+    o = out[q : q + n]
     for j in range(n):
         o[j] = exp_nonpos(r[j] - shift)
-

@@ -10,8 +10,16 @@ from numba import njit
 from torchlight.tensor.backend.scalar_ops import CMP_CODES, MAP_CODES, ZIP_CODES, compile_ops
 
 __all__ = [
-    "MAP_CODES", "ZIP_CODES", "CMP_CODES", "unary_float", "unary_int", "unary_bool",
-    "binary_float", "binary_int", "compare", "sigmoid",
+    "MAP_CODES",
+    "ZIP_CODES",
+    "CMP_CODES",
+    "unary_float",
+    "unary_int",
+    "unary_bool",
+    "binary_float",
+    "binary_int",
+    "compare",
+    "sigmoid",
 ]
 
 _ops = compile_ops(njit(error_model="numpy", fastmath=False, inline="always"))

@@ -61,11 +61,11 @@ def plan(views, n, need_repeat):
     for v, p in zip(views, periods):
         st = v.storage
         if p == n:
-            out.append((st[v.offset:v.offset + n], rowlen))
+            out.append((st[v.offset : v.offset + n], rowlen))
         elif p == 1:  # a scalar: a tile of rowlen copies (one small allocation)
             out.append((np.full(rowlen, st[v.offset], dtype=st.dtype), 0))
         else:
-            out.append((st[v.offset:v.offset + rowlen], 0))
+            out.append((st[v.offset : v.offset + rowlen], 0))
     return rowlen, out
 
 
@@ -73,10 +73,10 @@ def plan(views, n, need_repeat):
 def _where_rows(c, cstep, a, astep, b, bstep, out, r0, r1, L, n):
     for r in range(r0, r1):
         m = min(L, n - r * L)
-        cr = c[r * cstep:r * cstep + m]
-        ar = a[r * astep:r * astep + m]
-        br = b[r * bstep:r * bstep + m]
-        orow = out[r * L:r * L + m]
+        cr = c[r * cstep : r * cstep + m]
+        ar = a[r * astep : r * astep + m]
+        br = b[r * bstep : r * bstep + m]
+        orow = out[r * L : r * L + m]
         for j in range(m):
             # both loads before the select: ``ar[j] if cr[j] else br[j]`` loads conditionally,
             # which LLVM may not speculate, so the loop kept its branch (4× slower, measured)
@@ -98,9 +98,9 @@ def where_tiles(c, cstep, a, astep, b, bstep, out, L, n):
 def _zip_rows(op, a, astep, b, bstep, out, r0, r1, L, n):
     for r in range(r0, r1):
         m = min(L, n - r * L)
-        ar = a[r * astep:r * astep + m]
-        br = b[r * bstep:r * bstep + m]
-        orow = out[r * L:r * L + m]
+        ar = a[r * astep : r * astep + m]
+        br = b[r * bstep : r * bstep + m]
+        orow = out[r * L : r * L + m]
         # one loop per op: the branch is taken once per row, and each loop is branch-free SIMD
         if op == 0:
             for j in range(m):

@@ -17,7 +17,9 @@ __all__ = ["adam_kernel"]
 
 
 @kernel
-def adam_kernel(p, po, g, go, m, mo, v, vo, n, sign, decay, l2, w1, beta2, eps, step_size, bc2_sqrt):
+def adam_kernel(
+    p, po, g, go, m, mo, v, vo, n, sign, decay, l2, w1, beta2, eps, step_size, bc2_sqrt
+):
     """``p``, ``g``, ``m``, ``v``: storages with the parameter's ``n`` values from their offsets.
 
     ``sign`` −1 maximises; ``decay`` = 1 − lr·λ (AdamW) or 1; ``l2`` = λ (Adam) or 0;

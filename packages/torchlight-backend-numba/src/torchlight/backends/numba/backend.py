@@ -57,7 +57,7 @@ def _arr(t):
 
 def _run(v, n):
     """The view's n elements as a slice of its storage (it is contiguous)."""
-    return v.storage[v.offset:v.offset + n]
+    return v.storage[v.offset : v.offset + n]
 
 
 def _acc(x):
@@ -83,7 +83,9 @@ def _map32(bk, op, v, out, code):
 
 def _zip32(bk, op, v, out, plan):
     (code, mode), (a, b), n = plan, v, out.size
-    L.zip32.pick(n)(code, mode, _run(a, 1 if mode == 2 else n), _run(b, 1 if mode == 1 else n), _run(out, n), n)
+    L.zip32.pick(n)(
+        code, mode, _run(a, 1 if mode == 2 else n), _run(b, 1 if mode == 1 else n), _run(out, n), n
+    )
 
 
 def _zip_tiles(bk, op, v, out, plan):
@@ -105,12 +107,14 @@ def _flat_kernel(kern):
             kern.pick(n)(plan[0], _run(v[0], n), _run(out, n))
         else:
             kern.pick(n)(plan[0], _run(v[0], n), _run(v[1], n), _run(out, n))
+
     return launch
 
 
 def _strided_kernel(kern):
     """Every strided kernel takes three inputs (c, a, b): a map's input fills all three, a zip's
     first fills c (see ``_elementwise``)."""
+
     def launch(bk, op, v, out, plan):
         code, shape, strides = plan
         if len(v) == 3:
@@ -124,22 +128,58 @@ def _strided_kernel(kern):
             c = a = b = v[0]
             cs = as_ = bs = _arr(strides[0])
         n = out.size
-        kern.pick(n)(code, c.storage, cs, c.offset, a.storage, as_, a.offset, b.storage, bs, b.offset,
-                     out.storage, _arr(strides[-1]), out.offset, _arr(shape), n)
+        kern.pick(n)(
+            code,
+            c.storage,
+            cs,
+            c.offset,
+            a.storage,
+            as_,
+            a.offset,
+            b.storage,
+            bs,
+            b.offset,
+            out.storage,
+            _arr(strides[-1]),
+            out.offset,
+            _arr(shape),
+            n,
+        )
+
     return launch
 
 
 def _reduce_arg(bk, op, v, out, g):
     a, (d,) = v[0], g.dims
-    R.arg_kernel.pick(a.size)(op == "argmax", a.storage, a.offset, _arr(g.oshape), _arr(g.oxs), out.storage,
-                              _arr(g.oos), out.offset, a.shape[d], a.strides[d], out.size)
+    R.arg_kernel.pick(a.size)(
+        op == "argmax",
+        a.storage,
+        a.offset,
+        _arr(g.oshape),
+        _arr(g.oxs),
+        out.storage,
+        _arr(g.oos),
+        out.offset,
+        a.shape[d],
+        a.strides[d],
+        out.size,
+    )
 
 
 def _reduce_split(bk, op, v, out, g):
     a, code = v[0], _RED[op]
     partial = np.empty((out.size, (g.nred + SPLIT_CHUNK - 1) // SPLIT_CHUNK), dtype=_acc(a.storage))
-    R.reduce_split.par(code, a.storage, a.offset, _arr(g.oshape), _arr(g.oxs), partial, g.nred, g.rxs[0],
-                       SPLIT_CHUNK)
+    R.reduce_split.par(
+        code,
+        a.storage,
+        a.offset,
+        _arr(g.oshape),
+        _arr(g.oxs),
+        partial,
+        g.nred,
+        g.rxs[0],
+        SPLIT_CHUNK,
+    )
     as_array(out)[...] = _COMBINE[code](partial, axis=1).reshape(out.shape)
 
 
@@ -156,20 +196,39 @@ def _reduce_cols(bk, op, v, out, g):
 
 def _reduce_any(bk, op, v, out, g):
     a = v[0]
-    R.reduce_kernel.pick(a.size)(_RED[op], a.storage, a.offset, _arr(g.oshape), _arr(g.oxs), out.storage,
-                                 _arr(g.oos), out.offset, _arr(g.rshape), _arr(g.rxs), out.size, g.nred)
+    R.reduce_kernel.pick(a.size)(
+        _RED[op],
+        a.storage,
+        a.offset,
+        _arr(g.oshape),
+        _arr(g.oxs),
+        out.storage,
+        _arr(g.oos),
+        out.offset,
+        _arr(g.rshape),
+        _arr(g.rxs),
+        out.size,
+        g.nred,
+    )
 
 
 _LAUNCH = {
-    "np.copyto": _copyto, "numpy": _numpy, "_flat32.map32": _map32, "_flat32.zip32": _zip32,
-    "_tiled.zip_tiles": _zip_tiles, "_tiled.where_tiles": _where_tiles,
-    "_elementwise.map_flat": _flat_kernel(E.map_flat), "_elementwise.zip_flat": _flat_kernel(E.zip_flat),
+    "np.copyto": _copyto,
+    "numpy": _numpy,
+    "_flat32.map32": _map32,
+    "_flat32.zip32": _zip32,
+    "_tiled.zip_tiles": _zip_tiles,
+    "_tiled.where_tiles": _where_tiles,
+    "_elementwise.map_flat": _flat_kernel(E.map_flat),
+    "_elementwise.zip_flat": _flat_kernel(E.zip_flat),
     "_elementwise.cmp_flat": _flat_kernel(E.cmp_flat),
     "_elementwise.map_strided": _strided_kernel(E.map_strided),
     "_elementwise.zip_strided": _strided_kernel(E.zip_strided),
     "_elementwise.cmp_strided": _strided_kernel(E.cmp_strided),
     "_elementwise.where_strided": _strided_kernel(E.where_strided),
-    "_reduce.arg_kernel": _reduce_arg, "_reduce.reduce_split": _reduce_split, "_reduce.reduce_cols": _reduce_cols,
+    "_reduce.arg_kernel": _reduce_arg,
+    "_reduce.reduce_split": _reduce_split,
+    "_reduce.reduce_cols": _reduce_cols,
     "_reduce.reduce_kernel": _reduce_any,
 }
 
@@ -177,8 +236,10 @@ _LAUNCH = {
 def _rank_error(op, *views):
     """The index kernels walk every operand with the iteration shape's strides: operands of the
     wrong rank (a core bug, not a user's) would be read past their stride arrays."""
-    raise BackendError(f"numba backend: {op} got operands of shapes {[v.shape for v in views]}, "
-                       "outside the contract (protocol.py)")
+    raise BackendError(
+        f"numba backend: {op} got operands of shapes {[v.shape for v in views]}, "
+        "outside the contract (protocol.py)"
+    )
 
 
 class NumbaBackend:
@@ -187,8 +248,18 @@ class NumbaBackend:
     name = "numba"
     device = "numba"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "host_memory",
-                              "compile", "gru_cell", "lstm_cell"})
+    capabilities = frozenset(
+        {
+            "softmax",
+            "layernorm",
+            "cross_entropy",
+            "adam",
+            "host_memory",
+            "compile",
+            "gru_cell",
+            "lstm_cell",
+        }
+    )
 
     def __init__(self, numpy_ufuncs=None):
         if numpy_ufuncs is None:
@@ -280,17 +351,42 @@ class NumbaBackend:
         batch = out.shape[:-2]
         nbatch = prod(batch)
         dtype = out.storage.dtype
-        if dtype.kind == "f" and k and nbatch * n * k * m >= _TINY_MATMUL and a.storage.dtype == dtype == b.storage.dtype:
+        if (
+            dtype.kind == "f"
+            and k
+            and nbatch * n * k * m >= _TINY_MATMUL
+            and a.storage.dtype == dtype == b.storage.dtype
+        ):
             if B.gemm_for(dtype) is not None:
                 B.gemm(a, b, out, nbatch, n, k, m)  # BLAS from numba's threads
             else:
                 self._np.matmul(a, b, out)
             return
-        bshape, (abs_, bbs, obs) = coalesce(batch, (a.strides[:-2], b.strides[:-2], out.strides[:-2]))
-        M.matmul_kernel.pick(nbatch * n * k * m)(a.storage, _arr(abs_), a.offset, a.strides[-2], a.strides[-1],
-                        b.storage, _arr(bbs), b.offset, b.strides[-2], b.strides[-1],
-                        out.storage, _arr(obs), out.offset, out.strides[-2], out.strides[-1],
-                        _arr(bshape), nbatch, n, k, m)
+        bshape, (abs_, bbs, obs) = coalesce(
+            batch, (a.strides[:-2], b.strides[:-2], out.strides[:-2])
+        )
+        M.matmul_kernel.pick(nbatch * n * k * m)(
+            a.storage,
+            _arr(abs_),
+            a.offset,
+            a.strides[-2],
+            a.strides[-1],
+            b.storage,
+            _arr(bbs),
+            b.offset,
+            b.strides[-2],
+            b.strides[-1],
+            out.storage,
+            _arr(obs),
+            out.offset,
+            out.strides[-2],
+            out.strides[-1],
+            _arr(bshape),
+            nbatch,
+            n,
+            k,
+            m,
+        )
 
     # --- indexing ------------------------------------------------------------------------------
     # The index kernels never follow an index outside [0, size): they record it in a flag that is
@@ -301,9 +397,22 @@ class NumbaBackend:
         if out.size == 0:
             return
         flag = new_flag()
-        X.gather_kernel.pick(out.size)(a.storage, _arr(a.strides), a.offset, dim, a.shape[dim], index.storage,
-                        _arr(index_strides), index.offset, out.storage, _arr(out.strides), out.offset,
-                        _arr(shape), nrows, flag)
+        X.gather_kernel.pick(out.size)(
+            a.storage,
+            _arr(a.strides),
+            a.offset,
+            dim,
+            a.shape[dim],
+            index.storage,
+            _arr(index_strides),
+            index.offset,
+            out.storage,
+            _arr(out.strides),
+            out.offset,
+            _arr(shape),
+            nrows,
+            flag,
+        )
         raise_if_flagged(flag, op)
 
     def take(self, a, dim, index, out):
@@ -336,10 +445,21 @@ class NumbaBackend:
         for s in pshape[:-1]:
             nrows *= s
         flag = new_flag()
-        X.scatter_add_kernel.pick(nrows * pshape[-1])(out.storage, _arr([out.strides[d] for d in order]), out.offset,
-                             out.shape[dim], index.storage, _arr([index_strides[d] for d in order]),
-                             index.offset, src.storage, _arr([src.strides[d] for d in order]), src.offset,
-                             _arr(pshape), nrows, flag)
+        X.scatter_add_kernel.pick(nrows * pshape[-1])(
+            out.storage,
+            _arr([out.strides[d] for d in order]),
+            out.offset,
+            out.shape[dim],
+            index.storage,
+            _arr([index_strides[d] for d in order]),
+            index.offset,
+            src.storage,
+            _arr([src.strides[d] for d in order]),
+            src.offset,
+            _arr(pshape),
+            nrows,
+            flag,
+        )
         raise_if_flagged(flag, op)
 
     def put_add(self, out, dim, index, src):
@@ -369,8 +489,10 @@ class NumbaBackend:
         per view (strides, offset, step). Coalescing usually leaves one outer dim, which the
         kernels' ``_row`` turns into a position with one multiply instead of a divmod per dim."""
         shape = views[0].shape
-        outer, strides = coalesce([s for d, s in enumerate(shape) if d != dim],
-                                  [[s for d, s in enumerate(v.strides) if d != dim] for v in views])
+        outer, strides = coalesce(
+            [s for d, s in enumerate(shape) if d != dim],
+            [[s for d, s in enumerate(v.strides) if d != dim] for v in views],
+        )
         per = [(_arr(st), v.offset, v.strides[dim]) for st, v in zip(strides, views)]
         nrows = 1
         for s in outer:
@@ -385,7 +507,9 @@ class NumbaBackend:
         if out.size == 0:
             return
         shape, nrows, L, ((xs, xo, xl), (os_, oo, ol)) = self._rows((a, out), dim)
-        F.softmax_rows.pick(out.size)(a.storage, xs, xo, xl, out.storage, os_, oo, ol, shape, nrows, L, log)
+        F.softmax_rows.pick(out.size)(
+            a.storage, xs, xo, xl, out.storage, os_, oo, ol, shape, nrows, L, log
+        )
 
     def softmax_backward(self, y, g, dim, out, log=False):
         """Capability ``softmax``: the input gradient ``out`` of softmax (or log-softmax) from its output ``y`` and gradient ``g``, with numba-compiled CPU kernels.
@@ -395,8 +519,24 @@ class NumbaBackend:
         if out.size == 0:
             return
         shape, nrows, L, ((ys, yo, yl), (gs, go, gl), (os_, oo, ol)) = self._rows((y, g, out), dim)
-        F.softmax_backward_rows.pick(out.size)(y.storage, ys, yo, yl, g.storage, gs, go, gl, out.storage, os_, oo, ol,
-                                shape, nrows, L, log)
+        F.softmax_backward_rows.pick(out.size)(
+            y.storage,
+            ys,
+            yo,
+            yl,
+            g.storage,
+            gs,
+            go,
+            gl,
+            out.storage,
+            os_,
+            oo,
+            ol,
+            shape,
+            nrows,
+            L,
+            log,
+        )
 
     def layernorm(self, x, w, b, eps, out, mean, rstd):
         """Capability ``layernorm``: normalise each row of ``x`` into ``out``, saving its ``mean`` and ``rstd`` = 1/σ, with numba-compiled CPU kernels.
@@ -407,13 +547,39 @@ class NumbaBackend:
             return
         dim = len(x.shape) - 1
         shape, nrows, L, ((xs, xo, xl), (os_, oo, ol), (ms, mo, _), (rs, ro, _)) = self._rows(
-            (x, out, mean, rstd), dim)
+            (x, out, mean, rstd), dim
+        )
         dummy = x.storage[:1]
         wv = (w.storage, w.offset, w.strides[0]) if w is not None else (dummy, 0, 0)
         bv = (b.storage, b.offset, b.strides[0]) if b is not None else (dummy, 0, 0)
-        F.layernorm_rows.pick(out.size)(x.storage, xs, xo, xl, wv[0], wv[1], wv[2], w is not None, bv[0], bv[1], bv[2],
-                         b is not None, float(eps), out.storage, os_, oo, ol, mean.storage, ms, mo,
-                         rstd.storage, rs, ro, shape, nrows, L)
+        F.layernorm_rows.pick(out.size)(
+            x.storage,
+            xs,
+            xo,
+            xl,
+            wv[0],
+            wv[1],
+            wv[2],
+            w is not None,
+            bv[0],
+            bv[1],
+            bv[2],
+            b is not None,
+            float(eps),
+            out.storage,
+            os_,
+            oo,
+            ol,
+            mean.storage,
+            ms,
+            mo,
+            rstd.storage,
+            rs,
+            ro,
+            shape,
+            nrows,
+            L,
+        )
 
     def layernorm_backward(self, g, x, w, mean, rstd, dx, dw, db):
         """Capability ``layernorm``: ``dx`` (and ``dw``, ``db`` when given) from ``g`` and the saved ``mean``/``rstd``, with numba-compiled CPU kernels.
@@ -423,16 +589,44 @@ class NumbaBackend:
         if dx.size == 0:
             return
         dim = len(x.shape) - 1
-        shape, nrows, L, ((gs, go, gl), (xs, xo, xl), (ms, mo, _), (rs, ro, _), (ds, do, dl)) = self._rows(
-            (g, x, mean, rstd, dx), dim)
+        shape, nrows, L, ((gs, go, gl), (xs, xo, xl), (ms, mo, _), (rs, ro, _), (ds, do, dl)) = (
+            self._rows((g, x, mean, rstd, dx), dim)
+        )
         need = dw is not None or db is not None
         nchunks = max(1, min(nrows, 16)) if need else 1
         pw = np.zeros((nchunks, L if need else 1), np.float64)
         pb = np.zeros_like(pw)
         wv = (w.storage, w.offset, w.strides[0]) if w is not None else (x.storage[:1], 0, 0)
-        F.layernorm_backward_rows.pick(dx.size)(g.storage, gs, go, gl, x.storage, xs, xo, xl, wv[0], wv[1], wv[2],
-                                  w is not None, mean.storage, ms, mo, rstd.storage, rs, ro,
-                                  dx.storage, ds, do, dl, shape, nrows, L, pw, pb, need)
+        F.layernorm_backward_rows.pick(dx.size)(
+            g.storage,
+            gs,
+            go,
+            gl,
+            x.storage,
+            xs,
+            xo,
+            xl,
+            wv[0],
+            wv[1],
+            wv[2],
+            w is not None,
+            mean.storage,
+            ms,
+            mo,
+            rstd.storage,
+            rs,
+            ro,
+            dx.storage,
+            ds,
+            do,
+            dl,
+            shape,
+            nrows,
+            L,
+            pw,
+            pb,
+            need,
+        )
         if dw is not None:
             as_array(dw)[...] = pw.sum(axis=0)
         if db is not None:
@@ -449,12 +643,28 @@ class NumbaBackend:
         if n == 0:
             return
         flag = new_flag()
-        CE.cross_entropy_rows.pick(n * c)(x.storage, x.offset, x.strides[0], x.strides[1],
-                                          target.storage, target.offset, target.strides[0],
-                                          weight.storage, weight.offset, weight.strides[0],
-                                          loss.storage, loss.offset, loss.strides[0],
-                                          logs.storage, logs.offset, logs.strides[0], n, c, min(n, _CHUNKS),
-                                          flag)
+        CE.cross_entropy_rows.pick(n * c)(
+            x.storage,
+            x.offset,
+            x.strides[0],
+            x.strides[1],
+            target.storage,
+            target.offset,
+            target.strides[0],
+            weight.storage,
+            weight.offset,
+            weight.strides[0],
+            loss.storage,
+            loss.offset,
+            loss.strides[0],
+            logs.storage,
+            logs.offset,
+            logs.strides[0],
+            n,
+            c,
+            min(n, _CHUNKS),
+            flag,
+        )
         raise_if_flagged(flag, "cross_entropy")
 
     def cross_entropy_backward(self, x, target, weight, logs, g, dx):
@@ -467,18 +677,50 @@ class NumbaBackend:
         if n == 0:
             return
         flag = new_flag()
-        CE.cross_entropy_backward_rows.pick(n * c)(x.storage, x.offset, x.strides[0], x.strides[1],
-                                                   target.storage, target.offset, target.strides[0],
-                                                   weight.storage, weight.offset, weight.strides[0],
-                                                   logs.storage, logs.offset, logs.strides[0],
-                                                   g.storage, g.offset, g.strides[0],
-                                                   dx.storage, dx.offset, dx.strides[0], dx.strides[1], n, c,
-                                                   flag)
+        CE.cross_entropy_backward_rows.pick(n * c)(
+            x.storage,
+            x.offset,
+            x.strides[0],
+            x.strides[1],
+            target.storage,
+            target.offset,
+            target.strides[0],
+            weight.storage,
+            weight.offset,
+            weight.strides[0],
+            logs.storage,
+            logs.offset,
+            logs.strides[0],
+            g.storage,
+            g.offset,
+            g.strides[0],
+            dx.storage,
+            dx.offset,
+            dx.strides[0],
+            dx.strides[1],
+            n,
+            c,
+            flag,
+        )
         raise_if_flagged(flag, "cross_entropy_backward")
 
     # --- fused optimizer update ------------------------------------------------------------------
-    def adam_step(self, p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,
-                  bias_correction2_sqrt):
+    def adam_step(
+        self,
+        p,
+        g,
+        m,
+        v,
+        *,
+        beta1,
+        beta2,
+        eps,
+        decay,
+        l2,
+        maximize,
+        step_size,
+        bias_correction2_sqrt,
+    ):
         """Capability ``adam``: one Adam/AdamW update of ``p``, ``m``, ``v`` in place (formula in ``torchlight/tensor/functions/updates.py``), with numba-compiled CPU kernels.
 
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
@@ -486,9 +728,25 @@ class NumbaBackend:
         n = p.size
         if n == 0:
             return
-        U.adam_kernel.pick(n)(p.storage, p.offset, g.storage, g.offset, m.storage, m.offset,
-                              v.storage, v.offset, n, -1.0 if maximize else 1.0, decay, l2,
-                              1.0 - beta1, beta2, eps, step_size, bias_correction2_sqrt)
+        U.adam_kernel.pick(n)(
+            p.storage,
+            p.offset,
+            g.storage,
+            g.offset,
+            m.storage,
+            m.offset,
+            v.storage,
+            v.offset,
+            n,
+            -1.0 if maximize else 1.0,
+            decay,
+            l2,
+            1.0 - beta1,
+            beta2,
+            eps,
+            step_size,
+            bias_correction2_sqrt,
+        )
 
     # --- fused recurrent cells (_recurrent.py) ----------------------------------------------------
     def gru_cell(self, gi, gh, h, out, ws):
@@ -499,8 +757,9 @@ class NumbaBackend:
         n, hid = h.shape
         if n * hid == 0:
             return
-        RNN.gru_forward.pick(3 * n * hid)(*_mat(gi), *_mat(gh), *_mat(h), *_mat(out)[:3],
-                                          *_mat(ws)[:3], n, hid)
+        RNN.gru_forward.pick(3 * n * hid)(
+            *_mat(gi), *_mat(gh), *_mat(h), *_mat(out)[:3], *_mat(ws)[:3], n, hid
+        )
 
     def gru_cell_backward(self, g, h, ws, dgi, dgh, dh):
         """Backward of ``gru_cell`` in one pass: from ``g`` = dL/dh' (N, H), ``h`` and the saved
@@ -508,8 +767,16 @@ class NumbaBackend:
         n, hid = h.shape
         if n * hid == 0:
             return
-        RNN.gru_backward.pick(3 * n * hid)(*_mat(g)[:3], *_mat(h), *_mat(ws)[:3], *_mat(dgi)[:3],
-                                           *_mat(dgh)[:3], *_mat(dh)[:3], n, hid)
+        RNN.gru_backward.pick(3 * n * hid)(
+            *_mat(g)[:3],
+            *_mat(h),
+            *_mat(ws)[:3],
+            *_mat(dgi)[:3],
+            *_mat(dgh)[:3],
+            *_mat(dh)[:3],
+            n,
+            hid,
+        )
 
     def lstm_cell(self, gi, gh, c, out, ws):
         """The ``lstm_cell`` capability in one pass over the gates: ``gi``, ``gh`` (N, 4H) are the
@@ -519,8 +786,18 @@ class NumbaBackend:
         n, hid = c.shape
         if n * hid == 0:
             return
-        RNN.lstm_forward.pick(4 * n * hid)(*_mat(gi), *_mat(gh), *_mat(c), out.storage, out.offset,
-                                           out.strides[1], out.strides[0], *_mat(ws)[:3], n, hid)
+        RNN.lstm_forward.pick(4 * n * hid)(
+            *_mat(gi),
+            *_mat(gh),
+            *_mat(c),
+            out.storage,
+            out.offset,
+            out.strides[1],
+            out.strides[0],
+            *_mat(ws)[:3],
+            n,
+            hid,
+        )
 
     def lstm_cell_backward(self, g, c, ws, dgates, dc):
         """Backward of ``lstm_cell`` in one pass: from ``g`` = dL/d[h'; c'] (2, N, H), ``c`` and the
@@ -529,5 +806,15 @@ class NumbaBackend:
         n, hid = c.shape
         if n * hid == 0:
             return
-        RNN.lstm_backward.pick(4 * n * hid)(g.storage, g.offset, g.strides[1], g.strides[0], *_mat(c),
-                                            *_mat(ws)[:3], *_mat(dgates)[:3], *_mat(dc)[:3], n, hid)
+        RNN.lstm_backward.pick(4 * n * hid)(
+            g.storage,
+            g.offset,
+            g.strides[1],
+            g.strides[0],
+            *_mat(c),
+            *_mat(ws)[:3],
+            *_mat(dgates)[:3],
+            *_mat(dc)[:3],
+            n,
+            hid,
+        )

@@ -32,8 +32,19 @@ from . import _tiled as T
 from ._scalar import CMP_CODES, MAP_CODES, ZIP_CODES
 
 __all__ = [
-    "FLAT_MIN", "FLAT_ZIP_MIN", "TILE_MIN", "TILE_ZIP_MIN", "SPLIT_MIN", "SPLIT_MAX_OUT", "SPLIT_CHUNK",
-    "COLS_MIN", "Rule", "TABLE", "route", "explain", "format_table",
+    "FLAT_MIN",
+    "FLAT_ZIP_MIN",
+    "TILE_MIN",
+    "TILE_ZIP_MIN",
+    "SPLIT_MIN",
+    "SPLIT_MAX_OUT",
+    "SPLIT_CHUNK",
+    "COLS_MIN",
+    "Rule",
+    "TABLE",
+    "route",
+    "explain",
+    "format_table",
 ]
 
 # --- thresholds (elements), each measured on one core -------------------------------------------
@@ -58,7 +69,12 @@ _F32 = np.dtype(np.float32)
 _INT_MAP = {"copy", "neg", "abs", "sign", "square", "relu"}
 _BOOL_MAP = {"copy", "logical_not"}
 _INT_ZIP = {"add", "sub", "mul", "pow", "maximum", "minimum"}
-_BOOL_AS_CMP = {"add": "logical_or", "mul": "logical_and", "maximum": "logical_or", "minimum": "logical_and"}
+_BOOL_AS_CMP = {
+    "add": "logical_or",
+    "mul": "logical_and",
+    "maximum": "logical_or",
+    "minimum": "logical_and",
+}
 # numpy's ufunc loops are SIMD (exp, tanh and log included) and a scalar JIT loop cannot vectorise
 # transcendental calls without Intel's SVML, so ops that are one or two ufuncs stay with numpy;
 # these, whose numpy form is several passes with temporaries around erf or exp, run fused in numba
@@ -81,7 +97,9 @@ def _f32(views, out):
     return out.storage.dtype == _F32 and all(v.storage.dtype == _F32 for v in views)
 
 
-_FLAT_OR_STRIDED = {f: (f"_elementwise.{f}_flat", f"_elementwise.{f}_strided") for f in ("map", "zip", "cmp")}
+_FLAT_OR_STRIDED = {
+    f: (f"_elementwise.{f}_flat", f"_elementwise.{f}_strided") for f in ("map", "zip", "cmp")
+}
 
 
 def _coalesced(shape, strides, code, name):
@@ -94,11 +112,21 @@ def _coalesced(shape, strides, code, name):
 
 # --- map -------------------------------------------------------------------------------------------
 def _map_cast(op, views, out, n, ufuncs):
-    return ("np.copyto", None) if op == "copy" and views[0].storage.dtype != out.storage.dtype else None
+    return (
+        ("np.copyto", None)
+        if op == "copy" and views[0].storage.dtype != out.storage.dtype
+        else None
+    )
 
 
 def _map_flat32(op, views, out, n, ufuncs):
-    ok = n >= FLAT_MIN and op in L.FLAT_MAP and _f32(views, out) and views[0].is_contiguous() and out.is_contiguous()
+    ok = (
+        n >= FLAT_MIN
+        and op in L.FLAT_MAP
+        and _f32(views, out)
+        and views[0].is_contiguous()
+        and out.is_contiguous()
+    )
     return ("_flat32.map32", L.FLAT_MAP[op]) if ok else None
 
 
@@ -110,8 +138,12 @@ def _map_numpy(op, views, out, n, ufuncs):
 
 def _map_numba(op, views, out, n, ufuncs):
     kind = _kind(views[0].storage.dtype)
-    if (kind == "i" and op not in _INT_MAP) or (kind == "b" and op not in _BOOL_MAP) or (
-            kind == "f" and op == "logical_not") or op not in MAP_CODES:
+    if (
+        (kind == "i" and op not in _INT_MAP)
+        or (kind == "b" and op not in _BOOL_MAP)
+        or (kind == "f" and op == "logical_not")
+        or op not in MAP_CODES
+    ):
         return None
     return _coalesced(views[0].shape, (views[0].strides, out.strides), MAP_CODES[op], "map")
 
@@ -129,15 +161,22 @@ def _zip_mode(op, a, b, out):
 
 
 def _zip_flat32(op, views, out, n, ufuncs):
-    if op not in L.FLAT_ZIP or n < (FLAT_MIN if op in _FLAT_FUSED else FLAT_ZIP_MIN) or not (
-            _f32(views[:1], out) and out.is_contiguous()):
+    if (
+        op not in L.FLAT_ZIP
+        or n < (FLAT_MIN if op in _FLAT_FUSED else FLAT_ZIP_MIN)
+        or not (_f32(views[:1], out) and out.is_contiguous())
+    ):
         return None
     mode = _zip_mode(op, *views, out)
     return None if mode is None else ("_flat32.zip32", (L.FLAT_ZIP[op], mode))
 
 
 def _zip_tiles(op, views, out, n, ufuncs):
-    if n < TILE_ZIP_MIN or op not in T.TILE_ZIP or not (_f32(views[:1], out) and out.is_contiguous()):
+    if (
+        n < TILE_ZIP_MIN
+        or op not in T.TILE_ZIP
+        or not (_f32(views[:1], out) and out.is_contiguous())
+    ):
         return None
     tiles = T.plan(views, n, need_repeat=True)  # a bias row added to every row, say
     return None if tiles is None else ("_tiled.zip_tiles", (T.TILE_ZIP[op], tiles))
@@ -171,7 +210,10 @@ def _where_tiles(op, views, out, n, ufuncs):
 
 
 def _where_strided(op, views, out, n, ufuncs):
-    return "_elementwise.where_strided", (0, *coalesce(out.shape, tuple(v.strides for v in views) + (out.strides,)))
+    return "_elementwise.where_strided", (
+        0,
+        *coalesce(out.shape, tuple(v.strides for v in views) + (out.strides,)),
+    )
 
 
 # --- reduce ----------------------------------------------------------------------------------------
@@ -191,8 +233,9 @@ class Reduction(NamedTuple):
 def reduction(a, dims, out):
     """The ``Reduction`` of reducing view ``a`` over ``dims`` into ``out``."""
     keep = [d for d in range(len(a.shape)) if d not in dims]
-    oshape, (oxs, oos) = coalesce([a.shape[d] for d in keep],
-                                  ([a.strides[d] for d in keep], [out.strides[d] for d in keep]))
+    oshape, (oxs, oos) = coalesce(
+        [a.shape[d] for d in keep], ([a.strides[d] for d in keep], [out.strides[d] for d in keep])
+    )
     rshape, (rxs,) = coalesce([a.shape[d] for d in dims], ([a.strides[d] for d in dims],))
     nred = 1
     for d in dims:
@@ -210,8 +253,13 @@ def _red_split(op, views, out, n, geo):
 
 
 def _red_cols(op, views, out, n, geo):
-    ok = len(geo.rshape) == 1 and len(geo.oshape) == 1 and geo.oxs[0] == 1 and geo.nred > 1 and (
-        geo.oshape[0] >= COLS_MIN)
+    ok = (
+        len(geo.rshape) == 1
+        and len(geo.oshape) == 1
+        and geo.oxs[0] == 1
+        and geo.nred > 1
+        and (geo.oshape[0] >= COLS_MIN)
+    )
     return ("_reduce.reduce_cols", geo) if ok else None
 
 
@@ -235,39 +283,155 @@ class Rule(NamedTuple):
 
 
 TABLE = (
-    Rule("map", ("np.copyto",), "copy", "cast", "any", "any", "memory-bound; no kernel per dtype pair",
-         _map_cast),
-    Rule("map", ("_flat32.map32",), "neg relu exp sigmoid gelu_tanh tanh", "float32", "contiguous",
-         ">= FLAT_MIN", "SIMD loops, threads: faster than the ufunc from 64k values", _map_flat32),
-    Rule("map", ("numpy",), "all but gelu silu erf on floats", "any", "any", "any",
-         "SIMD ufuncs; a JIT loop cannot vectorise libm calls", _map_numpy),
-    Rule("map", ("_elementwise.map_flat", "_elementwise.map_strided"), "defined for the dtype", "any",
-         "flat after coalescing / any", "any", "one fused pass; numpy_ufuncs=False: every op", _map_numba),
-    Rule("zip", ("_flat32.zip32",), "add sub mul div gelu_tanh_back", "float32",
-         "contiguous out; arrays, scalar, in place", ">= FLAT_ZIP_MIN (FLAT_MIN gelu_tanh_back)",
-         "SIMD loops, threads: parity with the ufunc at 512k", _zip_flat32),
-    Rule("zip", ("_tiled.zip_tiles",), "add sub mul div", "float32", "contiguous out; full, tile, scalar",
-         ">= TILE_ZIP_MIN", "unit-stride rows instead of numpy's broadcast loop", _zip_tiles),
-    Rule("zip", ("numpy",), "all but gelu_back silu_back on floats, pow on ints", "any", "any (broadcast too)",
-         "any", "(3,4)+(4,) float: ufunc 1.2 us, strided kernel 5.0 us (4x slower)", _zip_numpy),
-    Rule("zip", ("_elementwise.zip_flat", "_elementwise.zip_strided", "_elementwise.cmp_flat",
-          "_elementwise.cmp_strided"), "defined for the dtype", "any",
-         "flat after coalescing / any", "any", "one fused pass; numpy_ufuncs=False: every op", _zip_numba),
-    Rule("where", ("_tiled.where_tiles",), "where", "any", "contiguous out; full, tile, scalar", ">= TILE_MIN",
-         "SIMD select over unit-stride rows", _where_tiles),
-    Rule("where", ("_elementwise.where_strided",), "where", "any", "any", "any", "the general case",
-         _where_strided),
-    Rule("reduce", ("_reduce.arg_kernel",), "argmax argmin", "any", "one dim", "any", "the only arg kernel",
-         _red_arg),
-    Rule("reduce", ("_reduce.reduce_split",), "sum prod max min", "any", "one reduced run",
-         ">= SPLIT_MIN values, < SPLIT_MAX_OUT outputs", "fewer outputs than threads: split the values",
-         _red_split),
-    Rule("reduce", ("_reduce.reduce_cols",), "sum prod max min", "any", "over rows, contiguous rows",
-         ">= COLS_MIN columns", "SIMD over columns, threads over row chunks (bias gradients)", _red_cols),
-    Rule("reduce", ("_reduce.reduce_kernel",), "sum prod max min", "any", "any", "any",
-         "threads over outputs, a strided walk per output", _red_any),
+    Rule(
+        "map",
+        ("np.copyto",),
+        "copy",
+        "cast",
+        "any",
+        "any",
+        "memory-bound; no kernel per dtype pair",
+        _map_cast,
+    ),
+    Rule(
+        "map",
+        ("_flat32.map32",),
+        "neg relu exp sigmoid gelu_tanh tanh",
+        "float32",
+        "contiguous",
+        ">= FLAT_MIN",
+        "SIMD loops, threads: faster than the ufunc from 64k values",
+        _map_flat32,
+    ),
+    Rule(
+        "map",
+        ("numpy",),
+        "all but gelu silu erf on floats",
+        "any",
+        "any",
+        "any",
+        "SIMD ufuncs; a JIT loop cannot vectorise libm calls",
+        _map_numpy,
+    ),
+    Rule(
+        "map",
+        ("_elementwise.map_flat", "_elementwise.map_strided"),
+        "defined for the dtype",
+        "any",
+        "flat after coalescing / any",
+        "any",
+        "one fused pass; numpy_ufuncs=False: every op",
+        _map_numba,
+    ),
+    Rule(
+        "zip",
+        ("_flat32.zip32",),
+        "add sub mul div gelu_tanh_back",
+        "float32",
+        "contiguous out; arrays, scalar, in place",
+        ">= FLAT_ZIP_MIN (FLAT_MIN gelu_tanh_back)",
+        "SIMD loops, threads: parity with the ufunc at 512k",
+        _zip_flat32,
+    ),
+    Rule(
+        "zip",
+        ("_tiled.zip_tiles",),
+        "add sub mul div",
+        "float32",
+        "contiguous out; full, tile, scalar",
+        ">= TILE_ZIP_MIN",
+        "unit-stride rows instead of numpy's broadcast loop",
+        _zip_tiles,
+    ),
+    Rule(
+        "zip",
+        ("numpy",),
+        "all but gelu_back silu_back on floats, pow on ints",
+        "any",
+        "any (broadcast too)",
+        "any",
+        "(3,4)+(4,) float: ufunc 1.2 us, strided kernel 5.0 us (4x slower)",
+        _zip_numpy,
+    ),
+    Rule(
+        "zip",
+        (
+            "_elementwise.zip_flat",
+            "_elementwise.zip_strided",
+            "_elementwise.cmp_flat",
+            "_elementwise.cmp_strided",
+        ),
+        "defined for the dtype",
+        "any",
+        "flat after coalescing / any",
+        "any",
+        "one fused pass; numpy_ufuncs=False: every op",
+        _zip_numba,
+    ),
+    Rule(
+        "where",
+        ("_tiled.where_tiles",),
+        "where",
+        "any",
+        "contiguous out; full, tile, scalar",
+        ">= TILE_MIN",
+        "SIMD select over unit-stride rows",
+        _where_tiles,
+    ),
+    Rule(
+        "where",
+        ("_elementwise.where_strided",),
+        "where",
+        "any",
+        "any",
+        "any",
+        "the general case",
+        _where_strided,
+    ),
+    Rule(
+        "reduce",
+        ("_reduce.arg_kernel",),
+        "argmax argmin",
+        "any",
+        "one dim",
+        "any",
+        "the only arg kernel",
+        _red_arg,
+    ),
+    Rule(
+        "reduce",
+        ("_reduce.reduce_split",),
+        "sum prod max min",
+        "any",
+        "one reduced run",
+        ">= SPLIT_MIN values, < SPLIT_MAX_OUT outputs",
+        "fewer outputs than threads: split the values",
+        _red_split,
+    ),
+    Rule(
+        "reduce",
+        ("_reduce.reduce_cols",),
+        "sum prod max min",
+        "any",
+        "over rows, contiguous rows",
+        ">= COLS_MIN columns",
+        "SIMD over columns, threads over row chunks (bias gradients)",
+        _red_cols,
+    ),
+    Rule(
+        "reduce",
+        ("_reduce.reduce_kernel",),
+        "sum prod max min",
+        "any",
+        "any",
+        "any",
+        "threads over outputs, a strided walk per output",
+        _red_any,
+    ),
 )
-_MATCH = {f: tuple(r.match for r in TABLE if r.family == f) for f in ("map", "zip", "where", "reduce")}
+_MATCH = {
+    f: tuple(r.match for r in TABLE if r.family == f) for f in ("map", "zip", "where", "reduce")
+}
 
 
 def route(family, op, views, out, numpy_ufuncs=True, dims=()):
@@ -277,15 +441,19 @@ def route(family, op, views, out, numpy_ufuncs=True, dims=()):
     ``Reduction``). Raises ``BackendError`` when no row applies (the op is not defined for the
     dtype) or a zip mixes dtypes."""
     if family == "zip" and views[0].storage.dtype != views[1].storage.dtype:
-        raise BackendError(f"numba backend: zip {op!r} got mixed dtypes {views[0].storage.dtype} "
-                           f"and {views[1].storage.dtype}")
+        raise BackendError(
+            f"numba backend: zip {op!r} got mixed dtypes {views[0].storage.dtype} "
+            f"and {views[1].storage.dtype}"
+        )
     n = out.size
     extra = reduction(views[0], dims, out) if family == "reduce" else numpy_ufuncs
     for match in _MATCH[family]:
         hit = match(op, views, out, n, extra)
         if hit is not None:
             return hit
-    raise BackendError(f"numba backend: {family} op {op!r} is not defined for dtype {views[0].storage.dtype}")
+    raise BackendError(
+        f"numba backend: {family} op {op!r} is not defined for dtype {views[0].storage.dtype}"
+    )
 
 
 # --- asking the table --------------------------------------------------------------------------------
@@ -314,12 +482,16 @@ def explain(op, *tensors, dim=None):
 
     backend = tensors[0].backend
     if not isinstance(backend, NumbaBackend):
-        raise BackendError(f"explain: the tensors are on {backend.name!r}; move them with .to('numba')")
+        raise BackendError(
+            f"explain: the tensors are on {backend.name!r}; move them with .to('numba')"
+        )
     views = [t._td for t in tensors]
     dims = ()
     if op in _REDUCE_OPS:
         family, nd = "reduce", len(views[0].shape)
-        dims = tuple(range(nd)) if dim is None else tuple(d % nd for d in np.atleast_1d(dim).tolist())
+        dims = (
+            tuple(range(nd)) if dim is None else tuple(d % nd for d in np.atleast_1d(dim).tolist())
+        )
         shape = tuple(1 if d in dims else s for d, s in enumerate(views[0].shape))
     else:
         family = "where" if op == "where" else ("map" if len(views) == 1 else "zip")

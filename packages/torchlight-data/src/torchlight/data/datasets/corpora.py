@@ -30,7 +30,9 @@ __all__ = [
     "decode_file",
 ]
 
-_SHAKESPEARE_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/{}/data/tinyshakespeare/input.txt"
+_SHAKESPEARE_URL = (
+    "https://raw.githubusercontent.com/karpathy/char-rnn/{}/data/tinyshakespeare/input.txt"
+)
 _UCI_URLS = (
     "https://archive.ics.uci.edu/static/public/331/sentiment+labelled+sentences.zip",
     "https://archive.ics.uci.edu/ml/machine-learning-databases/00331/sentiment%20labelled%20sentences.zip",
@@ -45,8 +47,11 @@ _FRA_URLS = (
 )
 
 SENTIMENT_SOURCES = ("amazon", "imdb", "yelp")
-_SENTIMENT_FILES = {"amazon": "amazon_cells_labelled.txt", "imdb": "imdb_labelled.txt",
-                    "yelp": "yelp_labelled.txt"}
+_SENTIMENT_FILES = {
+    "amazon": "amazon_cells_labelled.txt",
+    "imdb": "imdb_labelled.txt",
+    "yelp": "yelp_labelled.txt",
+}
 _SENTIMENT_SHA = {
     "amazon": "47003fc0a0d4840b00e96e715b6189bad09e7443a3da41c4cbe12ffc79f86ae3",
     "imdb": "aef2e49e3da25714d61175e3a6e68eeef74a20a2f914318dc3be9947ea86512d",
@@ -59,21 +64,41 @@ RESOURCES: dict[str, Resource] = {
     "tinyshakespeare": Resource(
         "tinyshakespeare/input.txt",
         "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed",
-        urls=(_SHAKESPEARE_URL.format("master"),
-              _SHAKESPEARE_URL.format("6f9487a6fe5b420b7ca9afb0d7c078e37c1d1b4e")),
-        size=1_115_394),
-    **{f"sentiment/{src}": Resource(f"sentiment/{name}", _SENTIMENT_SHA[src], urls=_UCI_URLS,
-                                    member=name, size=_SENTIMENT_SIZE[src])
-       for src, name in _SENTIMENT_FILES.items()},
+        urls=(
+            _SHAKESPEARE_URL.format("master"),
+            _SHAKESPEARE_URL.format("6f9487a6fe5b420b7ca9afb0d7c078e37c1d1b4e"),
+        ),
+        size=1_115_394,
+    ),
+    **{
+        f"sentiment/{src}": Resource(
+            f"sentiment/{name}",
+            _SENTIMENT_SHA[src],
+            urls=_UCI_URLS,
+            member=name,
+            size=_SENTIMENT_SIZE[src],
+        )
+        for src, name in _SENTIMENT_FILES.items()
+    },
     "eng-fra": Resource(
         "eng-fra/fra.txt",
         "0bb85dbaa1c896844649094d7eaf2e34bee34e84fe362b26ce7e8f2e12aae104",
-        urls=_FRA_URLS, member="fra.txt", size=11_669_748),
+        urls=_FRA_URLS,
+        member="fra.txt",
+        size=11_669_748,
+    ),
 }
 
 
-def _read_text(resource: Resource, root, download, verify, progress,
-               encoding: str = "utf-8", errors: str = "strict") -> str:
+def _read_text(
+    resource: Resource,
+    root,
+    download,
+    verify,
+    progress,
+    encoding: str = "utf-8",
+    errors: str = "strict",
+) -> str:
     path = fetch(resource, root, download=download, verify=verify, progress=progress)
     # Bytes then decode: no newline translation, no locale-dependent default encoding.
     return decode_file(path.read_bytes(), path, encoding, errors)
@@ -92,18 +117,23 @@ def decode_file(data: bytes, path, encoding: str = "utf-8", errors: str = "stric
     try:
         return data.decode(encoding, errors)
     except LookupError as exc:
-        raise DataError(f"cannot read {path}: {exc} (encoding={encoding!r}, errors={errors!r}; "
-                        "see the codecs module for the names Python knows)") from None
+        raise DataError(
+            f"cannot read {path}: {exc} (encoding={encoding!r}, errors={errors!r}; "
+            "see the codecs module for the names Python knows)"
+        ) from None
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        bad = data[exc.start:exc.end]
+        bad = data[exc.start : exc.end]
         raise DecodingError(
             f"{path}: byte offset {exc.start} (line {line}) is not valid {exc.encoding}: {bad!r} "
             f"({exc.reason}). The file is damaged, or in another encoding. To read it anyway pass "
             f"errors='replace' (bad bytes become U+FFFD) or errors='ignore' (they are dropped), or "
             f"the file's real encoding, e.g. encoding='latin-1'; or replace the file with the "
             f"published one (a checksum mismatch says so when verify=True).",
-            path, exc.start, exc) from None
+            path,
+            exc.start,
+            exc,
+        ) from None
 
 
 def _lines(text: str) -> list[str]:
@@ -113,9 +143,15 @@ def _lines(text: str) -> list[str]:
     return lines
 
 
-def tiny_shakespeare(root: str | os.PathLike | None = None, *, download: bool = True,
-                     verify: bool = True, progress: bool = True, encoding: str = "utf-8",
-                     errors: str = "strict") -> str:
+def tiny_shakespeare(
+    root: str | os.PathLike | None = None,
+    *,
+    download: bool = True,
+    verify: bool = True,
+    progress: bool = True,
+    encoding: str = "utf-8",
+    errors: str = "strict",
+) -> str:
     """Tiny Shakespeare (Karpathy's char-rnn): one string of 1,115,394 characters, 65 distinct.
 
     Split for language modelling with :func:`~torchlight.data.datasets.split_text`, which cuts
@@ -125,7 +161,9 @@ def tiny_shakespeare(root: str | os.PathLike | None = None, *, download: bool = 
         text = tiny_shakespeare()
         train, val = split_text(text, val_fraction=0.1)   # first 90% / last 10%
     """
-    return _read_text(RESOURCES["tinyshakespeare"], root, download, verify, progress, encoding, errors)
+    return _read_text(
+        RESOURCES["tinyshakespeare"], root, download, verify, progress, encoding, errors
+    )
 
 
 class Sentence(NamedTuple):
@@ -136,10 +174,16 @@ class Sentence(NamedTuple):
     source: str
 
 
-def sentiment_sentences(root: str | os.PathLike | None = None,
-                        sources: tuple[str, ...] = SENTIMENT_SOURCES, *, download: bool = True,
-                        verify: bool = True, progress: bool = True, encoding: str = "utf-8",
-                        errors: str = "strict") -> list[Sentence]:
+def sentiment_sentences(
+    root: str | os.PathLike | None = None,
+    sources: tuple[str, ...] = SENTIMENT_SOURCES,
+    *,
+    download: bool = True,
+    verify: bool = True,
+    progress: bool = True,
+    encoding: str = "utf-8",
+    errors: str = "strict",
+) -> list[Sentence]:
     """UCI Sentiment Labelled Sentences: 3,000 :class:`Sentence` (1,000 per source, half positive).
 
     Sources come in the order given (default amazon, imdb, yelp), lines in file order. Each line
@@ -160,7 +204,9 @@ def sentiment_sentences(root: str | os.PathLike | None = None,
         for lineno, line in enumerate(_lines(text), 1):
             sentence, sep, label = line.rpartition("\t")
             if not sep or label.strip() not in ("0", "1"):
-                raise DataError(f"{resource.path}:{lineno}: expected 'sentence<TAB>0|1', got {line!r}")
+                raise DataError(
+                    f"{resource.path}:{lineno}: expected 'sentence<TAB>0|1', got {line!r}"
+                )
             out.append(Sentence(sentence.strip(), int(label), src))
     return out
 
@@ -169,10 +215,17 @@ def _normalize(s: str) -> str:
     return unicodedata.normalize("NFKC", s).lower()
 
 
-def tatoeba_eng_fra(max_words: int | None = None, root: str | os.PathLike | None = None, *,
-                    normalize: bool = False, download: bool = True, verify: bool = True,
-                    progress: bool = True, encoding: str = "utf-8",
-                    errors: str = "strict") -> list[tuple[str, str]]:
+def tatoeba_eng_fra(
+    max_words: int | None = None,
+    root: str | os.PathLike | None = None,
+    *,
+    normalize: bool = False,
+    download: bool = True,
+    verify: bool = True,
+    progress: bool = True,
+    encoding: str = "utf-8",
+    errors: str = "strict",
+) -> list[tuple[str, str]]:
     """English-French sentence pairs from Tatoeba (manythings.org, release 2019-04-07).
 
     Returns ``(english, french)`` tuples in file order (roughly by length, shortest first): all
@@ -194,12 +247,15 @@ def tatoeba_eng_fra(max_words: int | None = None, root: str | os.PathLike | None
     for lineno, line in enumerate(_lines(text), 1):
         cols = line.split("\t")
         if len(cols) < 2:
-            raise DataError(f"{resource.path}:{lineno}: expected 'english<TAB>french', got {line!r}")
+            raise DataError(
+                f"{resource.path}:{lineno}: expected 'english<TAB>french', got {line!r}"
+            )
         eng, fra = cols[0], cols[1]
         if max_words is not None or normalize:
             n_eng, n_fra = _normalize(eng), _normalize(fra)
-            if max_words is not None and (len(n_eng.split()) > max_words
-                                          or len(n_fra.split()) > max_words):
+            if max_words is not None and (
+                len(n_eng.split()) > max_words or len(n_fra.split()) > max_words
+            ):
                 continue
             if normalize:
                 eng, fra = n_eng, n_fra

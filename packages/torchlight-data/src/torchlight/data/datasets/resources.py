@@ -31,7 +31,14 @@ from urllib.request import urlopen  # looked up at call time, so tests can monke
 
 from ..errors import ChecksumError, DataNotFoundError
 
-__all__ = ["Resource", "fetch", "cache_dir", "checkout_data_root", "sha256_file", "DOWNLOAD_TIMEOUT"]
+__all__ = [
+    "Resource",
+    "fetch",
+    "cache_dir",
+    "checkout_data_root",
+    "sha256_file",
+    "DOWNLOAD_TIMEOUT",
+]
 
 DOWNLOAD_TIMEOUT = 30.0  # seconds without progress before a mirror counts as unreachable
 _BLOCK = 1 << 16
@@ -53,7 +60,9 @@ class Resource:
 
     def __post_init__(self):
         if Path(self.path).is_absolute() or ".." in Path(self.path).parts:
-            raise ValueError(f"Resource.path must be relative and stay inside the root: {self.path!r}")
+            raise ValueError(
+                f"Resource.path must be relative and stay inside the root: {self.path!r}"
+            )
 
 
 def cache_dir() -> Path:
@@ -101,23 +110,34 @@ def _check(path: Path, resource: Resource, origin: str) -> None:
             f"{path} ({origin}) has SHA-256 {actual}, but {resource.path} should have "
             f"{resource.sha256}. The file is corrupt, truncated or a different release; it was not "
             "used. Replace it with the published file (or delete it to let torchlight download "
-            "it again), or pass verify=False to use it anyway.")
+            "it again), or pass verify=False to use it anyway."
+        )
 
 
 def _candidates(root) -> list[tuple[str, Path | None]]:
     env = os.environ.get("TORCHLIGHT_DATA")
-    return [("root= argument", Path(root).expanduser() if root is not None else None),
-            ("$TORCHLIGHT_DATA", Path(env).expanduser() if env else None),
-            ("cache", cache_dir())]
+    return [
+        ("root= argument", Path(root).expanduser() if root is not None else None),
+        ("$TORCHLIGHT_DATA", Path(env).expanduser() if env else None),
+        ("cache", cache_dir()),
+    ]
 
 
-def fetch(resource: Resource, root: str | os.PathLike | None = None, *, download: bool = True,
-          verify: bool = True, progress: bool = True) -> Path:
+def fetch(
+    resource: Resource,
+    root: str | os.PathLike | None = None,
+    *,
+    download: bool = True,
+    verify: bool = True,
+    progress: bool = True,
+) -> Path:
     """The local path of ``resource``, downloading it into the cache if needed (see module doc)."""
     searched: list[str] = []
     for label, base in _candidates(root):
         if base is None:
-            searched.append(f"  {label}: not given" if label.startswith("root") else f"  {label}: not set")
+            searched.append(
+                f"  {label}: not given" if label.startswith("root") else f"  {label}: not set"
+            )
             continue
         path = base / resource.path
         if path.is_file():
@@ -148,15 +168,19 @@ def fetch(resource: Resource, root: str | os.PathLike | None = None, *, download
         if mismatches:
             raise ChecksumError(
                 f"downloaded {resource.path} but its SHA-256 is not the published "
-                f"{resource.sha256}; nothing was saved.\n" + "\n".join(mismatches + failures))
+                f"{resource.sha256}; nothing was saved.\n" + "\n".join(mismatches + failures)
+            )
     raise DataNotFoundError(_not_found_message(resource, searched, failures, target))
 
 
 def _not_found_message(resource: Resource, searched, failures, target: Path) -> str:
     if resource.urls:
         source = resource.urls[0]
-        how = (f"download {source} and extract the entry ending in {resource.member!r}"
-               if resource.member else f"download {source}")
+        how = (
+            f"download {source} and extract the entry ending in {resource.member!r}"
+            if resource.member
+            else f"download {source}"
+        )
         how += f" to {target}, or"
     else:
         how = "place it"
@@ -165,7 +189,8 @@ def _not_found_message(resource: Resource, searched, failures, target: Path) -> 
         "Searched:\n" + "\n".join(searched) + "\n"
         "Download:\n" + "\n".join(failures) + "\n"
         f"To provide it: {how} set TORCHLIGHT_DATA (or pass root=) to a directory that contains "
-        f"{resource.path} (expected SHA-256 {resource.sha256}).")
+        f"{resource.path} (expected SHA-256 {resource.sha256})."
+    )
 
 
 def _download(resource: Resource, url: str, target: Path, progress: bool, verify: bool) -> None:
@@ -215,14 +240,25 @@ def _stream(url: str, dest: Path, progress: bool, desc: str, limit: int | None =
         length = response.headers.get("Content-Length") if response.headers else None
         total = int(length) if length and length.isdigit() else None
         received = 0
-        with open(dest, "wb") as out, tqdm(total=total, unit="B", unit_scale=True,
-                                           unit_divisor=1024, desc=desc, disable=not progress,
-                                           leave=False) as bar:
+        with (
+            open(dest, "wb") as out,
+            tqdm(
+                total=total,
+                unit="B",
+                unit_scale=True,
+                unit_divisor=1024,
+                desc=desc,
+                disable=not progress,
+                leave=False,
+            ) as bar,
+        ):
             while block := response.read(_BLOCK):
                 received += len(block)
                 if limit is not None and received > limit:
-                    raise ChecksumError(f"{url} sends more than the {limit} bytes of the published "
-                                        f"{desc}; the download was stopped (a different release?)")
+                    raise ChecksumError(
+                        f"{url} sends more than the {limit} bytes of the published "
+                        f"{desc}; the download was stopped (a different release?)"
+                    )
                 out.write(block)
                 bar.update(len(block))
     if total is not None and received != total:
@@ -233,8 +269,11 @@ def _extract(archive: Path, member: str, dest: Path, size: int | None = None) ->
     """Copy ``archive``'s entry ending in ``member`` to ``dest`` (never to a path named by the
     archive); with ``size``, an entry of any other size is refused before or while copying."""
     with zipfile.ZipFile(archive) as zf:
-        names = [n for n in zf.namelist()
-                 if not n.startswith("__MACOSX/") and (n == member or n.endswith("/" + member))]
+        names = [
+            n
+            for n in zf.namelist()
+            if not n.startswith("__MACOSX/") and (n == member or n.endswith("/" + member))
+        ]
         if not names:
             raise KeyError(f"{archive.name} has no entry named {member!r}")
         info = zf.getinfo(sorted(names, key=len)[0])
@@ -250,7 +289,9 @@ def _extract(archive: Path, member: str, dest: Path, size: int | None = None) ->
 
 
 def _size_mismatch(archive: Path, name: str, what: str, size: int) -> ChecksumError:
-    return ChecksumError(f"{archive} entry {name!r} {what}, but the published file has {size} "
-                         "bytes; it was not extracted (a different release, a corrupt download, or "
-                         "a zip bomb). Delete the archive to download it again, or pass "
-                         "verify=False to use another release.")
+    return ChecksumError(
+        f"{archive} entry {name!r} {what}, but the published file has {size} "
+        "bytes; it was not extracted (a different release, a corrupt download, or "
+        "a zip bomb). Delete the archive to download it again, or pass "
+        "verify=False to use another release."
+    )

@@ -22,8 +22,9 @@ def _val_count(n: int, val_fraction: float) -> int:
     return int(round(n * val_fraction))
 
 
-def train_val_split(items: Sequence[T], val_fraction: float = 0.1,
-                    seed: int = 0) -> tuple[list[T], list[T]]:
+def train_val_split(
+    items: Sequence[T], val_fraction: float = 0.1, seed: int = 0
+) -> tuple[list[T], list[T]]:
     """Shuffle ``items`` with ``numpy.random.default_rng(seed)`` and cut off ``val_fraction``.
 
     Returns ``(train, val)`` as lists, both in the shuffled order; ``len(val)`` is

@@ -31,9 +31,7 @@ __all__ = ["BPETokenizer", "SPLIT_PATTERN"]
 # (``[^\W\d_]`` = word characters minus digits and underscore), digits, any other non-space run
 # (underscore included), then whitespace. Together the branches cover every character; chunking
 # also keeps any gap between matches, so a custom pattern can never lose text.
-SPLIT_PATTERN = (
-    r"""'(?:[sdmt]|ll|ve|re)| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+"""
-)
+SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?[^\W\d_]+| ?\d+| ?(?:[^\s\w]|_)+|\s+(?!\S)|\s+"""
 
 _CACHE_LIMIT = 200_000  # chunk -> ids memo entries before the memo is reset (bounds memory)
 
@@ -67,8 +65,12 @@ class BPETokenizer:
 
     TYPE = "bpe"
 
-    def __init__(self, merges: Iterable[tuple[int, int]] = (), special_tokens: Iterable[str] = (),
-                 pattern: str = SPLIT_PATTERN):
+    def __init__(
+        self,
+        merges: Iterable[tuple[int, int]] = (),
+        special_tokens: Iterable[str] = (),
+        pattern: str = SPLIT_PATTERN,
+    ):
         self.pattern = pattern
         self._compiled = re.compile(pattern)
         self._set_merges(list(merges), list(special_tokens))
@@ -94,12 +96,15 @@ class BPETokenizer:
         self._special_ids = {i: s for s, i in self.special_tokens.items()}
         # Longest first, so that a special token that is a prefix of another never wins.
         alternatives = sorted(self.special_tokens, key=len, reverse=True)
-        self._special_re = re.compile("|".join(map(re.escape, alternatives))) if alternatives else None
+        self._special_re = (
+            re.compile("|".join(map(re.escape, alternatives))) if alternatives else None
+        )
         self._cache: dict[str, list[int]] = {}
 
     # ---------------------------------------------------------------- training
-    def train(self, text: str | Iterable[str], vocab_size: int,
-              special_tokens: Iterable[str] = ()) -> BPETokenizer:
+    def train(
+        self, text: str | Iterable[str], vocab_size: int, special_tokens: Iterable[str] = ()
+    ) -> BPETokenizer:
         """Learn ``vocab_size - 256 - len(special_tokens)`` merges from ``text``; returns ``self``.
 
         ``text`` may be one string or an iterable of documents (chunks never span two of them).
@@ -111,7 +116,8 @@ class BPETokenizer:
         if n_merges < 0:
             raise ValueError(
                 f"vocab_size={vocab_size} is below the 256 byte tokens plus "
-                f"{len(special_tokens)} special token(s)")
+                f"{len(special_tokens)} special token(s)"
+            )
         docs = [text] if isinstance(text, str) else list(text)
 
         chunk_counts: Counter[str] = Counter()
@@ -171,7 +177,7 @@ class BPETokenizer:
         out, pos = [], 0
         for m in self._compiled.finditer(text):
             if m.start() > pos:
-                out.append(text[pos:m.start()])
+                out.append(text[pos : m.start()])
             if m.end() > m.start():
                 out.append(m.group())
             pos = m.end()
@@ -188,7 +194,8 @@ class BPETokenizer:
         except UnicodeEncodeError as exc:
             raise TokenizerError(
                 f"BPETokenizer: the text contains a lone surrogate {chunk[exc.start]!r}, which "
-                "is not valid Unicode and has no UTF-8 encoding") from None
+                "is not valid Unicode and has no UTF-8 encoding"
+            ) from None
         ranks = self.ranks
         while len(ids) > 1:
             # The applicable merge learned earliest goes first, exactly as in training.
@@ -211,7 +218,7 @@ class BPETokenizer:
             out: list[int] = []
             pos = 0
             for m in self._special_re.finditer(text):
-                out.extend(self._encode_plain(text[pos:m.start()]))
+                out.extend(self._encode_plain(text[pos : m.start()]))
                 out.append(self.special_tokens[m.group()])
                 pos = m.end()
             out.extend(self._encode_plain(text[pos:]))
@@ -235,7 +242,9 @@ class BPETokenizer:
             elif i in specials:
                 parts.append(specials[i].encode("utf-8"))
             else:
-                raise TokenizerError(f"BPETokenizer: id {i} out of range for vocabulary size {len(self)}")
+                raise TokenizerError(
+                    f"BPETokenizer: id {i} out of range for vocabulary size {len(self)}"
+                )
         return b"".join(parts).decode("utf-8", errors=errors)
 
     def token_bytes(self, token_id: int) -> bytes:
@@ -257,9 +266,13 @@ class BPETokenizer:
         """Everything needed to rebuild this tokenizer as plain JSON-able values (with a ``type`` and a
         format ``version``).
         """
-        return {"type": self.TYPE, "version": FORMAT_VERSION, "pattern": self.pattern,
-                "merges": [list(p) for p in self.merges],
-                "special_tokens": list(self.special_tokens)}
+        return {
+            "type": self.TYPE,
+            "version": FORMAT_VERSION,
+            "pattern": self.pattern,
+            "merges": [list(p) for p in self.merges],
+            "special_tokens": list(self.special_tokens),
+        }
 
     @classmethod
     def from_dict(cls, payload: dict) -> BPETokenizer:
@@ -267,8 +280,11 @@ class BPETokenizer:
         :class:`~torchlight.data.TokenizerError` naming a missing field.
         """
         try:
-            return cls([tuple(p) for p in payload["merges"]], payload.get("special_tokens", ()),
-                       payload["pattern"])
+            return cls(
+                [tuple(p) for p in payload["merges"]],
+                payload.get("special_tokens", ()),
+                payload["pattern"],
+            )
         except (KeyError, TypeError, ValueError) as exc:
             raise TokenizerError(f"malformed BPETokenizer file: {exc!r}") from None
 
@@ -283,8 +299,10 @@ class BPETokenizer:
 
     def __eq__(self, other):
         return isinstance(other, BPETokenizer) and (
-            self.merges, self.special_tokens, self.pattern) == (
-            other.merges, other.special_tokens, other.pattern)
+            self.merges,
+            self.special_tokens,
+            self.pattern,
+        ) == (other.merges, other.special_tokens, other.pattern)
 
     def __repr__(self):
         return f"BPETokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)})"

@@ -43,11 +43,13 @@ def read_json(path: str | os.PathLike, expected_type: str | None = None) -> dict
     if expected_type is not None and payload["type"] != expected_type:
         raise TokenizerError(
             f"{path}: holds a {payload['type']!r} tokenizer, not {expected_type!r}; "
-            "use torchlight.data.text.load_tokenizer to load any kind")
+            "use torchlight.data.text.load_tokenizer to load any kind"
+        )
     if payload.get("version") != FORMAT_VERSION:
         raise TokenizerError(
             f"{path}: format version {payload.get('version')!r} is not supported "
-            f"(this torchlight reads version {FORMAT_VERSION})")
+            f"(this torchlight reads version {FORMAT_VERSION})"
+        )
     return payload
 
 

@@ -68,8 +68,14 @@ class WordVocab:
         self.counts: dict[str, int] = {}  # corpus frequencies, filled by build() (not saved)
 
     @classmethod
-    def build(cls, texts: Iterable[str], min_freq: int = 1, max_size: int | None = None,
-              lower: bool = True, normalize: bool = True) -> WordVocab:
+    def build(
+        cls,
+        texts: Iterable[str],
+        min_freq: int = 1,
+        max_size: int | None = None,
+        lower: bool = True,
+        normalize: bool = True,
+    ) -> WordVocab:
         """Count the words of ``texts`` and keep the frequent ones.
 
         ``max_size`` bounds the total vocabulary size, specials included.
@@ -85,7 +91,9 @@ class WordVocab:
             counts.update(word_tokenize(text, lower, normalize))
         for special in SPECIALS:
             counts.pop(special, None)
-        words = sorted((w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w))
+        words = sorted(
+            (w for w, c in counts.items() if c >= min_freq), key=lambda w: (-counts[w], w)
+        )
         if max_size is not None:
             words = words[: max_size - len(SPECIALS)]
         vocab = cls(list(SPECIALS) + words, lower=lower, normalize=normalize)
@@ -152,8 +160,13 @@ class WordVocab:
         """Everything needed to rebuild this vocabulary as plain JSON-able values (with a ``type`` and a
         format ``version``).
         """
-        return {"type": self.TYPE, "version": FORMAT_VERSION, "tokens": self.itos,
-                "lower": self.lower, "normalize": self.normalize}
+        return {
+            "type": self.TYPE,
+            "version": FORMAT_VERSION,
+            "tokens": self.itos,
+            "lower": self.lower,
+            "normalize": self.normalize,
+        }
 
     @classmethod
     def from_dict(cls, payload: dict) -> WordVocab:
@@ -176,7 +189,10 @@ class WordVocab:
 
     def __eq__(self, other):
         return isinstance(other, WordVocab) and (self.itos, self.lower, self.normalize) == (
-            other.itos, other.lower, other.normalize)
+            other.itos,
+            other.lower,
+            other.normalize,
+        )
 
     def __repr__(self):
         return f"WordVocab(size={len(self)})"

@@ -29,4 +29,30 @@ from ..activation import (
 )
 from ..attention import MultiheadAttention
 
-__all__ = ["Softmax2d", "CELU", "ELU", "GELU", "GLU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU", "ReLU6", "Sigmoid", "SiLU", "Softmax", "Softmin", "Softplus", "Softsign", "Tanh", "Threshold", "MultiheadAttention"]
+__all__ = [
+    "Softmax2d",
+    "CELU",
+    "ELU",
+    "GELU",
+    "GLU",
+    "SELU",
+    "Hardsigmoid",
+    "Hardswish",
+    "Hardtanh",
+    "LeakyReLU",
+    "LogSigmoid",
+    "LogSoftmax",
+    "Mish",
+    "PReLU",
+    "ReLU",
+    "ReLU6",
+    "Sigmoid",
+    "SiLU",
+    "Softmax",
+    "Softmin",
+    "Softplus",
+    "Softsign",
+    "Tanh",
+    "Threshold",
+    "MultiheadAttention",
+]

@@ -25,6 +25,22 @@ from ..margin_loss import (
 )
 
 __all__ = [
-    "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss", "MultiLabelSoftMarginLoss",
-    "MultiMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss",
-   "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "KLDivLoss", "L1Loss", "MSELoss", "NLLLoss", "SmoothL1Loss"]
+    "CosineEmbeddingLoss",
+    "GaussianNLLLoss",
+    "HingeEmbeddingLoss",
+    "MarginRankingLoss",
+    "MultiLabelSoftMarginLoss",
+    "MultiMarginLoss",
+    "PoissonNLLLoss",
+    "SoftMarginLoss",
+    "TripletMarginLoss",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "CrossEntropyLoss",
+    "HuberLoss",
+    "KLDivLoss",
+    "L1Loss",
+    "MSELoss",
+    "NLLLoss",
+    "SmoothL1Loss",
+]

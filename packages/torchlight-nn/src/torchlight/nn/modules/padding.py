@@ -15,6 +15,14 @@ from ..padding import (
 )
 
 __all__ = [
-    "CircularPad1d", "CircularPad2d", "ConstantPad1d", "ConstantPad2d", "ReflectionPad1d", "ReflectionPad2d",
-    "ReplicationPad1d", "ReplicationPad2d", "ZeroPad1d", "ZeroPad2d",
+    "CircularPad1d",
+    "CircularPad2d",
+    "ConstantPad1d",
+    "ConstantPad2d",
+    "ReflectionPad1d",
+    "ReflectionPad2d",
+    "ReplicationPad1d",
+    "ReplicationPad2d",
+    "ZeroPad1d",
+    "ZeroPad2d",
 ]

@@ -13,6 +13,12 @@ from ..pooling import (
 )
 
 __all__ = [
-    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d",
-    "MaxPool1d", "MaxPool2d",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "MaxPool1d",
+    "MaxPool2d",
 ]

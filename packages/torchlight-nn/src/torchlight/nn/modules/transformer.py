@@ -9,4 +9,10 @@ from ..transformer import (
     TransformerEncoderLayer,
 )
 
-__all__ = ["Transformer", "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer"]
+__all__ = [
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
+    "TransformerEncoder",
+    "TransformerEncoderLayer",
+]

@@ -19,8 +19,17 @@ from . import rnn
 from .spectral_norm import remove_spectral_norm, spectral_norm
 from .weight_norm import remove_weight_norm, weight_norm
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters", "rnn", "weight_norm",
-           "remove_weight_norm", "spectral_norm", "remove_spectral_norm"]
+__all__ = [
+    "clip_grad_norm_",
+    "clip_grad_value_",
+    "parameters_to_vector",
+    "vector_to_parameters",
+    "rnn",
+    "weight_norm",
+    "remove_weight_norm",
+    "spectral_norm",
+    "remove_spectral_norm",
+]
 
 
 def _as_list(parameters):
@@ -109,7 +118,9 @@ def vector_to_parameters(vec, parameters):
     params = _as_list(parameters)
     total = sum(p.numel() for p in params)
     if vec.numel() != total:
-        raise tl.ShapeError(f"vector_to_parameters: vec has {vec.numel()} elements, the parameters need {total}")
+        raise tl.ShapeError(
+            f"vector_to_parameters: vec has {vec.numel()} elements, the parameters need {total}"
+        )
     offset = 0
     with tl.no_grad():
         for p in params:

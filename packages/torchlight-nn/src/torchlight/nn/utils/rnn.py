@@ -18,8 +18,15 @@ import numpy as np
 
 import torchlight as tl
 
-__all__ = ["pad_sequence", "unpad_sequence", "PackedSequence", "pack_padded_sequence", "pad_packed_sequence",
-           "pack_sequence", "unpack_sequence"]
+__all__ = [
+    "pad_sequence",
+    "unpad_sequence",
+    "PackedSequence",
+    "pack_padded_sequence",
+    "pad_packed_sequence",
+    "pack_sequence",
+    "unpack_sequence",
+]
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
@@ -38,7 +45,9 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     rest = tuple(seqs[0].shape[1:])
     for s in seqs:
         if s.ndim == 0 or tuple(s.shape[1:]) != rest:
-            raise tl.ShapeError(f"pad_sequence: every sequence must be (L_i, *{rest}), got shape {s.shape}")
+            raise tl.ShapeError(
+                f"pad_sequence: every sequence must be (L_i, *{rest}), got shape {s.shape}"
+            )
     longest = max(s.shape[0] for s in seqs)
     padded = []
     for s in seqs:
@@ -83,7 +92,9 @@ class PackedSequence(NamedTuple):
 
 
 def _as_lengths(lengths):
-    arr = np.asarray(lengths.tolist() if isinstance(lengths, tl.Tensor) else lengths, dtype=np.int64).reshape(-1)
+    arr = np.asarray(
+        lengths.tolist() if isinstance(lengths, tl.Tensor) else lengths, dtype=np.int64
+    ).reshape(-1)
     if arr.size and arr.min() <= 0:
         raise ValueError("pack_padded_sequence: every sequence needs a length >= 1")
     return arr
@@ -102,15 +113,21 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     lens = _as_lengths(lengths)
     x = input.transpose(0, 1) if batch_first else input
     if len(lens) != x.shape[1]:
-        raise tl.ShapeError(f"pack_padded_sequence: {len(lens)} lengths for a batch of {x.shape[1]}")
+        raise tl.ShapeError(
+            f"pack_padded_sequence: {len(lens)} lengths for a batch of {x.shape[1]}"
+        )
     if lens.max() > x.shape[0]:
-        raise tl.ShapeError(f"pack_padded_sequence: a length of {lens.max()} exceeds the {x.shape[0]} padded steps")
+        raise tl.ShapeError(
+            f"pack_padded_sequence: a length of {lens.max()} exceeds the {x.shape[0]} padded steps"
+        )
     sorted_indices = unsorted_indices = None
     if enforce_sorted:
         if np.any(np.diff(lens) > 0):
-            raise ValueError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
-                             "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence "
-                             "to sidestep this requirement if you do not need ONNX exportability.")
+            raise ValueError(
+                "`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
+                "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence "
+                "to sidestep this requirement if you do not need ONNX exportability."
+            )
     else:
         order = np.argsort(-lens, kind="stable")
         sorted_indices = tl.tensor(order, device=x.device)
@@ -135,14 +152,16 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     steps, batch = len(batch_sizes), batch_sizes[0]
     if total_length is not None:
         if total_length < steps:
-            raise ValueError(f"Expected total_length to be at least the length of the longest sequence ({steps}), "
-                             f"but got total_length={total_length}")
+            raise ValueError(
+                f"Expected total_length to be at least the length of the longest sequence ({steps}), "
+                f"but got total_length={total_length}"
+            )
         steps = total_length
     rows, offset = [], 0
     rest = tuple(data.shape[1:])
     for t in range(steps):
         bs = batch_sizes[t] if t < len(batch_sizes) else 0
-        row = data[offset: offset + bs]
+        row = data[offset : offset + bs]
         offset += bs
         if bs < batch:
             row = tl.pad(row, [0, 0] * len(rest) + [0, batch - bs], value=padding_value)

@@ -59,7 +59,9 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     ['bias', 'weight_orig', 'weight_u', 'weight_v']
     """
     if n_power_iterations <= 0:
-        raise ValueError(f"Expected n_power_iterations to be positive, but got n_power_iterations={n_power_iterations}")
+        raise ValueError(
+            f"Expected n_power_iterations to be positive, but got n_power_iterations={n_power_iterations}"
+        )
     weight = module._parameters.get(name)
     if weight is None:
         raise AttributeError(f"{type(module).__name__} has no parameter {name!r}")

@@ -42,13 +42,17 @@ def weight_norm(module, name="weight", dim=0):
     """
     for hook in module._forward_pre_hooks.values():
         if isinstance(hook, _WeightNorm) and hook.name == name:
-            raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
+            raise RuntimeError(
+                f"Cannot register two weight_norm hooks on the same parameter {name}"
+            )
     weight = module._parameters.get(name)
     if weight is None:
         raise AttributeError(f"{type(module).__name__} has no parameter {name!r}")
     fn = _WeightNorm(name, dim)
     del module._parameters[name]
-    module.register_parameter(name + "_g", Parameter(_norm_except_dim(weight.detach(), dim).clone()))
+    module.register_parameter(
+        name + "_g", Parameter(_norm_except_dim(weight.detach(), dim).clone())
+    )
     module.register_parameter(name + "_v", Parameter(weight.detach().clone()))
     object.__setattr__(module, name, fn.compute(module))
     handle = module.register_forward_pre_hook(fn)

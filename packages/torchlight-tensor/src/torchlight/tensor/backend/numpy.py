@@ -60,10 +60,10 @@ def _erf_libm(x, out=None):
 
 try:  # optional accelerator, vectorised; the libm fallback gives the same values, just slower
     from scipy.special import erf as _erf
-except ImportError:  # pragma: no cover - depends on the environment (nox -s minimal runs without it)
+except (
+    ImportError
+):  # pragma: no cover - depends on the environment (nox -s minimal runs without it)
     _erf = _erf_libm
-
-
 
 
 def _sigmoid(x, out):
@@ -185,8 +185,9 @@ class NumpyBackend:
     name = "numpy"
     device = "cpu"
     API_VERSION = API_VERSION
-    capabilities = frozenset({"softmax", "layernorm", "cross_entropy", "adam", "host_memory", "gru_cell",
-                              "lstm_cell"})
+    capabilities = frozenset(
+        {"softmax", "layernorm", "cross_entropy", "adam", "host_memory", "gru_cell", "lstm_cell"}
+    )
 
     # --- storage -----------------------------------------------------------------------------
     def empty(self, n, dtype):
@@ -280,7 +281,9 @@ class NumpyBackend:
         idx = as_array(index)
         check_host("gather", idx, as_array(a).shape[dim])
         # PyTorch lets index be smaller than the input in the other dims: read only that corner
-        x = as_array(a)[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(idx.shape))]
+        x = as_array(a)[
+            tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(idx.shape))
+        ]
         as_array(out)[...] = np.take_along_axis(x, idx, axis=dim)
 
     def scatter_add(self, out, dim, index, src):
@@ -353,7 +356,9 @@ class NumpyBackend:
         dxhat = gv * as_array(w) if w is not None else gv
         lead = tuple(range(gv.ndim - 1))
         as_array(dx)[...] = r * (
-            dxhat - dxhat.mean(axis=-1, keepdims=True) - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
+            dxhat
+            - dxhat.mean(axis=-1, keepdims=True)
+            - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True)
         )
         if dw is not None:
             as_array(dw)[...] = (gv * xhat).sum(axis=lead)
@@ -403,8 +408,22 @@ class NumpyBackend:
         if not w.all():  # 0 · inf would leave NaN in a dropped row
             d[w == 0] = 0
 
-    def adam_step(self, p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,
-                  bias_correction2_sqrt):
+    def adam_step(
+        self,
+        p,
+        g,
+        m,
+        v,
+        *,
+        beta1,
+        beta2,
+        eps,
+        decay,
+        l2,
+        maximize,
+        step_size,
+        bias_correction2_sqrt,
+    ):
         """Capability ``adam``: one Adam/AdamW update of ``p``, ``m``, ``v`` in place (formula in ``torchlight/tensor/functions/updates.py``), with numpy on the host.
 
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
@@ -442,8 +461,9 @@ class NumpyBackend:
         ``ws``, writes dL/dgi and dL/dgh (N, 3H) into ``dgi`` and ``dgh`` and dL/dh into ``dh``."""
         from . import numpy_rnn
 
-        numpy_rnn.gru_cell_backward(as_array(g), as_array(h), as_array(ws), as_array(dgi),
-                                    as_array(dgh), as_array(dh))
+        numpy_rnn.gru_cell_backward(
+            as_array(g), as_array(h), as_array(ws), as_array(dgi), as_array(dgh), as_array(dh)
+        )
 
     def lstm_cell(self, gi, gh, c, out, ws):
         """The ``lstm_cell`` capability in one pass over the gates: ``gi``, ``gh`` (N, 4H) are the
@@ -460,7 +480,10 @@ class NumpyBackend:
         ``dgates`` and dL/dc into ``dc``."""
         from . import numpy_rnn
 
-        numpy_rnn.lstm_cell_backward(as_array(g), as_array(c), as_array(ws), as_array(dgates), as_array(dc))
+        numpy_rnn.lstm_cell_backward(
+            as_array(g), as_array(c), as_array(ws), as_array(dgates), as_array(dc)
+        )
+
 
 def _load():
     return NumpyBackend()

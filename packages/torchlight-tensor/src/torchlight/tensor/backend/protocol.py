@@ -92,23 +92,66 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
-    "API_VERSION", "MAP_OPS", "ZIP_OPS", "REDUCE_OPS", "HOST_MEMORY", "Backend", "BackendSpec", "host_memory",
+    "API_VERSION",
+    "MAP_OPS",
+    "ZIP_OPS",
+    "REDUCE_OPS",
+    "HOST_MEMORY",
+    "Backend",
+    "BackendSpec",
+    "host_memory",
 ]
 
 API_VERSION = 1
 
 MAP_OPS = (
-    "copy", "neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square",
-    "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu", "softplus", "erf",
+    "copy",
+    "neg",
+    "abs",
+    "sign",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "reciprocal",
+    "square",
+    "sin",
+    "cos",
+    "tanh",
+    "sigmoid",
+    "relu",
+    "gelu",
+    "gelu_tanh",
+    "silu",
+    "softplus",
+    "erf",
     "logical_not",
 )
 """Unary ops. Besides the obvious ones: ``gelu`` is x·Φ(x), ``gelu_tanh`` its tanh approximation,
 ``softplus`` log(1 + eˣ) computed stably, ``copy`` copies (and casts to ``out``'s dtype)."""
 
 ZIP_OPS = (
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum",
-    "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or",
-    "relu_back", "sigmoid_back", "tanh_back", "gelu_back", "gelu_tanh_back", "silu_back",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "pow",
+    "maximum",
+    "minimum",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "eq",
+    "ne",
+    "logical_and",
+    "logical_or",
+    "relu_back",
+    "sigmoid_back",
+    "tanh_back",
+    "gelu_back",
+    "gelu_tanh_back",
+    "silu_back",
     "softplus_back",
 )
 """Binary ops. ``<f>_back(x, g)`` = g · f'(x), the local chain-rule step for unary ``f`` (for
@@ -134,32 +177,43 @@ class Backend(Protocol):
 
     def empty(self, n: int, dtype: Any) -> Any:
         """New storage for ``n`` elements of ``dtype`` (a :class:`~torchlight.tensor.dtypes.DType`), not initialised."""
+
     def from_numpy(self, array: Any) -> Any:
         """Storage holding the data of a C-contiguous ndarray (the backend may share its memory)."""
+
     def to_numpy(self, view: View) -> Any:
         """The elements of ``view`` (a ``TensorData``) as an ndarray of its shape; may share memory
         (the core copies when it must)."""
+
     def map(self, op: str, a: View, out: View) -> None:
         """Unary elementwise ``out = op(a)``: ``op`` is one of ``MAP_OPS``; ``a.shape == out.shape``
         (``copy`` also casts to ``out``'s dtype)."""
+
     def zip(self, op: str, a: View, b: View, out: View) -> None:
         """Binary elementwise ``out = op(a, b)``: ``op`` is one of ``ZIP_OPS``; ``a``, ``b`` and ``out``
         have one shape (the core broadcast the inputs with stride-0 views)."""
+
     def reduce(self, op: str, a: View, dims: Sequence[int], out: View) -> None:
         """Reduce ``a`` over the tuple ``dims`` into ``out``, whose size is 1 in those dims; ``op`` is one
         of ``REDUCE_OPS`` (``argmax``/``argmin``: exactly one dim, ``int64`` out)."""
+
     def where(self, cond: View, a: View, b: View, out: View) -> None:
         """``out = a`` where the bool view ``cond`` is true, else ``b`` (all of one shape)."""
+
     def matmul(self, a: View, b: View, out: View) -> None:
         """``out = a @ b`` for ``(..., n, k)`` and ``(..., k, m)`` views whose batch dimensions are
         already equal; ``out`` is ``(..., n, m)``."""
+
     def take(self, a: View, dim: int, index: View, out: View) -> None:
         """``out = a.index_select(dim, index)``: ``index`` is a 1-d ``int64`` view of valid positions."""
+
     def put_add(self, out: View, dim: int, index: View, src: View) -> None:
         """In place ``out.index_add_(dim, index, src)``: slice ``i`` of ``src`` is added to slice
         ``index[i]`` of ``out``; repeated indices add up."""
+
     def gather(self, a: View, dim: int, index: View, out: View) -> None:
         """``out = a.gather(dim, index)``: ``out[i][j] = a[i][index[i][j]]`` for ``dim=1``."""
+
     def scatter_add(self, out: View, dim: int, index: View, src: View) -> None:
         """In place ``out.scatter_add_(dim, index, src)``: ``out[index[i][j]][j] += src[i][j]`` for
         ``dim=0``; repeated indices add up."""

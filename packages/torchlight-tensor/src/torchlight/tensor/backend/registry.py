@@ -49,7 +49,9 @@ def _discover():
         try:
             spec = ep.load()
         except Exception as exc:  # a broken plugin is reported when asked for, never at import
-            _broken[ep.name] = f"entry point {ep.value!r} failed to import: {type(exc).__name__}: {exc}"
+            _broken[ep.name] = (
+                f"entry point {ep.value!r} failed to import: {type(exc).__name__}: {exc}"
+            )
             continue
         _specs[ep.name] = spec
     if "numpy" not in _specs:  # running from a source tree without installed metadata

@@ -45,19 +45,70 @@ from ..formulas import (
 
 __all__ = ["MAP_CODES", "ZIP_CODES", "CMP_CODES", "compile_ops"]
 
-MAP_CODES = {name: k for k, name in enumerate((
-    "copy", "neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "reciprocal", "square",
-    "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu", "softplus", "erf",
-    "logical_not",
-))}
-ZIP_CODES = {name: k for k, name in enumerate((
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "relu_back", "sigmoid_back",
-    "tanh_back", "gelu_back", "gelu_tanh_back", "silu_back", "softplus_back",
-))}
-CMP_CODES = {name: k for k, name in enumerate((
-    "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or",
-))}
-
+MAP_CODES = {
+    name: k
+    for k, name in enumerate(
+        (
+            "copy",
+            "neg",
+            "abs",
+            "sign",
+            "exp",
+            "log",
+            "sqrt",
+            "rsqrt",
+            "reciprocal",
+            "square",
+            "sin",
+            "cos",
+            "tanh",
+            "sigmoid",
+            "relu",
+            "gelu",
+            "gelu_tanh",
+            "silu",
+            "softplus",
+            "erf",
+            "logical_not",
+        )
+    )
+}
+ZIP_CODES = {
+    name: k
+    for k, name in enumerate(
+        (
+            "add",
+            "sub",
+            "mul",
+            "div",
+            "pow",
+            "maximum",
+            "minimum",
+            "relu_back",
+            "sigmoid_back",
+            "tanh_back",
+            "gelu_back",
+            "gelu_tanh_back",
+            "silu_back",
+            "softplus_back",
+        )
+    )
+}
+CMP_CODES = {
+    name: k
+    for k, name in enumerate(
+        (
+            "lt",
+            "le",
+            "gt",
+            "ge",
+            "eq",
+            "ne",
+            "logical_and",
+            "logical_or",
+        )
+    )
+}
 
 
 def sigmoid(x):
@@ -172,7 +223,7 @@ def binary_float(op, a, b):
         if a == 0 and b < 0:  # Python raises; IEEE: ±inf (the sign of 0 kept for odd integer b)
             odd = b == math.floor(b) and 2.0 * math.floor(0.5 * b) != b
             return math.copysign(math.inf, a) if odd else math.inf
-        return a ** b
+        return a**b
     if op == 5:
         return a if (a >= b or a != a) else b
     if op == 6:
@@ -248,7 +299,18 @@ def compare(op, a, b):
     return (a != 0) or (b != 0)
 
 
-_ORDER = (gelu_tanh_arg, gelu_tanh_slope, sigmoid, _ipow, unary_float, unary_int, unary_bool, binary_float, binary_int, compare)
+_ORDER = (
+    gelu_tanh_arg,
+    gelu_tanh_slope,
+    sigmoid,
+    _ipow,
+    unary_float,
+    unary_int,
+    unary_bool,
+    binary_float,
+    binary_int,
+    compare,
+)
 
 
 def compile_ops(jit):
@@ -258,11 +320,21 @@ def compile_ops(jit):
     already the compiled ones (a JIT resolves a global name when it compiles, and cannot call
     plain Python), so one body serves any decorator.
     """
-    scope = {"__builtins__": builtins, "math": math, "SQRT1_2": SQRT1_2,
-             "INV_SQRT_2PI": INV_SQRT_2PI, "EXP_MAX": EXP_MAX,
-             "GELU_TANH_C": GELU_TANH_C, "GELU_TANH_K": GELU_TANH_K}
+    scope = {
+        "__builtins__": builtins,
+        "math": math,
+        "SQRT1_2": SQRT1_2,
+        "INV_SQRT_2PI": INV_SQRT_2PI,
+        "EXP_MAX": EXP_MAX,
+        "GELU_TANH_C": GELU_TANH_C,
+        "GELU_TANH_K": GELU_TANH_K,
+    }
     for fn in _ORDER:  # callees first
         copy = FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
-        copy.__qualname__, copy.__module__, copy.__doc__ = fn.__qualname__, fn.__module__, fn.__doc__
+        copy.__qualname__, copy.__module__, copy.__doc__ = (
+            fn.__qualname__,
+            fn.__module__,
+            fn.__doc__,
+        )
         scope[fn.__name__] = jit(copy)
     return SimpleNamespace(**{fn.__name__: scope[fn.__name__] for fn in _ORDER})

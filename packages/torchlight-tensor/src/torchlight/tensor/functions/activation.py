@@ -23,7 +23,13 @@ from ..errors import ShapeError, TensorIndexError
 from .pointwise import float_operand
 
 __all__ = [
-    "Softmax", "LayerNorm", "CrossEntropyRows", "softmax", "log_softmax", "layer_norm", "cross_entropy_rows",
+    "Softmax",
+    "LayerNorm",
+    "CrossEntropyRows",
+    "softmax",
+    "log_softmax",
+    "layer_norm",
+    "cross_entropy_rows",
     "check_targets",
 ]
 
@@ -32,6 +38,7 @@ class Softmax(Function):
     r"""Autograd function of :func:`softmax` / :func:`log_softmax` on a backend with a fused kernel;
     backward is :math:`s \odot (g - \sum g \odot s)` (softmax) or :math:`g - e^{y}\sum g` (log).
     """
+
     @staticmethod
     def forward(ctx, x, dim, log):
         out = alloc(x.shape, x.dtype, x.backend)
@@ -91,6 +98,7 @@ class LayerNorm(Function):
     r"""Autograd function of :func:`layer_norm` on a backend with a fused kernel (forward saves the
     normalised input and :math:`1/\sigma` for backward).
     """
+
     @staticmethod
     def forward(ctx, x, weight, bias, eps):
         stat_shape = x.shape[:-1] + (1,)
@@ -109,11 +117,21 @@ class LayerNorm(Function):
         x, weight, mean, rstd = ctx.saved_tensors
         dx = alloc(x.shape, x.dtype, x.backend)
         dw = None if weight is None else alloc(weight.shape, x.dtype, x.backend)
-        db = alloc(weight.shape if weight is not None else (x.shape[-1],), x.dtype, x.backend) if ctx.has_bias else None
+        db = (
+            alloc(weight.shape if weight is not None else (x.shape[-1],), x.dtype, x.backend)
+            if ctx.has_bias
+            else None
+        )
         g = g.contiguous()
         x.backend.layernorm_backward(
-            g._td, x._td, None if weight is None else weight._td, mean._td, rstd._td,
-            dx._td, None if dw is None else dw._td, None if db is None else db._td,
+            g._td,
+            x._td,
+            None if weight is None else weight._td,
+            mean._td,
+            rstd._td,
+            dx._td,
+            None if dw is None else dw._td,
+            None if db is None else db._td,
         )
         return dx, dw, db, None
 
@@ -137,7 +155,9 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     normalized_shape = tuple(normalized_shape)
     k = len(normalized_shape)
     if x.shape[x.ndim - k :] != normalized_shape:
-        raise ShapeError(f"layer_norm: input shape {x.shape} does not end with normalized_shape {normalized_shape}")
+        raise ShapeError(
+            f"layer_norm: input shape {x.shape} does not end with normalized_shape {normalized_shape}"
+        )
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None:
             same_backend(x, p)
@@ -174,14 +194,17 @@ def check_targets(target, classes, what="cross_entropy"):
     lo, hi = index_range(target)
     if lo < 0 or hi >= classes:
         bad = lo if lo < 0 else hi
-        raise TensorIndexError(f"{what}: Target {bad} is out of bounds for {classes} classes "
-                               f"(class indices must lie in [0, {classes - 1}] or equal ignore_index)")
+        raise TensorIndexError(
+            f"{what}: Target {bad} is out of bounds for {classes} classes "
+            f"(class indices must lie in [0, {classes - 1}] or equal ignore_index)"
+        )
 
 
 class CrossEntropyRows(Function):
     r"""Autograd function of :func:`cross_entropy_rows` on a backend with a fused kernel; the
     gradient with respect to the logits is :math:`w_i(\operatorname{softmax}(x_i) - \text{onehot}(t_i))`.
     """
+
     @staticmethod
     def forward(ctx, x, target, weight):
         check_targets(target, x.shape[1])
@@ -197,7 +220,9 @@ class CrossEntropyRows(Function):
     def backward(ctx, g):
         x, logs = ctx.saved_tensors
         dx = alloc(x.shape, x.dtype, x.backend)
-        x.backend.cross_entropy_backward(x._td, ctx.target._td, ctx.weight._td, logs._td, g._td, dx._td)
+        x.backend.cross_entropy_backward(
+            x._td, ctx.target._td, ctx.weight._td, logs._td, g._td, dx._td
+        )
         return dx, None, None
 
 
@@ -209,7 +234,9 @@ def cross_entropy_rows(x, target, weight):
     ``torchlight.nn.functional.cross_entropy``, which validates targets and reduces.
     """
     if x.ndim != 2 or target.shape != (x.shape[0],) or weight.shape != (x.shape[0],):
-        raise ShapeError(f"cross_entropy_rows: need x (N, C), target (N,), weight (N,); got {x.shape}, {target.shape}, {weight.shape}")
+        raise ShapeError(
+            f"cross_entropy_rows: need x (N, C), target (N,), weight (N,); got {x.shape}, {target.shape}, {weight.shape}"
+        )
     same_backend(x, target)
     same_backend(x, weight)
     x = float_operand(x)

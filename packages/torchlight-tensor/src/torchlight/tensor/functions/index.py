@@ -23,9 +23,22 @@ from ..dispatch import (
 from ..errors import DTypeError, ShapeError, TensorIndexError
 
 __all__ = [
-    "getitem", "basic_view", "IndexSelect", "Gather", "ScatterAdd", "index_select", "gather",
-    "scatter_add", "masked_fill", "embedding", "check_index", "expand_index", "host_positions",
-    "scatter", "nonzero", "masked_select",
+    "getitem",
+    "basic_view",
+    "IndexSelect",
+    "Gather",
+    "ScatterAdd",
+    "index_select",
+    "gather",
+    "scatter_add",
+    "masked_fill",
+    "embedding",
+    "check_index",
+    "expand_index",
+    "host_positions",
+    "scatter",
+    "nonzero",
+    "masked_select",
 ]
 
 
@@ -46,7 +59,9 @@ def check_index(index, size, what="index"):
         lo, hi = index_range(index)  # no device read when the bounds are on record
         if lo < -size or hi >= size:
             bad = hi if hi >= size else lo
-            raise TensorIndexError(f"{what}: index {bad} is out of range for a dimension of size {size}")
+            raise TensorIndexError(
+                f"{what}: index {bad} is out of range for a dimension of size {size}"
+            )
         if lo < 0:
             from ..factories import from_numpy_on
 
@@ -65,14 +80,20 @@ def expand_index(x, index):
     for item in index:
         if isinstance(item, (Tensor, list, np.ndarray)):
             advanced = True
-            is_bool = (item.dtype is dtypes.bool_) if isinstance(item, Tensor) else np.asarray(item).dtype == bool
+            is_bool = (
+                (item.dtype is dtypes.bool_)
+                if isinstance(item, Tensor)
+                else np.asarray(item).dtype == bool
+            )
             used += np.ndim(item.numpy() if isinstance(item, Tensor) else item) if is_bool else 1
         elif item is None or item is Ellipsis:
             continue
         elif isinstance(item, (int, np.integer, slice)):
             used += 1
         else:
-            raise DTypeError(f"unsupported index type {type(item).__name__}: use ints, slices, None, ..., int64 or bool tensors")
+            raise DTypeError(
+                f"unsupported index type {type(item).__name__}: use ints, slices, None, ..., int64 or bool tensors"
+            )
     if sum(1 for i in index if i is Ellipsis) > 1:
         raise TensorIndexError("an index can only have a single ellipsis ('...')")
     if used > x.ndim:
@@ -96,7 +117,9 @@ def basic_view(td, index):
         else:
             size = td.shape[dim]
             if not -size <= int(item) < size:
-                raise TensorIndexError(f"index {int(item)} is out of range for dimension {dim} with size {size}")
+                raise TensorIndexError(
+                    f"index {int(item)} is out of range for dimension {dim} with size {size}"
+                )
             td = td.select(dim, int(item))
     return td
 
@@ -193,13 +216,17 @@ def host_positions(x, index):
         if arr.dtype == bool:
             want = x.shape[dim : dim + arr.ndim]
             if arr.shape != want:
-                raise TensorIndexError(f"boolean mask of shape {arr.shape} does not match the indexed dims {want} of shape {x.shape}")
+                raise TensorIndexError(
+                    f"boolean mask of shape {arr.shape} does not match the indexed dims {want} of shape {x.shape}"
+                )
             dim += arr.ndim
         else:
             size = x.shape[dim]
             if arr.size and (arr.max() >= size or arr.min() < -size):
                 bad = arr.max() if arr.max() >= size else arr.min()
-                raise TensorIndexError(f"index {int(bad)} is out of range for dimension {dim} with size {size}")
+                raise TensorIndexError(
+                    f"index {int(bad)} is out of range for dimension {dim} with size {size}"
+                )
             dim += 1
         host.append(arr)
     return np.arange(x.numel(), dtype=np.int64).reshape(x.shape)[tuple(host)]
@@ -239,6 +266,7 @@ def index_select(x, dim, index):
 
 class Gather(Function):
     """Autograd function of :func:`gather`: backward scatter-adds the gradient."""
+
     @staticmethod
     def forward(ctx, x, dim, index):
         _check_gather_shapes("gather", x, dim, index)
@@ -262,10 +290,14 @@ class Gather(Function):
 
 def _check_gather_shapes(name, x, dim, index):
     if index.ndim != x.ndim:
-        raise ShapeError(f"{name}: index must have as many dims as the input ({x.ndim}), got shape {index.shape}")
+        raise ShapeError(
+            f"{name}: index must have as many dims as the input ({x.ndim}), got shape {index.shape}"
+        )
     for d in range(x.ndim):
         if d != dim and index.shape[d] > x.shape[d]:
-            raise ShapeError(f"{name}: index shape {index.shape} exceeds input shape {x.shape} at dim {d}")
+            raise ShapeError(
+                f"{name}: index shape {index.shape} exceeds input shape {x.shape} at dim {d}"
+            )
 
 
 def gather(x, dim, index):
@@ -277,12 +309,15 @@ class ScatterAdd(Function):
     """Autograd function of :func:`scatter_add`: the gradient of ``x`` passes through, that of ``src``
     is gathered at ``index``.
     """
+
     @staticmethod
     def forward(ctx, x, dim, index, src):
         _check_gather_shapes("scatter_add", x, dim, index)
         if src.ndim != index.ndim or any(i > n for i, n in zip(index.shape, src.shape)):
-            raise ShapeError(f"scatter_add: src of shape {src.shape} must be at least as large as the "
-                             f"index {index.shape} in every dim")
+            raise ShapeError(
+                f"scatter_add: src of shape {src.shape} must be at least as large as the "
+                f"index {index.shape} in every dim"
+            )
         same_backend(x, index)
         same_backend(x, src)
         index = check_index(index, x.shape[dim], "scatter_add")
@@ -338,9 +373,13 @@ def scatter(x, dim, index, src):
         src = scalar_like(src, x).expand(index.shape)
     elif src.shape != index.shape:
         src = src[tuple(slice(0, n) for n in index.shape)]
-    counts = zeros(x.shape, dtype=x.dtype if x.dtype.is_floating_point else dtypes.float64, device=x.backend)
+    counts = zeros(
+        x.shape, dtype=x.dtype if x.dtype.is_floating_point else dtypes.float64, device=x.backend
+    )
     counts = scatter_add(counts, dim, index, counts.new_ones(index.shape))
-    placed = scatter_add(x.detach().new_zeros(x.shape, dtype=counts.dtype), dim, index, src.to(counts.dtype))
+    placed = scatter_add(
+        x.detach().new_zeros(x.shape, dtype=counts.dtype), dim, index, src.to(counts.dtype)
+    )
     written = counts > 0
     value = placed / counts.clamp(min=1.0)
     return value.to(x.dtype).where(written, x)
@@ -364,7 +403,9 @@ def nonzero(x, as_tuple=False):
         return from_numpy_on(np.zeros((count, 0), dtype=np.int64), x.backend)
     found = np.nonzero(arr)
     if as_tuple:
-        return tuple(from_numpy_on(np.ascontiguousarray(i, dtype=np.int64), x.backend) for i in found)
+        return tuple(
+            from_numpy_on(np.ascontiguousarray(i, dtype=np.int64), x.backend) for i in found
+        )
     return from_numpy_on(np.ascontiguousarray(np.stack(found, 1), dtype=np.int64), x.backend)
 
 
@@ -391,7 +432,9 @@ class MaskedFill(Function):
         ctx.shape = x.shape
         out = where_op(mask, scalar_like(value, x), x)
         if out.shape != x.shape:
-            raise ShapeError(f"masked_fill: mask of shape {mask.shape} would broadcast the input {x.shape} to {out.shape}")
+            raise ShapeError(
+                f"masked_fill: mask of shape {mask.shape} would broadcast the input {x.shape} to {out.shape}"
+            )
         return out
 
     @staticmethod
@@ -416,12 +459,16 @@ def embedding(indices, weight, padding_idx=None):
     """
     Tensor = _tensor_type()
     if not isinstance(indices, Tensor):
-        raise DTypeError(f"embedding: indices must be an int64 tensor, got {type(indices).__name__}")
+        raise DTypeError(
+            f"embedding: indices must be an int64 tensor, got {type(indices).__name__}"
+        )
     flat = indices.reshape(-1)
     if padding_idx is not None and weight.requires_grad:
         keep = flat != padding_idx
         rows = index_select(weight, 0, flat)
-        rows = rows * keep.unsqueeze(1).to(weight.dtype) + rows.detach() * (~keep).unsqueeze(1).to(weight.dtype)
+        rows = rows * keep.unsqueeze(1).to(weight.dtype) + rows.detach() * (~keep).unsqueeze(1).to(
+            weight.dtype
+        )
     else:
         rows = index_select(weight, 0, flat)
     return rows.reshape(indices.shape + (weight.shape[1],))

@@ -21,6 +21,7 @@ class MatMul(Function):
     r"""Autograd function of a matrix product of equal-batch operands:
     :math:`\partial L/\partial A = G B^\top`, :math:`\partial L/\partial B = A^\top G`.
     """
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
@@ -49,7 +50,9 @@ def matmul(a, b):
     if not isinstance(b, Tensor):
         raise ShapeError(f"matmul: expected a tensor on the right, got {type(b).__name__}")
     if a.ndim == 0 or b.ndim == 0:
-        raise ShapeError(f"matmul: both arguments need at least 1 dimension, got shapes {a.shape} and {b.shape}")
+        raise ShapeError(
+            f"matmul: both arguments need at least 1 dimension, got shapes {a.shape} and {b.shape}"
+        )
     a_shape, b_shape = a.shape, b.shape
     same_backend(a, b)
     a, b = operands(a, b)
@@ -126,7 +129,9 @@ def dot(a, b):
     11.0
     """
     if a.ndim != 1 or b.ndim != 1 or a.shape != b.shape:
-        raise ShapeError(f"dot: expected two 1-D tensors of the same length, got {a.shape} and {b.shape}")
+        raise ShapeError(
+            f"dot: expected two 1-D tensors of the same length, got {a.shape} and {b.shape}"
+        )
     return matmul(a, b)
 
 
@@ -203,9 +208,11 @@ def einsum(equation, *operands):
     for term, t in zip(terms, operands):
         if "..." in term:
             n = t.ndim - (len(term) - 3)
-            term = term.replace("...", ell[len(ell) - n:] if n > 0 else "")
+            term = term.replace("...", ell[len(ell) - n :] if n > 0 else "")
         if len(term) != t.ndim:
-            raise ShapeError(f"einsum: term {term!r} has {len(term)} indices but the operand has shape {t.shape}")
+            raise ShapeError(
+                f"einsum: term {term!r} has {len(term)} indices but the operand has shape {t.shape}"
+            )
         if len(set(term)) != len(term):
             raise ShapeError(f"einsum: repeated index in {term!r} (a diagonal) is not supported")
         spelled.append(term)
@@ -216,10 +223,14 @@ def einsum(equation, *operands):
         for t in spelled:
             for c in t:
                 counts[c] = counts.get(c, 0) + 1
-        out = "".join(sorted(c for c in counts if c.isupper())) + "".join(sorted(c for c, k in counts.items() if k == 1 and not c.isupper()))
+        out = "".join(sorted(c for c in counts if c.isupper())) + "".join(
+            sorted(c for c, k in counts.items() if k == 1 and not c.isupper())
+        )
     inputs = {c for t in spelled for c in t}
     if set(out) - inputs or len(set(out)) != len(out):
-        raise ShapeError(f"einsum: output {out!r} must name distinct indices that appear in the inputs {spelled}")
+        raise ShapeError(
+            f"einsum: output {out!r} must name distinct indices that appear in the inputs {spelled}"
+        )
     letters = list(out) + sorted(inputs - set(out))
     product = None
     for term, t in zip(spelled, operands):
@@ -247,4 +258,6 @@ def norm(x, p="fro", dim=None, keepdim=False):
         return x.abs().sum(dim, keepdim=keepdim)
     if isinstance(p, (int, float)) and p > 0:
         return (x.abs() ** p).sum(dim, keepdim=keepdim) ** (1.0 / p)
-    raise ShapeError(f"norm: p={p!r} is not supported; use 'fro', a positive number or float('inf')")
+    raise ShapeError(
+        f"norm: p={p!r} is not supported; use 'fro', a positive number or float('inf')"
+    )

@@ -17,9 +17,27 @@ from ..errors import DTypeError
 from ..formulas import TWO_OVER_SQRT_PI
 
 __all__ = [
-    "Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum", "Cast", "Unary", "Clamp", "Where",
-    "binary", "compare", "unary", "float_operand", "Function", "NonDifferentiable", "Compare",
-    "MapNoGrad", "CastNoGrad", "ndarray_operand",
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "Maximum",
+    "Minimum",
+    "Cast",
+    "Unary",
+    "Clamp",
+    "Where",
+    "binary",
+    "compare",
+    "unary",
+    "float_operand",
+    "Function",
+    "NonDifferentiable",
+    "Compare",
+    "MapNoGrad",
+    "CastNoGrad",
+    "ndarray_operand",
 ]
 
 
@@ -149,6 +167,7 @@ class Add(Function):
     """Autograd function of ``a + b``: the gradient passes unchanged to both inputs (summed over
     broadcast dimensions).
     """
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = (a.shape, b.shape)
@@ -162,6 +181,7 @@ class Add(Function):
 
 class Sub(Function):
     """Autograd function of ``a - b``: gradients ``g`` and ``-g``."""
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = (a.shape, b.shape)
@@ -175,6 +195,7 @@ class Sub(Function):
 
 class Mul(Function):
     """Autograd function of ``a * b``: gradients ``g * b`` and ``g * a``."""
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
@@ -190,6 +211,7 @@ class Mul(Function):
 
 class Div(Function):
     r"""Autograd function of ``a / b``: gradients :math:`g/b` and :math:`-g\,a/b^2`."""
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
@@ -246,10 +268,19 @@ class Maximum(Function):
 
 class Minimum(Maximum):
     """Autograd function of the elementwise minimum (ties split the gradient, as :class:`Maximum`)."""
+
     op = "minimum"
 
 
-_BINARY = {"add": Add, "sub": Sub, "mul": Mul, "div": Div, "pow": Pow, "maximum": Maximum, "minimum": Minimum}
+_BINARY = {
+    "add": Add,
+    "sub": Sub,
+    "mul": Mul,
+    "div": Div,
+    "pow": Pow,
+    "maximum": Maximum,
+    "minimum": Minimum,
+}
 
 
 def binary(op, a, b, reverse=False):
@@ -327,7 +358,9 @@ class Clamp(Function):
         ctx.save_for_backward(x)
         ctx.lo, ctx.hi = lo, hi
         if not x.dtype.is_floating_point and (isinstance(lo, float) or isinstance(hi, float)):
-            x = cast(x, dtypes.get_default_dtype())  # int tensor, float bound: a float result (PyTorch)
+            x = cast(
+                x, dtypes.get_default_dtype()
+            )  # int tensor, float bound: a float result (PyTorch)
         y = x
         if lo is not None:
             y = zip_op("maximum", y, scalar_like(lo, x))

@@ -98,12 +98,16 @@ def _check(name, gates, gi, gh, state):
     want = (state.shape[0], gates * state.shape[1])
     for what, t in (("gi", gi), ("gh", gh)):
         if t.shape != want:
-            raise ShapeError(f"{name}: {what} must have shape {want} ({gates} gates of the state's "
-                             f"width {state.shape[1]}), got {t.shape}")
+            raise ShapeError(
+                f"{name}: {what} must have shape {want} ({gates} gates of the state's "
+                f"width {state.shape[1]}), got {t.shape}"
+            )
         same_backend(state, t)
     if not state.dtype.is_floating_point or gi.dtype != state.dtype or gh.dtype != state.dtype:
-        raise TypeError(f"{name}: gi, gh and the state must share one float dtype, got "
-                        f"{gi.dtype}, {gh.dtype}, {state.dtype}; cast them with .to(dtype)")
+        raise TypeError(
+            f"{name}: gi, gh and the state must share one float dtype, got "
+            f"{gi.dtype}, {gh.dtype}, {state.dtype}; cast them with .to(dtype)"
+        )
 
 
 def gru_cell_gates(gi, gh, h):

@@ -16,8 +16,25 @@ from ..errors import ShapeError
 from .pointwise import NonDifferentiable, float_operand
 
 __all__ = [
-    "Sum", "AMax", "MaxDim", "Prod", "sum", "mean", "amax", "amin", "max", "min", "prod",
-    "argmax", "argmin", "var", "std", "logsumexp", "all", "any", "MinMax",
+    "Sum",
+    "AMax",
+    "MaxDim",
+    "Prod",
+    "sum",
+    "mean",
+    "amax",
+    "amin",
+    "max",
+    "min",
+    "prod",
+    "argmax",
+    "argmin",
+    "var",
+    "std",
+    "logsumexp",
+    "all",
+    "any",
+    "MinMax",
 ]
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
@@ -42,6 +59,7 @@ class Sum(Function):
     r"""Autograd function of :func:`sum`: backward broadcasts the gradient back over the reduced
     dimensions (:math:`\partial/\partial x_i \sum_j x_j = 1`).
     """
+
     @staticmethod
     def forward(ctx, x, dims, keepdim):
         ctx.shape, ctx.dims = x.shape, dims
@@ -224,7 +242,9 @@ class Prod(Function):
 
 def prod(x, dim=None, keepdim=False):
     """Product over ``dim``; behind :func:`torchlight.prod`."""
-    return Prod.apply(float_operand(x) if x.dtype is dtypes.bool_ else x, _dims(dim, x.ndim), keepdim)
+    return Prod.apply(
+        float_operand(x) if x.dtype is dtypes.bool_ else x, _dims(dim, x.ndim), keepdim
+    )
 
 
 def var(x, dim=None, unbiased=True, keepdim=False, correction=None):

@@ -84,9 +84,13 @@ def repeat_interleave(x, repeats, dim=None):
     dim = normalize_dim(dim, x.ndim)
     n = x.shape[dim]
     counts = repeats.to_numpy() if hasattr(repeats, "to_numpy") else np.asarray(repeats)
-    counts = np.broadcast_to(counts.astype(np.int64).reshape(-1) if counts.ndim else counts.astype(np.int64), (n,))
+    counts = np.broadcast_to(
+        counts.astype(np.int64).reshape(-1) if counts.ndim else counts.astype(np.int64), (n,)
+    )
     if counts.shape != (n,) or np.any(counts < 0):
-        raise ShapeError(f"repeat_interleave: repeats must be a non-negative int or {n} counts, got {repeats}")
+        raise ShapeError(
+            f"repeat_interleave: repeats must be a non-negative int or {n} counts, got {repeats}"
+        )
     return x.index_select(dim, _host_index(np.repeat(np.arange(n), counts), x))
 
 

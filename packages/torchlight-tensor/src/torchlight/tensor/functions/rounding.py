@@ -92,7 +92,9 @@ def _int_binary(fn, a, b):
     backend = same_backend(a, b)
     x, y = a.backend.to_numpy(a._td), b.backend.to_numpy(b._td)
     if np.any(y == 0):
-        raise ZeroDivisionError("integer division or remainder by zero (an element of the divisor is 0)")
+        raise ZeroDivisionError(
+            "integer division or remainder by zero (an element of the divisor is 0)"
+        )
     return _host(fn(x, y).astype(np.int64), backend, dtypes.int64)
 
 

@@ -10,9 +10,30 @@ from ..errors import ShapeError
 from ..storage import TensorData, infer_shape
 
 __all__ = [
-    "View", "Permute", "Expand", "Restride", "Unfold", "Cat", "reshape", "view", "permute",
-    "transpose", "expand", "squeeze", "unsqueeze", "flatten", "unfold", "cat", "stack", "split",
-    "chunk", "tril", "triu", "pad", "narrow", "meshgrid",
+    "View",
+    "Permute",
+    "Expand",
+    "Restride",
+    "Unfold",
+    "Cat",
+    "reshape",
+    "view",
+    "permute",
+    "transpose",
+    "expand",
+    "squeeze",
+    "unsqueeze",
+    "flatten",
+    "unfold",
+    "cat",
+    "stack",
+    "split",
+    "chunk",
+    "tril",
+    "triu",
+    "pad",
+    "narrow",
+    "meshgrid",
 ]
 
 
@@ -65,6 +86,7 @@ def reshape(x, shape):
 
 class Permute(Function):
     """Autograd function of :func:`permute`: backward applies the inverse permutation."""
+
     @staticmethod
     def forward(ctx, x, dims):
         ctx.dims = dims
@@ -84,7 +106,9 @@ def permute(x, *dims):
         dims = dims[0]
     dims = tuple(normalize_dim(d, x.ndim) for d in dims)
     if len(dims) != x.ndim or len(set(dims)) != x.ndim:
-        raise ShapeError(f"permute: {dims} is not a permutation of the {x.ndim} dims of shape {x.shape}")
+        raise ShapeError(
+            f"permute: {dims} is not a permutation of the {x.ndim} dims of shape {x.shape}"
+        )
     return Permute.apply(x, dims)
 
 
@@ -102,6 +126,7 @@ def transpose(x, d0, d1):
 
 class Expand(Function):
     """Autograd function of :func:`expand`: backward sums over the broadcast dimensions."""
+
     @staticmethod
     def forward(ctx, x, shape):
         ctx.shape = x.shape
@@ -136,9 +161,13 @@ class Restride(Function):
         else:
             for d in dims:
                 if td.shape[d] != 1:
-                    raise ShapeError(f"squeeze: dimension {d} of shape {td.shape} has size {td.shape[d]}, not 1")
+                    raise ShapeError(
+                        f"squeeze: dimension {d} of shape {td.shape} has size {td.shape[d]}, not 1"
+                    )
             keep = [d for d in range(td.ndim) if d not in dims]
-            new = TensorData(td.storage, [td.shape[d] for d in keep], [td.strides[d] for d in keep], td.offset)
+            new = TensorData(
+                td.storage, [td.shape[d] for d in keep], [td.strides[d] for d in keep], td.offset
+            )
         ctx.shape = x.shape
         return view_of(x, new)
 
@@ -215,12 +244,15 @@ def narrow(x, dim, start, length):
     if start < 0:
         start += x.shape[dim]
     if not 0 <= start <= start + length <= x.shape[dim]:
-        raise ShapeError(f"narrow: [{start}, {start + length}) is out of range for dim {dim} of size {x.shape[dim]}")
+        raise ShapeError(
+            f"narrow: [{start}, {start + length}) is out of range for dim {dim} of size {x.shape[dim]}"
+        )
     return x[(slice(None),) * dim + (slice(start, start + length),)]
 
 
 class Cat(Function):
     """Autograd function of :func:`cat`: backward narrows the gradient into each input's slice."""
+
     @staticmethod
     def forward(ctx, dim, *xs):
         ref = xs[0]
@@ -267,8 +299,10 @@ def cat(tensors, dim=0):
         dt = dtypes.promote(dt, t.dtype)
     for i, t in enumerate(tensors):
         if t.ndim == 0:
-            raise ShapeError(f"cat: zero-dimensional tensor (at position {i}) cannot be concatenated; "
-                             "use tl.stack to join scalars, or reshape them to (1,) first")
+            raise ShapeError(
+                f"cat: zero-dimensional tensor (at position {i}) cannot be concatenated; "
+                "use tl.stack to join scalars, or reshape them to (1,) first"
+            )
     dim = normalize_dim(dim, tensors[0].ndim)
     for i, t in enumerate(tensors):
         if t.ndim != tensors[0].ndim or any(
@@ -298,7 +332,9 @@ def stack(tensors, dim=0):
         raise ShapeError("stack: expected a non-empty sequence of tensors")
     for i, t in enumerate(tensors):
         if t.shape != tensors[0].shape:
-            raise ShapeError(f"stack: tensor #{i} has shape {t.shape}, tensor #0 has {tensors[0].shape}; all must match")
+            raise ShapeError(
+                f"stack: tensor #{i} has shape {t.shape}, tensor #0 has {tensors[0].shape}; all must match"
+            )
     dim = normalize_dim(dim, tensors[0].ndim, allow_end=True)
     return cat([t.unsqueeze(dim) for t in tensors], dim)
 
@@ -321,7 +357,9 @@ def split(x, split_size_or_sections, dim=0):
     else:
         sizes = list(split_size_or_sections)
         if sum(sizes) != n:
-            raise ShapeError(f"split: sections {sizes} sum to {sum(sizes)}, but dim {dim} has size {n}")
+            raise ShapeError(
+                f"split: sections {sizes} sum to {sum(sizes)}, but dim {dim} has size {n}"
+            )
     out, start = [], 0
     for s in sizes:
         out.append(x.narrow(dim, start, s))
@@ -415,7 +453,9 @@ def pad(x, pad, mode="constant", value=0.0):
     if mode != "constant":
         raise ShapeError(f"pad: only mode='constant' is supported, got {mode!r}")
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
-        raise ShapeError(f"pad: expected an even number of values for at most {x.ndim} dims, got {pad}")
+        raise ShapeError(
+            f"pad: expected an even number of values for at most {x.ndim} dims, got {pad}"
+        )
     if any(p < 0 for p in pad):
         raise ShapeError(f"pad: negative padding {pad} is not supported; slice the tensor instead")
     widths = [(0, 0)] * x.ndim
@@ -447,7 +487,10 @@ def meshgrid(*tensors, indexing="ij"):
         tensors[0], tensors[1] = tensors[1], tensors[0]
     shape = tuple(t.shape[0] for t in tensors)
     n = len(tensors)
-    out = [t.reshape(tuple(-1 if k == i else 1 for k in range(n))).expand(shape) for i, t in enumerate(tensors)]
+    out = [
+        t.reshape(tuple(-1 if k == i else 1 for k in range(n))).expand(shape)
+        for i, t in enumerate(tensors)
+    ]
     if swap:  # built with the first two inputs exchanged: hand them back in the caller's order
         out[0], out[1] = out[1], out[0]
     return tuple(out)

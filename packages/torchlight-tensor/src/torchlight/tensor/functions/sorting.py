@@ -94,7 +94,9 @@ def topk(x, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's par
     k = int(k)
     size = x.shape[normalize_dim(dim, x.ndim)] if x.ndim else 1
     if not 0 <= k <= size:
-        raise TensorIndexError(f"topk: k={k} is out of range for a dimension of size {size} (need 0 <= k <= {size})")
+        raise TensorIndexError(
+            f"topk: k={k} is out of range for a dimension of size {size} (need 0 <= k <= {size})"
+        )
     if x.ndim == 0:
         if k:
             return TopKResult(*sort(x, dim))

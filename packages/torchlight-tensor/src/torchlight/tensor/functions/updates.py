@@ -24,8 +24,21 @@ from ..dispatch import same_backend
 __all__ = ["adam_step_"]
 
 
-def adam_step_(param, grad, exp_avg, exp_avg_sq, *, lr, beta1, beta2, eps, weight_decay,
-               step, decoupled, maximize=False) -> bool:
+def adam_step_(
+    param,
+    grad,
+    exp_avg,
+    exp_avg_sq,
+    *,
+    lr,
+    beta1,
+    beta2,
+    eps,
+    weight_decay,
+    step,
+    decoupled,
+    maximize=False,
+) -> bool:
     """One fused Adam/AdamW update of ``param``, ``exp_avg``, ``exp_avg_sq`` in place.
 
     Returns False (and touches nothing) when the backend lacks the ``"adam"`` capability or the
@@ -45,7 +58,18 @@ def adam_step_(param, grad, exp_avg, exp_avg_sq, *, lr, beta1, beta2, eps, weigh
         t._check_inplace("adam_step_")  # the in-place rules of add_/mul_, and the version bump
     # every scalar of the step is computed here once, so a backend only runs the elementwise part
     decay, l2 = (1.0 - lr * weight_decay, 0.0) if decoupled else (1.0, float(weight_decay))
-    be.adam_step(param._td, grad._td, exp_avg._td, exp_avg_sq._td, beta1=beta1, beta2=beta2, eps=eps,
-                 decay=decay, l2=l2, maximize=maximize, step_size=lr / (1.0 - beta1**step),
-                 bias_correction2_sqrt=(1.0 - beta2**step) ** 0.5)
+    be.adam_step(
+        param._td,
+        grad._td,
+        exp_avg._td,
+        exp_avg_sq._td,
+        beta1=beta1,
+        beta2=beta2,
+        eps=eps,
+        decay=decay,
+        l2=l2,
+        maximize=maximize,
+        step_size=lr / (1.0 - beta1**step),
+        bias_correction2_sqrt=(1.0 - beta2**step) ** 0.5,
+    )
     return True
