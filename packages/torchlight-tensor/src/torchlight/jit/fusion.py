@@ -24,33 +24,13 @@ the traced dtype); when they do not qualify it simply runs its ops one by one, s
 unfused replays always agree.
 """
 
-from torchlight.tensor.backend.protocol import host_memory
+from torchlight.tensor.backend.protocol import MAP_OPS, host_memory
 
 __all__ = ["FUSABLE_MAP", "FUSABLE_ZIP", "ElementwiseChain", "FusedGroup", "plan", "get_compiler"]
 
 FUSABLE_ZIP = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
 """Binary ops an :class:`ElementwiseChain` may contain (PyTorch semantics, NaN-propagating max/min)."""
-FUSABLE_MAP = (
-    "copy",
-    "neg",
-    "abs",
-    "exp",
-    "log",
-    "sqrt",
-    "rsqrt",
-    "reciprocal",
-    "square",
-    "sin",
-    "cos",
-    "tanh",
-    "sigmoid",
-    "relu",
-    "gelu",
-    "gelu_tanh",
-    "silu",
-    "softplus",
-    "erf",
-)
+FUSABLE_MAP = tuple(op for op in MAP_OPS if op not in ("sign", "logical_not"))
 """Unary ops an :class:`ElementwiseChain` may contain: the float ops of ``MAP_OPS``."""
 _ZIP_CLASSES = {
     "Add": "add",

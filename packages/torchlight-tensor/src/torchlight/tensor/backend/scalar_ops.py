@@ -42,37 +42,12 @@ from ..formulas import (
     gelu_tanh_arg,
     gelu_tanh_slope,
 )
+from .protocol import MAP_OPS
 
 __all__ = ["MAP_CODES", "ZIP_CODES", "CMP_CODES", "compile_ops"]
 
-MAP_CODES = {
-    name: k
-    for k, name in enumerate(
-        (
-            "copy",
-            "neg",
-            "abs",
-            "sign",
-            "exp",
-            "log",
-            "sqrt",
-            "rsqrt",
-            "reciprocal",
-            "square",
-            "sin",
-            "cos",
-            "tanh",
-            "sigmoid",
-            "relu",
-            "gelu",
-            "gelu_tanh",
-            "silu",
-            "softplus",
-            "erf",
-            "logical_not",
-        )
-    )
-}
+# one code per op, in the contract's order (the kernels switch on the code, not the name)
+MAP_CODES = {name: k for k, name in enumerate(MAP_OPS)}
 ZIP_CODES = {
     name: k
     for k, name in enumerate(
