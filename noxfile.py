@@ -154,7 +154,8 @@ def oracle(session: nox.Session) -> None:
     session.run(*pytest, "-m", "oracle", *marked)
     dirs = [d for d in ORACLE_DIRS if (ROOT / d).is_dir()]
     if dirs:
-        session.run(*pytest, *dirs)
+        # only what compares with PyTorch: the programs' own cpu/numba runs are in `tests`
+        session.run(*pytest, "-m", "oracle", *dirs)
 
 
 # --- releases: one version, built and checked distributions, the installation page -----------
