@@ -169,6 +169,7 @@ def test_from_dlpack_rejects_objects_without_the_protocol():
 
 
 # --- PyTorch, when it is installed (an optional oracle, never a dependency) ---------------------------
+@pytest.mark.oracle
 def test_pytorch_round_trip_shares_memory():
     torch = pytest.importorskip("torch")
     t = tl.arange(6.0).reshape(2, 3).T
