@@ -202,7 +202,8 @@ def test_runner_spawned_children_recreate_main_with_the_aliases(tmp_path):
         def norm(n):
             return torch.arange(n, dtype=torch.float32).pow(2).sum().item()
 
-        print("body", __name__)
+        # flush: the pool terminates its children on exit, before a buffered pipe would be written
+        print("body", __name__, flush=True)
         if __name__ == "__main__":
             with multiprocessing.get_context("spawn").Pool(2) as pool:
                 print("results", pool.map(norm, [2, 3, 4]))
