@@ -87,9 +87,9 @@ def tests(session: nox.Session) -> None:
     paths = [str(p.relative_to(ROOT)) for p in sorted(PACKAGES.glob("*/tests"))]
     if (ROOT / "tests-integration").is_dir():
         paths.append("tests-integration")
-    # explicit posargs replace the default paths (pytest then falls back to `testpaths` when the
-    # posargs hold only options)
-    args = session.posargs or paths
+    # one pytest-xdist worker per core; explicit posargs replace the default paths and workers
+    # (pytest then falls back to `testpaths` when the posargs hold only options)
+    args = session.posargs or ["-n", "auto", *paths]
     session.run("pytest", "--import-mode=importlib", *args)
 
 

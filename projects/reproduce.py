@@ -75,9 +75,11 @@ def _mt_metrics(out: Path) -> dict:
 
 
 def _mt_runtime(out: Path) -> str:
-    last = _json(out / "history.json")["evals"][-1]
+    history = _json(out / "history.json")
+    last = history["evals"][-1]
     return (
-        f"{last['step']:,} steps in {last['train_minutes']} training minutes on the numpy backend"
+        f"{last['step']:,} steps in {last['train_minutes']} training minutes "
+        f"on the {history.get('backend', 'cpu')} backend"
     )
 
 
