@@ -202,11 +202,15 @@ def test_runner_spawned_children_recreate_main_with_the_aliases(tmp_path):
         def norm(n):
             return torch.arange(n, dtype=torch.float32).pow(2).sum().item()
 
-        # flush: the pool terminates its children on exit, before a buffered pipe would be written
         print("body", __name__, flush=True)
         if __name__ == "__main__":
-            with multiprocessing.get_context("spawn").Pool(2) as pool:
-                print("results", pool.map(norm, [2, 3, 4]))
+            pool = multiprocessing.get_context("spawn").Pool(2)
+            results = pool.map(norm, [2, 3, 4])
+            # close + join, not the context manager's terminate: a child still importing (a slow
+            # machine) would be killed before it printed its line
+            pool.close()
+            pool.join()
+            print("results", results)
     """)
     )
     r = _run(["pool.py"], tmp_path)

@@ -12,7 +12,7 @@ import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .backend.protocol import HOST_MEMORY
+from .backend.protocol import HOST_MEMORY, host_memory
 from .errors import BackendError, DTypeError, OutOfMemoryError, ShapeError, TensorIndexError
 from .indexing import shape_broadcast
 from .storage import TensorData
@@ -143,7 +143,7 @@ def same_backend(a: _Tensor, b: _Tensor) -> Any:
     ba, bb = a.backend, b.backend
     if ba is bb or ba.name == bb.name:
         return ba
-    if HOST_MEMORY in ba.capabilities and HOST_MEMORY in bb.capabilities:
+    if host_memory(ba) and host_memory(bb):
         ref = _reference_backend()
         if ba is ref:
             return bb

@@ -172,7 +172,7 @@ def from_host_array(arr, backend, copy=None):
         else arr.reshape(-1)
     )
     storage = backend.from_numpy(flat)
-    if span and not (isinstance(storage, np.ndarray) and np.shares_memory(storage, flat)):
+    if span and not (host_memory(backend) and np.shares_memory(storage, flat)):
         # the backend keeps its own (device) memory: it copied, so the view is packed
         if copy is False:
             raise BufferError(

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from . import dtypes
-from .backend.protocol import HOST_MEMORY
+from .backend.protocol import host_memory
 from .backend.registry import get_backend
 from .dispatch import MAX_NUMEL, alloc, set_index_range, wrap
 from .errors import DTypeError, OutOfMemoryError, ShapeError
@@ -159,7 +159,7 @@ def from_numpy(array):
     if array.dtype != dt.np or not array.flags.c_contiguous:
         array = np.ascontiguousarray(array, dtype=dt.np)
     backend = get_backend()
-    if HOST_MEMORY not in backend.capabilities:
+    if not host_memory(backend):
         backend = get_backend("cpu")
     return wrap(TensorData(array.reshape(-1), array.shape), backend, dt)
 

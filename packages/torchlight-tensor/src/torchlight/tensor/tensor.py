@@ -13,6 +13,7 @@ from torchlight.autograd import engine
 from torchlight.autograd.grad_mode import GradMode
 
 from . import dispatch, dtypes
+from .backend.protocol import host_memory
 from .conveniences import TensorConveniences
 from .device import device_named as _device
 from .errors import AutogradError, DTypeError, ShapeError
@@ -481,7 +482,7 @@ class Tensor(TensorConveniences, _Slots):
         st = self._td.storage
         if (
             "_index_range" in self.__dict__
-            and isinstance(st, np.ndarray)
+            and host_memory(self.backend)
             and np.may_share_memory(arr, st)
         ):
             # the caller may write through this shared view without a version bump: forget the
@@ -510,7 +511,7 @@ class Tensor(TensorConveniences, _Slots):
         if copy:
             arr = self.to_numpy()
             return arr if dtype is None else arr.astype(dtype, copy=False)
-        shared = isinstance(self._td.storage, np.ndarray)
+        shared = host_memory(self.backend)
         arr = self.numpy_view().view() if shared else self.to_numpy()
         if dtype is not None and np.dtype(dtype) != arr.dtype:
             shared = False

@@ -10,7 +10,7 @@ int64 (PyTorch's is int32).
 """
 
 from . import dtypes
-from .backend.protocol import HOST_MEMORY
+from .backend.protocol import host_memory
 from .errors import DTypeError
 
 __all__ = [
@@ -119,7 +119,7 @@ BoolTensor = _typed(
 def type_string(t):
     """PyTorch's type string of tensor ``t``: ``"torch.FloatTensor"``, ``"torch.cuda.LongTensor"``."""
     name = _NAME_OF[t.dtype]
-    if HOST_MEMORY in t.backend.capabilities:
+    if host_memory(t.backend):
         return f"torch.{name}"
     return f"torch.{t.device.type}.{name}"
 
