@@ -19,7 +19,55 @@ from ._launch import index_to_position, to_index
 __all__ = ["matmul_kernel"]
 
 
+@cuda.jit(device=True)
+def _stage(tile, src, base, rs, cs, r0, c0, nr, nc, tid, nt):
+    """Copy ``src[r0:r0+R, c0:c0+C]`` (an ``nr x nc`` matrix at ``base`` with row and column
+    strides ``rs``, ``cs``) into the shared ``R x C`` ``tile``, zeros past the edges; the block's
+    ``nt`` threads share the work, thread ``tid`` taking every ``nt``-th element."""
+    R, C = tile.shape
+    e = tid
+    while e < R * C:
+        r = e // C
+        c = e % C
+        if r0 + r < nr and c0 + c < nc:
+            tile[r, c] = src[base + (r0 + r) * rs + (c0 + c) * cs]
+        else:
+            tile[r, c] = 0
+        e += nt
+
+
+@cuda.jit(device=True)
+def _accumulate(acc, sa, sb, ar, br, ty, tx):
+    """``acc += sa[rows] @ sb[:, cols]`` for this thread's ``TM x TN`` micro-tile (rows
+    ``ty + i*TY``, columns ``tx + j*TX``), one ``k`` at a time through registers."""
+    TM, TN = acc.shape
+    TY = sa.shape[0] // TM
+    TX = sb.shape[1] // TN
+    for q in range(sa.shape[1]):
+        for i in range(TM):
+            ar[i] = sa[ty + i * TY, q]
+        for j in range(TN):
+            br[j] = sb[q, tx + j * TX]
+        for i in range(TM):
+            for j in range(TN):
+                acc[i, j] += ar[i] * br[j]
+
+
+@cuda.jit(device=True)
+def _store(out, po, osr, osc, acc, row0, col0, TY, TX, ty, tx, n, m):
+    """Write this thread's micro-tile into ``out`` (``n x m`` at ``po``), skipping the edges."""
+    TM, TN = acc.shape
+    for i in range(TM):
+        r = row0 + ty + i * TY
+        for j in range(TN):
+            c = col0 + tx + j * TX
+            if r < n and c < m:
+                out[po + r * osr + c * osc] = acc[i, j]
+
+
 def matmul_kernel(acc_type, NDB, BM, BN, BK, TM, TN):
+    """The kernel for one accumulator type, ``NDB`` batch dims and one tile shape (module
+    docstring); launch with a ``(BN/TN, BM/TM)`` block."""
     TY = BM // TM
     TX = BN // TN
     NT = TX * TY
@@ -69,46 +117,13 @@ def matmul_kernel(acc_type, NDB, BM, BN, BK, TM, TN):
                     acc[i, j] = 0
             k0 = 0
             while k0 < kk:
-                e = tid
-                while e < BM * BK:
-                    r = e // BK
-                    c = e % BK
-                    gr = row0 + r
-                    gc = k0 + c
-                    if gr < n and gc < kk:
-                        sa[r, c] = a[pa + gr * asr + gc * asc]
-                    else:
-                        sa[r, c] = 0
-                    e += NT
-                e = tid
-                while e < BK * BN:
-                    r = e // BN
-                    c = e % BN
-                    gr = k0 + r
-                    gc = col0 + c
-                    if gr < kk and gc < m:
-                        sb[r, c] = b[pb + gr * bsr + gc * bsc]
-                    else:
-                        sb[r, c] = 0
-                    e += NT
+                _stage(sa, a, pa, asr, asc, row0, k0, n, kk, tid, NT)
+                _stage(sb, b, pb, bsr, bsc, k0, col0, kk, m, tid, NT)
                 cuda.syncthreads()
-                for q in range(BK):
-                    for i in range(TM):
-                        ar[i] = sa[ty + i * TY, q]
-                    for j in range(TN):
-                        br[j] = sb[q, tx + j * TX]
-                    for i in range(TM):
-                        for j in range(TN):
-                            acc[i, j] += ar[i] * br[j]
+                _accumulate(acc, sa, sb, ar, br, ty, tx)
                 cuda.syncthreads()
                 k0 += BK
-            for i in range(TM):
-                r = row0 + ty + i * TY
-                if r < n:
-                    for j in range(TN):
-                        c = col0 + tx + j * TX
-                        if c < m:
-                            out[po + r * osr + c * osc] = acc[i, j]
+            _store(out, po, osr, osc, acc, row0, col0, TY, TX, ty, tx, n, m)
             z += cuda.gridDim.z
 
     return k

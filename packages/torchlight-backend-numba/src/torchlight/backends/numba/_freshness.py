@@ -24,11 +24,13 @@ _verdicts = {}  # cache directory -> True when stale (decided once per process)
 
 
 def sources_digest():
-    """SHA-1 over this package's modules and the scalar op table they compile."""
+    """SHA-1 over this package's modules and the scalar op table (and its formulas) they compile."""
+    from torchlight.tensor import formulas
     from torchlight.tensor.backend import scalar_ops
 
     h = hashlib.sha1()
-    for path in sorted(_HERE.glob("*.py")) + [Path(scalar_ops.__file__)]:
+    shared = [Path(scalar_ops.__file__), Path(formulas.__file__)]
+    for path in sorted(_HERE.glob("*.py")) + shared:
         h.update(path.name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()

@@ -94,8 +94,44 @@ def sigmoid(x):
     return e / (1.0 + e)
 
 
-def unary_float(op, x):
-    # ``* 1.0``: every branch returns a float of one type, whatever x's float type is
+def _sign(x):
+    if x > 0:
+        return 1.0
+    if x < 0:
+        return -1.0
+    return x * 1.0  # 0, -0 or nan
+
+
+def _exp(x):
+    return math.inf if x > EXP_MAX else math.exp(x)
+
+
+def _log(x):
+    if x < 0:
+        return math.nan
+    if x == 0:
+        return -math.inf
+    return math.log(x)
+
+
+def _sqrt(x):
+    return math.nan if x < 0 else math.sqrt(x)
+
+
+def _rsqrt(x):
+    if x < 0:
+        return math.nan
+    if x == 0:
+        return math.copysign(math.inf, x)  # 1/sqrt(-0) = 1/-0 = -inf
+    return 1.0 / math.sqrt(x)
+
+
+def _reciprocal(x):
+    return math.copysign(math.inf, x) if x == 0 else 1.0 / x
+
+
+def _unary_arith(op, x):
+    # codes 0-9: copy .. square, with IEEE results where Python's math would raise
     if op == 0:
         return x * 1.0
     if op == 1:
@@ -103,37 +139,22 @@ def unary_float(op, x):
     if op == 2:
         return abs(x) * 1.0
     if op == 3:
-        if x > 0:
-            return 1.0
-        if x < 0:
-            return -1.0
-        return x * 1.0  # 0, -0 or nan
+        return _sign(x)
     if op == 4:
-        if x > EXP_MAX:
-            return math.inf
-        return math.exp(x)
+        return _exp(x)
     if op == 5:
-        if x < 0:
-            return math.nan
-        if x == 0:
-            return -math.inf
-        return math.log(x)
+        return _log(x)
     if op == 6:
-        if x < 0:
-            return math.nan
-        return math.sqrt(x)
+        return _sqrt(x)
     if op == 7:
-        if x < 0:
-            return math.nan
-        if x == 0:
-            return math.copysign(math.inf, x)  # 1/sqrt(-0) = 1/-0 = -inf
-        return 1.0 / math.sqrt(x)
+        return _rsqrt(x)
     if op == 8:
-        if x == 0:
-            return math.copysign(math.inf, x)
-        return 1.0 / x
-    if op == 9:
-        return x * x * 1.0
+        return _reciprocal(x)
+    return x * x * 1.0
+
+
+def _unary_activation(op, x):
+    # codes 10-19: sin .. erf
     if op == 10:
         return math.sin(x)
     if op == 11:
@@ -155,6 +176,14 @@ def unary_float(op, x):
     if op == 19:
         return math.erf(x)
     return math.nan
+
+
+def unary_float(op, x):
+    # ``* 1.0``: every branch returns a float of one type, whatever x's float type is. Two
+    # halves keep each switch short; the order of codes is the contract's MAP_OPS.
+    if op <= 9:
+        return _unary_arith(op, x)
+    return _unary_activation(op, x)
 
 
 def unary_int(op, x):
@@ -179,6 +208,23 @@ def unary_bool(op, x):
     return x
 
 
+def _div(a, b):
+    if b == 0:
+        if a == 0 or a != a:
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+def _fpow(a, b):
+    if a < 0 and b != math.floor(b):
+        return math.nan  # Python would return a complex number
+    if a == 0 and b < 0:  # Python raises; IEEE: ±inf (the sign of 0 kept for odd integer b)
+        odd = b == math.floor(b) and 2.0 * math.floor(0.5 * b) != b
+        return math.copysign(math.inf, a) if odd else math.inf
+    return a**b
+
+
 def binary_float(op, a, b):
     if op == 0:
         return a + b
@@ -187,18 +233,9 @@ def binary_float(op, a, b):
     if op == 2:
         return a * b
     if op == 3:
-        if b == 0:
-            if a == 0 or a != a:
-                return math.nan
-            return math.copysign(math.inf, a) * math.copysign(1.0, b)
-        return a / b
+        return _div(a, b)
     if op == 4:
-        if a < 0 and b != math.floor(b):
-            return math.nan  # Python would return a complex number
-        if a == 0 and b < 0:  # Python raises; IEEE: ±inf (the sign of 0 kept for odd integer b)
-            odd = b == math.floor(b) and 2.0 * math.floor(0.5 * b) != b
-            return math.copysign(math.inf, a) if odd else math.inf
-        return a**b
+        return _fpow(a, b)
     if op == 5:
         return a if (a >= b or a != a) else b
     if op == 6:
@@ -279,6 +316,16 @@ _ORDER = (
     gelu_tanh_slope,
     sigmoid,
     _ipow,
+    _sign,
+    _exp,
+    _log,
+    _sqrt,
+    _rsqrt,
+    _reciprocal,
+    _unary_arith,
+    _unary_activation,
+    _div,
+    _fpow,
     unary_float,
     unary_int,
     unary_bool,
