@@ -1,0 +1,80 @@
+"""The verbatim public programs of the compatibility suite: one folder each under ``public/``.
+
+A folder holds the program's files exactly as published (a comment header above the original
+first line names the repository, path, commit and license; nothing else is changed), the
+license text (``LICENSE``) and ``case.py``, which says how the suite runs it:
+
+``SCRIPT``     the file to run (the run's folder is a copy of the case folder, so sibling
+               modules and files the program opens by relative path are found)
+``ARGS``       its own command-line flags that make it small (default none)
+``setup``      optional ``setup(folder)``: writes the data files the program reads
+``losses``     optional ``losses(stdout) -> list[float]``: the training losses it printed
+               (default: every ``loss <value>`` spelling, see compat_helpers.parse_losses)
+``EXPECT``     ``"decrease"`` (the last loss is below the first) or ``"finite"``
+``SLOW``       True when a cpu run takes more than ~20 s
+``ORACLE``     True when its data do not come from the random number generator, so that under
+               PyTorch, from the same initial weights, the losses must agree (test_public_oracle)
+``TIMEOUT``    seconds before the run is abandoned (default 600)
+"""
+
+import importlib.util
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compat_helpers import parse_losses
+
+PUBLIC = Path(__file__).parent / "public"
+
+
+@dataclass
+class Case:
+    name: str
+    folder: Path
+    script: str
+    args: list = field(default_factory=list)
+    setup: Callable | None = None
+    losses: Callable = lambda stdout: parse_losses(stdout).get("loss", [])
+    expect: str = "decrease"
+    slow: bool = False
+    oracle: bool = False
+    timeout: float = 600
+
+    def prepare(self, run_dir: Path) -> Path:
+        """Copy the case into ``run_dir``, write its data, return the script's path there."""
+        for item in self.folder.iterdir():
+            if item.name in ("case.py", "__pycache__"):
+                continue
+            target = run_dir / item.name
+            if item.is_dir():
+                shutil.copytree(item, target)
+            else:
+                shutil.copy2(item, target)
+        if self.setup is not None:
+            self.setup(run_dir)
+        return run_dir / self.script
+
+
+def load_cases() -> dict[str, Case]:
+    """Every ``public/<name>/case.py``, by folder name."""
+    cases = {}
+    for path in sorted(PUBLIC.glob("*/case.py")):
+        spec = importlib.util.spec_from_file_location(f"public_case_{path.parent.name}", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        case = Case(
+            name=path.parent.name,
+            folder=path.parent,
+            script=mod.SCRIPT,
+            args=[str(a) for a in getattr(mod, "ARGS", [])],
+            setup=getattr(mod, "setup", None),
+            expect=getattr(mod, "EXPECT", "decrease"),
+            slow=getattr(mod, "SLOW", False),
+            oracle=getattr(mod, "ORACLE", False),
+            timeout=getattr(mod, "TIMEOUT", 600),
+        )
+        if hasattr(mod, "losses"):
+            case.losses = mod.losses
+        cases[case.name] = case
+    return cases

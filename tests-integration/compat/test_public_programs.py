@@ -1,0 +1,119 @@
+"""Verbatim public PyTorch programs (``public/``, see public_cases.py) run unchanged through
+``python -m torchlight.compat`` on ``cpu`` and ``numba``, and with PyTorch installed their losses
+agree with PyTorch's from the same initial weights."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from compat_helpers import DEVICES
+from public_cases import PUBLIC, load_cases
+
+CASES = load_cases()
+RUNNER = Path(__file__).parent / "oracle_runner.py"
+HEADER_FIELDS = ("Source:", "Path:", "Commit:", "License:")
+
+
+def _run(cmd, cwd, env, timeout):
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def _env(**extra):
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MPLBACKEND="Agg")
+    env.update(extra)
+    return env
+
+
+def _cases():
+    for name, case in CASES.items():
+        for device in DEVICES:
+            if isinstance(device, str):
+                device = pytest.param(device)
+            marks = list(device.marks) + ([pytest.mark.slow] if case.slow else [])
+            yield pytest.param(name, device.values[0], marks=marks, id=f"{name}-{device.values[0]}")
+
+
+def test_the_suite_has_ten_public_programs():
+    assert len(CASES) >= 10, sorted(CASES)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_program_names_its_source_and_license(name):
+    case = CASES[name]
+    head = (case.folder / case.script).read_text(encoding="utf-8")[:2000]
+    for word in HEADER_FIELDS:
+        assert word in head, f"{case.script} of {name}: no '{word}' line in its header"
+    assert (case.folder / "LICENSE").is_file(), f"{name}: the license text (LICENSE) is missing"
+
+
+@pytest.mark.parametrize("name, device", list(_cases()))
+def test_public_program_runs_unchanged(name, device, tmp_path):
+    case = CASES[name]
+    script = case.prepare(tmp_path)
+    result = _run(
+        [sys.executable, "-m", "torchlight.compat", str(script), *case.args],
+        tmp_path,
+        _env(TORCHLIGHT_DEVICE=device),
+        case.timeout,
+    )
+    assert result.returncode == 0, (
+        f"{name} exited {result.returncode} on {device}:\n{result.stderr[-3000:]}"
+    )
+    losses = case.losses(result.stdout)
+    assert len(losses) >= 2, f"{name} printed fewer than two losses:\n{result.stdout[-3000:]}"
+    assert all(math.isfinite(v) for v in losses), f"{name}: non-finite losses {losses}"
+    if case.expect == "decrease":
+        assert losses[-1] < losses[0], f"{name}: loss did not fall on {device}: {losses}"
+
+
+def _oracle(framework, script, args, tmp_path, timeout):
+    record = tmp_path / f"{framework}.json"
+    env = _env(TORCHLIGHT_DEVICE="cpu")
+    if framework == "torch":
+        env.pop("TORCHLIGHT_DEVICE")
+    result = _run(
+        [
+            sys.executable,
+            str(RUNNER),
+            "--framework",
+            framework,
+            "--record",
+            str(record),
+            "--weights",
+            str(tmp_path / "weights.npz"),
+            str(script),
+            *args,
+        ],
+        tmp_path,
+        env,
+        timeout,
+    )
+    assert result.returncode == 0, (
+        f"{script.name} under {framework} exited {result.returncode}:\n{result.stderr[-3000:]}"
+    )
+    return json.loads(record.read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.oracle
+@pytest.mark.parametrize("name", sorted(n for n, c in CASES.items() if c.oracle))
+def test_public_losses_agree_with_pytorch(name, tmp_path):
+    pytest.importorskip("torch")
+    case = CASES[name]
+    script = case.prepare(tmp_path)
+    ours = _oracle("torchlight", script, case.args, tmp_path, case.timeout)
+    theirs = _oracle("torch", script, case.args, tmp_path, case.timeout)
+    assert ours["optimizers"] == theirs["optimizers"]
+    a, b = np.array(ours["losses"]), np.array(theirs["losses"])
+    assert len(a) == len(b) and len(a) >= 2, (len(a), len(b))
+    np.testing.assert_allclose(a[0], b[0], rtol=1e-5, err_msg=f"{name}: first loss")
+    np.testing.assert_allclose(a, b, rtol=1e-3, err_msg=f"{name}: losses over {len(a)} steps")
+
+
+def test_public_folder_is_where_the_cases_are():
+    assert PUBLIC.is_dir() and all((PUBLIC / n / "case.py").is_file() for n in CASES)
