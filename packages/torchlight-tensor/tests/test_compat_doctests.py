@@ -33,6 +33,7 @@ MODULES = [
     "torchlight.tensor.size",
     "torchlight.tensor.random",
     "torchlight.tensor.functions.special",
+    "torchlight.tensor.printing",
 ]
 FLAGS = doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL
 
