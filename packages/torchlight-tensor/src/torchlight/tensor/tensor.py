@@ -14,7 +14,6 @@ from torchlight.autograd.grad_mode import GradMode
 
 from . import dispatch, dtypes
 from .backend.protocol import host_memory
-from .printing import format_values
 from .conveniences import TensorConveniences
 from .device import device_named as _device
 from .errors import AutogradError, DTypeError, ShapeError
@@ -31,6 +30,7 @@ from .functions import (
     sorting,
     special,
 )
+from .printing import format_values
 from .size import Size
 
 __all__ = ["Tensor"]
