@@ -4,9 +4,30 @@ made-up names (written by setup), batches drawn at random: 21 steps, losses prin
 import random
 
 SCRIPT = "makemore.py"
-ARGS = ["-i", "names.txt", "-o", "out", "--type", "transformer", "--max-steps", "21", "--num-workers", "0",
-        "--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--n-embd2", "16", "--batch-size", "16",
-        "--learning-rate", "1e-2"]
+ARGS = [
+    "-i",
+    "names.txt",
+    "-o",
+    "out",
+    "--type",
+    "transformer",
+    "--max-steps",
+    "21",
+    "--num-workers",
+    "0",
+    "--n-layer",
+    "1",
+    "--n-head",
+    "2",
+    "--n-embd",
+    "16",
+    "--n-embd2",
+    "16",
+    "--batch-size",
+    "16",
+    "--learning-rate",
+    "1e-2",
+]
 EXPECT = "decrease"
 SLOW = False
 ORACLE = False  # random train/test split, random batches

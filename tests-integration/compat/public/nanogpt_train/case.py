@@ -8,11 +8,25 @@ import numpy as np
 
 SCRIPT = "train.py"
 ARGS = [
-    "--dataset=tiny", "--device=cpu", "--compile=False", "--dtype=float32",
-    "--eval_iters=2", "--eval_interval=1000", "--log_interval=1", "--gradient_accumulation_steps=1",
-    "--block_size=16", "--batch_size=8", "--n_layer=1", "--n_head=2", "--n_embd=16",
-    "--max_iters=6", "--warmup_iters=1", "--lr_decay_iters=6", "--learning_rate=1e-2",
-    "--min_lr=1e-3", "--dropout=0.0",
+    "--dataset=tiny",
+    "--device=cpu",
+    "--compile=False",
+    "--dtype=float32",
+    "--eval_iters=2",
+    "--eval_interval=1000",
+    "--log_interval=1",
+    "--gradient_accumulation_steps=1",
+    "--block_size=16",
+    "--batch_size=8",
+    "--n_layer=1",
+    "--n_head=2",
+    "--n_embd=16",
+    "--max_iters=6",
+    "--warmup_iters=1",
+    "--lr_decay_iters=6",
+    "--learning_rate=1e-2",
+    "--min_lr=1e-3",
+    "--dropout=0.0",
 ]
 EXPECT = "decrease"
 SLOW = False
