@@ -1,4 +1,4 @@
-"""torchlight.utils.tensorboard.SummaryWriter: the event files it writes, decoded by a reader
+"""torchlight.tensorboard.SummaryWriter: the event files it writes, decoded by a reader
 written here (TFRecord framing checked with a bitwise CRC-32C, protocol buffers parsed field by
 field), and by TensorBoard's own EventAccumulator when the tensorboard package is installed."""
 
@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 import torchlight as tl
 from torchlight.compat.aliases import resolve
-from torchlight.utils.tensorboard import SummaryWriter
-from torchlight.utils.tensorboard.records import crc32c, masked_crc32c
+from torchlight.tensorboard import SummaryWriter
+from torchlight.tensorboard.records import crc32c, masked_crc32c
 
 
 def bitwise_crc32c(data: bytes) -> int:
@@ -191,7 +191,7 @@ def test_default_log_dir_is_under_runs(tmp_path, monkeypatch):
 
 
 def test_torch_utils_tensorboard_is_aliased():
-    assert resolve("torch.utils.tensorboard") == "torchlight.utils.tensorboard"
+    assert resolve("torch.utils.tensorboard") == "torchlight.tensorboard"
 
 
 def test_tensorboard_reads_the_file(tmp_path):
