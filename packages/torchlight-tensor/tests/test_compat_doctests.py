@@ -37,6 +37,7 @@ MODULES = [
     "torchlight.tensorboard.records",
     "torchlight.tensorboard.event_proto",
     "torchlight.tensorboard.writer",
+    "torchlight.tensor.printing",
 ]
 FLAGS = doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL
 

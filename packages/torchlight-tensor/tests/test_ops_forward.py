@@ -672,12 +672,27 @@ def test_index_select(shape, layout, data):
     a, x = Maker(data.draw(seeds)).build(shape, layout)
     dim = data.draw(st.integers(-len(shape), len(shape) - 1))
     idx = np.array(
-        data.draw(st.lists(st.integers(-shape[dim], shape[dim] - 1), min_size=0, max_size=6)),
+        data.draw(st.lists(st.integers(0, shape[dim] - 1), min_size=0, max_size=6)),
         dtype=np.int64,
     )
     out = tl.index_select(x, dim, tl.tensor(idx, dtype=tl.int64))
     assert_close(out, np.take(a, idx, axis=dim), np.float64)
     assert_close(x.index_select(dim, tl.tensor(idx, dtype=tl.int64)), np.take(a, idx, axis=dim))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda x, i: tl.index_select(x, 0, i),
+        lambda x, i: tl.gather(x, 0, i),
+        lambda x, i: x.scatter_add(0, i, tl.ones(1)),
+    ],
+    ids=["index_select", "gather", "scatter_add"],
+)
+def test_index_ops_refuse_negative_indices_as_pytorch_does(call):
+    # x[idx] wraps negative indices; these three raise in PyTorch ("index out of range")
+    with pytest.raises(IndexError, match="negative indices are not accepted"):
+        call(tl.tensor([1.0, 2.0, 3.0]), tl.tensor([-1]))
 
 
 @given(shape=shapes(1, 3, 1, 4), layout=layouts, data=st.data())

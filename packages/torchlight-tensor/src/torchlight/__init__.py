@@ -177,6 +177,7 @@ from .tensor.functional import (  # noqa: E402
     var_mean,
     where,
 )
+from .tensor.printing import get_printoptions, set_printoptions  # noqa: E402
 from .tensor.random import Generator, default_generator, initial_seed, manual_seed, seed  # noqa: E402
 from .tensor.sampling import bernoulli, multinomial, randperm  # noqa: E402
 from .tensor.size import Size  # noqa: E402

@@ -14,6 +14,7 @@ from torchlight.autograd.grad_mode import GradMode
 
 from . import dispatch, dtypes
 from .backend.protocol import host_memory
+from .printing import format_values
 from .conveniences import TensorConveniences
 from .device import device_named as _device
 from .errors import AutogradError, DTypeError, ShapeError
@@ -663,7 +664,7 @@ class Tensor(TensorConveniences, _Slots):
         return self if self._td.is_contiguous() else _Clone.apply(self)
 
     def __repr__(self):
-        arr = np.array2string(self.numpy_view(), separator=", ", precision=4, prefix="tensor(")
+        arr = format_values(self.numpy_view())
         extra = []
         if self.dtype not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool_):
             extra.append(f"dtype={self.dtype}")

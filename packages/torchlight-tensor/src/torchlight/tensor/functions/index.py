@@ -49,7 +49,9 @@ def _tensor_type():
 
 
 def check_index(index, size, what="index"):
-    """Integer index tensor: right dtype, values within [-size, size). Returns non-negative ints."""
+    """Integer index tensor of ``index_select``/``gather``/``scatter_add``: int64, values within
+    ``[0, size)``. As in PyTorch these take no negative indices (``x[idx]`` does: it wraps them
+    itself); a negative one would otherwise read from the end without a word."""
     if index.dtype is not dtypes.int64:
         raise DTypeError(
             f"{what}: indices must be an int64 tensor, got {index.dtype} "
@@ -57,16 +59,13 @@ def check_index(index, size, what="index"):
         )
     if index.numel():
         lo, hi = index_range(index)  # no device read when the bounds are on record
-        if lo < -size or hi >= size:
+        if lo < 0 or hi >= size:
             bad = hi if hi >= size else lo
+            hint = " (negative indices are not accepted here: add the size to count from the end)"
             raise TensorIndexError(
                 f"{what}: index {bad} is out of range for a dimension of size {size}"
+                + (hint if bad < 0 else "")
             )
-        if lo < 0:
-            from ..factories import from_numpy_on
-
-            arr = index.backend.to_numpy(index._td)
-            return from_numpy_on(np.where(arr < 0, arr + size, arr), index.backend)
     return index
 
 
