@@ -33,6 +33,10 @@ MODULES = [
     "torchlight.tensor.size",
     "torchlight.tensor.random",
     "torchlight.tensor.functions.special",
+    "torchlight.tensorboard",
+    "torchlight.tensorboard.records",
+    "torchlight.tensorboard.event_proto",
+    "torchlight.tensorboard.writer",
     "torchlight.tensor.printing",
 ]
 FLAGS = doctest.ELLIPSIS | doctest.IGNORE_EXCEPTION_DETAIL

@@ -223,6 +223,22 @@ def __getattr__(name):
         from importlib.metadata import version
 
         return version("torchlight-tensor")
+    if name == "backends":
+        # PyTorch imports torch.backends with torch (programs write torch.backends.cudnn.benchmark
+        # first thing); torchlight.backends is the namespace the backend plugins fill, so reading
+        # it loads their entry points, each of which imports its package into the namespace.
+        from .tensor.backend import registry
+
+        registry._discover()
+        try:
+            mod = importlib.import_module("torchlight.backends")
+        except ModuleNotFoundError:
+            raise AttributeError(
+                "module 'torchlight' has no attribute 'backends': no backend plugin distribution "
+                "(torchlight-backend-numba, torchlight-backend-cuda) is installed"
+            ) from None
+        globals()[name] = mod
+        return mod
     if name in _LAZY:
         module, dist = _LAZY[name]
         try:

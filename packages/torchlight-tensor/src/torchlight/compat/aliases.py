@@ -45,6 +45,7 @@ ALIASES = {
     "torch.utils.data": "torchlight.data",
     "torch.utils.data.dataloader": "torchlight.data.dataloader",
     "torch.utils.data.distributed": "torchlight.data.distributed",
+    "torch.utils.tensorboard": "torchlight.tensorboard",
     "torch.distributed": "torchlight.distributed",
     "torch.cuda": "torchlight.cuda",
     "torch.amp": "torchlight.amp",
