@@ -24,6 +24,22 @@ def parse_losses(stdout: str) -> dict:
     return found
 
 
+NUMBER_RE = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf)")
+# "tensor(" up to its closing parenthesis; the only parentheses a tensor's repr holds are its own
+TENSOR_RE = re.compile(r"tensor\(([^()]*)\)")
+
+
+def printed_tensors(stdout: str) -> list:
+    """The values of every ``tensor(...)`` a program printed, in order, each flattened to a list
+    of floats (the keyword part of the repr, ``grad_fn=<...>``, ``dtype=...``, is left out), so
+    that a case can read the log-probabilities a tutorial prints instead of a loss."""
+    found = []
+    for body in TENSOR_RE.findall(stdout):
+        values = body[: body.rindex("]")] if "[" in body else body.split(",")[0]
+        found.append([float(v) for v in NUMBER_RE.findall(values)])
+    return found
+
+
 def numba_available() -> bool:
     from torchlight.tensor.backend.registry import backend_status
 

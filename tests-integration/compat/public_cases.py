@@ -15,6 +15,9 @@ license text (``LICENSE``) and ``case.py``, which says how the suite runs it:
 ``ORACLE``     True when its data do not come from the random number generator, so that under
                PyTorch, from the same initial weights, the losses must agree (test_public_oracle)
 ``TIMEOUT``    seconds before the run is abandoned (default 600)
+``ENV``        environment variables the runs need, e.g. ``{"PYTHONHASHSEED": "0"}`` for a
+               program that numbers its vocabulary by iterating over a set of strings, whose
+               order otherwise changes from one process to the next (default none)
 """
 
 import importlib.util
@@ -40,6 +43,7 @@ class Case:
     slow: bool = False
     oracle: bool = False
     timeout: float = 600
+    env: dict = field(default_factory=dict)
 
     def prepare(self, run_dir: Path) -> Path:
         """Copy the case into ``run_dir``, write its data, return the script's path there."""
@@ -73,6 +77,7 @@ def load_cases() -> dict[str, Case]:
             slow=getattr(mod, "SLOW", False),
             oracle=getattr(mod, "ORACLE", False),
             timeout=getattr(mod, "TIMEOUT", 600),
+            env=dict(getattr(mod, "ENV", {})),
         )
         if hasattr(mod, "losses"):
             case.losses = mod.losses

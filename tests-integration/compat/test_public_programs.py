@@ -58,7 +58,7 @@ def test_public_program_runs_unchanged(name, device, tmp_path):
     result = _run(
         [sys.executable, "-m", "torchlight.compat", str(script), *case.args],
         tmp_path,
-        _env(TORCHLIGHT_DEVICE=device),
+        _env(TORCHLIGHT_DEVICE=device, **case.env),
         case.timeout,
     )
     assert result.returncode == 0, (
@@ -71,9 +71,9 @@ def test_public_program_runs_unchanged(name, device, tmp_path):
         assert losses[-1] < losses[0], f"{name}: loss did not fall on {device}: {losses}"
 
 
-def _oracle(framework, script, args, tmp_path, timeout):
+def _oracle(framework, script, args, tmp_path, timeout, extra_env=None):
     record = tmp_path / f"{framework}.json"
-    env = _env(TORCHLIGHT_DEVICE="cpu")
+    env = _env(TORCHLIGHT_DEVICE="cpu", **(extra_env or {}))
     if framework == "torch":
         env.pop("TORCHLIGHT_DEVICE")
     result = _run(
@@ -106,8 +106,8 @@ def test_public_losses_agree_with_pytorch(name, tmp_path):
     pytest.importorskip("torch")
     case = CASES[name]
     script = case.prepare(tmp_path)
-    ours = _oracle("torchlight", script, case.args, tmp_path, case.timeout)
-    theirs = _oracle("torch", script, case.args, tmp_path, case.timeout)
+    ours = _oracle("torchlight", script, case.args, tmp_path, case.timeout, case.env)
+    theirs = _oracle("torch", script, case.args, tmp_path, case.timeout, case.env)
     assert ours["optimizers"] == theirs["optimizers"]
     a, b = np.array(ours["losses"]), np.array(theirs["losses"])
     assert len(a) == len(b) and len(a) >= 2, (len(a), len(b))
