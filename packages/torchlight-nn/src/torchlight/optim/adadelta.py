@@ -43,15 +43,7 @@ class Adadelta(Optimizer):
 
     def _update_group(self, group):
         lr, rho, eps, weight_decay = group["lr"], group["rho"], group["eps"], group["weight_decay"]
-        for p, grad in self._params_with_grad(group):
-            if group["maximize"]:
-                grad = -grad
-            state = self.state.setdefault(p, {})
-            if not state:
-                state["step"] = 0
-                state["square_avg"] = tl.zeros_like(p)
-                state["acc_delta"] = tl.zeros_like(p)
-            state["step"] += 1
+        for p, grad, state in self._steps(group, square_avg=tl.zeros_like, acc_delta=tl.zeros_like):
             if weight_decay != 0:
                 grad = grad + p * weight_decay
             square_avg, acc_delta = state["square_avg"], state["acc_delta"]

@@ -76,14 +76,9 @@ class Adagrad(Optimizer):
             group["eps"],
             group["weight_decay"],
         )
-        for p, grad in self._params_with_grad(group):
-            if group["maximize"]:
-                grad = -grad
-            state = self.state.setdefault(p, {})
-            if not state:
-                state["step"] = 0
-                state["sum"] = tl.full_like(p, group["initial_accumulator_value"])
-            state["step"] += 1
+        for p, grad, state in self._steps(
+            group, sum=lambda p: tl.full_like(p, group["initial_accumulator_value"])
+        ):
             step = state["step"]
             if weight_decay != 0:
                 grad = grad + p * weight_decay

@@ -47,15 +47,7 @@ class Adamax(Optimizer):
             group["eps"],
             group["weight_decay"],
         )
-        for p, grad in self._params_with_grad(group):
-            if group["maximize"]:
-                grad = -grad
-            state = self.state.setdefault(p, {})
-            if not state:
-                state["step"] = 0
-                state["exp_avg"] = tl.zeros_like(p)
-                state["exp_inf"] = tl.zeros_like(p)
-            state["step"] += 1
+        for p, grad, state in self._steps(group, exp_avg=tl.zeros_like, exp_inf=tl.zeros_like):
             if weight_decay != 0:
                 grad = grad + p * weight_decay
             exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]

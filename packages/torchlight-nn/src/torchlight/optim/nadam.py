@@ -70,16 +70,9 @@ class NAdam(Optimizer):
             group["weight_decay"],
         )
         psi = group["momentum_decay"]
-        for p, grad in self._params_with_grad(group):
-            if group["maximize"]:
-                grad = -grad
-            state = self.state.setdefault(p, {})
-            if not state:
-                state["step"] = 0
-                state["mu_product"] = 1.0
-                state["exp_avg"] = tl.zeros_like(p)
-                state["exp_avg_sq"] = tl.zeros_like(p)
-            state["step"] += 1
+        for p, grad, state in self._steps(
+            group, mu_product=1.0, exp_avg=tl.zeros_like, exp_avg_sq=tl.zeros_like
+        ):
             t = state["step"]
             if wd != 0:
                 if group["decoupled_weight_decay"]:

@@ -175,6 +175,22 @@ class Optimizer:
             if p.grad is not None:
                 yield p, p.grad
 
+    def _steps(self, group, **initial):
+        """Each parameter of ``group`` that has a gradient, as ``(p, grad, state)``, for the
+        update rules that keep per-parameter state: ``grad`` is negated when the group maximizes,
+        and ``state["step"]`` is counted up — from 0 on first use, when each ``initial`` entry
+        starts the state (a value, or a callable of ``p`` for a buffer like ``tl.zeros_like``)."""
+        for p, grad in self._params_with_grad(group):
+            if group["maximize"]:
+                grad = -grad
+            state = self.state.setdefault(p, {})
+            if not state:
+                state["step"] = 0
+                for name, start in initial.items():
+                    state[name] = start(p) if callable(start) else start
+            state["step"] += 1
+            yield p, grad, state
+
     # --- state dicts -----------------------------------------------------------------------
     def state_dict(self) -> dict:
         """``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}``.

@@ -72,15 +72,7 @@ class RAdam(Optimizer):
             group["weight_decay"],
         )
         rho_inf = 2 / (1 - beta2) - 1
-        for p, grad in self._params_with_grad(group):
-            if group["maximize"]:
-                grad = -grad
-            state = self.state.setdefault(p, {})
-            if not state:
-                state["step"] = 0
-                state["exp_avg"] = tl.zeros_like(p)
-                state["exp_avg_sq"] = tl.zeros_like(p)
-            state["step"] += 1
+        for p, grad, state in self._steps(group, exp_avg=tl.zeros_like, exp_avg_sq=tl.zeros_like):
             t = state["step"]
             if wd != 0:
                 if group["decoupled_weight_decay"]:
