@@ -60,31 +60,59 @@ def _clones(module, n):
 
 
 class _Layer(Module):
-    """What the encoder and decoder layers share: the feed-forward block and its settings."""
+    """What the encoder and decoder layers share: self-attention, the feed-forward block, the
+    norms and dropouts, and the residual wiring of each sublayer (pre- or post-norm)."""
 
-    def _build_ff(
+    def _build(
         self,
         d_model,
+        nhead,
         dim_feedforward,
         dropout,
         activation,
         layer_norm_eps,
+        batch_first,
         norm_first,
         bias,
         device,
         dtype,
-        n_norms,
+        n_sublayers,
     ):
         kw = dict(device=device, dtype=dtype)
+        attn_kw = dict(dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+        # registered in PyTorch's order, so parameters() lists them as PyTorch does
+        self.self_attn = MultiheadAttention(d_model, nhead, **attn_kw)
+        if n_sublayers == 3:  # the decoder's cross-attention
+            self.multihead_attn = MultiheadAttention(d_model, nhead, **attn_kw)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
         self.norm_first = norm_first
-        for i in range(1, n_norms + 1):
+        for i in range(1, n_sublayers + 1):
             setattr(self, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
-        for i in range(1, n_norms + 1):
+        for i in range(1, n_sublayers + 1):
             setattr(self, f"dropout{i}", Dropout(dropout))
         self.activation = _activation(activation)
+
+    def _residual(self, x, norm, block):
+        """One sublayer with its residual connection: ``x + block(norm(x))`` with ``norm_first``,
+        else ``norm(x + block(x))``."""
+        if self.norm_first:
+            return x + block(norm(x))
+        return norm(x + block(x))
+
+    @staticmethod
+    def _attend(attn, drop, x, mem, attn_mask, key_padding_mask, is_causal):
+        out = attn(
+            x,
+            mem,
+            mem,
+            attn_mask=attn_mask,
+            key_padding_mask=key_padding_mask,
+            need_weights=False,
+            is_causal=is_causal,
+        )[0]
+        return drop(out)
 
     def _ff_block(self, x, drop):
         return drop(self.linear2(self.dropout(self.activation(self.linear1(x)))))
@@ -118,49 +146,29 @@ class TransformerEncoderLayer(_Layer):
         dtype=None,
     ):
         super().__init__()
-        self.self_attn = MultiheadAttention(
+        self._build(
             d_model,
             nhead,
-            dropout=dropout,
-            bias=bias,
-            batch_first=batch_first,
-            device=device,
-            dtype=dtype,
-        )
-        self._build_ff(
-            d_model,
             dim_feedforward,
             dropout,
             activation,
             layer_norm_eps,
+            batch_first,
             norm_first,
             bias,
             device,
             dtype,
-            n_norms=2,
+            n_sublayers=2,
         )
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
-        x = self.self_attn(
-            x,
-            x,
-            x,
-            attn_mask=attn_mask,
-            key_padding_mask=key_padding_mask,
-            need_weights=False,
-            is_causal=is_causal,
-        )[0]
-        return self.dropout1(x)
-
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
-        x = src
-        if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
-            x = x + self._ff_block(self.norm2(x), self.dropout2)
-        else:
-            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
-            x = self.norm2(x + self._ff_block(x, self.dropout2))
-        return x
+        def self_attention(x):
+            return self._attend(
+                self.self_attn, self.dropout1, x, x, src_mask, src_key_padding_mask, is_causal
+            )
+
+        x = self._residual(src, self.norm1, self_attention)
+        return self._residual(x, self.norm2, lambda x: self._ff_block(x, self.dropout2))
 
 
 class TransformerDecoderLayer(_Layer):
@@ -192,45 +200,20 @@ class TransformerDecoderLayer(_Layer):
         dtype=None,
     ):
         super().__init__()
-        kw = dict(dropout=dropout, bias=bias, batch_first=batch_first, device=device, dtype=dtype)
-        self.self_attn = MultiheadAttention(d_model, nhead, **kw)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, **kw)
-        self._build_ff(
+        self._build(
             d_model,
+            nhead,
             dim_feedforward,
             dropout,
             activation,
             layer_norm_eps,
+            batch_first,
             norm_first,
             bias,
             device,
             dtype,
-            n_norms=3,
+            n_sublayers=3,
         )
-
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
-        x = self.self_attn(
-            x,
-            x,
-            x,
-            attn_mask=attn_mask,
-            key_padding_mask=key_padding_mask,
-            need_weights=False,
-            is_causal=is_causal,
-        )[0]
-        return self.dropout1(x)
-
-    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal):
-        x = self.multihead_attn(
-            x,
-            mem,
-            mem,
-            attn_mask=attn_mask,
-            key_padding_mask=key_padding_mask,
-            need_weights=False,
-            is_causal=is_causal,
-        )[0]
-        return self.dropout2(x)
 
     def forward(
         self,
@@ -243,21 +226,25 @@ class TransformerDecoderLayer(_Layer):
         tgt_is_causal=False,
         memory_is_causal=False,
     ):
-        x = tgt
-        if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
-            x = x + self._mha_block(
-                self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal
+        def self_attention(x):
+            return self._attend(
+                self.self_attn, self.dropout1, x, x, tgt_mask, tgt_key_padding_mask, tgt_is_causal
             )
-            x = x + self._ff_block(self.norm3(x), self.dropout3)
-        else:
-            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
-            x = self.norm2(
-                x
-                + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+
+        def cross_attention(x):
+            return self._attend(
+                self.multihead_attn,
+                self.dropout2,
+                x,
+                memory,
+                memory_mask,
+                memory_key_padding_mask,
+                memory_is_causal,
             )
-            x = self.norm3(x + self._ff_block(x, self.dropout3))
-        return x
+
+        x = self._residual(tgt, self.norm1, self_attention)
+        x = self._residual(x, self.norm2, cross_attention)
+        return self._residual(x, self.norm3, lambda x: self._ff_block(x, self.dropout3))
 
 
 class TransformerEncoder(Module):
