@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .backend.protocol import HOST_MEMORY, host_memory
 from .errors import BackendError, DTypeError, OutOfMemoryError, ShapeError, TensorIndexError
-from .indexing import shape_broadcast
+from .indexing import contiguous_strides, shape_broadcast
 from .storage import TensorData
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def alloc(shape: tuple[int, ...], dtype: DType, backend: Any) -> _Tensor:
     ) as exc:  # numpy: "Maximum allowed dimension exceeded"
         raise too_big(shape, dtype, backend, exc) from exc
     td.shape = shape
-    td.strides = _cstrides(shape)
+    td.strides = contiguous_strides(shape)
     td.offset = 0
     td.size = n
     td.cache = None
@@ -102,21 +102,6 @@ def too_big(shape: Sequence[int], dtype: DType, backend: Any, reason: Any = None
         f"{n} elements, {nbytes} bytes (~{nbytes / 2**30:.3g} GiB){why}. Use a smaller size, or "
         "process the data in chunks"
     )
-
-
-_STRIDES_CACHE: dict[tuple[int, ...], tuple[int, ...]] = {}
-
-
-def _cstrides(shape: tuple[int, ...]) -> tuple[int, ...]:
-    s = _STRIDES_CACHE.get(shape)
-    if s is None:
-        acc = 1
-        out = []
-        for d in reversed(shape):
-            out.append(acc)
-            acc *= max(d, 1)
-        s = _STRIDES_CACHE[shape] = tuple(reversed(out))
-    return s
 
 
 def view_of(src: _Tensor, td: TensorData) -> _Tensor:

@@ -34,14 +34,21 @@ def prod(shape) -> int:
     return n
 
 
+_CONTIGUOUS: dict = {}  # shape -> strides: every new tensor asks, and shapes repeat
+
+
 def contiguous_strides(shape) -> tuple:
     """Row-major (C-order) strides in elements: the last dimension varies fastest."""
-    strides = [1] * len(shape)
-    acc = 1
-    for k in range(len(shape) - 1, -1, -1):
-        strides[k] = acc
-        acc *= max(shape[k], 1)
-    return tuple(strides)
+    shape = tuple(shape)
+    strides = _CONTIGUOUS.get(shape)
+    if strides is None:
+        out = [1] * len(shape)
+        acc = 1
+        for k in range(len(shape) - 1, -1, -1):
+            out[k] = acc
+            acc *= max(shape[k], 1)
+        strides = _CONTIGUOUS[shape] = tuple(out)
+    return strides
 
 
 def shape_broadcast(a, b) -> tuple | None:
