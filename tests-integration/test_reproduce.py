@@ -71,7 +71,7 @@ def test_translation_headline_preset(mt):
         9757,
         1.0,
         0.0,
-        "cpu",
+        "numba",
         50,
     )
     assert (
