@@ -197,12 +197,14 @@ def test_runner_spawned_children_recreate_main_with_the_aliases(tmp_path):
     (tmp_path / "pool.py").write_text(
         textwrap.dedent("""
         import multiprocessing
+        import os
         import torch
 
         def norm(n):
             return torch.arange(n, dtype=torch.float32).pow(2).sum().item()
 
-        print("body", __name__, flush=True)
+        # one small os.write is atomic on a pipe: the children's lines cannot interleave
+        os.write(1, f"body {__name__}\\n".encode())
         if __name__ == "__main__":
             pool = multiprocessing.get_context("spawn").Pool(2)
             results = pool.map(norm, [2, 3, 4])
