@@ -9,17 +9,18 @@ PyTorch's: a program that calls ``torch.set_printoptions`` runs unchanged.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 __all__ = ["set_printoptions", "get_printoptions", "format_values"]
 
-_PROFILES = {
+_PROFILES: dict[str, dict[str, Any]] = {
     "default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
     "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=80),
     "full": dict(precision=4, threshold=math.inf, edgeitems=3, linewidth=80),
 }
-_options: dict = dict(_PROFILES["default"], sci_mode=None)
+_options: dict[str, Any] = {**_PROFILES["default"], "sci_mode": None}
 
 
 def set_printoptions(
@@ -78,7 +79,7 @@ def format_values(arr: np.ndarray, prefix: str = "tensor(") -> str:
     """
     o = _options
     sci = o["sci_mode"]
-    formatter = None
+    formatter: Any = None
     if sci is not None and arr.dtype.kind == "f":
         p = o["precision"]
         formatter = {"float_kind": (lambda v: f"{v:.{p}e}") if sci else (lambda v: f"{v:.{p}f}")}
