@@ -241,8 +241,8 @@ def bench_program(prog, frameworks, threads, repeat, scale, workdir, progress=No
         "program": prog.name,
         "mode": f"per {prog.steps[0]}" if prog.steps else "whole run",
         "threads": threads,
-        "ms": {fw: median([s["ms"] for s in samples[fw]]) for fw in FRAMEWORKS},
-        "rss_mib": {fw: median([s["rss_mib"] for s in samples[fw]]) for fw in FRAMEWORKS},
+        "ms": {fw: median([s["ms"] for s in samples.get(fw, [])]) for fw in FRAMEWORKS},
+        "rss_mib": {fw: median([s["rss_mib"] for s in samples.get(fw, [])]) for fw in FRAMEWORKS},
         "errors": errors,
     }
     best = [row["ms"][fw] for fw in ("numpy", "numba") if row["ms"][fw] is not None]
@@ -287,10 +287,12 @@ def table(rows: list, summary: dict, notes: list) -> str:
         f"geometric mean of the ratios (per-step rows): {_cell(summary['geomean_ratio'], 2)}; "
         f"worst: {_cell(summary['worst_ratio'], 2)} {summary['worst_program'] or ''}".rstrip()
     )
-    for r in rows:
-        for fw, message in r["errors"].items():
-            notes.append(f"{r['program']} on {HEADINGS[fw]} failed: {message.splitlines()[0]}")
-    lines += [f"- {note}" for note in notes]
+    failures = [
+        f"{r['program']} on {HEADINGS[fw]} failed: {message.splitlines()[0]}"
+        for r in rows
+        for fw, message in r["errors"].items()
+    ]
+    lines += [f"- {note}" for note in [*notes, *failures]]
     return "\n".join(lines)
 
 
@@ -335,7 +337,7 @@ def main(argv=None) -> dict:
     names = args.only or (list(QUICK) if args.quick else list(programs()))
     threads, repeat = ([1], 1) if args.quick else (args.threads, args.repeat)
     result = run(names, threads, repeat, args.scale)
-    print(table(result["rows"], result["summary"], list(result["notes"])))
+    print(table(result["rows"], result["summary"], result["notes"]))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
     return result
