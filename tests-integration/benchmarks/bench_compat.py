@@ -183,7 +183,8 @@ def run_once(framework, script, args, folder, env, timeout) -> tuple[float, floa
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         tail = (folder / "stderr.log").read_text(errors="replace")[-1500:]
-        raise RuntimeError(f"{script.name} on {framework} exited {proc.returncode}:\n{tail}")
+        why = f"ran past its {timeout:.0f} s" if proc.returncode == -9 else "failed"
+        raise RuntimeError(f"{script.name} on {framework} {why} (exit {proc.returncode}):\n{tail}")
     return wall, usage.ru_maxrss / 1024  # Linux gives KiB
 
 
@@ -288,7 +289,7 @@ def table(rows: list, summary: dict, notes: list) -> str:
         f"worst: {_cell(summary['worst_ratio'], 2)} {summary['worst_program'] or ''}".rstrip()
     )
     failures = [
-        f"{r['program']} on {HEADINGS[fw]} failed: {message.splitlines()[0]}"
+        f"{r['program']} on {HEADINGS[fw]}: {message.splitlines()[0]}"
         for r in rows
         for fw, message in r["errors"].items()
     ]
