@@ -272,6 +272,12 @@ def _cell(value, digits=1) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+def _first_and_last(message: str) -> str:
+    """The first line of a failure and the last line of the child's stderr (the exception)."""
+    lines = [line for line in message.splitlines() if line.strip()]
+    return lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+
+
 def table(rows: list, summary: dict, notes: list) -> str:
     """The markdown table of ``rows``, then the summary and the notes."""
     head = ["program", "mode", "threads"]
@@ -289,7 +295,7 @@ def table(rows: list, summary: dict, notes: list) -> str:
         f"worst: {_cell(summary['worst_ratio'], 2)} {summary['worst_program'] or ''}".rstrip()
     )
     failures = [
-        f"{r['program']} on {HEADINGS[fw]}: {message.splitlines()[0]}"
+        f"{r['program']} on {HEADINGS[fw]}: {_first_and_last(message)}"
         for r in rows
         for fw, message in r["errors"].items()
     ]
