@@ -246,10 +246,16 @@ def bench_program(prog, frameworks, threads, repeat, scale, workdir, progress=No
         "rss_mib": {fw: median([s["rss_mib"] for s in samples.get(fw, [])]) for fw in FRAMEWORKS},
         "errors": errors,
     }
-    best = [row["ms"][fw] for fw in ("numpy", "numba") if row["ms"][fw] is not None]
-    torch_ms = row["ms"]["torch"]
-    row["ratio"] = min(best) / torch_ms if best and torch_ms else None
+    row["ratio"] = ratio(row["ms"])
     return row
+
+
+def ratio(ms: dict) -> float | None:
+    """The faster torchlight backend's time over PyTorch's. A time that is not positive (t(2N)
+    no longer than t(N): the step is shorter than the timing noise) gives no ratio."""
+    best = [ms[fw] for fw in ("numpy", "numba") if ms[fw] is not None and ms[fw] > 0]
+    torch_ms = ms["torch"]
+    return min(best) / torch_ms if best and torch_ms is not None and torch_ms > 0 else None
 
 
 def summarize(rows: list) -> dict:
@@ -299,7 +305,14 @@ def table(rows: list, summary: dict, notes: list) -> str:
         for r in rows
         for fw, message in r["errors"].items()
     ]
-    lines += [f"- {note}" for note in [*notes, *failures]]
+    noisy = [
+        f"{r['program']} (threads={r['threads']}) on {HEADINGS[fw]}: a step time that is not "
+        "positive is below the timing noise; raise --scale (or --repeat) for it"
+        for r in rows
+        for fw in FRAMEWORKS
+        if r["ms"][fw] is not None and r["ms"][fw] <= 0
+    ]
+    lines += [f"- {note}" for note in [*notes, *failures, *noisy]]
     return "\n".join(lines)
 
 

@@ -147,3 +147,12 @@ def test_a_real_run_of_a_tiny_program_on_the_numpy_backend(monkeypatch):
     assert result["notes"] == ["PyTorch is not importable: its column is left out"]
     text = bc.table(result["rows"], result["summary"], result["notes"])
     assert "| custom_function | per --steps | 1 |" in text
+
+
+def test_ratio_takes_the_faster_torchlight_backend_and_skips_noise():
+    assert bc.ratio({"numpy": 30.0, "numba": 20.0, "torch": 10.0}) == pytest.approx(2.0)
+    assert bc.ratio({"numpy": 5.0, "numba": None, "torch": 10.0}) == pytest.approx(0.5)
+    # a negative step time (t(2N) < t(N)) is noise, never the "faster" backend
+    assert bc.ratio({"numpy": 30.0, "numba": -1.0, "torch": 10.0}) == pytest.approx(3.0)
+    assert bc.ratio({"numpy": 30.0, "numba": 20.0, "torch": -4.0}) is None
+    assert bc.ratio({"numpy": 30.0, "numba": 20.0, "torch": None}) is None
