@@ -460,13 +460,22 @@ def reproduce(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """The backends side by side: ``bench_backends.py`` (numpy backend, numba backend, PyTorch CPU
-    in one process), then the GPT step's phases (``bench_gpt_phases.py``). PyTorch 2.13.0 is
+    in one process), then the GPT step's phases (``bench_gpt_phases.py``), then the compatibility
+    programs per training step (``bench_compat.py``, at 1 and 2 threads). PyTorch 2.13.0 is
     installed when it can be (pip's ``PIP_FIND_LINKS`` is passed on to uv); otherwise its columns
-    stay empty. ``nox -s bench -- --threads 2 [--quick]``: ``--threads N`` goes to both scripts,
-    the rest to ``bench_backends.py``."""
+    stay empty. ``nox -s bench -- --threads 2 [--quick]``: ``--threads N`` goes to every script,
+    ``--quick`` to ``bench_backends.py`` and ``bench_compat.py``, the rest to
+    ``bench_backends.py``."""
     install_editable(session)
+    # bench_compat.py reads the compat suite's cases (which import pytest) and shows tqdm progress
+    session.install("pytest", "tqdm", "matplotlib")
     if not install_torch(session):
         session.log("the benchmarks run without PyTorch")
+    else:
+        try:  # makemore imports torch.utils.tensorboard under PyTorch
+            session.install("tensorboard")
+        except nox.command.CommandFailed:
+            session.log("tensorboard is not installable here: makemore's PyTorch runs will fail")
     scripts = ROOT / "tests-integration" / "benchmarks"
     args = list(session.posargs)
     threads = (
@@ -474,6 +483,8 @@ def bench(session: nox.Session) -> None:
     )
     session.run("python", str(scripts / "bench_backends.py"), *args)
     session.run("python", str(scripts / "bench_gpt_phases.py"), *threads)
+    compat = [*threads, *(["--quick"] if "--quick" in args else [])]
+    session.run("python", str(scripts / "bench_compat.py"), *compat)
 
 
 @nox.session

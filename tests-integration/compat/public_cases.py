@@ -18,6 +18,10 @@ license text (``LICENSE``) and ``case.py``, which says how the suite runs it:
 ``ENV``        environment variables the runs need, e.g. ``{"PYTHONHASHSEED": "0"}`` for a
                program that numbers its vocabulary by iterating over a set of strings, whose
                order otherwise changes from one process to the next (default none)
+``STEPS``      the flags in ``ARGS`` whose value is its number of training steps, e.g.
+               ``["--max_iters", "--lr_decay_iters"]`` (every one is set to the same count):
+               ``benchmarks/bench_compat.py`` runs it with N and 2N steps to time one step.
+               Default none: the program has no such flag and is timed as a whole run
 """
 
 import importlib.util
@@ -44,6 +48,7 @@ class Case:
     oracle: bool = False
     timeout: float = 600
     env: dict = field(default_factory=dict)
+    steps: list = field(default_factory=list)
 
     def prepare(self, run_dir: Path) -> Path:
         """Copy the case into ``run_dir``, write its data, return the script's path there."""
@@ -78,6 +83,7 @@ def load_cases() -> dict[str, Case]:
             oracle=getattr(mod, "ORACLE", False),
             timeout=getattr(mod, "TIMEOUT", 600),
             env=dict(getattr(mod, "ENV", {})),
+            steps=list(getattr(mod, "STEPS", [])),
         )
         if hasattr(mod, "losses"):
             case.losses = mod.losses

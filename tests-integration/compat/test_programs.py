@@ -4,6 +4,8 @@ Each row of :data:`PROGRAMS` gives the program, its small settings (its own flag
 files it reads (written into the run's folder), and what its loss must do: ``"decrease"`` (the
 last printed loss is below the first: the settings train long enough for that on a fixed data
 set) or ``"finite"`` (adversarial or sampled objectives, which need not fall step by step).
+``steps`` names the flag among its settings that sets how long it trains (``--epochs``,
+``--steps``, ...): ``benchmarks/bench_compat.py`` runs the program with N and 2N of it.
 """
 
 import math
@@ -88,44 +90,51 @@ class Program:
     setup: object = None
     losses: tuple = ("loss",)
     slow: bool = False  # takes more than 20 s even on cpu (worker processes)
+    steps: tuple = ()  # the flag(s) whose value is the number of epochs/steps (the benchmark's N)
 
 
 PROGRAMS = {
-    "pos_tagger": Program("pos_tagger.py", ["--epochs", 15]),
+    "pos_tagger": Program("pos_tagger.py", ["--epochs", 15], steps=("--epochs",)),
     "ngram_embeddings": Program(
-        "ngram_embeddings.py", ["--epochs", 3, "--limit", 30, "--hidden", 32]
+        "ngram_embeddings.py", ["--epochs", 3, "--limit", 30, "--hidden", 32], steps=("--epochs",)
     ),
-    "bow_classifier": Program("bow_classifier.py", ["--epochs", 5]),
-    "bilstm_crf": Program("bilstm_crf.py", ["--epochs", 5]),
+    "bow_classifier": Program("bow_classifier.py", ["--epochs", 5], steps=("--epochs",)),
+    "bilstm_crf": Program("bilstm_crf.py", ["--epochs", 5], steps=("--epochs",)),
     "name_classifier": Program(
         "name_classifier.py",
         ["--iters", 60, "--print-every", 20, "--hidden", 32],
         expect="finite",
         setup=write_names,
+        steps=("--iters",),
     ),
     "lenet_synthetic": Program(
-        "lenet_synthetic.py", ["--steps", 8, "--batch-size", 16, "--lr", 3e-3]
+        "lenet_synthetic.py", ["--steps", 8, "--batch-size", 16, "--lr", 3e-3], steps=("--steps",)
     ),
     "custom_function": Program(
-        "custom_function.py", ["--steps", 40, "--points", 200, "--print-every", 10]
+        "custom_function.py",
+        ["--steps", 40, "--points", 200, "--print-every", 10],
+        steps=("--steps",),
     ),
     "tabular_classifier": Program(
         "tabular_classifier.py",
         ["table.csv", "--epochs", 4, "--batch-size", 32, "--out", "best.pt"],
         setup=write_table,
+        steps=("--epochs",),
     ),
     "matrix_factorization": Program(
         "matrix_factorization.py",
         ["--users", 40, "--items", 30, "--ratings", 800, "--epochs", 4, "--batch-size", 100],
+        steps=("--epochs",),
     ),
     "gcn_node_classification": Program(
-        "gcn_node_classification.py", ["--nodes-per-block", 15, "--epochs", 15]
+        "gcn_node_classification.py", ["--nodes-per-block", 15, "--epochs", 15], steps=("--epochs",)
     ),
     "gan_1d": Program(
         "gan_1d.py",
         ["--steps", 20, "--batch-size", 32, "--print-every", 5],
         expect="finite",
         losses=("loss_d", "loss_g"),
+        steps=("--steps",),
     ),
     "gru_forecast": Program(
         "gru_forecast.py",
@@ -143,12 +152,19 @@ PROGRAMS = {
             "--horizon",
             3,
         ],
+        steps=("--epochs",),
     ),
     "reinforce_bandit": Program(
-        "reinforce_bandit.py", ["--episodes", 10, "--log-interval", 2], expect="finite"
+        "reinforce_bandit.py",
+        ["--episodes", 10, "--log-interval", 2],
+        expect="finite",
+        steps=("--episodes",),
     ),
     "text_classification_bag": Program(
-        "text_classification_bag.py", ["reviews.tsv", "--epochs", 3], setup=write_reviews
+        "text_classification_bag.py",
+        ["reviews.tsv", "--epochs", 3],
+        setup=write_reviews,
+        steps=("--epochs",),
     ),
     # the same with DataLoader worker processes: spawned children re-create the script's __main__
     "text_classification_bag_workers": Program(
@@ -156,6 +172,7 @@ PROGRAMS = {
         ["reviews.tsv", "--epochs", 2, "--workers", 1],
         setup=write_reviews,
         slow=True,
+        steps=("--epochs",),
     ),
 }
 

@@ -20,6 +20,7 @@ import numpy as np
 
 SCRIPT = "train.py"
 ARGS = ["--steps", "1"]
+STEPS = ["--steps"]
 EXPECT = "decrease"
 SLOW = False
 ORACLE = False

@@ -28,6 +28,7 @@ ARGS = [
     "--learning-rate",
     "1e-2",
 ]
+STEPS = ["--max-steps"]
 EXPECT = "decrease"
 SLOW = False
 ORACLE = False  # random train/test split, random batches

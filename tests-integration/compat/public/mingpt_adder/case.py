@@ -16,6 +16,7 @@ ARGS = [
     "--model.n_embd=16",
     "--system.work_dir=out",
 ]
+STEPS = ["--trainer.max_iters"]
 EXPECT = "decrease"
 SLOW = False
 ORACLE = False  # random batches

@@ -28,6 +28,7 @@ ARGS = [
     "--min_lr=1e-3",
     "--dropout=0.0",
 ]
+STEPS = ["--max_iters", "--lr_decay_iters"]
 EXPECT = "decrease"
 SLOW = False
 ORACLE = False  # batches at random offsets (torch.randint)

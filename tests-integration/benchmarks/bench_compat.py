@@ -1,0 +1,367 @@
+"""The compatibility programs timed side by side: torchlight's numpy backend, its numba backend and
+PyTorch eager, per training step, at 1 and 2 threads, with each run's peak memory.
+
+Run: ``python tests-integration/benchmarks/bench_compat.py [--threads 1 2] [--repeat 3]
+[--quick] [--only NAME ...] [--json PATH]`` (or ``nox -s bench``). The programs are those of the
+compatibility suite, unchanged: the verbatim public programs (``compat/public/<name>/``, their
+``case.py`` gives the data setup, the small settings and the flags that set the step count) and
+the suite's own programs (``compat/test_programs.py``'s table). Every run is a fresh child
+process: ``python -m torchlight.compat`` with ``TORCHLIGHT_DEVICE=cpu`` (the numpy backend) or
+``numba``, and the plain script under PyTorch (the column is left out, with a note, when PyTorch
+is not importable; it is never a dependency).
+
+Per training step: a program with a steps flag runs with N and with 2N steps (N = its suite
+setting times ``--scale``); ``(t(2N) - t(N)) / N`` leaves out the imports, the data setup and
+numba's compilation, which both runs pay alike. A program without one is timed as a whole run
+(``mode`` says which). Peak memory is the child's peak resident set (``ru_maxrss`` from
+``os.wait4``) in the 2N run. Each figure is the median over ``--repeat`` repetitions, the
+frameworks taking turns in a rotating order within each. The ratio is the faster torchlight
+backend over PyTorch (< 1: torchlight is faster); the summary gives the geometric mean and the
+worst ratio over the per-step rows (whole runs are dominated by the imports).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+COMPAT = Path(__file__).resolve().parent.parent / "compat"
+sys.path.insert(0, str(COMPAT))
+
+import test_programs  # noqa: E402
+from compat_helpers import PROGRAMS as PROGRAMS_DIR  # noqa: E402
+from compat_helpers import numba_available  # noqa: E402
+from public_cases import load_cases  # noqa: E402
+
+#: column keys, in the table's order, and their headings
+FRAMEWORKS = ("numpy", "numba", "torch")
+HEADINGS = {"numpy": "torchlight-numpy", "numba": "torchlight-numba", "torch": "PyTorch"}
+TORCHLIGHT_DEVICE = {"numpy": "cpu", "numba": "numba"}
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+#: PyTorch 2.6+ refuses to unpickle the numpy array time_sequence_prediction's data file holds
+TORCH_ENV = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
+#: a handful of small programs of each kind for ``--quick``
+QUICK = ("makemore_mlp", "nanogpt_train", "custom_function", "tutorial_bow_classifier")
+
+
+@dataclass
+class Program:
+    """One program as the benchmark runs it: ``prepare(folder)`` writes its data there and returns
+    the script's path; ``steps`` are the flags in ``args`` that set its step count."""
+
+    name: str
+    prepare: object
+    args: list
+    steps: list = field(default_factory=list)
+    env: dict = field(default_factory=dict)
+    timeout: float = 600
+
+
+def _own(prog) -> object:
+    def prepare(folder: Path) -> Path:
+        if prog.setup is not None:
+            prog.setup(folder)
+        return PROGRAMS_DIR / prog.script
+
+    return prepare
+
+
+def programs() -> dict[str, Program]:
+    """Every program of the compatibility suite, public ones first, by name."""
+    found = {
+        name: Program(name, case.prepare, case.args, case.steps, case.env, case.timeout)
+        for name, case in load_cases().items()
+    }
+    for name, prog in test_programs.PROGRAMS.items():
+        found[name] = Program(name, _own(prog), [str(a) for a in prog.args], list(prog.steps))
+    return found
+
+
+def base_steps(args: list, flags: list) -> int:
+    """The step count ``args`` give the first of ``flags`` (``--f N`` or ``--f=N``)."""
+    flag = flags[0]
+    for i, arg in enumerate(args):
+        if arg == flag:
+            return int(args[i + 1])
+        if arg.startswith(flag + "="):
+            return int(arg.split("=", 1)[1])
+    raise ValueError(f"{flag} is not among the program's arguments {args}")
+
+
+def with_steps(args: list, flags: list, n: int) -> list:
+    """``args`` with every one of ``flags`` set to ``n``, in the spelling ``args`` use."""
+    out = list(args)
+    for flag in flags:
+        hits = [i for i, a in enumerate(out) if a == flag or a.startswith(flag + "=")]
+        if not hits:
+            raise ValueError(f"{flag} is not among the program's arguments {args}")
+        for i in hits:
+            if out[i] == flag:
+                out[i + 1] = str(n)
+            else:
+                out[i] = f"{flag}={n}"
+    return out
+
+
+def step_time(t_n: float, t_2n: float, n: int) -> float:
+    """Time of one step from whole runs of N and 2N steps: what the N extra steps added, over N."""
+    return (t_2n - t_n) / n
+
+
+def median(values: list) -> float | None:
+    """The median of the values that are not ``None`` (failed runs), ``None`` if there are none."""
+    kept = [v for v in values if v is not None]
+    return statistics.median(kept) if kept else None
+
+
+def geomean(values: list) -> float | None:
+    """exp(mean(log v)): the mean of ratios that treats 2x and 0.5x alike."""
+    kept = [v for v in values if v is not None and v > 0]
+    return math.exp(sum(map(math.log, kept)) / len(kept)) if kept else None
+
+
+def torch_available() -> bool:
+    return importlib.util.find_spec("torch") is not None
+
+
+def available_frameworks(wanted=FRAMEWORKS) -> tuple[list, list]:
+    """The frameworks of ``wanted`` that can run here, and a note for each one left out."""
+    kept, notes = [], []
+    for fw in wanted:
+        if fw == "torch" and not torch_available():
+            notes.append("PyTorch is not importable: its column is left out")
+        elif fw == "numba" and not numba_available():
+            notes.append("the numba backend is not available: its column is left out")
+        else:
+            kept.append(fw)
+    return kept, notes
+
+
+def child_env(framework: str, threads: int, extra: dict) -> dict:
+    env = dict(os.environ, MPLBACKEND="Agg", **extra)
+    env.update({var: str(threads) for var in THREAD_VARS})
+    if framework == "torch":
+        env.pop("TORCHLIGHT_DEVICE", None)
+        env.update(TORCH_ENV)
+    else:
+        env["TORCHLIGHT_DEVICE"] = TORCHLIGHT_DEVICE[framework]
+    return env
+
+
+def run_once(framework, script, args, folder, env, timeout) -> tuple[float, float]:
+    """Run the program once in a child; its wall time (s) and peak RSS (MiB). Raises on failure."""
+    runner = [] if framework == "torch" else ["-m", "torchlight.compat"]
+    with open(folder / "stdout.log", "w") as out, open(folder / "stderr.log", "w") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, *runner, str(script), *args],
+            cwd=folder,
+            env=env,
+            stdout=out,
+            stderr=err,
+        )
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        tail = (folder / "stderr.log").read_text(errors="replace")[-1500:]
+        why = f"ran past its {timeout:.0f} s" if proc.returncode == -9 else "failed"
+        raise RuntimeError(f"{script.name} on {framework} {why} (exit {proc.returncode}):\n{tail}")
+    return wall, usage.ru_maxrss / 1024  # Linux gives KiB
+
+
+def warm_up(prog, framework, folder, script, threads) -> None:
+    """Run the program once with its suite settings, unmeasured."""
+    env = child_env(framework, threads, prog.env)
+    run_once(framework, script, prog.args, folder, env, prog.timeout)
+
+
+def measure(prog, framework, folder, script, threads, scale) -> dict:
+    """One repetition of ``prog`` on ``framework``: ms per step (or per whole run) and peak RSS."""
+    env = child_env(framework, threads, prog.env)
+    if not prog.steps:
+        wall, rss = run_once(framework, script, prog.args, folder, env, prog.timeout)
+        return {"ms": wall * 1e3, "rss_mib": rss}
+    n = base_steps(prog.args, prog.steps) * scale
+    t_n, _ = run_once(
+        framework, script, with_steps(prog.args, prog.steps, n), folder, env, prog.timeout
+    )
+    t_2n, rss = run_once(
+        framework, script, with_steps(prog.args, prog.steps, 2 * n), folder, env, prog.timeout
+    )
+    return {"ms": step_time(t_n, t_2n, n) * 1e3, "rss_mib": rss}
+
+
+def bench_program(prog, frameworks, threads, repeat, scale, workdir, progress=None) -> dict:
+    """The row of ``prog`` at ``threads``: the median over ``repeat`` repetitions per framework."""
+    # a folder per framework, so that no run reads what another framework's run wrote there
+    folders = {}
+    for fw in frameworks:
+        folder = Path(tempfile.mkdtemp(prefix=f"{prog.name}-{fw}-", dir=workdir))
+        folders[fw] = (folder, prog.prepare(folder))
+    samples = {fw: [] for fw in frameworks}
+    errors = {}
+    # one unmeasured run each first: it fills numba's kernel cache and the OS's file cache, which
+    # the first measured run would otherwise pay for alone (t(2N) < t(N) was seen without it)
+    for fw in frameworks:
+        try:
+            warm_up(prog, fw, *folders[fw], threads)
+        except RuntimeError as exc:
+            errors[fw] = str(exc)
+        if progress is not None:
+            progress.update(1)
+    for r in range(repeat):
+        # a rotating order, so that no framework always runs right after the same other one
+        for fw in frameworks[r % len(frameworks) :] + frameworks[: r % len(frameworks)]:
+            if fw not in errors:
+                try:
+                    samples[fw].append(measure(prog, fw, *folders[fw], threads, scale))
+                except RuntimeError as exc:
+                    errors[fw] = str(exc)
+            if progress is not None:
+                progress.update(1)
+    row = {
+        "program": prog.name,
+        "mode": f"per {prog.steps[0]}" if prog.steps else "whole run",
+        "threads": threads,
+        "ms": {fw: median([s["ms"] for s in samples.get(fw, [])]) for fw in FRAMEWORKS},
+        "rss_mib": {fw: median([s["rss_mib"] for s in samples.get(fw, [])]) for fw in FRAMEWORKS},
+        "errors": errors,
+    }
+    row["ratio"] = ratio(row["ms"])
+    return row
+
+
+def ratio(ms: dict) -> float | None:
+    """The faster torchlight backend's time over PyTorch's. A time that is not positive (t(2N)
+    no longer than t(N): the step is shorter than the timing noise) gives no ratio."""
+    best = [ms[fw] for fw in ("numpy", "numba") if ms[fw] is not None and ms[fw] > 0]
+    torch_ms = ms["torch"]
+    return min(best) / torch_ms if best and torch_ms is not None and torch_ms > 0 else None
+
+
+def summarize(rows: list) -> dict:
+    """Geometric mean and worst of the best-torchlight / PyTorch ratios over the per-step rows."""
+    ratios = [r["ratio"] for r in rows if r["mode"] != "whole run" and r["ratio"] is not None]
+    worst = max(
+        (r for r in rows if r["mode"] != "whole run" and r["ratio"] is not None),
+        key=lambda r: r["ratio"],
+        default=None,
+    )
+    return {
+        "geomean_ratio": geomean(ratios),
+        "worst_ratio": worst["ratio"] if worst else None,
+        "worst_program": f"{worst['program']} (threads={worst['threads']})" if worst else None,
+        "rows_in_summary": len(ratios),
+    }
+
+
+def _cell(value, digits=1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _first_and_last(message: str) -> str:
+    """The first line of a failure and the last line of the child's stderr (the exception)."""
+    lines = [line for line in message.splitlines() if line.strip()]
+    return lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+
+
+def table(rows: list, summary: dict, notes: list) -> str:
+    """The markdown table of ``rows``, then the summary and the notes."""
+    head = ["program", "mode", "threads"]
+    head += [f"ms {HEADINGS[fw]}" for fw in FRAMEWORKS] + ["best torchlight / PyTorch"]
+    head += [f"RSS MiB {HEADINGS[fw]}" for fw in FRAMEWORKS]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 3 + "---:|" * 7]
+    for r in rows:
+        cells = [r["program"], r["mode"], str(r["threads"])]
+        cells += [_cell(r["ms"][fw], 2) for fw in FRAMEWORKS] + [_cell(r["ratio"], 2)]
+        cells += [_cell(r["rss_mib"][fw], 0) for fw in FRAMEWORKS]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(
+        f"geometric mean of the ratios (per-step rows): {_cell(summary['geomean_ratio'], 2)}; "
+        f"worst: {_cell(summary['worst_ratio'], 2)} {summary['worst_program'] or ''}".rstrip()
+    )
+    failures = [
+        f"{r['program']} on {HEADINGS[fw]}: {_first_and_last(message)}"
+        for r in rows
+        for fw, message in r["errors"].items()
+    ]
+    noisy = [
+        f"{r['program']} (threads={r['threads']}) on {HEADINGS[fw]}: a step time that is not "
+        "positive is below the timing noise; raise --scale (or --repeat) for it"
+        for r in rows
+        for fw in FRAMEWORKS
+        if r["ms"][fw] is not None and r["ms"][fw] <= 0
+    ]
+    lines += [f"- {note}" for note in [*notes, *failures, *noisy]]
+    return "\n".join(lines)
+
+
+def run(names, threads, repeat, scale, wanted=FRAMEWORKS) -> dict:
+    """Benchmark ``names`` at every thread count; ``{"rows", "summary", "notes", "settings"}``."""
+    catalogue = programs()
+    unknown = sorted(set(names) - set(catalogue))
+    if unknown:
+        raise SystemExit(f"unknown programs {unknown}; known: {sorted(catalogue)}")
+    frameworks, notes = available_frameworks(wanted)
+    rows = []
+    total = len(names) * len(threads) * (repeat + 1) * len(frameworks)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-compat-") as workdir,
+        tqdm(total=total, desc="bench_compat", file=sys.stderr) as progress,
+    ):
+        for name in names:
+            for t in threads:
+                progress.set_postfix_str(f"{name} x{t}")
+                rows.append(
+                    bench_program(catalogue[name], frameworks, t, repeat, scale, workdir, progress)
+                )
+    settings = {"threads": threads, "repeat": repeat, "scale": scale, "frameworks": frameworks}
+    return {"rows": rows, "summary": summarize(rows), "notes": notes, "settings": settings}
+
+
+def parse(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="thread counts")
+    p.add_argument("--repeat", type=int, default=3, help="repetitions (the median is reported)")
+    p.add_argument(
+        "--scale", type=int, default=4, help="N = the suite's step count times this (default 4)"
+    )
+    p.add_argument("--only", nargs="+", metavar="NAME", help="these programs only")
+    p.add_argument("--quick", action="store_true", help=f"1 repeat, 1 thread, {', '.join(QUICK)}")
+    p.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    args = parse(argv)
+    names = args.only or (list(QUICK) if args.quick else list(programs()))
+    threads, repeat = ([1], 1) if args.quick else (args.threads, args.repeat)
+    result = run(names, threads, repeat, args.scale)
+    print(table(result["rows"], result["summary"], result["notes"]))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+    return result
+
+
+if __name__ == "__main__":
+    main()
