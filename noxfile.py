@@ -397,7 +397,8 @@ def install_check(session: nox.Session) -> None:
     blocks = list(_INSTALL_BLOCK.finditer(INSTALL_PAGE.read_text()))
     if not blocks:
         session.error(f"no install-check blocks found in {INSTALL_PAGE}")
-    if any("dist/" in b["code"] for b in blocks) and not any(DIST_DIR.glob("*.whl")):
+    # a block that installs from `dist` needs the wheels there (a clean checkout has none)
+    if any(re.search(r"\bdist\b", b["code"]) for b in blocks) and not any(DIST_DIR.glob("*.whl")):
         session.install("twine")
         build_distributions(session, DIST_DIR, sdist=False)
     tmp = Path(session.create_tmp()).resolve()
