@@ -499,13 +499,18 @@ def conformance(session: nox.Session) -> None:
     )  # the `tests` environment (scipy included: the numpy backend's erf)
     install_editable(session)
     set_test_env(session)
-    pytest = ["pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q", *session.posargs]
+    # `nox -s conformance -- cuda`: only the simulator run and the PTX check (what `nox -s tests`
+    # does not run: .ci/run uses it); other posargs go to pytest
+    only_cuda = "cuda" in session.posargs
+    extra = [a for a in session.posargs if a != "cuda"]
+    pytest = ["pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q", *extra]
     kits = [
         str(f.relative_to(ROOT)) for f in sorted(PACKAGES.glob("*/tests/test_conformance_*.py"))
     ]
-    session.run(*pytest, *[k for k in kits if "backend-cuda" not in k])
+    if not only_cuda:
+        session.run(*pytest, *[k for k in kits if "backend-cuda" not in k])
     numba_kit = [k for k in kits if k.endswith("test_conformance_numba.py")]
-    if numba_kit:
+    if numba_kit and not only_cuda:
         session.run(
             *pytest,
             *numba_kit,
