@@ -33,15 +33,13 @@ def set_printoptions(
 ) -> None:
     """Set how tensors print, as ``torch.set_printoptions`` does.
 
-    Args:
-        precision: digits after the decimal point (default 4).
-        threshold: more elements than this print summarised, with ``...`` (default 1000).
-        edgeitems: elements kept at each end of a summarised dimension (default 3).
-        linewidth: characters per line before wrapping (default 80).
-        profile: ``"default"``, ``"short"`` (2 digits, 2 edge items) or ``"full"`` (never
-            summarise); applied first, the other arguments then override it.
-        sci_mode: True forces scientific notation, False forbids it, None (default) lets the
-            values decide; every call sets it (as PyTorch's does).
+    ``precision`` digits after the decimal point (default 4); tensors of more than ``threshold``
+    elements (default 1000) print summarised with ``...``, keeping ``edgeitems`` (default 3) at
+    each end of a dimension; lines wrap at ``linewidth`` characters (default 80). ``profile`` —
+    ``"default"``, ``"short"`` (2 digits, 2 edge items) or ``"full"`` (never summarise) — is
+    applied first, and the other arguments then override it. ``sci_mode`` True forces scientific
+    notation, False forbids it, None (the default) lets the values decide; every call sets it,
+    as PyTorch's does.
 
     >>> tl.set_printoptions(precision=2)
     >>> tl.tensor([1.23456, 2.0])

@@ -3,15 +3,15 @@
 Only the fields a scalar log needs, with the field numbers of TensorFlow's ``event.proto``,
 ``summary.proto`` and ``tensor.proto``:
 
-``Event``:          1 ``wall_time`` (double), 2 ``step`` (int64), 3 ``file_version`` (string),
-                    5 ``summary`` (Summary), 7 ``session_log`` (SessionLog)
-``Summary``:        1 ``value`` (repeated Summary.Value)
-``Summary.Value``:  1 ``tag`` (string), 2 ``simple_value`` (float), 8 ``tensor`` (TensorProto),
-                    9 ``metadata`` (SummaryMetadata)
-``SessionLog``:     1 ``status`` (enum, START = 1)
-``TensorProto``:    1 ``dtype`` (enum, DT_FLOAT = 1, DT_DOUBLE = 2), 2 ``tensor_shape`` (empty:
-                    a scalar), 5 ``float_val`` / 6 ``double_val`` (packed)
-``SummaryMetadata``: 1 ``plugin_data`` (PluginData: 1 ``plugin_name``, 2 ``content``)
+* ``Event``: 1 ``wall_time`` (double), 2 ``step`` (int64), 3 ``file_version`` (string),
+  5 ``summary`` (Summary), 7 ``session_log`` (SessionLog)
+* ``Summary``: 1 ``value`` (repeated Summary.Value)
+* ``Summary.Value``: 1 ``tag`` (string), 2 ``simple_value`` (float), 8 ``tensor``
+  (TensorProto), 9 ``metadata`` (SummaryMetadata)
+* ``SessionLog``: 1 ``status`` (enum, START = 1)
+* ``TensorProto``: 1 ``dtype`` (enum, DT_FLOAT = 1, DT_DOUBLE = 2), 2 ``tensor_shape`` (empty:
+  a scalar), 5 ``float_val`` / 6 ``double_val`` (packed)
+* ``SummaryMetadata``: 1 ``plugin_data`` (PluginData: 1 ``plugin_name``, 2 ``content``)
 
 A field is a key ``(number << 3) | wire_type`` as a varint followed by its value: wire type 0 a
 varint, 1 eight little-endian bytes, 2 a varint length and that many bytes, 5 four bytes.
