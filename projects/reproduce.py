@@ -3,8 +3,8 @@ the metric next to the number its README reports.
 
     python projects/reproduce.py sentiment                   # ~1 minute on 2 cores
     python projects/reproduce.py sklearn                     # ~1-2 minutes
-    python projects/reproduce.py mini-gpt                    # the 4,384-step headline run (about an hour)
-    python projects/reproduce.py translation                 # the 9,757-step headline run (about an hour)
+    python projects/reproduce.py mini-gpt                    # the 4,384-step headline run (1-1.5 hours on one core)
+    python projects/reproduce.py translation                 # the 9,757-step headline run (1-1.5 hours on one core)
     python projects/reproduce.py mini-gpt --max-steps 50     # extra flags go to train.py: a short check
 
 ``nox -s reproduce -- <project> [train.py flags]`` runs the same in a fresh environment. Each
