@@ -1,5 +1,6 @@
 """Helpers of the compatibility suite: running a program through ``python -m torchlight.compat``."""
 
+import json
 import math
 import os
 import re
@@ -79,3 +80,42 @@ def check_finite(losses: dict) -> None:
     for name, values in losses.items():
         bad = [v for v in values if not math.isfinite(v)]
         assert not bad, f"{name}: non-finite values {bad} in {values}"
+
+
+ORACLE_RUNNER = Path(__file__).parent / "oracle_runner.py"
+
+
+def run_oracle(framework: str, script, args, cwd, timeout: float = 600, extra_env=None) -> dict:
+    """Run ``script`` under ``framework`` ("torchlight" or "torch") through oracle_runner.py in
+    ``cwd`` (where the shared ``weights.npz`` lives) and return its record: the losses
+    ``.backward()`` was called on and the number of optimizers built."""
+    record = Path(cwd) / f"{framework}.json"
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MPLBACKEND="Agg")
+    env.update(extra_env or {})
+    if framework == "torch":
+        env.pop("TORCHLIGHT_DEVICE", None)
+    else:
+        env["TORCHLIGHT_DEVICE"] = "cpu"
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ORACLE_RUNNER),
+            "--framework",
+            framework,
+            "--record",
+            str(record),
+            "--weights",
+            str(Path(cwd) / "weights.npz"),
+            str(script),
+            *map(str, args),
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert result.returncode == 0, (
+        f"{Path(script).name} under {framework} exited {result.returncode}:\n{result.stderr[-3000:]}"
+    )
+    return json.loads(record.read_text())

@@ -15,6 +15,8 @@ license text (``LICENSE``) and ``case.py``, which says how the suite runs it:
 ``ORACLE``     True when its data do not come from the random number generator, so that under
                PyTorch, from the same initial weights, the losses must agree (test_public_oracle)
 ``TIMEOUT``    seconds before the run is abandoned (default 600)
+``VARIANTS``   optional ``{suffix: extra flags}``: one case per entry, named ``<folder>_<suffix>``,
+               run with ``ARGS`` plus its flags (one copy of a program, several ways to run it)
 ``ENV``        environment variables the runs need, e.g. ``{"PYTHONHASHSEED": "0"}`` for a
                program that numbers its vocabulary by iterating over a set of strings, whose
                order otherwise changes from one process to the next (default none)
@@ -66,26 +68,30 @@ class Case:
 
 
 def load_cases() -> dict[str, Case]:
-    """Every ``public/<name>/case.py``, by folder name."""
+    """Every ``public/<name>/case.py``, by folder name (``<name>_<variant>`` for each of its
+    ``VARIANTS``)."""
     cases = {}
     for path in sorted(PUBLIC.glob("*/case.py")):
         spec = importlib.util.spec_from_file_location(f"public_case_{path.parent.name}", path)
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
-        case = Case(
-            name=path.parent.name,
-            folder=path.parent,
-            script=mod.SCRIPT,
-            args=[str(a) for a in getattr(mod, "ARGS", [])],
-            setup=getattr(mod, "setup", None),
-            expect=getattr(mod, "EXPECT", "decrease"),
-            slow=getattr(mod, "SLOW", False),
-            oracle=getattr(mod, "ORACLE", False),
-            timeout=getattr(mod, "TIMEOUT", 600),
-            env=dict(getattr(mod, "ENV", {})),
-            steps=list(getattr(mod, "STEPS", [])),
-        )
-        if hasattr(mod, "losses"):
-            case.losses = mod.losses
-        cases[case.name] = case
+        args = [str(a) for a in getattr(mod, "ARGS", [])]
+        variants = getattr(mod, "VARIANTS", {"": []})
+        for suffix, extra in variants.items():
+            case = Case(
+                name=f"{path.parent.name}_{suffix}" if suffix else path.parent.name,
+                folder=path.parent,
+                script=mod.SCRIPT,
+                args=args + [str(a) for a in extra],
+                setup=getattr(mod, "setup", None),
+                expect=getattr(mod, "EXPECT", "decrease"),
+                slow=getattr(mod, "SLOW", False),
+                oracle=getattr(mod, "ORACLE", False),
+                timeout=getattr(mod, "TIMEOUT", 600),
+                env=dict(getattr(mod, "ENV", {})),
+                steps=list(getattr(mod, "STEPS", [])),
+            )
+            if hasattr(mod, "losses"):
+                case.losses = mod.losses
+            cases[case.name] = case
     return cases

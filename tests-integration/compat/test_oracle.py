@@ -8,15 +8,13 @@ take their data from fixed text or arithmetic, not from the random number genera
 """
 
 import importlib.util
-import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from compat_helpers import PROGRAMS, check_finite, parse_losses
+from compat_helpers import PROGRAMS, check_finite, parse_losses, run_oracle
 from test_programs import PROGRAMS as SUITE
 
 # each test starts PyTorch in a subprocess (15-30 s of import alone on a busy 2-core machine)
@@ -28,7 +26,6 @@ pytestmark = [
     pytest.mark.oracle,
 ]
 
-RUNNER = Path(__file__).parent / "oracle_runner.py"
 
 # program -> its small settings; each must record at least ``min_steps`` losses
 ORACLE = {
@@ -41,31 +38,7 @@ ORACLE = {
 
 
 def _run(framework, program, args, tmp_path):
-    record = tmp_path / f"{framework}.json"
-    env = dict(os.environ, TORCHLIGHT_DEVICE="cpu", OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(RUNNER),
-            "--framework",
-            framework,
-            "--record",
-            str(record),
-            "--weights",
-            str(tmp_path / "weights.npz"),
-            str(PROGRAMS / program),
-            *map(str, args),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, (
-        f"{program} under {framework} exited {result.returncode}:\n{result.stderr[-3000:]}"
-    )
-    return json.loads(record.read_text())
+    return run_oracle(framework, PROGRAMS / program, args, tmp_path)
 
 
 @pytest.mark.parametrize("program", sorted(ORACLE))

@@ -77,18 +77,12 @@ class RMSprop(Optimizer):
             group["momentum"],
             group["centered"],
         )
-        for p, grad in self._params_with_grad(group):
-            if group["maximize"]:
-                grad = -grad
-            state = self.state.setdefault(p, {})
-            if not state:
-                state["step"] = 0
-                state["square_avg"] = tl.zeros_like(p)
-                if momentum > 0:
-                    state["momentum_buffer"] = tl.zeros_like(p)
-                if centered:
-                    state["grad_avg"] = tl.zeros_like(p)
-            state["step"] += 1
+        buffers = {"square_avg": tl.zeros_like}
+        if momentum > 0:
+            buffers["momentum_buffer"] = tl.zeros_like
+        if centered:
+            buffers["grad_avg"] = tl.zeros_like
+        for p, grad, state in self._steps(group, **buffers):
             if weight_decay != 0:
                 grad = grad + p * weight_decay
             square_avg = state["square_avg"]

@@ -10,6 +10,8 @@ Every class here is the one ``torchlight.nn`` exports; the submodules (``module`
 True
 """
 
+import types
+
 from . import (
     activation,
     batchnorm,
@@ -33,27 +35,10 @@ from . import (
     upsampling,
 )
 
-_SUBMODULES = (
-    activation,
-    batchnorm,
-    container,
-    conv,
-    distance,
-    dropout,
-    flatten,
-    fold,
-    instancenorm,
-    linear,
-    loss,
-    module,
-    normalization,
-    padding,
-    pixelshuffle,
-    pooling,
-    rnn,
-    sparse,
-    transformer,
-    upsampling,
+_SUBMODULES = tuple(
+    value
+    for value in list(globals().values())
+    if isinstance(value, types.ModuleType) and value.__name__.startswith(__name__ + ".")
 )
 # the classes are listed once, in the submodules; the package re-exports what they export
 _OWNER = {name: sub for sub in _SUBMODULES for name in sub.__all__}

@@ -1,5 +1,6 @@
-"""karpathy/makemore's makemore.py training its transformer character-level model on a few hundred
-made-up names (written by setup), batches drawn at random: 21 steps, losses printed every 10."""
+"""karpathy/makemore's makemore.py training four of its character-level models (``--type``
+transformer, gru, mlp, bow: the cases makemore_<type>) on a few hundred made-up names (written by
+setup), batches drawn at random: 21 steps, losses printed every 10."""
 
 import random
 
@@ -9,8 +10,6 @@ ARGS = [
     "names.txt",
     "-o",
     "out",
-    "--type",
-    "transformer",
     "--max-steps",
     "21",
     "--num-workers",
@@ -28,6 +27,7 @@ ARGS = [
     "--learning-rate",
     "1e-2",
 ]
+VARIANTS = {kind: ["--type", kind] for kind in ("transformer", "gru", "mlp", "bow")}
 STEPS = ["--max-steps"]
 EXPECT = "decrease"
 SLOW = False
