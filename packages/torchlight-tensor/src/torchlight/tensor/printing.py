@@ -72,6 +72,7 @@ def format_values(arr: np.ndarray, prefix: str = "tensor(") -> str:
     """The values part of a tensor's repr: ``arr`` laid out under the current print options, its
     continuation lines indented past ``prefix``.
 
+    >>> from torchlight.tensor.printing import format_values
     >>> format_values(np.array([[1.0, -2.5], [3.25, 4.0]], dtype=np.float32))
     '[[ 1.  , -2.5 ],\\n        [ 3.25,  4.  ]]'
     """

@@ -52,6 +52,7 @@ def scalar_value(tag: str, value: float, new_style: bool = False, double: bool =
     """One ``Summary.Value`` holding a scalar: ``simple_value`` (float32), or with ``new_style``
     a scalar ``TensorProto`` (float32, or float64 with ``double``) tagged for the scalars plugin.
 
+    >>> from torchlight.tensorboard.event_proto import scalar_value
     >>> scalar_value("x", 1.0).hex()  # tag "x", then simple_value 1.0 as a float32
     '0a0178150000803f'
     """
@@ -70,6 +71,7 @@ def scalar_value(tag: str, value: float, new_style: bool = False, double: bool =
 def session_start() -> bytes:
     """A ``SessionLog`` with status START (how a writer marks where a restarted run resumes).
 
+    >>> from torchlight.tensorboard.event_proto import session_start
     >>> session_start().hex()
     '0801'
     """
@@ -87,6 +89,7 @@ def event(
     """An encoded ``Event``: the time, the step, and one of a file version, a ``Summary`` made of
     the encoded ``values`` (from :func:`scalar_value`), or a ``SessionLog``.
 
+    >>> from torchlight.tensorboard.event_proto import event
     >>> event(0.0, 3).hex()  # wall_time 0.0 as a double, then step 3
     '0900000000000000001003'
     """

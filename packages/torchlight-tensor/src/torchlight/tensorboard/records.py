@@ -31,6 +31,7 @@ _TABLE = _table()
 def crc32c(data: bytes) -> int:
     """The CRC-32C checksum of ``data`` (initial value and final XOR ``0xFFFFFFFF``).
 
+    >>> from torchlight.tensorboard.records import crc32c
     >>> hex(crc32c(b"123456789"))  # the standard check value
     '0xe3069283'
     """
@@ -43,6 +44,7 @@ def crc32c(data: bytes) -> int:
 def masked_crc32c(data: bytes) -> int:
     """TensorFlow's masked CRC-32C of ``data``: the CRC rotated right by 15 bits plus a constant.
 
+    >>> from torchlight.tensorboard.records import masked_crc32c
     >>> hex(masked_crc32c(b""))
     '0xa282ead8'
     """
@@ -53,6 +55,7 @@ def masked_crc32c(data: bytes) -> int:
 def encode_record(data: bytes) -> bytes:
     """``data`` framed as one TFRecord: length, its masked CRC, the data, the data's masked CRC.
 
+    >>> from torchlight.tensorboard.records import encode_record
     >>> record = encode_record(b"abc")
     >>> len(record), record[12:15]
     (19, b'abc')
