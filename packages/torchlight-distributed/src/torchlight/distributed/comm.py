@@ -32,6 +32,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+import time
 import traceback
 
 __all__ = [
@@ -216,9 +217,19 @@ def abort(code: int = 1, message: str | None = None) -> None:
     """End the whole job now with exit status ``code`` (use instead of ``sys.exit`` on one rank)."""
     if message:
         print(f"[rank {_rank_or_unknown()}] {message}", file=sys.stderr, flush=True)
+    _abort_world(_import_mpi(), int(code))
+
+
+#: Seconds between writing a failing rank's message and ``MPI_Abort``: the launcher forwards each
+#: rank's output through its own proxy, and an abort that comes first can kill the proxy with the
+#: message still in it (seen with MPICH: the job ended with empty stderr).
+_ABORT_GRACE = 0.25
+
+
+def _abort_world(MPI, code: int) -> None:
     _flush()
-    MPI = _import_mpi()
-    MPI.COMM_WORLD.Abort(int(code))
+    time.sleep(_ABORT_GRACE)
+    MPI.COMM_WORLD.Abort(code)
 
 
 # --- faults ---------------------------------------------------------------------------------
@@ -253,7 +264,7 @@ def _report_and_abort(exc_type, exc, tb, where="") -> None:
     code = 130 if issubclass(exc_type, KeyboardInterrupt) else 1
     if os.environ.get("TORCHLIGHT_DISTRIBUTED_NO_ABORT"):  # debugging escape hatch
         return
-    _MPI.COMM_WORLD.Abort(code)
+    _abort_world(_MPI, code)
 
 
 def _excepthook(exc_type, exc, tb):
