@@ -63,21 +63,24 @@ class _Layer(Module):
     """What the encoder and decoder layers share: self-attention, the feed-forward block, the
     norms and dropouts, and the residual wiring of each sublayer (pre- or post-norm)."""
 
-    def _build(
+    _sublayers: int  # 2 for the encoder layer (self-attention, feed-forward), 3 for the decoder
+
+    def __init__(
         self,
         d_model,
         nhead,
-        dim_feedforward,
-        dropout,
-        activation,
-        layer_norm_eps,
-        batch_first,
-        norm_first,
-        bias,
-        device,
-        dtype,
-        n_sublayers,
+        dim_feedforward=2048,
+        dropout=0.1,
+        activation="relu",
+        layer_norm_eps=1e-5,
+        batch_first=False,
+        norm_first=False,
+        bias=True,
+        device=None,
+        dtype=None,
     ):
+        super().__init__()
+        n_sublayers = self._sublayers
         kw = dict(device=device, dtype=dtype)
         attn_kw = dict(dropout=dropout, bias=bias, batch_first=batch_first, **kw)
         # registered in PyTorch's order, so parameters() lists them as PyTorch does
@@ -131,35 +134,7 @@ class TransformerEncoderLayer(_Layer):
     (3, 5, 8)
     """
 
-    def __init__(
-        self,
-        d_model,
-        nhead,
-        dim_feedforward=2048,
-        dropout=0.1,
-        activation="relu",
-        layer_norm_eps=1e-5,
-        batch_first=False,
-        norm_first=False,
-        bias=True,
-        device=None,
-        dtype=None,
-    ):
-        super().__init__()
-        self._build(
-            d_model,
-            nhead,
-            dim_feedforward,
-            dropout,
-            activation,
-            layer_norm_eps,
-            batch_first,
-            norm_first,
-            bias,
-            device,
-            dtype,
-            n_sublayers=2,
-        )
+    _sublayers = 2
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         def self_attention(x):
@@ -185,35 +160,7 @@ class TransformerDecoderLayer(_Layer):
     (4, 2, 8)
     """
 
-    def __init__(
-        self,
-        d_model,
-        nhead,
-        dim_feedforward=2048,
-        dropout=0.1,
-        activation="relu",
-        layer_norm_eps=1e-5,
-        batch_first=False,
-        norm_first=False,
-        bias=True,
-        device=None,
-        dtype=None,
-    ):
-        super().__init__()
-        self._build(
-            d_model,
-            nhead,
-            dim_feedforward,
-            dropout,
-            activation,
-            layer_norm_eps,
-            batch_first,
-            norm_first,
-            bias,
-            device,
-            dtype,
-            n_sublayers=3,
-        )
+    _sublayers = 3
 
     def forward(
         self,
