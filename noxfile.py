@@ -124,11 +124,13 @@ TORCH = "torch==2.13.0"  # the PyTorch the oracle tests and the benchmarks compa
 
 
 def install_torch(session: nox.Session) -> bool:
-    """Install PyTorch CPU 2.13.0 if it can be; ``False`` (logged) when it cannot. pip's
-    ``PIP_FIND_LINKS`` (a local wheel directory) is passed on to uv, which does not read it."""
+    """Install PyTorch CPU 2.13.0 if it can be, with tensorboard (makemore, a public program of
+    the compatibility suite, imports ``torch.utils.tensorboard``, which needs it under PyTorch);
+    ``False`` (logged) when it cannot. pip's ``PIP_FIND_LINKS`` (a local wheel directory) is
+    passed on to uv, which does not read it."""
     links = os.environ.get("PIP_FIND_LINKS")
     try:
-        session.install(TORCH, *(["--find-links", links] if links else []))
+        session.install(TORCH, "tensorboard", *(["--find-links", links] if links else []))
     except nox.command.CommandFailed:
         session.log(f"{TORCH} is not installable here")
         return False
@@ -472,11 +474,6 @@ def bench(session: nox.Session) -> None:
     session.install("pytest", "tqdm", "matplotlib")
     if not install_torch(session):
         session.log("the benchmarks run without PyTorch")
-    else:
-        try:  # makemore imports torch.utils.tensorboard under PyTorch
-            session.install("tensorboard")
-        except nox.command.CommandFailed:
-            session.log("tensorboard is not installable here: makemore's PyTorch runs will fail")
     scripts = ROOT / "tests-integration" / "benchmarks"
     args = list(session.posargs)
     threads = (

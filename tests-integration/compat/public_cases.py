@@ -12,8 +12,14 @@ license text (``LICENSE``) and ``case.py``, which says how the suite runs it:
                (default: every ``loss <value>`` spelling, see compat_helpers.parse_losses)
 ``EXPECT``     ``"decrease"`` (the last loss is below the first) or ``"finite"``
 ``SLOW``       True when a cpu run takes more than ~20 s
-``ORACLE``     True when its data do not come from the random number generator, so that under
-               PyTorch, from the same initial weights, the losses must agree (test_public_oracle)
+``ORACLE``     True when it also runs under PyTorch 2.13 with the same flags: then, from the
+               same initial weights and random draws (oracle_runner.py, oracle_draws.py), its
+               losses must agree with PyTorch's (test_public_losses_agree_with_pytorch)
+``ORACLE_STEPS`` how many of the recorded losses are compared (default all): for a program whose
+               training amplifies rounding, the steps before PyTorch's own losses part from
+               those of a run nudged by one float32 ulp (oracle_sensitivity.py measures it)
+``setup_for_torch`` optional ``setup_for_torch(folder)``: rewrites the data files for the
+               PyTorch run where PyTorch cannot read torchlight's (default: setup's serve both)
 ``TIMEOUT``    seconds before the run is abandoned (default 600)
 ``VARIANTS``   optional ``{suffix: extra flags}``: one case per entry, named ``<folder>_<suffix>``,
                run with ``ARGS`` plus its flags (one copy of a program, several ways to run it)
@@ -48,6 +54,8 @@ class Case:
     expect: str = "decrease"
     slow: bool = False
     oracle: bool = False
+    oracle_steps: int | None = None
+    setup_for_torch: Callable | None = None
     timeout: float = 600
     env: dict = field(default_factory=dict)
     steps: list = field(default_factory=list)
@@ -87,6 +95,8 @@ def load_cases() -> dict[str, Case]:
                 expect=getattr(mod, "EXPECT", "decrease"),
                 slow=getattr(mod, "SLOW", False),
                 oracle=getattr(mod, "ORACLE", False),
+                oracle_steps=getattr(mod, "ORACLE_STEPS", None),
+                setup_for_torch=getattr(mod, "setup_for_torch", None),
                 timeout=getattr(mod, "TIMEOUT", 600),
                 env=dict(getattr(mod, "ENV", {})),
                 steps=list(getattr(mod, "STEPS", [])),

@@ -9,9 +9,11 @@ program's recipe and seed, through ``torchlight.save``) but with shorter and few
 here), so the training runs over ``LENGTH - 1`` time steps. ``test_public_sine_wave_data.py`` runs
 the verbatim generator and checks that this file is the corner of its data.
 
-No PyTorch oracle: the data file is written by torchlight, and PyTorch 2.6 and later cannot read
-a pickled numpy array with ``torch.load``'s default ``weights_only=True`` (``train.py`` runs
-under PyTorch only with ``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` or before 2.6).
+PyTorch cannot read a file written by ``torchlight.save``, and since 2.6 it reads a pickled
+numpy array with ``torch.load`` only when told to trust the file, so for the PyTorch oracle
+:func:`setup_for_torch` writes the same array with ``torch.save`` and ``ENV`` sets
+``TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD=1`` (torchlight ignores it): the published ``train.py``
+predates 2.6 and calls ``torch.load`` without ``weights_only=False``.
 """
 
 import re
@@ -23,7 +25,8 @@ ARGS = ["--steps", "1"]
 STEPS = ["--steps"]
 EXPECT = "decrease"
 SLOW = False
-ORACLE = False
+ORACLE = True
+ENV = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
 
 #: The published generator's period, and the reduced sequence length and count.
 PERIOD = 20
@@ -31,17 +34,28 @@ LENGTH = 60
 SEQUENCES = 12
 
 
-def setup(folder):
-    """``traindata.pt`` as generate_sine_wave.py writes it, with LENGTH and SEQUENCES."""
-    import torchlight
-
+def _data():
+    """The array generate_sine_wave.py makes, with LENGTH and SEQUENCES."""
     np.random.seed(2)
     x = np.empty((SEQUENCES, LENGTH), "int64")
     x[:] = np.array(range(LENGTH)) + np.random.randint(-4 * PERIOD, 4 * PERIOD, SEQUENCES).reshape(
         SEQUENCES, 1
     )
-    data = np.sin(x / 1.0 / PERIOD).astype("float64")
-    torchlight.save(data, str(folder / "traindata.pt"))
+    return np.sin(x / 1.0 / PERIOD).astype("float64")
+
+
+def setup(folder):
+    """``traindata.pt`` as generate_sine_wave.py writes it (``torch.save``: here torchlight's)."""
+    import torchlight
+
+    torchlight.save(_data(), str(folder / "traindata.pt"))
+
+
+def setup_for_torch(folder):
+    """The same ``traindata.pt`` written by PyTorch's ``torch.save``, for the oracle's PyTorch run."""
+    import torch
+
+    torch.save(_data(), str(folder / "traindata.pt"))
 
 
 def losses(stdout: str) -> list:

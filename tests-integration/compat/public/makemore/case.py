@@ -31,7 +31,7 @@ VARIANTS = {kind: ["--type", kind] for kind in ("transformer", "gru", "mlp", "bo
 STEPS = ["--max-steps"]
 EXPECT = "decrease"
 SLOW = False
-ORACLE = False  # random train/test split, random batches
+ORACLE = True
 
 SYLLABLES = ["an", "el", "ia", "jo", "ka", "li", "ma", "na", "or", "ra", "sa", "th", "yn"]
 

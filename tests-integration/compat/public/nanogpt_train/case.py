@@ -31,7 +31,7 @@ ARGS = [
 STEPS = ["--max_iters", "--lr_decay_iters"]
 EXPECT = "decrease"
 SLOW = False
-ORACLE = False  # batches at random offsets (torch.randint)
+ORACLE = True
 
 VOCAB = 12
 
