@@ -151,7 +151,9 @@ def oracle(session: nox.Session) -> None:
     if not install_torch(session):
         session.error(f"{TORCH} could not be installed: the oracle tests would only skip")
     set_test_env(session)
-    pytest = ["pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q", *session.posargs]
+    # one pytest-xdist worker per core: the compat cases are whole programs in subprocesses
+    pytest = ["pytest", "--import-mode=importlib", "-p", "no:cacheprovider", "-q", "-n", "auto"]
+    pytest += session.posargs
     marked = [str(p.relative_to(ROOT)) for p in sorted(PACKAGES.glob("*/tests"))]
     session.run(*pytest, "-m", "oracle", *marked)
     dirs = [d for d in ORACLE_DIRS if (ROOT / d).is_dir()]

@@ -28,6 +28,7 @@ different lengths are not padded here: use :class:`~torchlight.data.PadCollate` 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -119,7 +120,7 @@ def default_collate(batch: Sequence):
                 )
         collated = {key: default_collate([d[key] for d in batch]) for key in keys}
         try:
-            return type(elem)(collated)
+            return cast(Any, type(elem))(collated)  # the sample's own mapping class
         except TypeError:  # a mapping type that cannot be built from a dict
             return collated
     if isinstance(elem, Sequence):
@@ -137,7 +138,7 @@ def default_collate(batch: Sequence):
         if isinstance(elem, tuple):
             return transposed  # PyTorch returns a list here too
         try:
-            return type(elem)(transposed)
+            return cast(Any, type(elem))(transposed)  # the sample's own sequence class
         except TypeError:
             return transposed
     raise CollateError(

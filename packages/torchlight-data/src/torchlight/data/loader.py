@@ -6,11 +6,13 @@ a *sampler* orders indices (``SequentialSampler``, or ``RandomSampler`` with ``s
 (``default_collate``). Each ``iter(loader)`` is one epoch; with ``seed=`` the epochs have
 different, reproducible orders (:mod:`torchlight.data.seeding`).
 
-Workers (``num_workers > 0``) are started with the ``spawn`` method, never ``fork``: numba's OpenMP
-runtime (and CUDA, and many BLAS builds) cannot survive a fork of a process that already used it.
-The price: the dataset, ``collate_fn`` and ``worker_init_fn`` must be picklable (module-level
-classes and functions, no lambdas), scripts need the ``if __name__ == "__main__":`` guard, and
-each epoch pays a worker start-up of about a second. Batches come back in sampler order, so a
+Workers (``num_workers > 0``) are forked from a fork server (``forkserver``; ``spawn`` where the
+platform has none), never from the main process itself: numba's OpenMP runtime (and CUDA, and many
+BLAS builds) cannot survive a fork of a process that already used it, while the fork server is a
+fresh interpreter that only imported torchlight's packages. So the dataset, ``collate_fn`` and
+``worker_init_fn`` must be picklable (module-level classes and functions, no lambdas), scripts
+need the ``if __name__ == "__main__":`` guard, and the first epoch pays the server's start-up
+(about a second); later workers start in milliseconds. Batches come back in sampler order, so a
 map-style dataset gives exactly the batches of ``num_workers=0``. A worker exception is re-raised
 in the main process with the worker's traceback; an error, a KeyboardInterrupt, ``break`` or
 garbage collection of the iterator shuts every worker down (politely, then by terminate).
@@ -22,12 +24,14 @@ import itertools
 import multiprocessing
 import pickle
 import queue
+import sys
 import time
+from typing import cast
 
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .errors import DataLoaderError
-from .sampler import BatchSampler, RandomSampler, SequentialSampler
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 from .seeding import EpochRandomness
 from .worker import ExceptionWrapper, Exhausted, IterableFetcher, MapFetcher, worker_loop
 
@@ -40,10 +44,44 @@ _DEFAULT_PREFETCH = (
 )
 
 
-def _as_context(context):
-    """The multiprocessing context workers start with: ``spawn`` unless the caller chose one."""
-    if context is None:
+def _preload() -> list:
+    """What the fork server imports once, so that every worker forked from it starts with them
+    loaded: the torchlight packages this process has imported (``torchlight``,
+    ``torchlight.nn``, ...). Not the backends, and not the user's ``__main__`` (multiprocessing's
+    default preload): a backend or a script's top level may start thread pools (numba, BLAS)
+    that a fork cannot carry, so each worker loads those itself, as a spawned one does."""
+    return sorted(
+        name
+        for name in list(sys.modules)
+        if name == "torchlight"
+        or (name.startswith("torchlight.") and name.count(".") == 1 and name != _BACKENDS)
+    )
+
+
+_BACKENDS = "torchlight.backends"
+
+
+def _default_context():
+    """``forkserver`` where the platform has it, else ``spawn``.
+
+    A fork server is one fresh interpreter, started (and given :func:`_preload`) at the first
+    use; each worker is then a fork of it: no thread pool of this process is inherited (why
+    torchlight never forks this process itself), and no worker pays an interpreter start-up and
+    the imports again (most of a second on a small machine, at every epoch without
+    ``persistent_workers``).
+    """
+    if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_preload())
+    return context
+
+
+def _as_context(context):
+    """The multiprocessing context workers start with: :func:`_default_context` unless the
+    caller chose one."""
+    if context is None:
+        return _default_context()
     if isinstance(context, str):
         if context not in multiprocessing.get_all_start_methods():
             raise ValueError(
@@ -78,7 +116,8 @@ class DataLoader:
     * ``persistent_workers=True`` (needs ``num_workers > 0``, as in PyTorch): accepted, but the
       workers are still started afresh each epoch; batches and seeds are the same as PyTorch's
       would be, only the per-epoch start-up cost remains.
-    * ``multiprocessing_context``: ``"spawn"`` (the default), ``"forkserver"``, ``"fork"`` or a
+    * ``multiprocessing_context``: ``"forkserver"`` (the default where the platform has it,
+      else ``"spawn"``), ``"spawn"``, ``"fork"`` or a
       context object from :func:`multiprocessing.get_context`; the workers are started with it.
       ``"fork"`` is only safe when no thread pool (numba, OpenBLAS) has started in the parent.
     * ``prefetch_factor``: ``None`` means 2; with ``num_workers=0`` it must be left ``None``.
@@ -185,7 +224,7 @@ class DataLoader:
         else:
             self.sampler = SequentialSampler(dataset)
         if batch_sampler is None and batch_size is not None and not self._iterable:
-            batch_sampler = BatchSampler(self.sampler, batch_size, drop_last)
+            batch_sampler = BatchSampler(cast(Sampler, self.sampler), batch_size, drop_last)
         self.batch_sampler = batch_sampler
         self._auto_collation = batch_sampler is not None or (
             self._iterable and batch_size is not None
@@ -239,6 +278,7 @@ class DataLoader:
 class _SingleProcessIter:
     def __init__(self, loader: DataLoader):
         self._indices = None if loader._iterable else iter(loader._index_sampler)
+        self._fetcher: IterableFetcher | MapFetcher
         if loader._iterable:
             self._fetcher = IterableFetcher(
                 loader.dataset,
@@ -301,13 +341,13 @@ class _MultiProcessIter:
                     ),
                 )
                 self._index_queues.append(iq)
-                w.start()  # spawn pickles the arguments here
+                w.start()  # the arguments are pickled here
                 self._workers.append(w)
         except Exception as exc:
             self._shutdown_workers()
             raise DataLoaderError(
                 f"could not start DataLoader worker processes ({type(exc).__name__}: {exc}). Workers "
-                "are started with 'spawn', so the dataset, collate_fn and worker_init_fn must be "
+                "start in a fresh interpreter, so the dataset, collate_fn and worker_init_fn must be "
                 "picklable: module-level classes and functions, no lambdas or local closures."
             ) from exc
         for _ in range(loader.prefetch_factor * n):

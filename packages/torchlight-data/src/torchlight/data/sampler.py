@@ -219,7 +219,8 @@ class BatchSampler(Sampler):
         self.batch_size = batch_size
         self.drop_last = drop_last
 
-    def __iter__(self) -> Iterator[list[int]]:
+    # a sampler of batches (PyTorch's Sampler[list[int]]), where Sampler yields indices
+    def __iter__(self) -> Iterator[list[int]]:  # type: ignore[override]
         batch: list[int] = []
         for idx in self.sampler:
             batch.append(idx)

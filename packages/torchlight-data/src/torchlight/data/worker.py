@@ -1,10 +1,10 @@
 """What runs inside a DataLoader worker process, and the batch fetchers shared with the main process.
 
-A worker is started with the ``spawn`` method: a fresh interpreter that unpickles the dataset and
-``collate_fn``, then loops: take ``(task_id, indices)`` from its index queue, build the batch,
+A worker is forked from a fork server (or spawned, where the platform has none): a fresh
+interpreter with torchlight imported, which unpickles the dataset and ``collate_fn``, then loops: take ``(task_id, indices)`` from its index queue, build the batch,
 put ``(task_id, pickled result)`` on the shared result queue. ``None`` on the index queue means
 "exit". The main process (``loader.py``) reorders results by ``task_id``; see there for why
-``spawn`` and how shutdown works.
+no worker is forked from the main process, and how shutdown works.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import random
 import signal
 import traceback
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -196,7 +197,7 @@ def worker_loop(
         _seed_worker(seed)
         _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
         init_error = None
-        fetcher = None
+        fetcher: MapFetcher | IterableFetcher | None = None
         try:
             if worker_init_fn is not None:
                 worker_init_fn(worker_id)
@@ -221,13 +222,14 @@ def worker_loop(
             if done_event.is_set():
                 continue  # shutting down: drain queued tasks without computing them
             task_id, indices = task
+            result: object
             if init_error is not None:
                 result = init_error
             elif exhausted:
                 result = Exhausted(worker_id)
             else:
                 try:
-                    result = fetcher.fetch(indices)
+                    result = cast("MapFetcher | IterableFetcher", fetcher).fetch(indices)
                 except StopIteration:
                     exhausted = True
                     result = Exhausted(worker_id)

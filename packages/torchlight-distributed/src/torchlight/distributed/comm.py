@@ -34,6 +34,7 @@ import sys
 import threading
 import time
 import traceback
+from typing import TYPE_CHECKING
 
 __all__ = [
     "init",
@@ -57,10 +58,14 @@ _HOOKS_INSTALLED = False
 _LOCK = threading.Lock()
 
 
-try:  # keep the error a TorchlightError when torchlight is importable (it always is in practice)
+# Keep the error a TorchlightError when torchlight is importable (it always is in practice).
+if TYPE_CHECKING:  # (mypy cannot take a base class that is one of two types)
     from torchlight import TorchlightError as _Base
-except Exception:  # noqa: BLE001 - pragma: no cover
-    _Base = Exception
+else:
+    try:
+        from torchlight import TorchlightError as _Base
+    except Exception:  # noqa: BLE001 - pragma: no cover
+        _Base = Exception
 
 
 class DistributedError(_Base, RuntimeError):

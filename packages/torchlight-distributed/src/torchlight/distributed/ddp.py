@@ -214,7 +214,7 @@ class DistributedDataParallel(nn.Module):
         self._had_grad = np.zeros(len(self._params), dtype=np.uint8)
         self._n_ready = 0
         self._next_launch = 0
-        self._inflight = []
+        self._inflight: list = []  # MPI requests of the buckets launched this round
         for b in self._buckets:
             b.pending = len(b.members)
             b.request = None
@@ -246,7 +246,7 @@ class DistributedDataParallel(nn.Module):
 
     def _mark_unused(self, out) -> None:
         """Mark ready, now, the parameters the forward's graph does not reach."""
-        reached = set()
+        reached: set[int] = set()  # ids of the tensors the graph reaches
         for t in _tensors_in(out):
             if t.requires_grad:
                 reached.update(id(v) for v in engine.topological_order(t) if v._history is None)

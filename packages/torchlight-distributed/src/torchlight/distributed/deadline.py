@@ -61,7 +61,7 @@ _PROBE_EVERY_S = 0.01
 _TAG_QUERY, _TAG_ANSWER = 1, 2
 
 _TIMEOUT: float | None = None  # seconds; math.inf = wait forever; None = not set (use the env)
-_SEQ = [0, ""]  # number and name of the collective this rank is in (or was last in)
+_SEQ: list = [0, ""]  # number and name of the collective this rank is in (or was last in)
 _SENDS: list = []  # heartbeat messages in flight (kept until complete)
 
 

@@ -10,6 +10,8 @@
 """
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import torchlight as tl
 
@@ -21,7 +23,7 @@ from .uniform import Uniform
 
 __all__ = ["kl_divergence", "register_kl"]
 
-_KL = {}
+_KL: dict[tuple[type, type], Callable[..., Any]] = {}  # (type of p, type of q) -> fn(p, q)
 
 
 def register_kl(type_p, type_q):

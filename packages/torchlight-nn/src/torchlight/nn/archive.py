@@ -153,7 +153,8 @@ def _fill(member, arr: np.ndarray, fail) -> None:
     """Stream ``member``'s remaining bytes into ``arr``'s memory, CHUNK bytes at a time."""
     if arr.nbytes == 0:
         return
-    view = memoryview(arr.reshape(-1).view(np.uint8))
+    # numpy's stubs give ndarray ``__buffer__`` only for Python >= 3.12; it is a buffer on all
+    view = memoryview(arr.reshape(-1).view(np.uint8))  # type: ignore[arg-type]
     pos = 0
     while pos < len(view):
         n = member.readinto(view[pos : pos + CHUNK])
@@ -220,7 +221,7 @@ def remove_stale_temps(directory: str, base: str) -> list[str]:
     legacy = re.compile(r"\." + re.escape(base) + r"\.[A-Za-z0-9_]+\.tmp")  # (no host and pid)
     host = _host()
     now = time.time()
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(directory)
     except OSError:

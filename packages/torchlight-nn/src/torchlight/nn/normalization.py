@@ -167,7 +167,7 @@ class LayerNorm(Module):
 
 
 class _BatchNorm(Module):
-    _dims = ()
+    _dims: tuple[int, ...] = ()
 
     def __init__(
         self,

@@ -19,6 +19,8 @@ window would start in the right padding). ``p <= k/2`` so no window is padding o
 """
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -299,7 +301,7 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 class _MaxPoolNd(Module):
-    _fn = None
+    _fn: Callable[..., Any] | None = None  # max_pool1d / max_pool2d in the subclasses
 
     def __init__(
         self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False

@@ -62,7 +62,7 @@ class LRScheduler:
     """Base class: subclasses implement ``get_lr()`` (chainable) and optionally
     ``_get_closed_form_lr()``."""
 
-    _transient = ("optimizer",)
+    _transient: tuple[str, ...] = ("optimizer",)
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1):
         if not isinstance(optimizer, Optimizer):

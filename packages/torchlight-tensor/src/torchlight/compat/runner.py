@@ -10,6 +10,7 @@ import runpy
 import sys
 import types
 import zipfile
+from typing import cast
 
 from .aliases import install
 
@@ -61,7 +62,8 @@ def _run_file_as_main(path: str) -> dict:
             code = compile(f.read(), path, "exec")
         exec(code, main.__dict__)
     finally:
-        sys.modules["__main__"] = saved
+        # restored as it was (an absent __main__ leaves None, which sys.modules accepts)
+        sys.modules["__main__"] = cast(types.ModuleType, saved)
     return main.__dict__
 
 

@@ -19,7 +19,8 @@ class GradScaler(_GradScaler):
     False
     """
 
-    @functools.wraps(_GradScaler.__init__)
+    # mypy cannot type a decorated __init__; wraps only copies the parent's docs and signature
+    @functools.wraps(_GradScaler.__init__)  # type: ignore[misc]
     def __init__(
         self,
         init_scale=2.0**16,

@@ -5,8 +5,13 @@ A mixin so that ``tensor.py`` keeps the tensor's own machinery (metadata, autogr
 readable; ``Tensor`` inherits these unchanged.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from . import dispatch, dtypes
 from .errors import DTypeError
+
+if TYPE_CHECKING:
+    from .storage import TensorData
 
 __all__ = ["TensorConveniences"]
 
@@ -15,6 +20,13 @@ class TensorConveniences:
     """Methods of :class:`~torchlight.Tensor` kept for PyTorch programs (see the module docstring)."""
 
     __slots__ = ()
+
+    if TYPE_CHECKING:  # provided by Tensor: its slots and its ``device`` property
+        _td: TensorData
+        backend: Any  # a Backend (torchlight.tensor.backend.protocol)
+
+        @property
+        def device(self) -> Any: ...  # a torchlight.device
 
     def ndimension(self) -> int:
         """The number of dims (``dim()``'s older name)."""

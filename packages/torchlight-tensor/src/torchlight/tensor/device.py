@@ -113,7 +113,8 @@ class device:
         return False
 
 
-_PREVIOUS = []  # default devices to restore, one per active ``with device(...)`` block
+# default devices to restore, one per active ``with device(...)`` block
+_PREVIOUS: list[str | None] = []
 
 
 def as_device_name(dev):
@@ -131,7 +132,7 @@ def as_device_name(dev):
     return d.type
 
 
-_NAMED = {}
+_NAMED: dict[str, device] = {}
 
 
 def device_named(name):

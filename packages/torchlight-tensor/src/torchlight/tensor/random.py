@@ -9,6 +9,8 @@ reproducible too, with numbers that differ from the host stream's (as PyTorch's 
 streams differ).
 """
 
+from typing import cast
+
 import numpy as np
 
 __all__ = ["Generator", "manual_seed", "default_generator", "seed", "initial_seed", "device_stream"]
@@ -51,7 +53,7 @@ class Generator:
 
     def get_state(self) -> dict:
         """A snapshot of the stream's state (a dict), to pass to :meth:`set_state` later."""
-        return self.rng.bit_generator.state
+        return cast(dict, self.rng.bit_generator.state)  # numpy types it as a Mapping
 
     def set_state(self, state: dict) -> None:
         """Rewind or forward the stream to a state from :meth:`get_state`."""
@@ -80,7 +82,8 @@ def seed() -> int:
     >>> tl.initial_seed() == s
     True
     """
-    s = int(np.random.SeedSequence().entropy % (2**63))
+    entropy = cast(int, np.random.SeedSequence().entropy)  # an int when no entropy is given
+    s = int(entropy % (2**63))
     default_generator.manual_seed(s)
     return s
 

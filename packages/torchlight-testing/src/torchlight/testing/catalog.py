@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -210,7 +211,8 @@ def sample(rng: np.random.Generator, shape, dtype: str, domain=None) -> np.ndarr
     if dtype == "bool":
         return rng.random(shape) < 0.5
     if dtype == "int64":
-        return rng.integers(lo, hi + 1, size=shape, dtype=np.int64)
+        # int bounds here (mypy sees the float bounds of the other dtypes in the same tuples)
+        return rng.integers(cast(int, lo), cast(int, hi) + 1, size=shape, dtype=np.int64)
     return rng.uniform(lo, hi, size=shape).astype(dtype)
 
 

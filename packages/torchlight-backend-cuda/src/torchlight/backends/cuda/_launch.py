@@ -20,6 +20,7 @@ The index helpers are ``torchlight.tensor.indexing``'s pure functions, compiled 
 
 import os
 import sys
+from typing import Any
 
 import numpy as np
 from numba import config, cuda
@@ -45,7 +46,8 @@ __all__ = [
     "sources_digest",
 ]
 
-SIMULATOR = bool(config.ENABLE_CUDASIM)
+# getattr: numba.config sets its options at run time (from the environment), unseen by mypy
+SIMULATOR = bool(getattr(config, "ENABLE_CUDASIM"))  # noqa: B009
 
 
 def _env_int(name, default):
@@ -151,14 +153,15 @@ def launch(kernel, grid, block, *args):
     kernel[grid, block](*args)
 
 
-_CACHE = {}
+_CACHE: dict[tuple[Any, ...], Any] = {}  # key -> compiled kernel
 # numba-cuda's on-disk kernel cache (``cuda.jit(cache=True)``, files next to
 # each kernel's module in __pycache__, one per compute capability): a second process loads the
 # compiled kernels instead of compiling them again (seconds per kernel through NVVM). Not under
 # the simulator, which compiles nothing. TORCHLIGHT_CUDA_CACHE=0 turns it off.
 DISK_CACHE = not SIMULATOR and os.environ.get("TORCHLIGHT_CUDA_CACHE", "1") != "0"
 CACHE_STAMP = "torchlight-cuda-sources.sha1"
-_stale_dirs = {}  # cache directory -> True when written from other sources (decided once)
+# cache directory -> True when written from other sources (decided once)
+_stale_dirs: dict[str, bool] = {}
 
 
 def sources_digest():

@@ -41,7 +41,7 @@ class Counts:
 
 
 _TOTAL = Counts()
-_active = []  # nested counting() scopes
+_active: list[Counts] = []  # nested counting() scopes
 
 
 def counts() -> Counts:

@@ -26,6 +26,7 @@ whose rows are (a transposed view), and no operand is ever copied for its layout
 import ctypes
 import os
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,8 @@ __all__ = ["SPLIT_MIN", "blas_strides", "gemm", "gemm_for", "gemm_kernel"]
 # region costs microseconds to open); above it each output is cut into one block per thread.
 SPLIT_MIN = int(os.environ.get("TORCHLIGHT_NUMBA_MATMUL_SPLIT_MIN", str(1 << 18)))
 _N, _T = 78, 84  # ord("N"), ord("T"): Fortran's trans arguments
-_GEMM = {}  # dtype -> ctypes function pointer; {None: None} once loading failed
+# dtype -> ctypes function pointer; {None: None} once loading failed
+_GEMM: dict[np.dtype | None, Any] = {}
 
 
 def _load():

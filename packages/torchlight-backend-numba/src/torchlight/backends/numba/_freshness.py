@@ -20,7 +20,7 @@ __all__ = ["sources_digest", "refresh"]
 
 STAMP = "torchlight-numba-sources.sha1"
 _HERE = Path(__file__).resolve().parent
-_verdicts = {}  # cache directory -> True when stale (decided once per process)
+_verdicts: dict[str, bool] = {}  # cache directory -> True when stale (decided once per process)
 
 
 def sources_digest():

@@ -14,6 +14,7 @@ it when any source of this backend changed (numba checks only the function's own
 
 import os
 from types import FunctionType
+from typing import Any
 
 from numba import get_num_threads, njit
 
@@ -21,11 +22,13 @@ from ._freshness import refresh
 
 __all__ = ["kernel", "helper", "sum_helper", "Kernel", "PARALLEL_MIN", "JIT_OPTIONS", "SUM_OPTIONS"]
 
-JIT_OPTIONS = dict(cache=True, error_model="numpy", fastmath=False)
+# ``Any``, not ``dict[str, Any]``: it is also passed as ``overload(..., jit_options=...)``, which
+# numba's stubs type as a TypedDict without ``cache`` (numba forwards any ``jit`` option).
+JIT_OPTIONS: Any = dict(cache=True, error_model="numpy", fastmath=False)
 # Sums only: "reassoc" lets LLVM split ``t += v`` into SIMD partial sums (no nnan/ninf, so NaN and
 # inf propagate as before). The order of the partial sums is fixed by the compiled vector width,
 # not by the thread count, so results stay reproducible on a machine.
-SUM_OPTIONS = dict(JIT_OPTIONS, fastmath={"reassoc"})
+SUM_OPTIONS: dict[str, Any] = dict(JIT_OPTIONS, fastmath={"reassoc"})
 PARALLEL_MIN = int(os.environ.get("TORCHLIGHT_NUMBA_PARALLEL_MIN", "32768"))
 
 

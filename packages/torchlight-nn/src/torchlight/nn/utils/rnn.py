@@ -83,8 +83,8 @@ class PackedSequence(NamedTuple):
 
     data: tl.Tensor
     batch_sizes: tl.Tensor
-    sorted_indices: tl.Tensor = None
-    unsorted_indices: tl.Tensor = None
+    sorted_indices: tl.Tensor | None = None
+    unsorted_indices: tl.Tensor | None = None
 
     def to(self, *args, **kwargs):
         """The same packing with ``data`` moved/cast by ``Tensor.to``."""

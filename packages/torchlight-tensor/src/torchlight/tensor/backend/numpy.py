@@ -66,12 +66,21 @@ def _erf_libm(x, out=None):
     return out
 
 
-try:  # optional accelerator, vectorised; the libm fallback gives the same values, just slower
-    from scipy.special import erf as _erf
-except (
-    ImportError
-):  # pragma: no cover - depends on the environment (nox -s minimal runs without it)
-    _erf = _erf_libm
+_erf_impl = None
+
+
+def _erf(x, out=None):
+    """``erf`` elementwise: ``scipy.special.erf`` (vectorised) where scipy is installed, else
+    :func:`_erf_libm` (the same values, slower). scipy is imported at the first call, not with
+    the backend: importing ``scipy.special`` takes most of a second, which every program (and
+    every DataLoader worker) would pay at its first tensor even if it never calls ``erf``."""
+    global _erf_impl
+    if _erf_impl is None:
+        try:
+            from scipy.special import erf as _erf_impl
+        except ImportError:  # pragma: no cover - depends on the environment (nox -s minimal)
+            _erf_impl = _erf_libm
+    return _erf_impl(x, out=out)
 
 
 def _sigmoid(x, out):

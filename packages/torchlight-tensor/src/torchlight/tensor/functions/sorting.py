@@ -17,9 +17,10 @@ from ..errors import TensorIndexError
 
 __all__ = ["SortResult", "TopKResult", "sort", "argsort", "topk"]
 
-SortResult = namedtuple("sort", ["values", "indices"])
+# The class names are PyTorch's (``torch.return_types.sort`` reprs as ``sort(values=..., ...)``).
+SortResult = namedtuple("sort", ["values", "indices"])  # type: ignore[name-match]
 SortResult.__doc__ = "``(values, indices)`` returned by :func:`sort` (unpackable, or by name)."
-TopKResult = namedtuple("topk", ["values", "indices"])
+TopKResult = namedtuple("topk", ["values", "indices"])  # type: ignore[name-match]
 TopKResult.__doc__ = "``(values, indices)`` returned by :func:`topk` (unpackable, or by name)."
 
 
