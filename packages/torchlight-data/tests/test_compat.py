@@ -1,6 +1,7 @@
 """The torch.utils.data surface: lazy RandomSampler, PyTorch-only DataLoader arguments, import paths."""
 
 import multiprocessing
+import os
 import resource
 import time
 
@@ -140,3 +141,25 @@ def test_distributed_sampler_is_resolved_lazily():
     assert shard == [1, 3, 5, 7, 9]
     with pytest.raises(AttributeError):
         data.NoSuchThing  # noqa: B018
+
+
+@pytest.mark.skipif(
+    "forkserver" not in multiprocessing.get_all_start_methods(), reason="no fork server here"
+)
+def test_workers_are_forked_from_one_fork_server_by_default(helpers):
+    """Not from this process (a fork would carry numba's and BLAS's thread pools into the
+    workers), and not a fresh interpreter per worker (spawn: ~1 s of imports at every epoch):
+    every epoch's worker is a child of the same fork server."""
+    loader = DataLoader(helpers.ParentReport(), batch_size=2, num_workers=1)
+    assert loader.multiprocessing_context.get_start_method() == "forkserver"
+    parents = {int(pid) for _ in range(2) for batch in loader for pid in batch}
+    assert len(parents) == 1 and os.getpid() not in parents
+
+
+def test_the_fork_server_preloads_torchlight_not_the_script():
+    from torchlight.data.loader import _preload
+
+    names = _preload()
+    assert "torchlight" in names and "torchlight.data" in names
+    assert all(n == "torchlight" or n.startswith("torchlight.") for n in names)
+    assert "__main__" not in names

@@ -1,7 +1,7 @@
-"""DataLoader worker processes (spawn): identical results, errors, shutdown.
+"""DataLoader worker processes (forked from a fork server): identical results, errors, shutdown.
 
-Each loader iteration with workers pays a spawn start-up (~0.5 s per worker on a slow machine), so
-the tests keep to two workers and few iterations.
+The first loader iteration with workers in a process starts the fork server (~1 s on a slow
+machine), so the tests keep to two workers and few iterations.
 """
 
 import gc

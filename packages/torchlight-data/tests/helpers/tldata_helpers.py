@@ -1,7 +1,7 @@
 """Datasets and functions for the DataLoader worker tests.
 
-They live in an importable module (not in a test file) because ``spawn`` workers unpickle them by
-module name in a fresh interpreter, and pytest's importlib mode gives test files names that no
+They live in an importable module (not in a test file) because workers unpickle them by module
+name in a fresh interpreter (a fork server's child, or a spawned one), and pytest's importlib mode gives test files names that no
 other process can import.
 """
 
@@ -93,6 +93,16 @@ class WorkerReport(Dataset):
             float(np.random.random()),
             os.environ.get("TLDATA_INIT", ""),
         )
+
+
+class ParentReport(Dataset):
+    """Each sample is the id of the worker's parent process."""
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return os.getppid()
 
 
 def init_fn(worker_id):

@@ -46,19 +46,13 @@ _DEFAULT_PREFETCH = (
 
 def _preload() -> list:
     """What the fork server imports once, so that every worker forked from it starts with them
-    loaded: the torchlight packages this process has imported (``torchlight``,
-    ``torchlight.nn``, ...). Not the backends, and not the user's ``__main__`` (multiprocessing's
-    default preload): a backend or a script's top level may start thread pools (numba, BLAS)
-    that a fork cannot carry, so each worker loads those itself, as a spawned one does."""
-    return sorted(
-        name
-        for name in list(sys.modules)
-        if name == "torchlight"
-        or (name.startswith("torchlight.") and name.count(".") == 1 and name != _BACKENDS)
-    )
-
-
-_BACKENDS = "torchlight.backends"
+    loaded: the torchlight modules this process has imported, a backend's kernels included
+    (importing one starts no thread pool: kernels compile at their first call, and a thread pool
+    starts at the first parallel kernel, which the fork server never runs). Not the user's
+    ``__main__`` (multiprocessing's default preload): a script's top level may run kernels, and
+    the thread pools they start cannot be carried across a fork, so each worker re-creates
+    ``__main__`` itself, as a spawned one does."""
+    return sorted(name for name in list(sys.modules) if name.split(".")[0] == "torchlight")
 
 
 def _default_context():
@@ -72,9 +66,17 @@ def _default_context():
     """
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(_preload())
-    return context
+    return multiprocessing.get_context("forkserver")
+
+
+def _before_start(context) -> None:
+    """Give the default fork server its preload list, as late as possible (just before workers
+    start: the modules imported by then, a backend's among them, are those the workers need).
+    It takes effect when the server starts, at the first worker of the process, and replaces a
+    list set with ``multiprocessing.set_forkserver_preload`` (pass a ``spawn`` context to keep
+    multiprocessing's own server to yourself)."""
+    if context is _default_context() and context.get_start_method() == "forkserver":
+        context.set_forkserver_preload(_preload())
 
 
 def _as_context(context):
@@ -308,6 +310,7 @@ class _MultiProcessIter:
         self._index_queues: list = []
         n = loader.num_workers
         ctx = loader.multiprocessing_context
+        _before_start(ctx)
         self._result_queue = ctx.Queue()
         self._done_event = ctx.Event()  # tells busy workers to skip their queued tasks
         self._indices = None if loader._iterable else iter(loader._index_sampler)
