@@ -1,8 +1,8 @@
 """Datasets and functions for the DataLoader worker tests.
 
 They live in an importable module (not in a test file) because workers unpickle them by module
-name in a fresh interpreter (a fork server's child, or a spawned one), and pytest's importlib mode gives test files names that no
-other process can import.
+name in a fresh interpreter (a fork server's child, or a spawned one), and pytest's importlib
+mode gives test files names that no other process can import.
 """
 
 import os
