@@ -17,6 +17,7 @@ __all__ = [
     "to_index",
     "broadcast_index",
     "prod",
+    "row_layout",
     "coalesce",
 ]
 
@@ -117,3 +118,28 @@ def coalesce(shape, strides_list):
     if not out_shape:
         return (1,), [(0,) for _ in strides_list]
     return tuple(out_shape), [tuple(st) for st in out_strides]
+
+
+def row_layout(views, dim):
+    """How a row-wise kernel (softmax, layernorm, cross-entropy, ... along ``dim``) walks its
+    operands, which all have the same shape: the outer shape (``dim`` removed, dims coalesced
+    across the views), the row count, the row length, and per view ``(outer strides, offset,
+    step along dim)``. Coalescing usually leaves one outer dim, so that a kernel finds a row's
+    start with one multiply instead of a divmod per dim.
+
+    >>> from types import SimpleNamespace as View
+    >>> x = View(shape=(2, 3, 4), strides=(12, 4, 1), offset=0)
+    >>> row_layout([x], 2)
+    ((6,), 6, 4, [((4,), 0, 1)])
+    """
+    shape = views[0].shape
+    outer, strides = coalesce(
+        [s for d, s in enumerate(shape) if d != dim],
+        [[s for d, s in enumerate(v.strides) if d != dim] for v in views],
+    )
+    nrows = 1
+    for d, s in enumerate(shape):
+        if d != dim:
+            nrows *= s
+    per = [(st, v.offset, v.strides[dim]) for st, v in zip(strides, views)]
+    return outer, nrows, shape[dim], per

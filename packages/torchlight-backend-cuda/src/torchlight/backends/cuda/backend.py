@@ -20,7 +20,7 @@ from numba import cuda
 from torchlight.tensor.backend.bounds import FLAG_LEN, OPS, raise_if_flagged
 from torchlight.tensor.backend.protocol import API_VERSION
 from torchlight.tensor.errors import BackendError
-from torchlight.tensor.indexing import prod
+from torchlight.tensor.indexing import prod, row_layout
 
 from . import _cross_entropy as CE
 from . import _elementwise as E
@@ -72,20 +72,6 @@ def _mat(v):
     """A 2-D view as kernel arguments ``(storage, offset, row stride, column stride)``; outputs,
     contiguous by contract, pass only the first three."""
     return v.storage, v.offset, v.strides[0], v.strides[1]
-
-
-def _rows(views, dim):
-    """Row layout along ``dim``: coalesced outer shape, row count, row length, and per view
-    ``(outer strides, offset, step along dim)``."""
-    shape = views[0].shape
-    outer = [s for d, s in enumerate(shape) if d != dim]
-    ostrides = [[st for d, st in enumerate(v.strides) if d != dim] for v in views]
-    oshape, ostr = coalesce(outer, ostrides)
-    nrows = 1
-    for s in outer:
-        nrows *= s
-    per = [(ostr[k], v.offset, v.strides[dim]) for k, v in enumerate(views)]
-    return oshape, nrows, shape[dim], per
 
 
 def _rank_error(op, *views):
@@ -539,7 +525,7 @@ class CudaBackend:
         """
         if out.size == 0:
             return
-        oshape, nrows, L, ((xs, xo, xl), (os_, oo, ol)) = _rows((a, out), dim)
+        oshape, nrows, L, ((xs, xo, xl), (os_, oo, ol)) = row_layout((a, out), dim)
         acc = _acc(out.storage.dtype)
         k = cached(("softmax", str(acc), len(oshape)), lambda: F.softmax_kernel(acc, len(oshape)))
         launch(
@@ -566,7 +552,7 @@ class CudaBackend:
         """
         if out.size == 0:
             return
-        oshape, nrows, L, ((ys, yo, yl), (gs, go, gl), (os_, oo, ol)) = _rows((y, g, out), dim)
+        oshape, nrows, L, ((ys, yo, yl), (gs, go, gl), (os_, oo, ol)) = row_layout((y, g, out), dim)
         acc = _acc(out.storage.dtype)
         k = cached(
             ("softmax_bw", str(acc), len(oshape)),
@@ -601,7 +587,7 @@ class CudaBackend:
         if out.size == 0:
             return
         dim = len(x.shape) - 1
-        oshape, nrows, L, ((xs, xo, xl), (os_, oo, ol), (ms, mo, _), (rs, ro, _)) = _rows(
+        oshape, nrows, L, ((xs, xo, xl), (os_, oo, ol), (ms, mo, _), (rs, ro, _)) = row_layout(
             (x, out, mean, rstd), dim
         )
         acc = _acc(out.storage.dtype)
@@ -652,7 +638,7 @@ class CudaBackend:
         dim = len(x.shape) - 1
         views = (g, x, mean, rstd, dx)
         oshape, nrows, L, ((gs, go, gl), (xs, xo, xl), (ms, mo, _), (rs, ro, _), (ds, do, dl)) = (
-            _rows(views, dim)
+            row_layout(views, dim)
         )
         acc = _acc(dx.storage.dtype)
         wv = (w.storage, w.offset, w.strides[0]) if w is not None else (x.storage, 0, 0)
@@ -736,7 +722,7 @@ class CudaBackend:
     def _ce_rows(self, mats, vectors):
         """Row layout of the (N, C) ``mats`` and the (N,) ``vectors``; the vectors become (N, 1)
         columns so that every operand's rows coalesce alike."""
-        return _rows((*mats, *(v.unsqueeze(1) for v in vectors)), 1)
+        return row_layout((*mats, *(v.unsqueeze(1) for v in vectors)), 1)
 
     def cross_entropy(self, x, target, weight, loss, logs):
         """Capability ``cross_entropy``: per-row losses of logits ``x`` (N, C),

@@ -21,7 +21,7 @@ from torchlight.tensor.backend.bounds import new_flag, raise_if_flagged
 from torchlight.tensor.backend.numpy import NumpyBackend, as_array
 from torchlight.tensor.backend.protocol import API_VERSION
 from torchlight.tensor.errors import BackendError
-from torchlight.tensor.indexing import coalesce, prod
+from torchlight.tensor.indexing import coalesce, prod, row_layout
 
 from . import _blas as B
 from . import _cross_entropy as CE
@@ -485,19 +485,10 @@ class NumbaBackend:
     # --- fused capabilities ----------------------------------------------------------------------
     @staticmethod
     def _rows(views, dim):
-        """Outer shape (dim removed, dims coalesced across the views), row count, row length, and
-        per view (strides, offset, step). Coalescing usually leaves one outer dim, which the
-        kernels' ``_row`` turns into a position with one multiply instead of a divmod per dim."""
-        shape = views[0].shape
-        outer, strides = coalesce(
-            [s for d, s in enumerate(shape) if d != dim],
-            [[s for d, s in enumerate(v.strides) if d != dim] for v in views],
-        )
-        per = [(_arr(st), v.offset, v.strides[dim]) for st, v in zip(strides, views)]
-        nrows = 1
-        for s in outer:
-            nrows *= s
-        return _arr(outer), nrows, shape[dim], per
+        """:func:`~torchlight.tensor.indexing.row_layout` with the shapes and strides as the
+        int64 arrays the kernels take."""
+        outer, nrows, length, per = row_layout(views, dim)
+        return _arr(outer), nrows, length, [(_arr(st), o, step) for st, o, step in per]
 
     def softmax(self, a, dim, out, log=False):
         """Capability ``softmax``: ``out = softmax(a, dim)`` (``log_softmax`` with ``log=True``), max-shifted, with numba-compiled CPU kernels.
