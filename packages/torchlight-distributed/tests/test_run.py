@@ -98,9 +98,11 @@ def test_bad_launcher_arguments(argv, monkeypatch):
     assert run.main(argv) == 2
 
 
-def test_init_refuses_in_a_multiprocessing_child(tmp_path):
-    """A DataLoader worker (spawned) must never start MPI: it inherits the rank's MPI
-    environment. init() there raises a DistributedError saying to guard the script."""
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_init_refuses_in_a_multiprocessing_child(tmp_path, method):
+    """A DataLoader worker (from the fork server, or spawned) must never start MPI: it inherits
+    the rank's MPI environment. init() there raises a DistributedError saying to guard the
+    script."""
     script = tmp_path / "child.py"
     script.write_text(
         textwrap.dedent("""
@@ -115,13 +117,13 @@ def test_init_refuses_in_a_multiprocessing_child(tmp_path):
                 q.put("refused" if "__main__" in str(exc) else str(exc))
 
         if __name__ == "__main__":
-            ctx = mp.get_context("spawn")
+            ctx = mp.get_context("METHOD")
             q = ctx.Queue()
             p = ctx.Process(target=target, args=(q,))
             p.start()
             print(q.get(timeout=60))
             p.join()
-    """)
+    """).replace("METHOD", method)
     )
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=90)
     assert out.returncode == 0, out.stderr
