@@ -13,20 +13,27 @@ from .errors import DTypeError
 if TYPE_CHECKING:
     from .storage import TensorData
 
-__all__ = ["TensorConveniences"]
+    class _ProvidedByTensor:
+        """What the mixin's methods use of ``Tensor``: its slots and its ``device`` property
+        (declared for the type checker only: annotations in the class body would give every
+        tensor an ``__annotations__`` attribute)."""
 
-
-class TensorConveniences:
-    """Methods of :class:`~torchlight.Tensor` kept for PyTorch programs (see the module docstring)."""
-
-    __slots__ = ()
-
-    if TYPE_CHECKING:  # provided by Tensor: its slots and its ``device`` property
         _td: TensorData
         backend: Any  # a Backend (torchlight.tensor.backend.protocol)
 
         @property
         def device(self) -> Any: ...  # a torchlight.device
+
+else:
+    _ProvidedByTensor = object
+
+__all__ = ["TensorConveniences"]
+
+
+class TensorConveniences(_ProvidedByTensor):
+    """Methods of :class:`~torchlight.Tensor` kept for PyTorch programs (see the module docstring)."""
+
+    __slots__ = ()
 
     def ndimension(self) -> int:
         """The number of dims (``dim()``'s older name)."""
