@@ -128,6 +128,7 @@ def row_layout(views, dim):
     start with one multiply instead of a divmod per dim.
 
     >>> from types import SimpleNamespace as View
+    >>> from torchlight.tensor.indexing import row_layout
     >>> x = View(shape=(2, 3, 4), strides=(12, 4, 1), offset=0)
     >>> row_layout([x], 2)
     ((6,), 6, 4, [((4,), 0, 1)])
