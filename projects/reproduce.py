@@ -13,9 +13,9 @@ its defaults), never by minutes, so the same command gives the same numbers on a
 wall time, throughput and backend are printed beside them, since those do depend on the machine.
 
 Without extra flags the printed metric is compared with the README's: exactly (to the digits the
-README prints) for the runs that take seconds, within a tolerance for the hour-long ones, whose
-README numbers were measured on the numpy backend (a different backend rounds differently). A
-mismatch exits with status 1. With extra flags nothing is compared (the run is not the headline
+README prints) for the runs that take seconds, within a tolerance for the hour-long ones (their
+backend's rounding and dropout masks differ from one backend to another, and the mini-GPT's README
+number comes from the numpy run its preset was made from). A mismatch exits with status 1. With extra flags nothing is compared (the run is not the headline
 one).
 """
 
@@ -111,7 +111,7 @@ PROJECTS = {
         "machine-translation",
         ["--preset", "headline", "--no-tqdm"],
         _mt_metrics,
-        {"test BLEU greedy": (36.60, 1.0)},
+        {"test BLEU greedy": (36.18, 1.0)},
         _mt_runtime,
     ),
     "sklearn": Project(
