@@ -64,6 +64,7 @@ class Draws:
                 self.streams = {key: stored[key] for key in stored.files}
 
     def install(self, torch) -> None:
+        self.torch = torch
         random.seed(PYTHON_SEED)
         for name in FUNCTIONS:
             if hasattr(torch, name):
@@ -96,10 +97,8 @@ class Draws:
                     f"oracle: draw {key} has shape {tuple(result.shape)} under PyTorch and "
                     f"{value.shape} under torchlight"
                 )
-            import torch
-
-            with torch.no_grad():
-                result.copy_(torch.from_numpy(value))
+            with self.torch.no_grad():
+                result.copy_(self.torch.from_numpy(value))
             return result
 
         return draw

@@ -3,8 +3,6 @@
     python oracle_runner.py --framework torchlight --record out.json --weights w.npz PROGRAM ARGS...
     python oracle_runner.py --framework torch      --record out.json --weights w.npz PROGRAM ARGS...
 
-(``--draws d.npz`` names the file of random draws; default: ``draws.npz`` beside ``--weights``.)
-
 Under ``torchlight`` the ``torch`` aliases of :mod:`torchlight.compat` are installed first. In
 both runs:
 
@@ -15,7 +13,8 @@ both runs:
   frameworks train from the same initial weights. A program that builds no optimizer (one that
   updates ``param.data`` by hand) gets the same at its first call of a module: the parameters of
   every module bound to one of its global names are saved as ``<name>.<parameter>``, or loaded;
-* the random draws the program makes are recorded, or replayed (oracle_draws.py).
+* the random draws the program makes are recorded, or replayed (oracle_draws.py), in
+  ``draws.npz`` beside ``--weights``.
 
 The torchlight run goes first.
 
@@ -37,7 +36,6 @@ def main():
     parser.add_argument("--framework", choices=["torchlight", "torch"], required=True)
     parser.add_argument("--record", required=True)
     parser.add_argument("--weights", required=True)
-    parser.add_argument("--draws")
     parser.add_argument("program")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     opts = parser.parse_args()
@@ -49,7 +47,7 @@ def main():
     import torch
     from oracle_draws import Draws
 
-    draws_path = opts.draws or os.path.join(os.path.dirname(opts.weights) or ".", "draws.npz")
+    draws_path = os.path.join(os.path.dirname(opts.weights) or ".", "draws.npz")
     draws = Draws(opts.framework, draws_path, os.path.dirname(os.path.abspath(opts.program)))
     draws.install(torch)
     losses = []

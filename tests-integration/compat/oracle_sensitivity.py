@@ -16,7 +16,6 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from compat_helpers import run_oracle
 from public_cases import load_cases
 
 TOLERANCES = (1e-5, 1e-4, 1e-3)
@@ -31,13 +30,7 @@ def first_above(a, b, tol):
 
 
 def measure(case, folder: Path) -> dict:
-    script = case.prepare(folder)
-    runs = {
-        "torchlight": run_oracle("torchlight", script, case.args, folder, case.timeout, case.env)
-    }
-    if case.setup_for_torch is not None:
-        case.setup_for_torch(folder)
-    runs["torch"] = run_oracle("torch", script, case.args, folder, case.timeout, case.env)
+    runs = dict(zip(("torchlight", "torch"), case.run_both(folder)))
     weights = folder / "weights.npz"
     with np.load(weights) as stored:
         nudged = {
@@ -45,7 +38,7 @@ def measure(case, folder: Path) -> dict:
             for k, v in stored.items()
         }
     np.savez(weights, **nudged)
-    runs["torch nudged"] = run_oracle("torch", script, case.args, folder, case.timeout, case.env)
+    runs["torch nudged"] = case.run_oracle("torch", folder)
     return {name: np.array(run["losses"]) for name, run in runs.items()}
 
 

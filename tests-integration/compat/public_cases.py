@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compat_helpers import parse_losses
+from compat_helpers import parse_losses, run_oracle
 
 PUBLIC = Path(__file__).parent / "public"
 
@@ -59,6 +59,22 @@ class Case:
     timeout: float = 600
     env: dict = field(default_factory=dict)
     steps: list = field(default_factory=list)
+
+    def run_oracle(self, framework: str, run_dir: Path) -> dict:
+        """This case's script under ``framework`` in ``run_dir`` (prepared), through
+        oracle_runner.py: the record of compat_helpers.run_oracle."""
+        return run_oracle(
+            framework, run_dir / self.script, self.args, run_dir, self.timeout, self.env
+        )
+
+    def run_both(self, run_dir: Path) -> tuple:
+        """Prepare ``run_dir``, run torchlight (which records the weights and draws), give
+        PyTorch its data files, run PyTorch: ``(torchlight record, PyTorch record)``."""
+        self.prepare(run_dir)
+        ours = self.run_oracle("torchlight", run_dir)
+        if self.setup_for_torch is not None:
+            self.setup_for_torch(run_dir)
+        return ours, self.run_oracle("torch", run_dir)
 
     def prepare(self, run_dir: Path) -> Path:
         """Copy the case into ``run_dir``, write its data, return the script's path there."""

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from compat_helpers import DEVICES, run_oracle
+from compat_helpers import DEVICES
 from public_cases import PUBLIC, load_cases
 
 CASES = load_cases()
@@ -75,11 +75,7 @@ def test_public_program_runs_unchanged(name, device, tmp_path):
 def test_public_losses_agree_with_pytorch(name, tmp_path):
     pytest.importorskip("torch")
     case = CASES[name]
-    script = case.prepare(tmp_path)
-    ours = run_oracle("torchlight", script, case.args, tmp_path, case.timeout, case.env)
-    if case.setup_for_torch is not None:
-        case.setup_for_torch(tmp_path)
-    theirs = run_oracle("torch", script, case.args, tmp_path, case.timeout, case.env)
+    ours, theirs = case.run_both(tmp_path)
     assert ours["optimizers"] == theirs["optimizers"]
     a, b = np.array(ours["losses"]), np.array(theirs["losses"])
     if case.oracle_steps is None:
