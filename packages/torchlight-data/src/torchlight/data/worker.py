@@ -1,10 +1,11 @@
 """What runs inside a DataLoader worker process, and the batch fetchers shared with the main process.
 
 A worker is forked from a fork server (or spawned, where the platform has none): a fresh
-interpreter with torchlight imported, which unpickles the dataset and ``collate_fn``, then loops: take ``(task_id, indices)`` from its index queue, build the batch,
-put ``(task_id, pickled result)`` on the shared result queue. ``None`` on the index queue means
-"exit". The main process (``loader.py``) reorders results by ``task_id``; see there for why
-no worker is forked from the main process, and how shutdown works.
+interpreter with torchlight imported, which unpickles the dataset and ``collate_fn``, then loops:
+take ``(task_id, indices)`` from its index queue, build the batch, put ``(task_id, pickled
+result)`` on the shared result queue. ``None`` on the index queue means "exit". The main process
+(``loader.py``) reorders results by ``task_id``; see there for why no worker is forked from the
+main process, and how shutdown works.
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ __all__ = [
 ]
 
 # getattr: numba.config sets its options at run time (from the environment), unseen by mypy
+# getattr: numba's type stubs do not declare the setting, which exists at run time
 SIMULATOR = bool(getattr(config, "ENABLE_CUDASIM"))  # noqa: B009
 
 
