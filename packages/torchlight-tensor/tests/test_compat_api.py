@@ -477,3 +477,25 @@ def test_cuda_memory_calls_without_cuda(fresh_registry):
     tl.cuda.empty_cache()  # nothing held: a no-op
     with pytest.raises(tl.BackendError):
         tl.cuda.set_device(0)
+
+
+def test_ops_on_a_subclass_return_the_subclass_unless_it_names_plain_results():
+    """PyTorch's rule: an op on a ``Tensor`` subclass instance returns that subclass; a subclass
+    that sets ``_results_as`` (``nn.Parameter``, ``nn.Buffer``) gets that class instead."""
+
+    class Tagged(tl.Tensor):
+        __slots__ = ()
+
+    class Plain(tl.Tensor):
+        __slots__ = ()
+        _results_as = tl.Tensor
+
+    for cls, expect in ((Tagged, Tagged), (Plain, tl.Tensor)):
+        x = cls([1.0, 2.0])
+        assert type(x) is cls
+        y = (x * 2 + 1).sum()
+        assert type(y) is expect and type(x.detach()) is expect and type(x[0]) is expect
+        assert y.item() == 8.0
+    # mixed operands: the first tensor operand's class (PyTorch would pick the subclass)
+    z = tl.ones(2) + Tagged([1.0, 1.0])
+    assert type(z) is tl.Tensor and z.tolist() == [2.0, 2.0]

@@ -38,7 +38,6 @@ from .tensor.backend import (  # noqa: E402
     set_default_device,
 )
 from .tensor.device import device  # noqa: E402
-from .tensor.dlpack import from_dlpack  # noqa: E402
 from .tensor.dtypes import (  # noqa: E402
     get_default_dtype,
     get_float32_matmul_precision,
@@ -59,6 +58,7 @@ from .tensor.factories import (  # noqa: E402
     empty,
     empty_like,
     eye,
+    from_dlpack,
     from_numpy,
     full,
     full_like,
@@ -71,6 +71,7 @@ from .tensor.factories import (  # noqa: E402
     randint,
     randn,
     randn_like,
+    randperm,
     tensor,
     zeros,
     zeros_like,
@@ -179,7 +180,7 @@ from .tensor.functional import (  # noqa: E402
 )
 from .tensor.printing import get_printoptions, set_printoptions  # noqa: E402
 from .tensor.random import Generator, default_generator, initial_seed, manual_seed, seed  # noqa: E402
-from .tensor.sampling import bernoulli, multinomial, randperm  # noqa: E402
+from .tensor.sampling import bernoulli, multinomial  # noqa: E402
 from .tensor.size import Size  # noqa: E402
 from .tensor.tensor import Tensor  # noqa: E402
 from .tensor.typed import BoolTensor, DoubleTensor, FloatTensor, IntTensor, LongTensor  # noqa: E402

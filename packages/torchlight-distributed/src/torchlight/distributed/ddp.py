@@ -287,7 +287,7 @@ class DistributedDataParallel(nn.Module):
                     b.buffer[off : off + n].reshape(p.shape), g.numpy_view(), casting="unsafe"
                 )
                 if host_memory(p.backend):
-                    p.grad = wrap(TensorData(b.buffer, p.shape, None, off), p.backend, p.dtype)
+                    p.grad = wrap(TensorData(b.buffer, p.shape, None, off), p.backend, p.dtype, p)
         b.pending -= 1
         if b.pending == 0:
             self._launch_ready()
@@ -327,7 +327,7 @@ class DistributedDataParallel(nn.Module):
             if host_memory(p.backend):
                 td = p.grad._td if p.grad is not None else None
                 if td is None or td.storage is not b.buffer or td.offset != off:
-                    p.grad = wrap(TensorData(b.buffer, p.shape, None, off), p.backend, p.dtype)
+                    p.grad = wrap(TensorData(b.buffer, p.shape, None, off), p.backend, p.dtype, p)
             else:  # device storage: bring the average back to the device
                 host = b.buffer[off : off + p.numel()].reshape(p.shape).copy()
                 p.grad = tl.from_numpy(host).to(p.device)
@@ -354,7 +354,7 @@ class DistributedDataParallel(nn.Module):
                     b = self._bucket_of[i]
                     off = b.offsets[i]
                     np.copyto(b.buffer[off : off + p.numel()].reshape(p.shape), p.grad.numpy_view())
-                    p.grad = wrap(TensorData(b.buffer, p.shape, None, off), p.backend, p.dtype)
+                    p.grad = wrap(TensorData(b.buffer, p.shape, None, off), p.backend, p.dtype, p)
         self._reset_round()
 
     def finish_gradient_synchronization(self) -> None:

@@ -11,7 +11,8 @@ Construction takes over the internals of an existing tensor rather than copying 
 ``__slots__`` (``_td``, ``backend``, ``dtype``, ...) and also has a ``__dict__`` slot, so a subclass
 instance needs no extra layout and ``Tensor.__new__(Parameter)`` followed by copying the slot
 values yields a fully formed tensor. Operations on a parameter return plain ``Tensor`` objects
-(the core allocates results with ``Tensor.__new__(Tensor)``), so only the leaf is a ``Parameter``.
+(``_results_as = Tensor``, as PyTorch's ``Parameter`` disables subclass propagation), so only
+the leaf is a ``Parameter``.
 """
 
 import torchlight as tl
@@ -38,6 +39,7 @@ class Parameter(Tensor):
     """
 
     __slots__ = ()
+    _results_as = Tensor
 
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
@@ -96,6 +98,7 @@ class Buffer(Tensor):
     """
 
     __slots__ = ()
+    _results_as = Tensor
 
     def __new__(cls, data, persistent=True):
         self = Tensor.__new__(cls)

@@ -304,7 +304,7 @@ class BackendCompiler:
         def run(ins, shape):
             from torchlight.tensor.dispatch import alloc
 
-            outs = [alloc(shape, chain.dtype, target) for _ in chain.outputs]
+            outs = [alloc(shape, chain.dtype, target, ins[0]) for _ in chain.outputs]
             fn([t._td for t in ins], [o._td for o in outs])
             return outs
 

@@ -160,7 +160,7 @@ def _dynamic_dims(model, args, tape, axes_of):
     """
     import numpy as np
 
-    from torchlight.tensor.factories import from_numpy_on
+    from torchlight.tensor.creation import from_numpy_on
     from torchlight.tensor.tensor import Tensor
 
     if not any(axes_of.values()):
@@ -171,7 +171,9 @@ def _dynamic_dims(model, args, tape, axes_of):
             arr = a.detach().to_numpy()
             for ax in axes_of[k]:
                 arr = np.take(arr, np.arange(arr.shape[ax] + 1) % max(arr.shape[ax], 1), axis=ax)
-            a = from_numpy_on(np.ascontiguousarray(arr), args[k].backend, args[k].dtype)
+            a = from_numpy_on(
+                np.ascontiguousarray(arr), args[k].backend, args[k].dtype, like=args[k]
+            )
         grown.append(a)
     other = _trace(model, tuple(grown))
     if [n.op for n in other.nodes] != [n.op for n in tape.nodes] or len(other.values) != len(

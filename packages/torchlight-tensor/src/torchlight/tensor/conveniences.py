@@ -7,7 +7,9 @@ readable; ``Tensor`` inherits these unchanged.
 
 from typing import TYPE_CHECKING, Any
 
-from . import dispatch, dtypes
+from . import creation, dispatch, dtypes
+from .backend.protocol import host_memory
+from .backend.registry import get_backend
 from .errors import DTypeError
 
 if TYPE_CHECKING:
@@ -27,7 +29,45 @@ if TYPE_CHECKING:
 else:
     _ProvidedByTensor = object
 
-__all__ = ["TensorConveniences"]
+__all__ = ["TensorConveniences", "TYPE_NAMES", "type_string", "dtype_of_type_string"]
+
+
+TYPE_NAMES = {
+    "FloatTensor": dtypes.float32,
+    "DoubleTensor": dtypes.float64,
+    "LongTensor": dtypes.int64,
+    "IntTensor": dtypes.int64,
+    "BoolTensor": dtypes.bool_,
+}
+"""PyTorch's legacy typed-tensor class names and the dtype each stands for (torchlight has one
+integer dtype, so ``IntTensor`` is int64)."""
+
+_NAME_OF = {
+    dtypes.float32: "FloatTensor",
+    dtypes.float64: "DoubleTensor",
+    dtypes.int64: "LongTensor",
+    dtypes.bool_: "BoolTensor",
+}
+
+
+def type_string(t):
+    """PyTorch's type string of tensor ``t``: ``"torch.FloatTensor"``, ``"torch.cuda.LongTensor"``."""
+    name = _NAME_OF[t.dtype]
+    if host_memory(t.backend):
+        return f"torch.{name}"
+    return f"torch.{t.device.type}.{name}"
+
+
+def dtype_of_type_string(s):
+    """The dtype a type string names (``"torch.LongTensor"``, ``"torchlight.FloatTensor"``,
+    ``"torch.cuda.FloatTensor"``), and the device type when it names one (else ``None``)."""
+    parts = s.split(".")
+    if len(parts) in (2, 3) and parts[0] in ("torch", "torchlight") and parts[-1] in TYPE_NAMES:
+        return TYPE_NAMES[parts[-1]], (parts[1] if len(parts) == 3 else None)
+    raise DTypeError(
+        f"unknown tensor type {s!r}; expected e.g. 'torch.FloatTensor', 'torch.LongTensor', "
+        "'torch.DoubleTensor' or 'torch.BoolTensor' (or a dtype)"
+    )
 
 
 class TensorConveniences(_ProvidedByTensor):
@@ -103,8 +143,6 @@ class TensorConveniences(_ProvidedByTensor):
         >>> x.type(), x.type("torch.LongTensor").tolist(), x.type(tl.float64).dtype
         ('torch.FloatTensor', [1, 2], torchlight.float64)
         """
-        from .typed import dtype_of_type_string, type_string
-
         if dtype is None:
             return type_string(self)
         if isinstance(dtype, str) and "Tensor" in dtype:
@@ -126,13 +164,8 @@ class TensorConveniences(_ProvidedByTensor):
         >>> tl.ones(2, dtype=tl.float64).new_tensor([1, 2]).dtype
         torchlight.float64
         """
-        from .factories import tensor
-
-        return tensor(
-            data,
-            dtype=dtype or self.dtype,
-            device=device or self.backend,
-            requires_grad=requires_grad,
+        return creation.from_data(
+            data, dtype or self.dtype, self._backend_or(device), requires_grad, like=self
         )
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
@@ -142,14 +175,7 @@ class TensorConveniences(_ProvidedByTensor):
         >>> tl.ones(3, dtype=tl.int64).new_zeros(2, 2).tolist()
         [[0, 0], [0, 0]]
         """
-        from .factories import zeros
-
-        return zeros(
-            *size,
-            dtype=dtype or self.dtype,
-            device=device or self.backend,
-            requires_grad=requires_grad,
-        )
+        return self._filled(size, 0, dtype, device, requires_grad)
 
     def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
         """Ones of ``size`` with this tensor's dtype and device unless given.
@@ -158,14 +184,7 @@ class TensorConveniences(_ProvidedByTensor):
         >>> tl.zeros(1).new_ones((2,)).tolist()
         [1.0, 1.0]
         """
-        from .factories import ones
-
-        return ones(
-            *size,
-            dtype=dtype or self.dtype,
-            device=device or self.backend,
-            requires_grad=requires_grad,
-        )
+        return self._filled(size, 1, dtype, device, requires_grad)
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
         """``size`` filled with ``fill_value``, this tensor's dtype and device unless given.
@@ -174,15 +193,7 @@ class TensorConveniences(_ProvidedByTensor):
         >>> tl.zeros(1).new_full((2,), 7).tolist()
         [7.0, 7.0]
         """
-        from .factories import full
-
-        return full(
-            size,
-            fill_value,
-            dtype=dtype or self.dtype,
-            device=device or self.backend,
-            requires_grad=requires_grad,
-        )
+        return self._filled((size,), fill_value, dtype, device, requires_grad)
 
     def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
         """An uninitialised tensor of ``size``, this tensor's dtype and device unless given.
@@ -191,14 +202,21 @@ class TensorConveniences(_ProvidedByTensor):
         >>> tl.zeros(1, dtype=tl.int64).new_empty(2, 3).shape
         (2, 3)
         """
-        from .factories import empty
-
-        return empty(
-            *size,
-            dtype=dtype or self.dtype,
-            device=device or self.backend,
-            requires_grad=requires_grad,
+        return creation.empty(
+            creation.size_of(size),
+            dtype or self.dtype,
+            self._backend_or(device),
+            requires_grad,
+            like=self,
         )
+
+    def _backend_or(self, device):
+        return self.backend if device is None else get_backend(device)
+
+    def _filled(self, size, value, dtype, device, requires_grad):
+        shape = creation.size_of(size)
+        dt = dtype or self.dtype
+        return creation.filled(shape, value, dt, self._backend_or(device), requires_grad, like=self)
 
     def __format__(self, spec):
         """``format(t, ".2f")`` / f-strings: a 0-d tensor formats as its Python number; other

@@ -9,7 +9,7 @@ when ``tensor.device`` was a plain string (``x.device == "cpu"``) keeps working.
 
 from .errors import BackendError
 
-__all__ = ["device", "as_device_name", "device_named"]
+__all__ = ["device", "as_device_name", "device_named", "active_device"]
 
 
 class device:
@@ -99,22 +99,23 @@ class device:
         return (device, (str(self),))
 
     def __enter__(self):
-        """``with tl.device("cuda"):`` makes it the default device of new tensors inside."""
-        from .backend import registry
-
-        _PREVIOUS.append(registry._default)
-        registry.set_default_device(str(self))
+        """``with tl.device("cuda"):`` makes it the default device of new tensors inside (the
+        innermost block wins over :func:`torchlight.set_default_device`)."""
+        _ACTIVE.append(str(self))
         return self
 
     def __exit__(self, *exc):
-        from .backend import registry
-
-        registry.set_default_device(_PREVIOUS.pop())
+        _ACTIVE.pop()
         return False
 
 
-# default devices to restore, one per active ``with device(...)`` block
-_PREVIOUS: list[str | None] = []
+# the devices of the active ``with device(...)`` blocks, innermost last (read by the registry)
+_ACTIVE: list[str] = []
+
+
+def active_device():
+    """The device name of the innermost active ``with torchlight.device(...)`` block, or None."""
+    return _ACTIVE[-1] if _ACTIVE else None
 
 
 def as_device_name(dev):

@@ -12,12 +12,16 @@ import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from .backend.protocol import HOST_MEMORY, host_memory
+from .backend.registry import get_backend
+from .base import result_class
 from .errors import BackendError, DTypeError, OutOfMemoryError, ShapeError, TensorIndexError
 from .indexing import contiguous_strides, shape_broadcast
 from .storage import TensorData
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types only: at run time this module never names the public class
     from .dtypes import DType
     from .tensor import Tensor as _Tensor
 
@@ -45,12 +49,12 @@ __all__ = [
     "MAX_NUMEL",
 ]
 
-Tensor: Any = None  # bound by tensor.py once the class exists (avoids an import cycle)
 
-
-def wrap(td: TensorData, backend: Any, dtype: DType) -> _Tensor:
-    """A fresh leaf tensor around ``td`` (no history, its own version counter)."""
-    t = Tensor.__new__(Tensor)
+def wrap(td: TensorData, backend: Any, dtype: DType, like: Any) -> _Tensor:
+    """A fresh leaf tensor around ``td`` (no history, its own version counter), of the class of
+    a tensor made like ``like`` (a tensor or a tensor class, see :func:`~.base.result_class`)."""
+    cls: Any = result_class(like)
+    t = cls.__new__(cls)
     t._td = td
     t.backend = backend
     t.dtype = dtype
@@ -63,8 +67,8 @@ def wrap(td: TensorData, backend: Any, dtype: DType) -> _Tensor:
     return t
 
 
-def alloc(shape: tuple[int, ...], dtype: DType, backend: Any) -> _Tensor:
-    """Uninitialised contiguous tensor."""
+def alloc(shape: tuple[int, ...], dtype: DType, backend: Any, like: Any) -> _Tensor:
+    """An uninitialised contiguous tensor (of ``like``'s class, see :func:`wrap`)."""
     td = TensorData.__new__(TensorData)
     n = 1
     for s in shape:
@@ -82,7 +86,7 @@ def alloc(shape: tuple[int, ...], dtype: DType, backend: Any) -> _Tensor:
     td.offset = 0
     td.size = n
     td.cache = None
-    return wrap(td, backend, dtype)
+    return wrap(td, backend, dtype, like)
 
 
 MAX_NUMEL = 2**60
@@ -106,7 +110,7 @@ def too_big(shape: Sequence[int], dtype: DType, backend: Any, reason: Any = None
 
 def view_of(src: _Tensor, td: TensorData) -> _Tensor:
     """A tensor sharing ``src``'s storage and version counter (a view: writes are visible)."""
-    t = wrap(td, src.backend, src.dtype)
+    t = wrap(td, src.backend, src.dtype, src)
     t._version = src._version
     t._base = src if src._base is None else src._base
     if src.__dict__:  # a view holds the same values: it keeps the base's index bounds
@@ -154,8 +158,6 @@ _REFERENCE: list = []
 
 def _reference_backend() -> Any:
     if not _REFERENCE:
-        from .backend.registry import get_backend
-
         _REFERENCE.append(get_backend("cpu"))
     return _REFERENCE[0]
 
@@ -164,7 +166,7 @@ def map_op(op: str, a: _Tensor, dtype: DType | None = None) -> _Tensor:
     """A new tensor ``op(a)`` computed by ``a``'s backend (``op`` one of ``MAP_OPS``), outside
     autograd; ``dtype`` sets the output's dtype.
     """
-    out = alloc(a._td.shape, dtype or a.dtype, a.backend)
+    out = alloc(a._td.shape, dtype or a.dtype, a.backend, a)
     a.backend.map(op, a._td, out._td)
     return out
 
@@ -193,7 +195,7 @@ def zip_op(op: str, a: _Tensor, b: _Tensor, dtype: DType | None = None) -> _Tens
     else:
         shape = broadcast_shape(a._td.shape, b._td.shape, op)
         ta, tb = _expanded(a, shape), _expanded(b, shape)
-    out = alloc(shape, dtype or a.dtype, backend)
+    out = alloc(shape, dtype or a.dtype, backend, a)
     backend.zip(op, ta, tb, out._td)
     return out
 
@@ -204,7 +206,7 @@ def where_op(cond: _Tensor, a: _Tensor, b: _Tensor) -> _Tensor:
     shape = broadcast_shape(
         broadcast_shape(a._td.shape, b._td.shape, "where"), cond._td.shape, "where"
     )
-    out = alloc(shape, a.dtype, backend)
+    out = alloc(shape, a.dtype, backend, a)
     backend.where(_expanded(cond, shape), _expanded(a, shape), _expanded(b, shape), out._td)
     return out
 
@@ -217,7 +219,7 @@ def reduce_op(
     kept = tuple(1 if d in dims else s for d, s in enumerate(shape))
     if op not in ("sum", "prod") and any(shape[d] == 0 for d in dims):
         raise ShapeError(f"{op}: cannot reduce an empty dimension (shape {shape}, dims {dims})")
-    out = alloc(kept, dtype or a.dtype, a.backend)
+    out = alloc(kept, dtype or a.dtype, a.backend, a)
     a.backend.reduce(op, a._td, dims, out._td)
     if not keepdim:
         squeezed = tuple(s for d, s in enumerate(kept) if d not in dims)
@@ -229,7 +231,7 @@ def cast(a: _Tensor, dtype: DType) -> _Tensor:
     """``a`` converted to ``dtype`` (the same tensor when it already has it)."""
     if a.dtype is dtype:
         return a
-    out = alloc(a._td.shape, dtype, a.backend)
+    out = alloc(a._td.shape, dtype, a.backend, a)
     a.backend.map("copy", a._td, out._td)
     return out
 
@@ -255,24 +257,23 @@ def sum_to(g: _Tensor, shape: tuple[int, ...]) -> _Tensor:
         lead + k for k, s in enumerate(shape) if s == 1 and gshape[lead + k] != 1
     )
     out = reduce_op("sum", g, dims, keepdim=True)
-    return wrap(TensorData(out._td.storage, shape), out.backend, out.dtype)
+    return wrap(TensorData(out._td.storage, shape), out.backend, out.dtype, out)
 
 
 _ONES: dict[tuple, Any] = {}
 
 
-def ones_cached(shape: tuple[int, ...], dtype: DType, backend: Any) -> _Tensor:
-    """A shared ones tensor for ``backward()``'s implicit gradient (never written to: leaves
-    copy the first gradient they receive, see ``Tensor.accumulate_grad``)."""
+def ones_cached(shape: tuple[int, ...], dtype: DType, backend: Any, like: Any) -> _Tensor:
+    """A ones tensor for ``backward()``'s implicit gradient, of ``like``'s class, whose storage
+    is shared between calls (never written to: leaves copy the first gradient they receive, see
+    ``Tensor.accumulate_grad``)."""
     key = (shape, dtype, id(backend))
-    t = _ONES.get(key)
-    if t is None:
-        import numpy as np
-
-        t = wrap(TensorData(backend.from_numpy(np.ones(shape, dtype.np)), shape), backend, dtype)
+    td = _ONES.get(key)
+    if td is None:
+        td = TensorData(backend.from_numpy(np.ones(shape, dtype.np)), shape)
         if len(_ONES) < 64:
-            _ONES[key] = t
-    return t
+            _ONES[key] = td
+    return wrap(td, backend, dtype, like)
 
 
 def scalar_like(value: Any, ref: _Tensor, dtype: DType | None = None) -> _Tensor:
@@ -284,13 +285,11 @@ def scalar_like(value: Any, ref: _Tensor, dtype: DType | None = None) -> _Tensor
     dtype = dtype or ref.dtype
     backend = ref.backend
     if "fill" in backend.capabilities:
-        out = alloc((), dtype, backend)
+        out = alloc((), dtype, backend, ref)
         backend.fill(out._td, value)
         return out
-    import numpy as np
-
     td = TensorData(backend.from_numpy(np.array([value], dtype=dtype.np)), ())
-    return wrap(td, backend, dtype)
+    return wrap(td, backend, dtype, ref)
 
 
 def set_index_range(t: _Tensor, lo: int, hi: int) -> None:

@@ -4,7 +4,7 @@
 producer describes its memory (pointer, device, dtype, shape, strides) in a capsule and a consumer
 wraps that memory in its own array type. ``np.from_dlpack(t)``, ``torch.from_dlpack(t)``,
 ``jax.dlpack.from_dlpack(t)`` and ``cupy.from_dlpack(t)`` consume a torchlight tensor;
-:func:`from_dlpack` consumes any of theirs.
+:func:`torchlight.from_dlpack` consumes any of theirs.
 
 torchlight does not write capsules itself: it delegates to the storage's own protocol.
 
@@ -27,11 +27,12 @@ import numpy as np
 from . import dtypes
 from .backend.protocol import host_memory
 from .backend.registry import get_backend
+from .base import TensorBase
 from .dispatch import wrap
 from .errors import BackendError, DTypeError
 from .storage import TensorData
 
-__all__ = ["from_dlpack", "dlpack_source", "DLPACK_DEVICES", "host_view"]
+__all__ = ["import_dlpack", "export", "device_of", "dlpack_source", "DLPACK_DEVICES", "host_view"]
 
 # DLPack device types (dlpack.h): kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged
 DLPACK_DEVICES = {1: "cpu", 2: "cuda", 3: "cpu", 13: "cuda"}
@@ -94,34 +95,16 @@ def device_of(t):
     return tuple(dlpack_source(t).__dlpack_device__())
 
 
-def from_dlpack(ext_tensor, *, device=None, copy=None):
-    """A tensor on the memory of ``ext_tensor``, any object with ``__dlpack__`` (zero-copy).
-
-    ``ext_tensor`` may be a numpy array, a PyTorch/JAX/CuPy tensor, another torchlight tensor,
-    or any DLPack producer. Host memory becomes a ``cpu`` tensor (``device=`` may name another
-    host-memory backend); CUDA memory becomes a ``cuda`` tensor. Writes through
-    either side are seen by the other. ``copy=None`` copies only what cannot be shared (a dtype
-    torchlight lacks, read-only memory, negative strides), ``copy=True`` always copies,
-    ``copy=False`` raises :class:`BufferError` instead of copying.
-
-    >>> import numpy as np, torchlight as tl
-    >>> a = np.arange(6.0).reshape(2, 3)
-    >>> t = tl.from_dlpack(a)
-    >>> t[0, 0] = 10.0
-    >>> a[0, 0]
-    np.float64(10.0)
-    >>> tl.from_dlpack(a.T).stride()          # views keep their strides
-    (1, 3)
-    """
-    from .tensor import Tensor
-
+def import_dlpack(ext_tensor, device, copy, like):
+    """:func:`torchlight.from_dlpack`'s work: a tensor of ``like``'s class (see
+    :func:`~torchlight.tensor.base.result_class`) on the memory of ``ext_tensor``."""
     if not hasattr(ext_tensor, "__dlpack__"):
         raise TypeError(
             f"from_dlpack expects an object with __dlpack__ (a numpy array, a PyTorch, JAX or CuPy "
             f"tensor, ...), got {type(ext_tensor).__name__}; legacy capsules are not accepted, "
             "pass the array itself"
         )
-    if isinstance(ext_tensor, Tensor) and ext_tensor.requires_grad:
+    if isinstance(ext_tensor, TensorBase) and ext_tensor.requires_grad:
         ext_tensor = ext_tensor.detach()
     dev_type, _ = ext_tensor.__dlpack_device__()
     kind = DLPACK_DEVICES.get(int(dev_type))
@@ -137,15 +120,15 @@ def from_dlpack(ext_tensor, *, device=None, copy=None):
                 "import DLPack; use device='cuda' with torchlight-backend-cuda installed"
             )
         td, dt = backend.from_dlpack(ext_tensor, copy)
-        return wrap(td, backend, dt)
+        return wrap(td, backend, dt, like)
     backend = get_backend(device if device is not None else kind)
     # copy=False is passed on (the producer must not copy either); a requested copy is made once, below
     arr = np.from_dlpack(ext_tensor, copy=False) if copy is False else np.from_dlpack(ext_tensor)
-    return from_host_array(arr, backend, copy)
+    return from_host_array(arr, backend, copy, like)
 
 
-def from_host_array(arr, backend, copy=None):
-    """A tensor on ``backend`` viewing the host ndarray ``arr`` (shape, strides and offset kept).
+def from_host_array(arr, backend, copy, like):
+    """A tensor (of ``like``'s class) on ``backend`` viewing the host ndarray ``arr`` (shape, strides and offset kept).
 
     Copies (when ``copy`` allows) what cannot be shared; see the module docstring.
     """
@@ -180,8 +163,8 @@ def from_host_array(arr, backend, copy=None):
                 "cannot be shared with it; copy=False forbids a copy"
             )
         arr = np.ascontiguousarray(arr)
-        return wrap(TensorData(backend.from_numpy(arr.reshape(-1)), arr.shape), backend, dt)
-    return wrap(TensorData(storage, arr.shape, strides if arr.size else None, 0), backend, dt)
+        return wrap(TensorData(backend.from_numpy(arr.reshape(-1)), arr.shape), backend, dt, like)
+    return wrap(TensorData(storage, arr.shape, strides if arr.size else None, 0), backend, dt, like)
 
 
 def _why_copy(arr):

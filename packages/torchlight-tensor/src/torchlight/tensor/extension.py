@@ -21,7 +21,7 @@ reorganised without breaking them. Everything here keeps its signature within an
 >>> t = tl.ones(3)
 >>> host_memory(t.backend)
 True
->>> u = wrap(tensor_data(t), t.backend, t.dtype)  # a second tensor on the same memory
+>>> u = wrap(tensor_data(t), t.backend, t.dtype, t)  # a second tensor on the same memory
 >>> u.add_(1.0).tolist(), t.tolist()
 ([2.0, 2.0, 2.0], [2.0, 2.0, 2.0])
 """

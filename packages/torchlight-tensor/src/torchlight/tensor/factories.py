@@ -9,13 +9,14 @@ import math
 
 import numpy as np
 
-from . import dtypes
+from . import creation, dlpack, dtypes
 from .backend.protocol import host_memory
 from .backend.registry import get_backend
-from .dispatch import MAX_NUMEL, alloc, set_index_range, wrap
-from .errors import DTypeError, OutOfMemoryError, ShapeError
+from .dispatch import alloc, wrap
+from .errors import DTypeError, ShapeError
 from .random import device_stream, rng_of
 from .storage import TensorData
+from .tensor import Tensor
 
 __all__ = [
     "tensor",
@@ -37,39 +38,14 @@ __all__ = [
     "rand",
     "randn",
     "randint",
-    "from_numpy_on",
     "logspace",
+    "randperm",
+    "from_dlpack",
 ]
 
 
-def _shape(size):
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = size[0]
-    shape = tuple(int(s) for s in size)
-    if any(s < 0 for s in shape):
-        raise ShapeError(f"negative dimension in size {shape}")
-    n = 1
-    for s in shape:
-        n *= s
-    if n > MAX_NUMEL:  # before numpy builds host data for it (its message names no size)
-        raise OutOfMemoryError(
-            f"a tensor of size {shape} would have {n} elements, more than any "
-            f"device can address ({MAX_NUMEL}); use a smaller size"
-        )
-    return shape
-
-
-def from_numpy_on(array, backend, dtype=None, requires_grad=False):
-    """A tensor with a *copy-or-share* of ``array`` on ``backend`` (internal helper)."""
-    dt = dtypes.as_dtype(array.dtype) if dtype is None else dtypes.as_dtype(dtype)
-    if array.dtype != dt.np:
-        array = array.astype(dt.np)
-    t = wrap(TensorData(backend.from_numpy(array), array.shape), backend, dt)
-    if dt is dtypes.int64 and array.size:
-        set_index_range(t, int(array.min()), int(array.max()))
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+def _on(array, device, dtype=None, requires_grad=False):
+    return creation.from_numpy_on(array, get_backend(device), dtype, requires_grad, like=Tensor)
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
@@ -84,39 +60,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     >>> tl.tensor([0.5, 1.5], requires_grad=True)
     tensor([0.5, 1.5], requires_grad=True)
     """
-    from .tensor import Tensor
-
-    if isinstance(data, Tensor):
-        data = data.detach().numpy()
-    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
-        arr = np.array(data, copy=True)
-        if arr.dtype.kind == "f" and dtype is None:
-            dtype = dtypes.as_dtype(arr.dtype)
-    else:
-        try:
-            arr = np.array(_unwrap(data))
-        except ValueError as exc:
-            raise ShapeError(f"tensor(): data has an irregular (ragged) shape: {exc}") from None
-    if arr.dtype == object or arr.dtype.kind in "USV":
-        raise DTypeError(
-            f"tensor(): cannot build a tensor from {type(data).__name__} data of dtype {arr.dtype}"
-        )
-    if dtype is None:
-        dtype = dtypes.get_default_dtype() if arr.dtype.kind in "fc" else dtypes.as_dtype(arr.dtype)
-    # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
-    if not arr.flags.c_contiguous:
-        arr = np.array(arr, order="C")
-    return from_numpy_on(arr, get_backend(device), dtype, requires_grad)
-
-
-def _unwrap(data):
-    from .tensor import Tensor
-
-    if isinstance(data, Tensor):
-        return data.detach().numpy()
-    if isinstance(data, (list, tuple)):
-        return [_unwrap(d) for d in data]
-    return data
+    return creation.from_data(data, dtype, get_backend(device), requires_grad, like=Tensor)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -126,8 +70,6 @@ def as_tensor(data, dtype=None, device=None):
     >>> tl.as_tensor(x) is x, tl.as_tensor([1, 2]).dtype
     (True, torchlight.int64)
     """
-    from .tensor import Tensor
-
     if isinstance(data, Tensor):
         out = data
         if dtype is not None:
@@ -161,20 +103,11 @@ def from_numpy(array):
     backend = get_backend()
     if not host_memory(backend):
         backend = get_backend("cpu")
-    return wrap(TensorData(array.reshape(-1), array.shape), backend, dt)
+    return wrap(TensorData(array.reshape(-1), array.shape), backend, dt, Tensor)
 
 
 def _filled(shape, value, dtype, device, requires_grad):
-    dt = dtypes.as_dtype(dtype)
-    backend = get_backend(device)
-    if "fill" in backend.capabilities:  # written on the device: no host->device copy
-        t = alloc(shape, dt, backend)
-        backend.fill(t._td, value)
-        if dt is dtypes.int64 and t.numel():
-            set_index_range(t, int(value), int(value))
-        return t.requires_grad_(True) if requires_grad else t
-    arr = np.full(shape, value, dtype=dt.np)
-    return from_numpy_on(arr, backend, dt, requires_grad)
+    return creation.filled(shape, value, dtype, get_backend(device), requires_grad, like=Tensor)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
@@ -190,7 +123,9 @@ def zeros(*size, dtype=None, device=None, requires_grad=False):
     >>> tl.zeros((2,), dtype=tl.int64)
     tensor([0, 0])
     """
-    return _filled(_shape(size), 0, dtype or dtypes.get_default_dtype(), device, requires_grad)
+    return _filled(
+        creation.size_of(size), 0, dtype or dtypes.get_default_dtype(), device, requires_grad
+    )
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
@@ -201,7 +136,9 @@ def ones(*size, dtype=None, device=None, requires_grad=False):
     tensor([[1., 1.],
             [1., 1.]], requires_grad=True)
     """
-    return _filled(_shape(size), 1, dtype or dtypes.get_default_dtype(), device, requires_grad)
+    return _filled(
+        creation.size_of(size), 1, dtype or dtypes.get_default_dtype(), device, requires_grad
+    )
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -214,7 +151,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     """
     if dtype is None:
         dtype = dtypes.scalar_dtype(fill_value)
-    return _filled(_shape((size,)), fill_value, dtype, device, requires_grad)
+    return _filled(creation.size_of((size,)), fill_value, dtype, device, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
@@ -224,10 +161,13 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
     >>> tl.empty(2, 3).shape
     (2, 3)
     """
-    t = alloc(
-        _shape(size), dtypes.as_dtype(dtype or dtypes.get_default_dtype()), get_backend(device)
+    return creation.empty(
+        creation.size_of(size),
+        dtype or dtypes.get_default_dtype(),
+        get_backend(device),
+        requires_grad,
+        like=Tensor,
     )
-    return t.requires_grad_(True) if requires_grad else t
 
 
 def _like(fn, x, dtype, device, requires_grad, *args):
@@ -326,7 +266,7 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     arr = (
         start + np.arange(n, dtype=np.float64 if dt.is_floating_point else np.int64) * step
     ).astype(dt.np)
-    return from_numpy_on(arr, get_backend(device), dt, requires_grad)
+    return _on(arr, device, dt, requires_grad)
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
@@ -337,9 +277,7 @@ def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     tensor([0.  , 0.25, 0.5 , 0.75, 1.  ])
     """
     dt = dtypes.as_dtype(dtype or dtypes.get_default_dtype())
-    return from_numpy_on(
-        np.linspace(start, end, int(steps)), get_backend(device), dt, requires_grad
-    )
+    return _on(np.linspace(start, end, int(steps)), device, dt, requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
@@ -351,7 +289,7 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
     """
     dt = dtypes.as_dtype(dtype or dtypes.get_default_dtype())
     arr = np.logspace(start, end, int(steps), base=base)
-    return from_numpy_on(arr, get_backend(device), dt, requires_grad)
+    return _on(arr, device, dt, requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
@@ -362,7 +300,7 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
             [0., 1., 0.]])
     """
     dt = dtypes.as_dtype(dtype or dtypes.get_default_dtype())
-    return from_numpy_on(np.eye(n, m), get_backend(device), dt, requires_grad)
+    return _on(np.eye(n, m), device, dt, requires_grad)
 
 
 def _random(shape, draw, dtype, device, requires_grad, kind=None, generator=None):
@@ -371,10 +309,10 @@ def _random(shape, draw, dtype, device, requires_grad, kind=None, generator=None
         raise DTypeError(f"random floats cannot have dtype {dt}; use randint for integers")
     be = get_backend(device)
     if kind is not None and "random" in be.capabilities:  # drawn on the device: nothing uploaded
-        t = alloc(shape, dt, be)
+        t = alloc(shape, dt, be, Tensor)
         be.random_(t._td, kind, *device_stream(generator))
         return t.requires_grad_(True) if requires_grad else t
-    return from_numpy_on(np.asarray(draw(shape), dtype=dt.np), be, dt, requires_grad)
+    return _on(np.asarray(draw(shape), dtype=dt.np), be, dt, requires_grad)
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
@@ -387,7 +325,13 @@ def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
     ((2, 3), True)
     """
     return _random(
-        _shape(size), rng_of(generator).random, dtype, device, requires_grad, "uniform", generator
+        creation.size_of(size),
+        rng_of(generator).random,
+        dtype,
+        device,
+        requires_grad,
+        "uniform",
+        generator,
     )
 
 
@@ -401,7 +345,7 @@ def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
     (True, True)
     """
     return _random(
-        _shape(size),
+        creation.size_of(size),
         rng_of(generator).standard_normal,
         dtype,
         device,
@@ -422,5 +366,41 @@ def randint(low, high=None, size=(), dtype=None, device=None, generator=None):
         high, size = None, high
     if high is None:
         low, high = 0, low
-    arr = rng_of(generator).integers(low, high, size=_shape((size,)), dtype=np.int64)
-    return from_numpy_on(arr, get_backend(device), dtypes.as_dtype(dtype or dtypes.int64))
+    arr = rng_of(generator).integers(low, high, size=creation.size_of((size,)), dtype=np.int64)
+    return _on(arr, device, dtypes.as_dtype(dtype or dtypes.int64))
+
+
+def randperm(n, dtype=None, device=None, requires_grad=False, generator=None):
+    """A random permutation of ``0 .. n-1`` (int64 by default).
+
+    >>> import torchlight as tl
+    >>> sorted(tl.randperm(5).tolist())
+    [0, 1, 2, 3, 4]
+    """
+    n = int(n)
+    if n < 0:
+        raise ShapeError(f"randperm: n must be non-negative, got {n}")
+    perm = rng_of(generator).permutation(n).astype(np.int64)
+    return _on(perm, device, dtypes.as_dtype(dtype or dtypes.int64), requires_grad)
+
+
+def from_dlpack(ext_tensor, *, device=None, copy=None):
+    """A tensor on the memory of ``ext_tensor``, any object with ``__dlpack__`` (zero-copy).
+
+    ``ext_tensor`` may be a numpy array, a PyTorch/JAX/CuPy tensor, another torchlight tensor,
+    or any DLPack producer. Host memory becomes a ``cpu`` tensor (``device=`` may name another
+    host-memory backend); CUDA memory becomes a ``cuda`` tensor. Writes through
+    either side are seen by the other. ``copy=None`` copies only what cannot be shared (a dtype
+    torchlight lacks, read-only memory, negative strides), ``copy=True`` always copies,
+    ``copy=False`` raises :class:`BufferError` instead of copying.
+
+    >>> import numpy as np, torchlight as tl
+    >>> a = np.arange(6.0).reshape(2, 3)
+    >>> t = tl.from_dlpack(a)
+    >>> t[0, 0] = 10.0
+    >>> a[0, 0]
+    np.float64(10.0)
+    >>> tl.from_dlpack(a.T).stride()          # views keep their strides
+    (1, 3)
+    """
+    return dlpack.import_dlpack(ext_tensor, device, copy, like=Tensor)

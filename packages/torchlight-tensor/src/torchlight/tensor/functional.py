@@ -11,7 +11,7 @@ from .functions.rounding import ceil, div, floor, floor_divide, remainder, round
 from .functions.shape import cat, chunk, meshgrid, pad, split, stack, tril, triu
 from .functions.sorting import argsort, sort, topk
 from .functions.special import erf, exp2, expm1, log1p, log2, log10, std_mean, var_mean
-from .tensor import where
+from .tensor import Tensor, where
 
 __all__ = [
     "abs",
@@ -496,8 +496,6 @@ def pow(input, exponent):
     >>> tl.pow(tl.tensor([1.0, 2.0]), 2).tolist(), tl.pow(2, tl.tensor([3])).tolist()
     ([1.0, 4.0], [8])
     """
-    from .tensor import Tensor
-
     if not isinstance(input, Tensor):
         return exponent.__rpow__(input)
     return input**exponent
@@ -640,8 +638,6 @@ def is_tensor(obj):
     >>> tl.is_tensor(tl.ones(1)), tl.is_tensor([1.0])
     (True, False)
     """
-    from .tensor import Tensor
-
     return isinstance(obj, Tensor)
 
 

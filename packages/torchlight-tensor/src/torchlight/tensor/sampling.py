@@ -1,4 +1,4 @@
-"""Sampling from distributions given as tensors: ``multinomial``, ``bernoulli``, ``randperm``.
+"""Sampling from distributions given as tensors: ``multinomial``, ``bernoulli``.
 
 Like every random factory, the draws come from torchlight's generator (``tl.manual_seed`` makes
 them reproducible; ``generator=`` takes a :class:`~torchlight.Generator`) on the host, and the
@@ -8,11 +8,11 @@ result is handed to the input's (or the requested) device once. None of these ha
 import numpy as np
 
 from . import dtypes
-from .backend.registry import get_backend
+from .creation import from_numpy_on
 from .errors import DTypeError, ShapeError
 from .random import rng_of
 
-__all__ = ["multinomial", "bernoulli", "randperm"]
+__all__ = ["multinomial", "bernoulli"]
 
 
 def _host_probs(input, name):
@@ -66,9 +66,9 @@ def multinomial(input, num_samples, replacement=False, generator=None):
                 f"{num_samples} samples asked for without replacement"
             )
         out[r] = rng.choice(n, size=num_samples, replace=replacement, p=w / total)
-    from .factories import from_numpy_on
-
-    return from_numpy_on(out.reshape(p.shape[:-1] + (num_samples,)), input.backend, dtypes.int64)
+    return from_numpy_on(
+        out.reshape(p.shape[:-1] + (num_samples,)), input.backend, dtypes.int64, like=input
+    )
 
 
 def bernoulli(input, p=None, generator=None):
@@ -86,24 +86,4 @@ def bernoulli(input, p=None, generator=None):
     if np.any(probs > 1) or np.any(probs < 0):
         raise ShapeError("bernoulli: probabilities must lie in [0, 1]")
     draw = rng_of(generator).random(input.shape) < probs
-    from .factories import from_numpy_on
-
-    return from_numpy_on(draw.astype(input.dtype.np), input.backend, input.dtype)
-
-
-def randperm(n, dtype=None, device=None, requires_grad=False, generator=None):
-    """A random permutation of ``0 .. n-1`` (int64 by default).
-
-    >>> import torchlight as tl
-    >>> sorted(tl.randperm(5).tolist())
-    [0, 1, 2, 3, 4]
-    """
-    n = int(n)
-    if n < 0:
-        raise ShapeError(f"randperm: n must be non-negative, got {n}")
-    from .factories import from_numpy_on
-
-    perm = rng_of(generator).permutation(n).astype(np.int64)
-    return from_numpy_on(
-        perm, get_backend(device), dtypes.as_dtype(dtype or dtypes.int64), requires_grad
-    )
+    return from_numpy_on(draw.astype(input.dtype.np), input.backend, input.dtype, like=input)

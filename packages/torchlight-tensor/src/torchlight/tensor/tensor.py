@@ -5,17 +5,18 @@ The methods are thin: each one names the differentiable function that does the w
 ``dispatch.zip_op`` → ``Backend.zip``.
 """
 
-from typing import TYPE_CHECKING, Any
-
 import numpy as np
 
 from torchlight.autograd import engine
 from torchlight.autograd.grad_mode import GradMode
 
-from . import dispatch, dtypes
+from . import creation, dispatch, dtypes
 from .backend.protocol import host_memory
+from .backend.registry import get_backend
+from .base import STATE, TensorBase
 from .conveniences import TensorConveniences
 from .device import device_named as _device
+from .dlpack import device_of, export
 from .errors import AutogradError, DTypeError, ShapeError
 from .functions import (
     activation,
@@ -31,33 +32,16 @@ from .functions import (
     special,
 )
 from .printing import format_values
+from .random import rng_of
+from .sampling import bernoulli, multinomial
 from .size import Size
 
 __all__ = ["Tensor"]
 
-if TYPE_CHECKING:
-    from .storage import TensorData
-
-    class _Slots:
-        """The types of ``Tensor``'s slots, for readers and type checkers (set by dispatch.wrap).
-        A separate class only while type checking: at run time ``Tensor`` has no annotations."""
-
-        _td: TensorData
-        backend: Any  # a Backend (torchlight.tensor.backend.protocol)
-        dtype: dtypes.DType
-        requires_grad: bool
-        grad: "Tensor | None"
-        _history: Any  # autograd's record of the Function call that produced this tensor
-        _retains_grad: bool
-        _version: list  # [count], shared by views of one storage
-        _base: "Tensor | None"
-else:
-    _Slots = object
-
 _P = pointwise
 
 
-class Tensor(TensorConveniences, _Slots):
+class Tensor(TensorConveniences, TensorBase):
     """An n-dimensional array with reverse-mode autograd (PyTorch semantics).
 
     Create one with a factory (:func:`torchlight.tensor`, :func:`torchlight.zeros`,
@@ -78,20 +62,7 @@ class Tensor(TensorConveniences, _Slots):
             [ 9., 13.]])
     """
 
-    __slots__ = (
-        "_td",
-        "backend",
-        "dtype",
-        "requires_grad",
-        "grad",
-        "_history",
-        "_retains_grad",
-        "_version",
-        "_base",
-        "_hooks",
-        "__weakref__",
-        "__dict__",
-    )
+    __slots__ = ()
 
     def __init__(self, *args, dtype=None, device=None, requires_grad=False):
         """PyTorch's legacy constructor: ``Tensor(2, 3)`` is an uninitialised tensor of that
@@ -102,42 +73,16 @@ class Tensor(TensorConveniences, _Slots):
         >>> tl.Tensor(2, 3).shape, tl.Tensor([1, 2]).dtype
         ((2, 3), torchlight.float32)
         """
-        from .factories import empty, tensor
-
+        dt, backend = dtype or dtypes.get_default_dtype(), get_backend(device)
         if args and all(isinstance(a, int) and not isinstance(a, bool) for a in args):
-            t = empty(
-                *args,
-                dtype=dtype or dtypes.get_default_dtype(),
-                device=device,
-                requires_grad=requires_grad,
-            )
+            t = creation.empty(creation.size_of(args), dt, backend, requires_grad, like=self)
         elif len(args) == 1:
-            t = tensor(
-                args[0],
-                dtype=dtype or dtypes.get_default_dtype(),
-                device=device,
-                requires_grad=requires_grad,
-            )
+            t = creation.from_data(args[0], dt, backend, requires_grad, like=self)
         elif not args:
-            t = empty(
-                0,
-                dtype=dtype or dtypes.get_default_dtype(),
-                device=device,
-                requires_grad=requires_grad,
-            )
+            t = creation.empty((0,), dt, backend, requires_grad, like=self)
         else:
             raise DTypeError(f"Tensor(...): pass sizes (ints) or one piece of data, got {args!r}")
-        for name in (
-            "_td",
-            "backend",
-            "dtype",
-            "requires_grad",
-            "grad",
-            "_history",
-            "_retains_grad",
-            "_version",
-            "_base",
-        ):
+        for name in STATE:
             setattr(self, name, getattr(t, name))
 
     # --- metadata ------------------------------------------------------------------------------
@@ -346,7 +291,7 @@ class Tensor(TensorConveniences, _Slots):
         >>> y.requires_grad, y.is_leaf
         (False, True)
         """
-        t = dispatch.wrap(self._td, self.backend, self.dtype)
+        t = dispatch.wrap(self._td, self.backend, self.dtype, self)
         t._version = self._version
         return t
 
@@ -432,7 +377,7 @@ class Tensor(TensorConveniences, _Slots):
                     f"grad can be implicitly created only for scalar outputs, this one has shape "
                     f"{self.shape}; pass backward(gradient=...) of the same shape"
                 )
-            gradient = dispatch.ones_cached(self._td.shape, self.dtype, self.backend)
+            gradient = dispatch.ones_cached(self._td.shape, self.dtype, self.backend, self)
         elif gradient.shape != self.shape:
             raise ShapeError(
                 f"backward: gradient shape {gradient.shape} does not match tensor shape {self.shape}"
@@ -444,10 +389,8 @@ class Tensor(TensorConveniences, _Slots):
         return [float(v) for v in self.numpy_view().reshape(-1)]
 
     def _fd_like(self, values):
-        from .factories import from_numpy_on
-
-        return from_numpy_on(
-            np.asarray(values, dtype=self.dtype.np).reshape(self.shape), self.backend
+        return creation.from_numpy_on(
+            np.asarray(values, dtype=self.dtype.np).reshape(self.shape), self.backend, like=self
         )
 
     def _fd_set(self, i, value):
@@ -537,14 +480,10 @@ class Tensor(TensorConveniences, _Slots):
         >>> t.tolist()
         [0.0, 5.0, 0.0]
         """
-        from .dlpack import export
-
         return export(self, stream, max_version, dl_device, copy)
 
     def __dlpack_device__(self):
         """``(device_type, device_id)`` in DLPack's numbering (``(1, 0)``: host memory)."""
-        from .dlpack import device_of
-
         return device_of(self)
 
     def item(self):
@@ -589,8 +528,6 @@ class Tensor(TensorConveniences, _Slots):
                 device = a
         out = self
         if device is not None:
-            from .backend.registry import get_backend
-
             target = get_backend(device)
             if target is not self.backend:
                 out = _Move.apply(out, target)
@@ -1356,20 +1293,14 @@ class Tensor(TensorConveniences, _Slots):
 
     def multinomial(self, num_samples, replacement=False, generator=None):
         """Category indices drawn from these weights (see :func:`torchlight.multinomial`)."""
-        from .sampling import multinomial
-
         return multinomial(self, num_samples, replacement, generator)
 
     def bernoulli(self, p=None, generator=None):
         """1 with probability given by the elements (or ``p``), else 0 (see :func:`torchlight.bernoulli`)."""
-        from .sampling import bernoulli
-
         return bernoulli(self, p, generator)
 
     def bernoulli_(self, p=0.5, generator=None):
         """Fill in place with 1 (probability ``p``, a number or a tensor) or 0."""
-        from .sampling import bernoulli
-
         probs = p if isinstance(p, Tensor) else self.detach().new_full(self.shape, float(p))
         return self.copy_(
             bernoulli(probs.to(self.dtype).expand(self.shape).contiguous(), generator=generator)
@@ -1803,9 +1734,7 @@ class Tensor(TensorConveniences, _Slots):
         """
         self._check_inplace("copy_")
         if not isinstance(src, Tensor):
-            from .factories import tensor
-
-            src = tensor(src, dtype=self.dtype, device=self.backend)
+            src = creation.from_data(src, self.dtype, self.backend, like=self)
         if src.backend is not self.backend:
             src = src.to(self.device)
         td = src._td if src.shape == self.shape else src._td.expand(self.shape)
@@ -1838,8 +1767,6 @@ class Tensor(TensorConveniences, _Slots):
         >>> bool((w.abs() <= 1).all())
         True
         """
-        from .random import rng_of
-
         return self.copy_(_host(rng_of(generator).uniform(a, b, self.shape), self))
 
     def normal_(self, mean=0.0, std=1.0, generator=None):
@@ -1850,8 +1777,6 @@ class Tensor(TensorConveniences, _Slots):
         >>> abs(w.std().item() - 0.5) < 0.02
         True
         """
-        from .random import rng_of
-
         return self.copy_(_host(rng_of(generator).normal(mean, std, self.shape), self))
 
     def _inplace_result(self, name, result):
@@ -1907,16 +1832,13 @@ class Tensor(TensorConveniences, _Slots):
 
 
 def _rebuild(array, dtype, device, requires_grad):
-    from .backend.registry import get_backend
-    from .factories import from_numpy_on
-
-    return from_numpy_on(array, get_backend(device), dtypes.as_dtype(dtype), requires_grad)
+    return creation.from_numpy_on(
+        array, get_backend(device), dtypes.as_dtype(dtype), requires_grad, like=Tensor
+    )
 
 
 def _host(arr, like):
-    from .factories import from_numpy_on
-
-    return from_numpy_on(np.asarray(arr, dtype=like.dtype.np), like.backend)
+    return creation.from_numpy_on(np.asarray(arr, dtype=like.dtype.np), like.backend, like=like)
 
 
 def where(condition, input, other):
@@ -1958,11 +1880,9 @@ class _Move(_P.Function):
 
     @staticmethod
     def forward(ctx, x, target):
-        from .factories import from_numpy_on
-
         ctx.source = x.backend
         arr = np.array(x.backend.to_numpy(x._td), copy=True, order="C")  # keeps 0-d shapes
-        return from_numpy_on(arr, target, x.dtype)
+        return creation.from_numpy_on(arr, target, x.dtype, like=x)
 
     @staticmethod
     def backward(ctx, g):
@@ -1970,4 +1890,3 @@ class _Move(_P.Function):
 
 
 shape_ops = shape
-dispatch.Tensor = Tensor

@@ -1,17 +1,16 @@
-"""PyTorch's legacy typed-tensor names: ``tl.FloatTensor``, ``tl.LongTensor``, ... and the type
-strings of ``Tensor.type()``.
+"""PyTorch's legacy typed-tensor names: ``tl.FloatTensor``, ``tl.LongTensor``, ...
 
 Each name is a constructor (``tl.LongTensor([1, 2])`` copies data, ``tl.FloatTensor(2, 3)`` makes
 an uninitialised 2×3 tensor) and an ``isinstance`` check by dtype
-(``isinstance(x, tl.LongTensor)``). The strings are PyTorch's own (``"torch.FloatTensor"``; a
-device that does not keep its data in host memory adds its type: ``"torch.cuda.FloatTensor"``)
-so comparisons written for PyTorch hold. torchlight has one integer dtype, so ``IntTensor`` is
-int64 (PyTorch's is int32).
+(``isinstance(x, tl.LongTensor)``). torchlight has one integer dtype, so ``IntTensor`` is int64
+(PyTorch's is int32). The type strings of ``Tensor.type()`` are in
+:mod:`~torchlight.tensor.conveniences`.
 """
 
-from . import dtypes
-from .backend.protocol import host_memory
+from .conveniences import TYPE_NAMES
 from .errors import DTypeError
+from .factories import empty, tensor
+from .tensor import Tensor
 
 __all__ = [
     "FloatTensor",
@@ -19,34 +18,14 @@ __all__ = [
     "LongTensor",
     "IntTensor",
     "BoolTensor",
-    "type_string",
-    "dtype_of_type_string",
 ]
-
-_NAMES = {
-    "FloatTensor": dtypes.float32,
-    "DoubleTensor": dtypes.float64,
-    "LongTensor": dtypes.int64,
-    "IntTensor": dtypes.int64,
-    "BoolTensor": dtypes.bool_,
-}
-_NAME_OF = {
-    dtypes.float32: "FloatTensor",
-    dtypes.float64: "DoubleTensor",
-    dtypes.int64: "LongTensor",
-    dtypes.bool_: "BoolTensor",
-}
 
 
 class _TypedTensorMeta(type):
     def __instancecheck__(cls, obj):
-        from .tensor import Tensor
-
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype
 
     def __call__(cls, *args, device=None):
-        from .factories import empty, tensor
-
         if not args:
             return empty(0, dtype=cls.dtype, device=device)
         if all(isinstance(a, int) and not isinstance(a, bool) for a in args):
@@ -63,7 +42,7 @@ class _TypedTensorMeta(type):
 
 def _typed(name, doc):
     return _TypedTensorMeta(
-        name, (), {"dtype": _NAMES[name], "__doc__": doc, "__module__": "torchlight"}
+        name, (), {"dtype": TYPE_NAMES[name], "__doc__": doc, "__module__": "torchlight"}
     )
 
 
@@ -114,23 +93,3 @@ BoolTensor = _typed(
 [True, False]
 """,
 )
-
-
-def type_string(t):
-    """PyTorch's type string of tensor ``t``: ``"torch.FloatTensor"``, ``"torch.cuda.LongTensor"``."""
-    name = _NAME_OF[t.dtype]
-    if host_memory(t.backend):
-        return f"torch.{name}"
-    return f"torch.{t.device.type}.{name}"
-
-
-def dtype_of_type_string(s):
-    """The dtype a type string names (``"torch.LongTensor"``, ``"torchlight.FloatTensor"``,
-    ``"torch.cuda.FloatTensor"``), and the device type when it names one (else ``None``)."""
-    parts = s.split(".")
-    if len(parts) in (2, 3) and parts[0] in ("torch", "torchlight") and parts[-1] in _NAMES:
-        return _NAMES[parts[-1]], (parts[1] if len(parts) == 3 else None)
-    raise DTypeError(
-        f"unknown tensor type {s!r}; expected e.g. 'torch.FloatTensor', 'torch.LongTensor', "
-        "'torch.DoubleTensor' or 'torch.BoolTensor' (or a dtype)"
-    )

@@ -5,13 +5,12 @@ buffer=storage, offset, strides)``), never a copy, so writing to ``out`` writes 
 storage and matmul reaches BLAS through ``np.matmul``. There is no Python loop over elements.
 """
 
-import math
-
 import numpy as np
 
-from ..formulas import INV_SQRT_2PI, SQRT1_2, gelu_tanh_arg, gelu_tanh_slope
 from ..indexing import contiguous_strides
+from . import numpy_rnn
 from .bounds import check_host
+from .numpy_ops import MAP, REDUCE, ZIP
 from .protocol import API_VERSION, BackendSpec
 
 __all__ = ["NumpyBackend", "SPEC", "as_array", "blas_operands"]
@@ -49,143 +48,6 @@ def blas_operands(x, y):
         if not y.flags.c_contiguous:
             y = np.ascontiguousarray(y)
     return x, y
-
-
-_erf_py = np.frompyfunc(math.erf, 1, 1)
-
-
-def _erf_libm(x, out=None):
-    """``erf`` elementwise through ``math.erf`` (libm precision, one Python call per element): the
-    fallback when scipy is not installed. ``x`` may be 0-d, where ``frompyfunc`` returns a bare
-    Python float rather than an array, so the result is converted with ``np.asarray``."""
-    x = np.asarray(x)
-    r = np.asarray(_erf_py(x), dtype=x.dtype if x.dtype.kind == "f" else np.float64)
-    if out is None:
-        return r
-    out[...] = r
-    return out
-
-
-_erf_impl = None
-
-
-def _erf(x, out=None):
-    """``erf`` elementwise: ``scipy.special.erf`` (vectorised) where scipy is installed, else
-    :func:`_erf_libm` (the same values, slower). scipy is imported at the first call, not with
-    the backend: importing ``scipy.special`` takes most of a second, which every program (and
-    every DataLoader worker) would pay at its first tensor even if it never calls ``erf``."""
-    global _erf_impl
-    if _erf_impl is None:
-        try:
-            from scipy.special import erf as _erf_impl
-        except ImportError:  # pragma: no cover - depends on the environment (nox -s minimal)
-            _erf_impl = _erf_libm
-    return _erf_impl(x, out=out)
-
-
-def _sigmoid(x, out):
-    e = np.exp(-np.abs(x))  # never overflows
-    np.divide(np.where(x >= 0, 1.0, e), 1.0 + e, out=out)
-
-
-def _rsqrt(x, out):
-    np.sqrt(x, out=out)
-    np.reciprocal(out, out=out)
-
-
-def _gelu(x, out):
-    np.multiply(x, 0.5 * (1.0 + _erf(x * SQRT1_2)), out=out)
-
-
-def _gelu_tanh_inner(x):
-    return np.tanh(gelu_tanh_arg(x))
-
-
-def _gelu_tanh(x, out):
-    np.multiply(0.5 * x, 1.0 + _gelu_tanh_inner(x), out=out)
-
-
-def _silu(x, out):
-    s = np.empty_like(out)
-    _sigmoid(x, s)
-    np.multiply(x, s, out=out)
-
-
-def _softplus(x, out):
-    np.add(np.log1p(np.exp(-np.abs(x))), np.maximum(x, 0), out=out)
-
-
-_MAP = {
-    "copy": lambda x, out: np.copyto(out, x, casting="unsafe"),
-    "neg": lambda x, out: np.negative(x, out=out),
-    "abs": lambda x, out: np.abs(x, out=out),
-    "sign": lambda x, out: np.sign(x, out=out),
-    "exp": lambda x, out: np.exp(x, out=out),
-    "log": lambda x, out: np.log(x, out=out),
-    "sqrt": lambda x, out: np.sqrt(x, out=out),
-    "rsqrt": _rsqrt,
-    "reciprocal": lambda x, out: np.reciprocal(x, out=out),
-    "square": lambda x, out: np.square(x, out=out),
-    "sin": lambda x, out: np.sin(x, out=out),
-    "cos": lambda x, out: np.cos(x, out=out),
-    "tanh": lambda x, out: np.tanh(x, out=out),
-    "sigmoid": _sigmoid,
-    "relu": lambda x, out: np.maximum(x, 0, out=out),
-    "gelu": _gelu,
-    "gelu_tanh": _gelu_tanh,
-    "silu": _silu,
-    "softplus": _softplus,
-    "erf": lambda x, out: _erf(x, out=out),
-    "logical_not": lambda x, out: np.logical_not(x, out=out),
-}
-
-
-def _gelu_back(x, g, out):
-    cdf = 0.5 * (1.0 + _erf(x * SQRT1_2))
-    np.multiply(g, cdf + x * INV_SQRT_2PI * np.exp(-0.5 * x * x), out=out)
-
-
-def _gelu_tanh_back(x, g, out):
-    np.multiply(g, gelu_tanh_slope(x, _gelu_tanh_inner(x)), out=out)
-
-
-def _silu_back(x, g, out):
-    s = np.empty_like(out)
-    _sigmoid(x, s)
-    np.multiply(g, s * (1.0 + x * (1.0 - s)), out=out)
-
-
-def _softplus_back(x, g, out):
-    _sigmoid(x, out)
-    np.multiply(out, g, out=out)
-
-
-_ZIP = {
-    "add": np.add,
-    "sub": np.subtract,
-    "mul": np.multiply,
-    "div": np.true_divide,
-    "pow": np.power,
-    "maximum": np.maximum,
-    "minimum": np.minimum,
-    "lt": np.less,
-    "le": np.less_equal,
-    "gt": np.greater,
-    "ge": np.greater_equal,
-    "eq": np.equal,
-    "ne": np.not_equal,
-    "logical_and": np.logical_and,
-    "logical_or": np.logical_or,
-    "relu_back": lambda x, g, out: np.multiply(g, x > 0, out=out),
-    "sigmoid_back": lambda y, g, out: np.multiply(g, y * (1.0 - y), out=out),
-    "tanh_back": lambda y, g, out: np.multiply(g, 1.0 - y * y, out=out),
-    "gelu_back": _gelu_back,
-    "gelu_tanh_back": _gelu_tanh_back,
-    "silu_back": _silu_back,
-    "softplus_back": _softplus_back,
-}
-
-_REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
 def _ce_shift(x):
@@ -234,14 +96,14 @@ class NumpyBackend:
 
         The contract is :meth:`Backend.map <torchlight.tensor.backend.protocol.Backend.map>`.
         """
-        _MAP[op](as_array(a), as_array(out))
+        MAP[op](as_array(a), as_array(out))
 
     def zip(self, op, a, b, out):
         """Binary elementwise ``out = op(a, b)``, ``op`` one of ``ZIP_OPS`` (inputs already broadcast to ``out``'s shape), with numpy on the host.
 
         The contract is :meth:`Backend.zip <torchlight.tensor.backend.protocol.Backend.zip>`.
         """
-        _ZIP[op](as_array(a), as_array(b), out=as_array(out))
+        ZIP[op](as_array(a), as_array(b), out=as_array(out))
 
     def reduce(self, op, a, dims, out):
         """Reduce ``a`` over ``dims`` into ``out`` (size 1 in those dims), ``op`` one of ``REDUCE_OPS``, with numpy on the host.
@@ -253,7 +115,7 @@ class NumpyBackend:
             (d,) = dims
             (np.argmax if op == "argmax" else np.argmin)(x, axis=d, out=o, keepdims=True)
         else:
-            _REDUCE[op].reduce(x, axis=tuple(dims), out=o, keepdims=True)
+            REDUCE[op].reduce(x, axis=tuple(dims), out=o, keepdims=True)
 
     def where(self, cond, a, b, out):
         """Elementwise select ``out = a if cond else b`` (``cond`` a bool view; all of one shape), with numpy on the host.
@@ -469,15 +331,11 @@ class NumpyBackend:
         input and hidden pre-activations (blocks r, z, n), ``h`` (N, H) the previous state.
         Writes :math:`h' = (1 - z) n + z h` with :math:`n = \\tanh(gi_n + r \\cdot gh_n)` into
         ``out`` (N, H), and r, z, n, gh_n into the workspace ``ws`` (N, 4H) for the backward."""
-        from . import numpy_rnn
-
         numpy_rnn.gru_cell(as_array(gi), as_array(gh), as_array(h), as_array(out), as_array(ws))
 
     def gru_cell_backward(self, g, h, ws, dgi, dgh, dh):
         """Backward of ``gru_cell`` in one pass: from ``g`` = dL/dh' (N, H), ``h`` and the saved
         ``ws``, writes dL/dgi and dL/dgh (N, 3H) into ``dgi`` and ``dgh`` and dL/dh into ``dh``."""
-        from . import numpy_rnn
-
         numpy_rnn.gru_cell_backward(
             as_array(g), as_array(h), as_array(ws), as_array(dgi), as_array(dgh), as_array(dh)
         )
@@ -487,16 +345,12 @@ class NumpyBackend:
         input and hidden pre-activations (blocks i, f, g, o), ``c`` (N, H) the previous cell.
         Writes ``[h'; c']`` into ``out`` (2, N, H), with :math:`c' = f c + i g` and :math:`h' = o
         \\tanh c'`, and i, f, g, o, tanh c' into ``ws`` (N, 5H) for the backward."""
-        from . import numpy_rnn
-
         numpy_rnn.lstm_cell(as_array(gi), as_array(gh), as_array(c), as_array(out), as_array(ws))
 
     def lstm_cell_backward(self, g, c, ws, dgates, dc):
         """Backward of ``lstm_cell`` in one pass: from ``g`` = dL/d[h'; c'] (2, N, H), ``c`` and the
         saved ``ws``, writes dL/dgates (N, 4H), the gradient of both pre-activation blocks, into
         ``dgates`` and dL/dc into ``dc``."""
-        from . import numpy_rnn
-
         numpy_rnn.lstm_cell_backward(
             as_array(g), as_array(c), as_array(ws), as_array(dgates), as_array(dc)
         )

@@ -9,7 +9,7 @@ and ``g`` are contiguous (the core allocates them).
 
 import numpy as np
 
-from .numpy import _sigmoid
+from .numpy_ops import sigmoid
 
 __all__ = ["gru_cell", "gru_cell_backward", "lstm_cell", "lstm_cell_backward"]
 
@@ -19,7 +19,7 @@ def gru_cell(gi, gh, h, out, ws):
     H = h.shape[1]
     rz, n, hn = ws[:, : 2 * H], ws[:, 2 * H : 3 * H], ws[:, 3 * H :]
     np.add(gi[:, : 2 * H], gh[:, : 2 * H], out=rz)
-    _sigmoid(rz, rz)
+    sigmoid(rz, rz)
     hn[...] = gh[:, 2 * H :]
     np.multiply(rz[:, :H], hn, out=n)
     n += gi[:, 2 * H :]
@@ -59,9 +59,9 @@ def lstm_cell(gi, gh, c, out, ws):
     H = c.shape[1]
     gates = ws[:, : 4 * H]
     np.add(gi, gh, out=gates)
-    _sigmoid(ws[:, : 2 * H], ws[:, : 2 * H])
+    sigmoid(ws[:, : 2 * H], ws[:, : 2 * H])
     np.tanh(ws[:, 2 * H : 3 * H], out=ws[:, 2 * H : 3 * H])
-    _sigmoid(ws[:, 3 * H : 4 * H], ws[:, 3 * H : 4 * H])
+    sigmoid(ws[:, 3 * H : 4 * H], ws[:, 3 * H : 4 * H])
     i, f, gg, o, tc = (ws[:, k * H : (k + 1) * H] for k in range(5))
     hn, cn = out[0], out[1]
     np.multiply(f, c, out=cn)

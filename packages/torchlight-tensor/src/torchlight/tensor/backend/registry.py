@@ -13,8 +13,9 @@ silent fallback to another device.
 import os
 from importlib.metadata import entry_points
 
-from ..device import as_device_name, device
+from ..device import active_device, as_device_name, device
 from ..errors import BackendError, DeviceUnavailableError
+from .numpy import SPEC as NUMPY_SPEC
 from .protocol import API_VERSION, BackendSpec
 
 __all__ = [
@@ -55,9 +56,7 @@ def _discover():
             continue
         _specs[ep.name] = spec
     if "numpy" not in _specs:  # running from a source tree without installed metadata
-        from .numpy import SPEC
-
-        _specs["numpy"] = SPEC
+        _specs["numpy"] = NUMPY_SPEC
 
 
 def register_backend(name: str, spec) -> None:
@@ -101,6 +100,8 @@ def get_backend(name=None):
     'numpy'
     """
     global _default_backend
+    if name is None:
+        name = active_device()
     if name is None:
         if _default_backend is None:
             _default_backend = get_backend(get_default_device())
@@ -205,12 +206,16 @@ def set_default_device(name) -> None:
 
 
 def get_default_device() -> str:
-    """The device new tensors go to when a factory is given no ``device``: the one set by
-    :func:`set_default_device`, else ``$TORCHLIGHT_DEVICE``, else ``"cpu"``.
+    """The device new tensors go to when a factory is given no ``device``: the innermost active
+    ``with torchlight.device(...)`` block's, else the one set by :func:`set_default_device`, else
+    ``$TORCHLIGHT_DEVICE``, else ``"cpu"``.
 
     >>> tl.get_default_device()
     'cpu'
     """
+    active = active_device()
+    if active is not None:
+        return active
     if _default is not None:
         return _default
     return os.environ.get("TORCHLIGHT_DEVICE") or "cpu"

@@ -41,7 +41,7 @@ class Softmax(Function):
 
     @staticmethod
     def forward(ctx, x, dim, log):
-        out = alloc(x.shape, x.dtype, x.backend)
+        out = alloc(x.shape, x.dtype, x.backend, x)
         x.backend.softmax(x._td, dim, out._td, log)
         ctx.save_for_backward(out)
         ctx.dim, ctx.log = dim, log
@@ -50,7 +50,7 @@ class Softmax(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
-        out = alloc(y.shape, y.dtype, y.backend)
+        out = alloc(y.shape, y.dtype, y.backend, y)
         y.backend.softmax_backward(y._td, g._td, ctx.dim, out._td, ctx.log)
         return out, None, None
 
@@ -102,9 +102,9 @@ class LayerNorm(Function):
     @staticmethod
     def forward(ctx, x, weight, bias, eps):
         stat_shape = x.shape[:-1] + (1,)
-        out = alloc(x.shape, x.dtype, x.backend)
-        mean = alloc(stat_shape, x.dtype, x.backend)
-        rstd = alloc(stat_shape, x.dtype, x.backend)
+        out = alloc(x.shape, x.dtype, x.backend, x)
+        mean = alloc(stat_shape, x.dtype, x.backend, x)
+        rstd = alloc(stat_shape, x.dtype, x.backend, x)
         w = None if weight is None else weight._td
         b = None if bias is None else bias._td
         x.backend.layernorm(x._td, w, b, eps, out._td, mean._td, rstd._td)
@@ -115,10 +115,10 @@ class LayerNorm(Function):
     @staticmethod
     def backward(ctx, g):
         x, weight, mean, rstd = ctx.saved_tensors
-        dx = alloc(x.shape, x.dtype, x.backend)
-        dw = None if weight is None else alloc(weight.shape, x.dtype, x.backend)
+        dx = alloc(x.shape, x.dtype, x.backend, x)
+        dw = None if weight is None else alloc(weight.shape, x.dtype, x.backend, x)
         db = (
-            alloc(weight.shape if weight is not None else (x.shape[-1],), x.dtype, x.backend)
+            alloc(weight.shape if weight is not None else (x.shape[-1],), x.dtype, x.backend, x)
             if ctx.has_bias
             else None
         )
@@ -209,8 +209,8 @@ class CrossEntropyRows(Function):
     def forward(ctx, x, target, weight):
         check_targets(target, x.shape[1])
         n = x.shape[0]
-        loss = alloc((n,), x.dtype, x.backend)
-        logs = alloc((n,), x.dtype, x.backend)
+        loss = alloc((n,), x.dtype, x.backend, x)
+        logs = alloc((n,), x.dtype, x.backend, x)
         x.backend.cross_entropy(x._td, target._td, weight._td, loss._td, logs._td)
         ctx.save_for_backward(x, logs)
         ctx.target, ctx.weight = target, weight  # not differentiated: no version check needed
@@ -219,7 +219,7 @@ class CrossEntropyRows(Function):
     @staticmethod
     def backward(ctx, g):
         x, logs = ctx.saved_tensors
-        dx = alloc(x.shape, x.dtype, x.backend)
+        dx = alloc(x.shape, x.dtype, x.backend, x)
         x.backend.cross_entropy_backward(
             x._td, ctx.target._td, ctx.weight._td, logs._td, g._td, dx._td
         )

@@ -11,8 +11,11 @@ import numpy as np
 from torchlight.autograd import Function
 
 from .. import dtypes
+from ..base import TensorBase
+from ..creation import filled, from_numpy_on
 from ..dispatch import (
     alloc,
+    broadcast_shape,
     index_range,
     normalize_dim,
     same_backend,
@@ -42,12 +45,6 @@ __all__ = [
 ]
 
 
-def _tensor_type():
-    from ..tensor import Tensor
-
-    return Tensor
-
-
 def check_index(index, size, what="index"):
     """Integer index tensor of ``index_select``/``gather``/``scatter_add``: int64, values within
     ``[0, size)``. As in PyTorch these take no negative indices (``x[idx]`` does: it wraps them
@@ -71,20 +68,21 @@ def check_index(index, size, what="index"):
 
 def expand_index(x, index):
     """Normalise ``index`` to a tuple with Ellipsis expanded; report whether it is basic only."""
-    Tensor = _tensor_type()
     if not isinstance(index, tuple):
         index = (index,)
     advanced = False
     used = 0
     for item in index:
-        if isinstance(item, (Tensor, list, np.ndarray)):
+        if isinstance(item, (TensorBase, list, np.ndarray)):
             advanced = True
             is_bool = (
                 (item.dtype is dtypes.bool_)
-                if isinstance(item, Tensor)
+                if isinstance(item, TensorBase)
                 else np.asarray(item).dtype == bool
             )
-            used += np.ndim(item.numpy() if isinstance(item, Tensor) else item) if is_bool else 1
+            used += (
+                np.ndim(item.numpy() if isinstance(item, TensorBase) else item) if is_bool else 1
+            )
         elif item is None or item is Ellipsis:
             continue
         elif isinstance(item, (int, np.integer, slice)):
@@ -97,7 +95,7 @@ def expand_index(x, index):
         raise TensorIndexError("an index can only have a single ellipsis ('...')")
     if used > x.ndim:
         raise TensorIndexError(f"too many indices for tensor of dimension {x.ndim} (got {used})")
-    if Ellipsis in [i for i in index if not isinstance(i, (Tensor, list, np.ndarray))]:
+    if Ellipsis in [i for i in index if not isinstance(i, (TensorBase, list, np.ndarray))]:
         k = next(k for k, i in enumerate(index) if i is Ellipsis)
         index = index[:k] + (slice(None),) * (x.ndim - used) + index[k + 1 :]
     return index, advanced
@@ -131,9 +129,7 @@ class BasicIndex(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from ..factories import zeros
-
-        out = zeros(ctx.shape, dtype=g.dtype, device=g.backend)
+        out = filled(ctx.shape, 0, g.dtype, g.backend, like=g)
         g.backend.map("copy", g._td, basic_view(out._td, ctx.index))
         return out, None
 
@@ -151,26 +147,23 @@ class AdvancedIndex(Function):
         ctx.save_for_backward(positions)
         flat = x.reshape(-1)
         pos = positions.reshape(-1)  # take's index is 1-D (the contract)
-        out = alloc(pos.shape, x.dtype, x.backend)
+        out = alloc(pos.shape, x.dtype, x.backend, x)
         x.backend.take(flat._td, 0, pos._td, out._td)
         return out.reshape(positions.shape)
 
     @staticmethod
     def backward(ctx, g):
-        from ..factories import zeros
-
         (positions,) = ctx.saved_tensors
         n = 1
         for s in ctx.shape:
             n *= s
-        out = zeros((n,), dtype=g.dtype, device=g.backend)
+        out = filled((n,), 0, g.dtype, g.backend, like=g)
         g.backend.put_add(out._td, 0, positions.reshape(-1)._td, g.contiguous().reshape(-1)._td)
         return out.reshape(ctx.shape), None
 
 
 def _host_index(item, x_shape_dim=None):
-    Tensor = _tensor_type()
-    if isinstance(item, Tensor):
+    if isinstance(item, TensorBase):
         if not (item.dtype is dtypes.int64 or item.dtype is dtypes.bool_):
             raise DTypeError(f"tensors used as indices must be int64 or bool, got {item.dtype}")
         return item.backend.to_numpy(item._td)
@@ -192,10 +185,8 @@ def getitem(x, index):
 
 def _positions(x, index):
     """The flat positions (an int64 tensor) that an expanded advanced ``index`` selects in ``x``."""
-    from ..factories import from_numpy_on
-
     # np.array(order="C"), not np.ascontiguousarray, which turns a 0-d result into shape (1,)
-    return from_numpy_on(np.array(host_positions(x, index), order="C"), x.backend)
+    return from_numpy_on(np.array(host_positions(x, index), order="C"), x.backend, like=x)
 
 
 def host_positions(x, index):
@@ -244,16 +235,14 @@ class IndexSelect(Function):
         ctx.shape, ctx.dim = x.shape, dim
         ctx.save_for_backward(index)
         shape = x.shape[:dim] + (index.shape[0],) + x.shape[dim + 1 :]
-        out = alloc(shape, x.dtype, x.backend)
+        out = alloc(shape, x.dtype, x.backend, x)
         x.backend.take(x._td, dim, index._td, out._td)
         return out
 
     @staticmethod
     def backward(ctx, g):
-        from ..factories import zeros
-
         (index,) = ctx.saved_tensors
-        out = zeros(ctx.shape, dtype=g.dtype, device=g.backend)
+        out = filled(ctx.shape, 0, g.dtype, g.backend, like=g)
         g.backend.put_add(out._td, ctx.dim, index._td, g._td)
         return out, None, None
 
@@ -273,16 +262,14 @@ class Gather(Function):
         index = check_index(index, x.shape[dim], "gather")
         ctx.shape, ctx.dim = x.shape, dim
         ctx.save_for_backward(index)
-        out = alloc(index.shape, x.dtype, x.backend)
+        out = alloc(index.shape, x.dtype, x.backend, x)
         x.backend.gather(x._td, dim, index._td, out._td)
         return out
 
     @staticmethod
     def backward(ctx, g):
-        from ..factories import zeros
-
         (index,) = ctx.saved_tensors
-        out = zeros(ctx.shape, dtype=g.dtype, device=g.backend)
+        out = filled(ctx.shape, 0, g.dtype, g.backend, like=g)
         g.backend.scatter_add(out._td, ctx.dim, index._td, g._td)
         return out, None, None
 
@@ -334,9 +321,7 @@ class ScatterAdd(Function):
         if ctx.needs_input_grad[3]:
             gsrc = g.gather(ctx.dim, index)
             if gsrc.shape != ctx.src_shape:
-                from ..factories import zeros
-
-                full = zeros(ctx.src_shape, dtype=g.dtype, device=g.backend)
+                full = filled(ctx.src_shape, 0, g.dtype, g.backend, like=g)
                 full[tuple(slice(0, n) for n in index.shape)] = gsrc
                 gsrc = full
         return g, None, None, gsrc
@@ -364,16 +349,13 @@ def scatter(x, dim, index, src):
     >>> tl.zeros(2, 3).scatter(1, tl.tensor([[2], [0]]), 1.0).tolist()
     [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
     """
-    from ..factories import zeros
-
-    Tensor = _tensor_type()
     dim = normalize_dim(dim, x.ndim)
-    if not isinstance(src, Tensor):
+    if not isinstance(src, TensorBase):
         src = scalar_like(src, x).expand(index.shape)
     elif src.shape != index.shape:
         src = src[tuple(slice(0, n) for n in index.shape)]
-    counts = zeros(
-        x.shape, dtype=x.dtype if x.dtype.is_floating_point else dtypes.float64, device=x.backend
+    counts = filled(
+        x.shape, 0, x.dtype if x.dtype.is_floating_point else dtypes.float64, x.backend, like=x
     )
     counts = scatter_add(counts, dim, index, counts.new_ones(index.shape))
     placed = scatter_add(
@@ -392,20 +374,20 @@ def nonzero(x, as_tuple=False):
     >>> tl.tensor([[0, 3], [5, 0]]).nonzero().tolist()
     [[0, 1], [1, 0]]
     """
-    from ..factories import from_numpy_on
-
     arr = x.backend.to_numpy(x._td)
     if arr.ndim == 0:  # PyTorch: shape (1, 0) or (0, 0)
         count = int(bool(arr))
         if as_tuple:
-            return (from_numpy_on(np.zeros(count, dtype=np.int64), x.backend),)
-        return from_numpy_on(np.zeros((count, 0), dtype=np.int64), x.backend)
+            return (from_numpy_on(np.zeros(count, dtype=np.int64), x.backend, like=x),)
+        return from_numpy_on(np.zeros((count, 0), dtype=np.int64), x.backend, like=x)
     found = np.nonzero(arr)
     if as_tuple:
         return tuple(
-            from_numpy_on(np.ascontiguousarray(i, dtype=np.int64), x.backend) for i in found
+            from_numpy_on(np.ascontiguousarray(i, dtype=np.int64), x.backend, like=x) for i in found
         )
-    return from_numpy_on(np.ascontiguousarray(np.stack(found, 1), dtype=np.int64), x.backend)
+    return from_numpy_on(
+        np.ascontiguousarray(np.stack(found, 1), dtype=np.int64), x.backend, like=x
+    )
 
 
 def masked_select(x, mask):
@@ -418,8 +400,6 @@ def masked_select(x, mask):
     """
     if mask.dtype is not dtypes.bool_:
         raise DTypeError(f"masked_select: mask must be a bool tensor, got {mask.dtype}")
-    from ..dispatch import broadcast_shape
-
     shape = broadcast_shape(x.shape, mask.shape, "masked_select")
     return getitem(x.expand(shape), mask.expand(shape))
 
@@ -456,8 +436,7 @@ def embedding(indices, weight, padding_idx=None):
 
     With ``padding_idx`` the gradient of that row is zero (the row stays as initialised).
     """
-    Tensor = _tensor_type()
-    if not isinstance(indices, Tensor):
+    if not isinstance(indices, TensorBase):
         raise DTypeError(
             f"embedding: indices must be an int64 tensor, got {type(indices).__name__}"
         )

@@ -9,6 +9,8 @@ import numpy as np
 
 from torchlight.autograd import Function
 
+from ..base import TensorBase
+from ..creation import filled, from_numpy_on
 from ..dispatch import alloc, same_backend
 from ..errors import ShapeError
 from ..indexing import shape_broadcast
@@ -26,7 +28,7 @@ class MatMul(Function):
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
         backend = a.backend if a.backend is b.backend else same_backend(a, b)
-        out = alloc(a.shape[:-1] + (b.shape[-1],), a.dtype, backend)
+        out = alloc(a.shape[:-1] + (b.shape[-1],), a.dtype, backend, a)
         backend.matmul(a._td, b._td, out._td)
         return out
 
@@ -42,12 +44,10 @@ def matmul(a, b):
     """``a @ b`` with PyTorch's rules (vectors, broadcast batch dimensions); behind
     :func:`torchlight.matmul`, whose docstring gives the shapes.
     """
-    from ..tensor import Tensor
-
     if isinstance(a, np.ndarray):
         a = ndarray_operand(a, b)
     b = ndarray_operand(b, a)
-    if not isinstance(b, Tensor):
+    if not isinstance(b, TensorBase):
         raise ShapeError(f"matmul: expected a tensor on the right, got {type(b).__name__}")
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(
@@ -113,11 +113,9 @@ def bmm(a, b):
 
 
 def _check_ranks(name, a, b, ndim):
-    from ..tensor import Tensor
-
     for what, t in (("self", a), ("mat2", b)):
-        if not isinstance(t, Tensor) or t.ndim != ndim:
-            got = t.shape if isinstance(t, Tensor) else type(t).__name__
+        if not isinstance(t, TensorBase) or t.ndim != ndim:
+            got = t.shape if isinstance(t, TensorBase) else type(t).__name__
             raise ShapeError(f"{name}: {what} must be a {ndim}-D tensor, got {got}")
 
 
@@ -157,25 +155,19 @@ def diag(x, diagonal=0):
     >>> tl.diag(tl.tensor([[1, 2], [3, 4]])).tolist()
     [1, 4]
     """
-    import numpy as np
-
-    from ..factories import from_numpy_on
-
     if x.ndim == 1:
         n = x.shape[0] + abs(diagonal)
         rows = np.arange(x.shape[0]) + max(-diagonal, 0)
         cols = np.arange(x.shape[0]) + max(diagonal, 0)
-        flat = from_numpy_on((rows * n + cols).astype(np.int64), x.backend)
-        from ..factories import zeros
-
-        out = zeros((n * n,), dtype=x.dtype, device=x.backend)
+        flat = from_numpy_on((rows * n + cols).astype(np.int64), x.backend, like=x)
+        out = filled((n * n,), 0, x.dtype, x.backend, like=x)
         return out.scatter_add(0, flat, x).reshape(n, n)
     if x.ndim == 2:
         r, c = x.shape
         rows = np.arange(max(-diagonal, 0), r)
         cols = rows + diagonal
         keep = (cols >= 0) & (cols < c)
-        flat = from_numpy_on((rows[keep] * c + cols[keep]).astype(np.int64), x.backend)
+        flat = from_numpy_on((rows[keep] * c + cols[keep]).astype(np.int64), x.backend, like=x)
         return x.reshape(-1).index_select(0, flat)
     raise ShapeError(f"diag: expected a 1-D or 2-D tensor, got shape {x.shape}")
 

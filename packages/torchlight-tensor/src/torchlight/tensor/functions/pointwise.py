@@ -10,8 +10,9 @@ import numpy as np
 from torchlight.autograd import Function
 from torchlight.autograd.grad_mode import GradMode
 
-from .. import dispatch as _dispatch
 from .. import dtypes
+from ..base import TensorBase
+from ..creation import from_data
 from ..dispatch import cast, map_op, scalar_like, sum_to, where_op, zip_op
 from ..errors import DTypeError
 from ..formulas import TWO_OVER_SQRT_PI
@@ -130,9 +131,7 @@ def ndarray_operand(value, like):
     promotion as a tensor of its number of dimensions (a 0-d array acts like a scalar).
     """
     if isinstance(value, np.ndarray):
-        from ..factories import tensor
-
-        return tensor(value, device=like.backend)
+        return from_data(value, None, like.backend, like=like)
     return value
 
 
@@ -142,7 +141,7 @@ def operands(a, b, floating=False):
     if isinstance(a, np.ndarray):
         a = ndarray_operand(a, b)
     b = ndarray_operand(b, a)
-    if isinstance(b, _dispatch.Tensor):
+    if isinstance(b, TensorBase):
         dt = tensor_result_dtype(a, b)
         if floating and not dt.is_floating_point:
             dt = dtypes.get_default_dtype()

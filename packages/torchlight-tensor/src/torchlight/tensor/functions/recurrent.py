@@ -49,8 +49,8 @@ class FusedGRUCell(Function):
     @staticmethod
     def forward(ctx, gi, gh, h):
         n, hid = h.shape
-        out = alloc((n, hid), h.dtype, h.backend)
-        ws = alloc((n, 4 * hid), h.dtype, h.backend)
+        out = alloc((n, hid), h.dtype, h.backend, h)
+        ws = alloc((n, 4 * hid), h.dtype, h.backend, h)
         h.backend.gru_cell(gi._td, gh._td, h._td, out._td, ws._td)
         ctx.save_for_backward(h)
         ctx.ws = ws  # private to this step: nothing else can write it
@@ -61,9 +61,9 @@ class FusedGRUCell(Function):
         (h,) = ctx.saved_tensors
         n, hid = h.shape
         be = h.backend
-        dgi = alloc((n, 3 * hid), h.dtype, be)
-        dgh = alloc((n, 3 * hid), h.dtype, be)
-        dh = alloc((n, hid), h.dtype, be)
+        dgi = alloc((n, 3 * hid), h.dtype, be, h)
+        dgh = alloc((n, 3 * hid), h.dtype, be, h)
+        dh = alloc((n, hid), h.dtype, be, h)
         be.gru_cell_backward(g.contiguous()._td, h._td, ctx.ws._td, dgi._td, dgh._td, dh._td)
         return dgi, dgh, dh
 
@@ -74,8 +74,8 @@ class FusedLSTMCell(Function):
     @staticmethod
     def forward(ctx, gi, gh, c):
         n, hid = c.shape
-        out = alloc((2, n, hid), c.dtype, c.backend)
-        ws = alloc((n, 5 * hid), c.dtype, c.backend)
+        out = alloc((2, n, hid), c.dtype, c.backend, c)
+        ws = alloc((n, 5 * hid), c.dtype, c.backend, c)
         c.backend.lstm_cell(gi._td, gh._td, c._td, out._td, ws._td)
         ctx.save_for_backward(c)
         ctx.ws = ws
@@ -86,8 +86,8 @@ class FusedLSTMCell(Function):
         (c,) = ctx.saved_tensors
         n, hid = c.shape
         be = c.backend
-        dgates = alloc((n, 4 * hid), c.dtype, be)
-        dc = alloc((n, hid), c.dtype, be)
+        dgates = alloc((n, 4 * hid), c.dtype, be, c)
+        dc = alloc((n, hid), c.dtype, be, c)
         be.lstm_cell_backward(g.contiguous()._td, c._td, ctx.ws._td, dgates._td, dc._td)
         return dgates, dgates, dc  # ∂gi = ∂gh; a leaf's .grad is always a private copy
 

@@ -11,6 +11,7 @@ from collections import namedtuple
 from torchlight.autograd import Function
 
 from .. import dtypes
+from ..creation import filled
 from ..dispatch import normalize_dim, normalize_dims, reduce_op, scalar_like, zip_op
 from ..errors import ShapeError
 from .pointwise import NonDifferentiable, float_operand
@@ -164,9 +165,7 @@ class MaxDim(Function):
         (indices,) = ctx.saved_tensors
         if not ctx.keepdim:
             g, indices = g.unsqueeze(ctx.dim), indices.unsqueeze(ctx.dim)
-        from ..factories import zeros
-
-        out = zeros(ctx.shape, dtype=g.dtype, device=g.backend)
+        out = filled(ctx.shape, 0, g.dtype, g.backend, like=g)
         return out.scatter_add(ctx.dim, indices, g), None, None, None
 
 
@@ -181,9 +180,7 @@ def _maxmin(x, dim, keepdim, op):
 
 
 def _zeros_index(x):
-    from ..factories import zeros
-
-    return zeros((), dtype=dtypes.int64, device=x.backend)
+    return filled((), 0, dtypes.int64, x.backend, like=x)
 
 
 def max(x, dim=None, keepdim=False):

@@ -10,6 +10,7 @@ reversed running sum (the transpose of the triangular matrix it multiplies by).
 import numpy as np
 
 from .. import dtypes
+from ..creation import from_numpy_on
 from ..dispatch import normalize_dim
 from ..errors import ShapeError
 from .shape import cat
@@ -18,9 +19,7 @@ __all__ = ["roll", "flip", "repeat_interleave", "unbind", "select", "cumsum"]
 
 
 def _host_index(values, like):
-    from ..factories import from_numpy_on
-
-    return from_numpy_on(np.asarray(values, dtype=np.int64), like.backend, dtypes.int64)
+    return from_numpy_on(np.asarray(values, dtype=np.int64), like.backend, dtypes.int64, like=like)
 
 
 def roll(x, shifts, dims=None):
@@ -127,8 +126,6 @@ def cumsum(x, dim, dtype=None):
     >>> tl.cumsum(tl.tensor([1.0, 2.0, 3.0]), dim=0).tolist()
     [1.0, 3.0, 6.0]
     """
-    from ..factories import from_numpy_on
-
     if dtype is not None:
         x = x.to(dtype)
     if x.ndim == 0:
@@ -137,7 +134,7 @@ def cumsum(x, dim, dtype=None):
     dim = normalize_dim(dim, x.ndim)
     if not x.dtype.is_floating_point:
         arr = np.cumsum(x.backend.to_numpy(x._td), axis=dim, dtype=np.int64)
-        return from_numpy_on(np.ascontiguousarray(arr), x.backend, dtypes.int64)
+        return from_numpy_on(np.ascontiguousarray(arr), x.backend, dtypes.int64, like=x)
     n = x.shape[dim]
-    upper = from_numpy_on(np.triu(np.ones((n, n))), x.backend, x.dtype)
+    upper = from_numpy_on(np.triu(np.ones((n, n))), x.backend, x.dtype, like=x)
     return (x.transpose(dim, -1) @ upper).transpose(dim, -1)

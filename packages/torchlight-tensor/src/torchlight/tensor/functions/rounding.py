@@ -14,6 +14,7 @@ import numpy as np
 from torchlight.autograd import Function
 
 from .. import dtypes
+from ..creation import from_numpy_on
 from ..dispatch import same_backend
 from .pointwise import operands
 
@@ -22,10 +23,8 @@ __all__ = ["Rounding", "floor", "ceil", "trunc", "round", "floor_divide", "remai
 _OPS = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.round}
 
 
-def _host(arr, backend, dtype):
-    from ..factories import from_numpy_on
-
-    return from_numpy_on(np.ascontiguousarray(arr), backend, dtype)
+def _host(arr, backend, dtype, like):
+    return from_numpy_on(np.ascontiguousarray(arr), backend, dtype, like=like)
 
 
 class Rounding(Function):
@@ -35,7 +34,7 @@ class Rounding(Function):
     def forward(ctx, x, op, decimals):
         arr = x.backend.to_numpy(x._td)
         out = np.round(arr, decimals) if op == "round" else _OPS[op](arr)
-        return _host(out.astype(x.dtype.np, copy=False), x.backend, x.dtype)
+        return _host(out.astype(x.dtype.np, copy=False), x.backend, x.dtype, x)
 
     @staticmethod
     def backward(ctx, g):
@@ -95,7 +94,7 @@ def _int_binary(fn, a, b):
         raise ZeroDivisionError(
             "integer division or remainder by zero (an element of the divisor is 0)"
         )
-    return _host(fn(x, y).astype(np.int64), backend, dtypes.int64)
+    return _host(fn(x, y).astype(np.int64), backend, dtypes.int64, a)
 
 
 def floor_divide(a, b):

@@ -3,11 +3,16 @@ layout change on the gradient: ``permute`` by the inverse permutation, ``expand`
 broadcast dims, ``view`` by a reshape, a slice by writing the gradient into a zero tensor.
 """
 
+import numpy as np
+
 from torchlight.autograd import Function
 
+from .. import dtypes
+from ..creation import filled, from_numpy_on
 from ..dispatch import alloc, common_backend, normalize_dim, same_backend, sum_to, view_of
 from ..errors import ShapeError
 from ..storage import TensorData, infer_shape
+from .pointwise import to_dtype
 
 __all__ = [
     "View",
@@ -219,10 +224,8 @@ class Unfold(Function):
 
     @staticmethod
     def backward(ctx, g):
-        from ..factories import zeros
-
         dim, size, step = ctx.args
-        out = zeros(ctx.shape, dtype=g.dtype, device=g.backend)
+        out = filled(ctx.shape, 0, g.dtype, g.backend, like=g)
         count = g.shape[dim]
         for k in range(size):
             target = out.narrow(dim, k, (count - 1) * step + 1)
@@ -260,7 +263,7 @@ class Cat(Function):
         shape = list(ref.shape)
         shape[dim] = sum(ctx.sizes)
         backend = common_backend(*xs)
-        out = alloc(tuple(shape), ref.dtype, backend)
+        out = alloc(tuple(shape), ref.dtype, backend, ref)
         start = 0
         for x, n in zip(xs, ctx.sizes):
             target = out._td.slice(dim, start, start + n, 1)
@@ -287,9 +290,6 @@ def cat(tensors, dim=0):
     >>> tl.cat([a, b]).shape, tl.cat([a, a], dim=1).shape
     ((3, 3), (2, 6))
     """
-    from .. import dtypes
-    from .pointwise import to_dtype
-
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("cat: expected a non-empty sequence of tensors")
@@ -382,13 +382,9 @@ def chunk(x, chunks, dim=0):
 
 
 def _tri_mask(x, diagonal, lower):
-    import numpy as np
-
-    from ..factories import from_numpy_on
-
     r, c = x.shape[-2], x.shape[-1]
     m = np.tri(r, c, diagonal, dtype=bool) if lower else ~np.tri(r, c, diagonal - 1, dtype=bool)
-    return from_numpy_on(m, x.backend)
+    return from_numpy_on(m, x.backend, like=x)
 
 
 def tril(x, diagonal=0):
@@ -423,10 +419,8 @@ def triu(x, diagonal=0):
 class Pad(Function):
     @staticmethod
     def forward(ctx, x, widths, value):
-        from ..factories import full
-
         shape = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape, widths))
-        out = full(shape, value, dtype=x.dtype, device=x.backend)
+        out = filled(shape, value, x.dtype, x.backend, like=x)
         ctx.index = tuple(slice(lo, lo + s) for s, (lo, hi) in zip(x.shape, widths))
         target = out._td
         for d, sl in enumerate(ctx.index):

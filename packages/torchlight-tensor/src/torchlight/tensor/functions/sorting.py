@@ -12,6 +12,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes
+from ..creation import from_numpy_on
 from ..dispatch import normalize_dim, set_index_range
 from ..errors import TensorIndexError
 
@@ -38,9 +39,9 @@ def _order(arr, axis, descending, stable):
 
 
 def _indices_tensor(idx, like, size):
-    from ..factories import from_numpy_on
-
-    t = from_numpy_on(np.ascontiguousarray(idx, dtype=np.int64), like.backend, dtypes.int64)
+    t = from_numpy_on(
+        np.ascontiguousarray(idx, dtype=np.int64), like.backend, dtypes.int64, like=like
+    )
     if idx.size:
         set_index_range(t, 0, size - 1)
     return t

@@ -1,0 +1,154 @@
+"""The numpy backend's elementwise kernels: one numpy expression per op of ``MAP_OPS``,
+``ZIP_OPS`` and ``REDUCE_OPS`` (the formulas come from :mod:`torchlight.tensor.formulas`).
+
+``MAP[op](x, out)``, ``ZIP[op](a, b, out=out)`` and ``REDUCE[op]`` (a ufunc whose ``reduce``
+folds an axis) take ndarrays; :class:`~torchlight.tensor.backend.numpy.NumpyBackend` hands them
+views of the tensors' storage. The fused recurrent cells (``numpy_rnn``) share ``sigmoid``.
+"""
+
+import math
+
+import numpy as np
+
+from ..formulas import INV_SQRT_2PI, SQRT1_2, gelu_tanh_arg, gelu_tanh_slope
+
+__all__ = ["MAP", "ZIP", "REDUCE", "erf", "erf_libm", "sigmoid"]
+
+
+_erf_py = np.frompyfunc(math.erf, 1, 1)
+
+
+def erf_libm(x, out=None):
+    """``erf`` elementwise through ``math.erf`` (libm precision, one Python call per element): the
+    fallback when scipy is not installed. ``x`` may be 0-d, where ``frompyfunc`` returns a bare
+    Python float rather than an array, so the result is converted with ``np.asarray``."""
+    x = np.asarray(x)
+    r = np.asarray(_erf_py(x), dtype=x.dtype if x.dtype.kind == "f" else np.float64)
+    if out is None:
+        return r
+    out[...] = r
+    return out
+
+
+_erf_impl = None
+
+
+def erf(x, out=None):
+    """``erf`` elementwise: ``scipy.special.erf`` (vectorised) where scipy is installed, else
+    :func:`erf_libm` (the same values, slower). scipy is imported at the first call, not with
+    the backend: importing ``scipy.special`` takes most of a second, which every program (and
+    every DataLoader worker) would pay at its first tensor even if it never calls ``erf``."""
+    global _erf_impl
+    if _erf_impl is None:
+        try:
+            from scipy.special import erf as _erf_impl
+        except ImportError:  # pragma: no cover - depends on the environment (nox -s minimal)
+            _erf_impl = erf_libm
+    return _erf_impl(x, out=out)
+
+
+def sigmoid(x, out):
+    """:math:`\\sigma(x) = 1 / (1 + e^{-x})` into ``out``, written with :math:`e^{-|x|}` so no
+    exponential overflows (for :math:`x < 0`, :math:`\\sigma(x) = e^{x} / (1 + e^{x})`)."""
+    e = np.exp(-np.abs(x))  # never overflows
+    np.divide(np.where(x >= 0, 1.0, e), 1.0 + e, out=out)
+
+
+def _rsqrt(x, out):
+    np.sqrt(x, out=out)
+    np.reciprocal(out, out=out)
+
+
+def _gelu(x, out):
+    np.multiply(x, 0.5 * (1.0 + erf(x * SQRT1_2)), out=out)
+
+
+def _gelu_tanh_inner(x):
+    return np.tanh(gelu_tanh_arg(x))
+
+
+def _gelu_tanh(x, out):
+    np.multiply(0.5 * x, 1.0 + _gelu_tanh_inner(x), out=out)
+
+
+def _silu(x, out):
+    s = np.empty_like(out)
+    sigmoid(x, s)
+    np.multiply(x, s, out=out)
+
+
+def _softplus(x, out):
+    np.add(np.log1p(np.exp(-np.abs(x))), np.maximum(x, 0), out=out)
+
+
+MAP = {
+    "copy": lambda x, out: np.copyto(out, x, casting="unsafe"),
+    "neg": lambda x, out: np.negative(x, out=out),
+    "abs": lambda x, out: np.abs(x, out=out),
+    "sign": lambda x, out: np.sign(x, out=out),
+    "exp": lambda x, out: np.exp(x, out=out),
+    "log": lambda x, out: np.log(x, out=out),
+    "sqrt": lambda x, out: np.sqrt(x, out=out),
+    "rsqrt": _rsqrt,
+    "reciprocal": lambda x, out: np.reciprocal(x, out=out),
+    "square": lambda x, out: np.square(x, out=out),
+    "sin": lambda x, out: np.sin(x, out=out),
+    "cos": lambda x, out: np.cos(x, out=out),
+    "tanh": lambda x, out: np.tanh(x, out=out),
+    "sigmoid": sigmoid,
+    "relu": lambda x, out: np.maximum(x, 0, out=out),
+    "gelu": _gelu,
+    "gelu_tanh": _gelu_tanh,
+    "silu": _silu,
+    "softplus": _softplus,
+    "erf": lambda x, out: erf(x, out=out),
+    "logical_not": lambda x, out: np.logical_not(x, out=out),
+}
+
+
+def _gelu_back(x, g, out):
+    cdf = 0.5 * (1.0 + erf(x * SQRT1_2))
+    np.multiply(g, cdf + x * INV_SQRT_2PI * np.exp(-0.5 * x * x), out=out)
+
+
+def _gelu_tanh_back(x, g, out):
+    np.multiply(g, gelu_tanh_slope(x, _gelu_tanh_inner(x)), out=out)
+
+
+def _silu_back(x, g, out):
+    s = np.empty_like(out)
+    sigmoid(x, s)
+    np.multiply(g, s * (1.0 + x * (1.0 - s)), out=out)
+
+
+def _softplus_back(x, g, out):
+    sigmoid(x, out)
+    np.multiply(out, g, out=out)
+
+
+ZIP = {
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "div": np.true_divide,
+    "pow": np.power,
+    "maximum": np.maximum,
+    "minimum": np.minimum,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "logical_and": np.logical_and,
+    "logical_or": np.logical_or,
+    "relu_back": lambda x, g, out: np.multiply(g, x > 0, out=out),
+    "sigmoid_back": lambda y, g, out: np.multiply(g, y * (1.0 - y), out=out),
+    "tanh_back": lambda y, g, out: np.multiply(g, 1.0 - y * y, out=out),
+    "gelu_back": _gelu_back,
+    "gelu_tanh_back": _gelu_tanh_back,
+    "silu_back": _silu_back,
+    "softplus_back": _softplus_back,
+}
+
+REDUCE = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum}

@@ -1,0 +1,140 @@
+"""Making tensors from host data and fill values: what the factories, the ops and the ``Tensor``
+methods (``new_zeros``, ``Tensor(data)``) share.
+
+Each function takes a backend object (not a device name: resolving ``device=`` is the public
+factories' job) and ``like``, the tensor or tensor class whose class the new tensor gets (see
+:func:`~torchlight.tensor.base.result_class`), so this module sits below ``tensor.py`` and never
+names the public class. Data is built on the host with numpy and handed to the backend once;
+a backend with the ``fill`` capability writes constant tensors in place instead.
+
+>>> import numpy as np, torchlight as tl
+>>> from torchlight.tensor.creation import filled, from_numpy_on
+>>> cpu = tl.get_backend("cpu")
+>>> filled((2,), 7, tl.int64, cpu, like=tl.Tensor)
+tensor([7, 7])
+>>> from_numpy_on(np.arange(3.0), cpu, like=tl.Tensor).dtype
+torchlight.float64
+"""
+
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+from .base import TensorBase
+from .dispatch import MAX_NUMEL, alloc, set_index_range, wrap
+from .errors import DTypeError, OutOfMemoryError, ShapeError
+from .storage import TensorData
+
+__all__ = ["size_of", "from_numpy_on", "filled", "empty", "from_data", "host_array"]
+
+
+def size_of(size: tuple) -> tuple[int, ...]:
+    """A size given as separate ints or one tuple/list (``zeros(2, 3)``, ``zeros((2, 3))``),
+    checked: no negative dimension, no more elements than any backend can address."""
+    given = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    shape = tuple(int(s) for s in given)
+    if any(s < 0 for s in shape):
+        raise ShapeError(f"negative dimension in size {shape}")
+    n = 1
+    for s in shape:
+        n *= s
+    if n > MAX_NUMEL:  # before numpy builds host data for it (its message names no size)
+        raise OutOfMemoryError(
+            f"a tensor of size {shape} would have {n} elements, more than any "
+            f"device can address ({MAX_NUMEL}); use a smaller size"
+        )
+    return shape
+
+
+def from_numpy_on(
+    array: np.ndarray, backend: Any, dtype: Any = None, requires_grad: bool = False, *, like: Any
+) -> Any:
+    """A tensor on ``backend`` with a copy (or, on a host-memory backend, a share) of the
+    C-contiguous ``array``, converted to ``dtype`` when given. An int64 tensor remembers its
+    value range, so index checks need no read-back."""
+    dt = dtypes.as_dtype(array.dtype) if dtype is None else dtypes.as_dtype(dtype)
+    if array.dtype != dt.np:
+        array = array.astype(dt.np)
+    t = wrap(TensorData(backend.from_numpy(array), array.shape), backend, dt, like)
+    if dt is dtypes.int64 and array.size:
+        set_index_range(t, int(array.min()), int(array.max()))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def filled(
+    shape: tuple[int, ...],
+    value: Any,
+    dtype: Any,
+    backend: Any,
+    requires_grad: bool = False,
+    *,
+    like: Any,
+) -> Any:
+    """A tensor of ``shape`` on ``backend`` with every element ``value``."""
+    dt = dtypes.as_dtype(dtype)
+    if "fill" in backend.capabilities:  # written on the device: no host->device copy
+        t = alloc(shape, dt, backend, like)
+        backend.fill(t._td, value)
+        if dt is dtypes.int64 and t._td.size:
+            set_index_range(t, int(value), int(value))
+        return t.requires_grad_(True) if requires_grad else t
+    arr = np.full(shape, value, dtype=dt.np)
+    return from_numpy_on(arr, backend, dt, requires_grad, like=like)
+
+
+def empty(
+    shape: tuple[int, ...], dtype: Any, backend: Any, requires_grad: bool = False, *, like: Any
+) -> Any:
+    """An uninitialised tensor of ``shape`` on ``backend``."""
+    t = alloc(shape, dtypes.as_dtype(dtype), backend, like)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def host_array(data: Any, dtype: Any = None) -> tuple[np.ndarray, Any]:
+    """``data`` (nested lists, numbers, numpy arrays, tensors) as a new C-contiguous host array,
+    and the dtype the tensor gets: ``dtype`` if given, else the default float dtype for Python
+    floats, int64 for ints, bool for bools, and a float array's own dtype."""
+    if isinstance(data, TensorBase):
+        data = _numpy_of(data)
+    if isinstance(data, (np.ndarray, np.generic)):
+        arr = np.array(data, copy=True)
+        if arr.dtype.kind == "f" and dtype is None:
+            dtype = dtypes.as_dtype(arr.dtype)
+    else:
+        try:
+            arr = np.array(_unwrap(data))
+        except ValueError as exc:
+            raise ShapeError(f"tensor(): data has an irregular (ragged) shape: {exc}") from None
+    if arr.dtype == object or arr.dtype.kind in "USV":
+        raise DTypeError(
+            f"tensor(): cannot build a tensor from {type(data).__name__} data of dtype {arr.dtype}"
+        )
+    if dtype is None:
+        dtype = dtypes.get_default_dtype() if arr.dtype.kind in "fc" else dtypes.as_dtype(arr.dtype)
+    # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
+    if not arr.flags.c_contiguous:
+        arr = np.array(arr, order="C")
+    return arr, dtype
+
+
+def _numpy_of(t: Any) -> np.ndarray:
+    return t.detach().numpy()
+
+
+def _unwrap(data: Any) -> Any:
+    if isinstance(data, TensorBase):
+        return _numpy_of(data)
+    if isinstance(data, (list, tuple)):
+        return [_unwrap(d) for d in data]
+    return data
+
+
+def from_data(
+    data: Any, dtype: Any, backend: Any, requires_grad: bool = False, *, like: Any
+) -> Any:
+    """A new tensor on ``backend`` holding a copy of ``data`` (see :func:`host_array`)."""
+    arr, dtype = host_array(data, dtype)
+    return from_numpy_on(arr, backend, dtype, requires_grad, like=like)
