@@ -82,6 +82,17 @@ def tokens_per_second(evals: list) -> float | None:
     return last["tokens"] / last["seconds"] if last and last["seconds"] > 0 else None
 
 
+def steady_tokens_per_second(evals: list) -> float | None:
+    """Tokens per second of training clock from the first evaluation after step 0 to the last:
+    the first interval, which holds numba's compilation (or cache loading) on first use and
+    the allocator's warm-up, left out."""
+    later = [e for e in evals if e["step"] > 0]
+    if len(later) < 2 or later[-1]["seconds"] <= later[0]["seconds"]:
+        return None
+    first, last = later[0], later[-1]
+    return (last["tokens"] - first["tokens"]) / (last["seconds"] - first["seconds"])
+
+
 def time_ratio(a: dict | None, b: dict | None) -> float | None:
     """``a``'s crossing time over ``b``'s (``None`` unless both crossed, ``b`` after 0 s)."""
     if a is None or b is None or b["seconds"] <= 0:
@@ -97,6 +108,7 @@ def summarize(runs: dict, target: float) -> dict:
         sides[side] = {
             "crossing": crossing(evals, target),
             "tokens_per_s": tokens_per_second(evals),
+            "steady_tokens_per_s": steady_tokens_per_second(evals),
             "final_val_loss": evals[-1]["val_loss"] if evals else None,
             "steps": evals[-1]["step"] if evals else None,
             "seconds": evals[-1]["seconds"] if evals else None,
@@ -128,15 +140,16 @@ def table(summary: dict) -> str:
     """The summary as a markdown table, one row per framework, and a line with the ratio."""
     target = summary["target"]
     lines = [
-        f"| framework | time to {target:g} (min) | step there | tokens/s | last val loss "
-        "| steps | peak RSS (MiB) |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        f"| framework | time to {target:g} (min) | step there | tokens/s | steady tokens/s "
+        "| last val loss | steps | peak RSS (MiB) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for side, s in summary["sides"].items():
         c = s["crossing"]
         lines.append(
             f"| {s.get('label', HEADINGS[side])} | {_cell(c and c['seconds'] / 60, '.2f')} "
             f"| {_cell(c and c['step'], '.0f')} | {_cell(s['tokens_per_s'], ',.0f')} "
+            f"| {_cell(s['steady_tokens_per_s'], ',.0f')} "
             f"| {_cell(s['final_val_loss'], '.4f')} | {_cell(s['steps'], 'd')} "
             f"| {_cell(s['peak_rss_mib'], '.0f')} |"
         )
