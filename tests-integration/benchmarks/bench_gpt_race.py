@@ -35,7 +35,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -287,7 +286,9 @@ def run_child(side, recipe, backend, core, timeout, on_event, log_path) -> dict:
     error = None
     if code != 0:
         tail = Path(log_path).read_text(errors="replace")[-1500:]
-        error = f"exit {code}" + (" (killed: ran past its time)" if code == -9 else "") + f"\n{tail}"
+        error = (
+            f"exit {code}" + (" (killed: ran past its time)" if code == -9 else "") + f"\n{tail}"
+        )
     return {"evals": evals, "peak_rss_mib": usage.ru_maxrss / 1024, "error": error}
 
 
@@ -338,7 +339,9 @@ def race(args, sides: list, out: Path) -> dict:
             if side in last_val:
                 post["val"] = f"{last_val[side]:.3f}"
             if rec["seconds"] > 0:
-                post["tok/s"] = f"{rec['step'] * cfg.batch_size * cfg.block_size / rec['seconds']:.0f}"
+                post["tok/s"] = (
+                    f"{rec['step'] * cfg.batch_size * cfg.block_size / rec['seconds']:.0f}"
+                )
             bar.set_postfix(post, refresh=False)
             bar.refresh()
 
@@ -389,7 +392,9 @@ def plot(runs: dict, target: float, path: Path, backend: str) -> None:
     for side, run in runs.items():
         ev = run["evals"]
         label = f"torchlight ({backend})" if side == "torchlight" else "PyTorch eager"
-        ax.plot([e["seconds"] / 60 for e in ev], [e["val_loss"] for e in ev], "o-", ms=3, label=label)
+        ax.plot(
+            [e["seconds"] / 60 for e in ev], [e["val_loss"] for e in ev], "o-", ms=3, label=label
+        )
     ax.axhline(target, color="grey", ls="--", lw=1, label=f"target {target:g}")
     ax.set_xlabel("training time (min, one core each)")
     ax.set_ylabel("validation loss (nats/char)")

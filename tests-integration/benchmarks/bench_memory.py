@@ -192,8 +192,8 @@ def build_torch():
 
 def child(framework: str, steps: int) -> dict:
     """Build, run ``steps`` training steps, and report the in-process figures (KiB)."""
-    forward, opt = build_torch() if framework == "torch" else build_torchlight(
-        TORCHLIGHT_DEVICE[framework]
+    forward, opt = (
+        build_torch() if framework == "torch" else build_torchlight(TORCHLIGHT_DEVICE[framework])
     )
 
     def step():

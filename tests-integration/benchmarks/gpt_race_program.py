@@ -107,9 +107,7 @@ class GPT(nn.Module):
         self.h = nn.ModuleList([Block(cfg) for _ in range(cfg["n_layer"])])
         self.ln_f = nn.LayerNorm(cfg["n_embd"])
         self.lm_head = (
-            None
-            if cfg["tie_weights"]
-            else nn.Linear(cfg["n_embd"], cfg["vocab_size"], bias=False)
+            None if cfg["tie_weights"] else nn.Linear(cfg["n_embd"], cfg["vocab_size"], bias=False)
         )
 
     def forward(self, idx, targets):
