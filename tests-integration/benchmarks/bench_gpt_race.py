@@ -168,12 +168,12 @@ def table(summary: dict) -> str:
 # ---- the recipe both sides read -------------------------------------------------------------------
 
 
-def headline_config(max_iters: int | None = None):
-    """``train.py``'s TrainConfig of the headline preset (``max_iters`` replaced when given)."""
+def preset_config(preset: str = "headline", max_iters: int | None = None):
+    """``train.py``'s TrainConfig of ``preset`` (``max_iters`` replaced when given)."""
     sys.path.insert(0, str(MINI_GPT))
     import train  # noqa: PLC0415
 
-    cfg = train.TrainConfig(**{**vars(train.TrainConfig()), **train.PRESETS["headline"]})
+    cfg = train.TrainConfig(**{**vars(train.TrainConfig()), **train.PRESETS[preset]})
     return replace(cfg, max_iters=max_iters) if max_iters else cfg
 
 
@@ -309,7 +309,7 @@ def race(args, sides: list, out: Path) -> dict:
     """Write the recipe, run the sides (together or one after the other), return the results."""
     from tqdm import tqdm  # noqa: PLC0415
 
-    cfg = headline_config(args.max_iters)
+    cfg = preset_config(args.preset, args.max_iters)
     budget = 60.0 * args.minutes
     work = tempfile.TemporaryDirectory(prefix="gpt-race-")
     recipe = Path(work.name) / "recipe"
@@ -370,6 +370,7 @@ def race(args, sides: list, out: Path) -> dict:
             "target": args.target,
             "backend": args.backend,
             "eval_every": args.eval_every,
+            "preset": args.preset,
             "max_iters": cfg.max_iters,
             "sequential": args.sequential,
             "cores": cores,
@@ -381,7 +382,7 @@ def race(args, sides: list, out: Path) -> dict:
     }
 
 
-def plot(runs: dict, target: float, path: Path, backend: str) -> None:
+def plot(runs: dict, target: float, path: Path, backend: str, preset: str) -> None:
     """Validation loss against training minutes, one line per side, the target dashed."""
     import matplotlib  # noqa: PLC0415
 
@@ -398,7 +399,7 @@ def plot(runs: dict, target: float, path: Path, backend: str) -> None:
     ax.axhline(target, color="grey", ls="--", lw=1, label=f"target {target:g}")
     ax.set_xlabel("training time (min, one core each)")
     ax.set_ylabel("validation loss (nats/char)")
-    ax.set_title("mini-GPT headline recipe: torchlight vs PyTorch")
+    ax.set_title(f"mini-GPT, {preset} preset: torchlight vs PyTorch")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -416,6 +417,9 @@ def parse(argv=None):
     p.add_argument("--backend", default="numba", help="torchlight device (numba, cpu, ...)")
     p.add_argument("--eval-every", type=int, default=100, help="steps between evaluations")
     p.add_argument("--out", default="out/gpt_race", help="folder for race.json and race.png")
+    p.add_argument(
+        "--preset", default="headline", help="train.py's preset (tiny: a few seconds, for tests)"
+    )
     p.add_argument(
         "--max-iters", type=int, default=None, help="schedule length (default: the preset's)"
     )
@@ -447,7 +451,7 @@ def main(argv=None) -> dict:
     result["summary"] = summarize(result["runs"], args.target)
     result["summary"]["sides"]["torchlight"]["label"] = f"torchlight ({args.backend})"
     (out / "race.json").write_text(json.dumps(result, indent=1))
-    plot(result["runs"], args.target, out / "race.png", args.backend)
+    plot(result["runs"], args.target, out / "race.png", args.backend, args.preset)
     print(table(result["summary"]))
     for note in notes:
         print(note)
