@@ -398,7 +398,7 @@ def plot(runs: dict, target: float, path: Path, backend: str, preset: str) -> No
         )
     ax.axhline(target, color="grey", ls="--", lw=1, label=f"target {target:g}")
     ax.set_xlabel("training time (min, one core each)")
-    ax.set_ylabel("validation loss (nats/char)")
+    ax.set_ylabel("validation loss (nats/token)")
     ax.set_title(f"mini-GPT, {preset} preset: torchlight vs PyTorch")
     ax.grid(alpha=0.3)
     ax.legend()
