@@ -54,7 +54,9 @@ def test_time_ratio_and_the_bar():
     assert race.time_ratio(None, {"seconds": 60.0}) is None
     assert race.time_ratio({"seconds": 60.0}, None) is None
     runs = {
-        "torchlight": {"evals": [ev(0, 0, 4.0, 0), ev(100, 10, 2.0, 5000), ev(200, 20, 1.0, 10000)]},
+        "torchlight": {
+            "evals": [ev(0, 0, 4.0, 0), ev(100, 10, 2.0, 5000), ev(200, 20, 1.0, 10000)]
+        },
         "torch": {"evals": [ev(0, 0, 4.0, 0), ev(50, 10, 2.0, 5000), ev(100, 20, 1.0, 10000)]},
     }
     s = race.summarize(runs, 1.5)

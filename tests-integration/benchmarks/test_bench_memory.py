@@ -48,9 +48,7 @@ def test_rows_and_table_from_hand_samples():
     assert torch_row["step_only_ratio"] == 1.0
     lines = bm.table(rows).splitlines()
     assert len({len(line.split("|")) for line in lines}) == 1
-    assert lines[2] == (
-        "| torchlight-numpy | 236.0 | 46.0 | 190.0 | 190.0 | 0.50 | 1.27 | 1.27 |"
-    )
+    assert lines[2] == ("| torchlight-numpy | 236.0 | 46.0 | 190.0 | 190.0 | 0.50 | 1.27 | 1.27 |")
     alone = bm.add_ratios([bm.row("numpy", [sample(240, 40, 195)])])
     assert alone[0]["step_only_ratio"] is None
     assert bm.table(alone).splitlines()[2].endswith("| — | — | — |")
