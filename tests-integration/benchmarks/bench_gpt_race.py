@@ -183,7 +183,6 @@ def write_recipe(
     seconds: float,
     eval_every: int,
     stop_below: float | None = None,
-    corpus=None,
 ) -> dict:
     """Write ``path``.json and ``path``.npz: everything ``gpt_race_program.py`` needs to train
     ``cfg`` as ``train.py`` would. Returns the JSON part."""
@@ -194,9 +193,9 @@ def write_recipe(
 
     import torchlight as tl  # noqa: PLC0415
 
-    corpus = corpus or load_corpus(cfg.tokenizer, cfg.bpe_vocab)
+    corpus = load_corpus(cfg.tokenizer, cfg.bpe_vocab)
     mcfg = cfg.model_config(corpus.vocab_size)
-    tl.manual_seed(cfg.seed)  # as train.py, so the weights are the headline run's first ones
+    tl.manual_seed(cfg.seed)  # as train.py does: the preset run's own initial weights
     model = GPT(mcfg)
     weights = {f"w/{k}": v.detach().numpy() for k, v in model.state_dict().items()}
     n = len(corpus.train_ids)
@@ -206,6 +205,8 @@ def write_recipe(
             for s in range(cfg.max_iters)
         ]
     )
+    # the cosine follows the steps: one that followed each side's clock would give the faster
+    # side a different schedule (the presets raced here have no max_minutes anyway)
     lrs = np.array(
         [train.lr_at(cfg, s, train.progress_of(cfg, s, 0.0)) for s in range(cfg.max_iters)]
     )
@@ -267,8 +268,10 @@ def run_child(side, recipe, backend, core, timeout, on_event, log_path) -> dict:
             stdout=subprocess.PIPE,
             stderr=err,
             text=True,
-            preexec_fn=(lambda: os.sched_setaffinity(0, {core})) if core is not None else None,
         )
+        # pinned from here rather than in a preexec_fn, which is unsafe in a threaded parent; the
+        # child is still starting Python then, and the threads it starts later inherit the mask
+        os.sched_setaffinity(proc.pid, {core})
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
         try:
@@ -293,16 +296,15 @@ def run_child(side, recipe, backend, core, timeout, on_event, log_path) -> dict:
 
 
 def pick_cores(wanted: list | None, n: int) -> list:
-    """``n`` cores to pin the sides to: ``wanted``, else the first ``n`` this process may use
-    (``None`` for each when there are fewer: the sides then share what there is)."""
+    """``n`` cores to pin the sides to: ``wanted``, else the first ``n`` this process may use,
+    taken in turn when there are fewer than ``n`` (the sides then share a core: use
+    ``--sequential`` there)."""
     allowed = sorted(os.sched_getaffinity(0))
     cores = wanted or allowed[:n]
-    if len(cores) < n:
-        return [None] * n
     bad = [c for c in cores if c not in allowed]
     if bad:
         raise SystemExit(f"--cores {bad}: this process may only use cores {allowed}")
-    return list(cores[:n])
+    return [cores[i % len(cores)] for i in range(n)]
 
 
 def race(args, sides: list, out: Path) -> dict:
@@ -350,9 +352,12 @@ def race(args, sides: list, out: Path) -> dict:
     runs = {}
 
     def go(side, core):
-        runs[side] = run_child(
-            side, recipe, args.backend, core, timeout, on_event, out / f"{side}.stderr.log"
-        )
+        try:
+            runs[side] = run_child(
+                side, recipe, args.backend, core, timeout, on_event, out / f"{side}.stderr.log"
+            )
+        except Exception as exc:  # reported in the summary; the other side goes on
+            runs[side] = {"evals": [], "peak_rss_mib": None, "error": repr(exc)}
 
     threads = [threading.Thread(target=go, args=(s, c)) for s, c in zip(sides, cores)]
     for t in threads:
@@ -361,6 +366,7 @@ def race(args, sides: list, out: Path) -> dict:
             t.join()
     for t in threads:
         t.join()
+    runs = {side: runs[side] for side in sides}  # in the table's order, whichever ended first
     for bar in bars.values():
         bar.close()
     work.cleanup()
@@ -423,7 +429,9 @@ def parse(argv=None):
     p.add_argument(
         "--max-iters", type=int, default=None, help="schedule length (default: the preset's)"
     )
-    p.add_argument("--cores", type=int, nargs="+", default=None, help="cores to pin the sides to")
+    p.add_argument(
+        "--cores", type=int, nargs="+", default=None, help="cores to pin the sides to, in turn"
+    )
     p.add_argument("--sequential", action="store_true", help="one side after the other")
     p.add_argument(
         "--stop-at-target", action="store_true", help="end a side at its first eval <= target"

@@ -77,7 +77,8 @@ def test_cores_are_the_allowed_ones_or_none():
 
     allowed = sorted(os.sched_getaffinity(0))
     assert race.pick_cores([allowed[0]], 1) == [allowed[0]]
-    assert race.pick_cores(None, len(allowed) + 1) == [None] * (len(allowed) + 1)
+    assert race.pick_cores([allowed[-1]], 2) == [allowed[-1], allowed[-1]]  # taken in turn
+    assert race.pick_cores(None, len(allowed) + 1) == allowed + allowed[:1]
     with pytest.raises(SystemExit, match="may only use"):
         race.pick_cores([max(allowed) + 1], 1)
 
