@@ -240,15 +240,18 @@ def write_recipe(
 
 
 def torch_available() -> bool:
+    """Whether PyTorch is importable here (it is optional, never a dependency)."""
     return importlib.util.find_spec("torch") is not None
 
 
 def command(side: str, recipe: Path) -> list:
+    """The child's command line: the program as a script (PyTorch) or through torchlight.compat."""
     runner = [] if side == "torch" else ["-m", "torchlight.compat"]
     return [sys.executable, *runner, str(PROGRAM), "--recipe", str(recipe)]
 
 
 def child_env(side: str, backend: str) -> dict:
+    """The child's environment: one thread everywhere, and torchlight's device for its side."""
     env = dict(os.environ)
     env.update({var: "1" for var in THREAD_VARS})
     if side == "torch":
@@ -414,6 +417,7 @@ def plot(runs: dict, target: float, path: Path, backend: str, preset: str) -> No
 
 
 def parse(argv=None):
+    """The command line (``--backend numpy`` is read as the numpy backend's device, ``cpu``)."""
     p = argparse.ArgumentParser(
         description=__doc__.split("\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -444,6 +448,7 @@ def parse(argv=None):
 
 
 def main(argv=None) -> dict:
+    """Run the race, print the table, write race.json and race.png; returns the result."""
     args = parse(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -223,6 +223,7 @@ def child(framework: str, steps: int) -> dict:
 
 
 def child_env(framework: str) -> dict:
+    """A child's environment: one thread everywhere (the device is chosen in the child)."""
     env = dict(os.environ)
     env.update({var: "1" for var in THREAD_VARS})
     env.pop("TORCHLIGHT_DEVICE", None)
@@ -258,10 +259,12 @@ def measure(framework: str, steps: int) -> dict:
 
 
 def torch_available() -> bool:
+    """Whether PyTorch is importable here (it is optional, never a dependency)."""
     return importlib.util.find_spec("torch") is not None
 
 
 def numba_available() -> bool:
+    """Whether torchlight's numba backend is installed and usable."""
     try:
         import torchlight as tl  # noqa: PLC0415
     except ImportError:
@@ -305,6 +308,7 @@ def run(frameworks, repeat: int, steps: int, progress: bool = True) -> dict:
 
 
 def parse(argv=None):
+    """The command line (``--child`` is how the parent starts a measured child)."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--repeat", type=int, default=3, help="repetitions (medians are reported)")
     p.add_argument("--steps", type=int, default=5, help="training steps in a step child")
@@ -315,6 +319,7 @@ def parse(argv=None):
 
 
 def main(argv=None) -> dict | None:
+    """As a child: measure and print the report. Otherwise: run, print the table, write JSON."""
     args = parse(argv)
     if args.child:
         print(json.dumps(child(args.child, args.steps)))

@@ -69,6 +69,8 @@ class CausalSelfAttention(nn.Module):
 
 
 class MLP(nn.Module):
+    """``Linear -> GELU -> Linear`` with a 4x hidden width, then dropout."""
+
     def __init__(self, cfg: dict):
         super().__init__()
         C = cfg["n_embd"]
@@ -82,6 +84,8 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
+    """Pre-LayerNorm transformer block: ``x + attn(ln_1(x))`` then ``x + mlp(ln_2(x))``."""
+
     def __init__(self, cfg: dict):
         super().__init__()
         self.ln_1 = nn.LayerNorm(cfg["n_embd"])
@@ -150,6 +154,7 @@ def evaluate(model, ids: np.ndarray, batches: np.ndarray, block_size: int) -> fl
 
 
 def emit(event: str, **fields) -> None:
+    """One JSON line on stdout for the parent (flushed, so it sees progress as it happens)."""
     print(json.dumps({"event": event, **fields}), flush=True)
 
 
@@ -218,6 +223,7 @@ def train(recipe: dict, arrays) -> None:
 
 
 def main(argv=None) -> None:
+    """Read the recipe named by ``--recipe`` and train."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--recipe", required=True, help="path of the recipe without .json/.npz")
     args = p.parse_args(argv)

@@ -78,6 +78,7 @@ def buffers_in(value):
 
 
 def op_name(history) -> str:
+    """The name of the autograd function that made a tensor (its class name)."""
     fn = history.fn
     return fn.__name__ if isinstance(fn, type) else type(fn).__name__
 
@@ -171,6 +172,7 @@ def phase_rss(forward, opt) -> dict:
 
 
 def warm_step(forward, opt) -> None:
+    """One training step, so that later figures leave out first-use costs."""
     loss = forward()
     opt.zero_grad()
     loss.backward()
@@ -182,6 +184,7 @@ def _top(counter, n=8) -> str:
 
 
 def main(argv=None) -> None:
+    """Print PyTorch's saved bytes (when importable) and torchlight's graph accounting."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--device", default="cpu", choices=["cpu", "numba"])
     args = p.parse_args(argv)
