@@ -6,7 +6,8 @@ Run: ``python tests-integration/benchmarks/bench_gpt_race.py [--minutes 60] [--t
 context 128, batch 32, AdamW with warmup and a cosine over 4,384 steps, clipping at 1.0, dropout
 0.1): the same initial weights (the project's model after ``tl.manual_seed(seed)``), the same
 batch at every step (``train.py``'s draws), the same learning rate at every step and the same
-fixed validation batches, all written once into a recipe that both sides read.
+fixed validation batches, all written once into a recipe that both sides read
+(``gpt_race_recipe.py``).
 
 Both sides run one program, ``gpt_race_program.py``, written against PyTorch's API: under
 PyTorch as a plain script, under torchlight through ``python -m torchlight.compat`` with
@@ -35,17 +36,15 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
-MINI_GPT = HERE.parents[1] / "projects" / "mini-gpt"
+sys.path.insert(0, str(HERE))
+
+from gpt_race_recipe import preset_config, write_recipe  # noqa: E402
+
 PROGRAM = HERE / "gpt_race_program.py"
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
-#: the framework keys, in the order of the table
-SIDES = ("torchlight", "torch")
 HEADINGS = {"torchlight": "torchlight", "torch": "PyTorch"}
 #: the issue's bar: torchlight's time to the target at most this many times PyTorch's
 BAR = 1.1
@@ -163,77 +162,6 @@ def table(summary: dict) -> str:
     if summary["throughput_ratio"] is not None:
         lines.append(f"tokens/s, PyTorch / torchlight: {summary['throughput_ratio']:.3f}")
     return "\n".join(lines)
-
-
-# ---- the recipe both sides read -------------------------------------------------------------------
-
-
-def preset_config(preset: str = "headline", max_iters: int | None = None):
-    """``train.py``'s TrainConfig of ``preset`` (``max_iters`` replaced when given)."""
-    sys.path.insert(0, str(MINI_GPT))
-    import train  # noqa: PLC0415
-
-    cfg = train.TrainConfig(**{**vars(train.TrainConfig()), **train.PRESETS[preset]})
-    return replace(cfg, max_iters=max_iters) if max_iters else cfg
-
-
-def write_recipe(
-    path: Path,
-    cfg,
-    seconds: float,
-    eval_every: int,
-    stop_below: float | None = None,
-) -> dict:
-    """Write ``path``.json and ``path``.npz: everything ``gpt_race_program.py`` needs to train
-    ``cfg`` as ``train.py`` would. Returns the JSON part."""
-    sys.path.insert(0, str(MINI_GPT))
-    import train  # noqa: PLC0415
-    from corpus import load_corpus, random_starts  # noqa: PLC0415
-    from model import GPT  # noqa: PLC0415
-
-    import torchlight as tl  # noqa: PLC0415
-
-    corpus = load_corpus(cfg.tokenizer, cfg.bpe_vocab)
-    mcfg = cfg.model_config(corpus.vocab_size)
-    tl.manual_seed(cfg.seed)  # as train.py does: the preset run's own initial weights
-    model = GPT(mcfg)
-    weights = {f"w/{k}": v.detach().numpy() for k, v in model.state_dict().items()}
-    n = len(corpus.train_ids)
-    starts = np.stack(
-        [
-            random_starts(n, cfg.batch_size, cfg.block_size, np.random.default_rng([cfg.seed, s]))
-            for s in range(cfg.max_iters)
-        ]
-    )
-    # the cosine follows the steps: one that followed each side's clock would give the faster
-    # side a different schedule (the presets raced here have no max_minutes anyway)
-    lrs = np.array(
-        [train.lr_at(cfg, s, train.progress_of(cfg, s, 0.0)) for s in range(cfg.max_iters)]
-    )
-    np.savez(
-        str(path) + ".npz",
-        train_ids=corpus.train_ids,
-        val_ids=corpus.val_ids,
-        train_starts=starts,
-        val_starts=train.fixed_starts(len(corpus.val_ids), cfg, cfg.seed + 2),
-        lr=lrs,
-        **weights,
-    )
-    recipe = {
-        "model": mcfg.to_dict(),
-        "optim": {
-            "weight_decay": cfg.weight_decay,
-            "beta1": cfg.beta1,
-            "beta2": cfg.beta2,
-            "grad_clip": cfg.grad_clip,
-        },
-        "seed": cfg.seed,
-        "seconds": seconds,
-        "eval_every": eval_every,
-        "stop_below": stop_below,
-    }
-    Path(str(path) + ".json").write_text(json.dumps(recipe, indent=1))
-    return recipe
 
 
 # ---- the children ---------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ pytest.importorskip("matplotlib")
 sys.path.insert(0, str(Path(__file__).parent))
 
 import bench_gpt_race as race  # noqa: E402
+import gpt_race_recipe  # noqa: E402
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
@@ -85,9 +86,9 @@ def test_cores_are_the_allowed_ones_or_none():
 
 @pytest.fixture(scope="module")
 def tiny_recipe(tmp_path_factory):
-    cfg = race.preset_config("tiny")
+    cfg = gpt_race_recipe.preset_config("tiny")
     path = tmp_path_factory.mktemp("recipe") / "recipe"
-    recipe = race.write_recipe(path, cfg, seconds=60.0, eval_every=10)
+    recipe = gpt_race_recipe.write_recipe(path, cfg, seconds=60.0, eval_every=10)
     with np.load(str(path) + ".npz") as arrays:
         data = {k: arrays[k] for k in arrays.files}
     return cfg, recipe, data
@@ -95,7 +96,7 @@ def tiny_recipe(tmp_path_factory):
 
 def test_the_recipe_is_train_pys_run(tiny_recipe):
     cfg, recipe, data = tiny_recipe
-    sys.path.insert(0, str(race.MINI_GPT))
+    sys.path.insert(0, str(gpt_race_recipe.MINI_GPT))
     import train
     from corpus import random_starts
     from model import GPT
@@ -118,7 +119,7 @@ def test_the_recipe_is_train_pys_run(tiny_recipe):
 
 def project_val_loss(cfg, recipe, data) -> float:
     """The validation loss of the recipe's initial weights by the project's own code."""
-    sys.path.insert(0, str(race.MINI_GPT))
+    sys.path.insert(0, str(gpt_race_recipe.MINI_GPT))
     import train
     from model import GPT
 
