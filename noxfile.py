@@ -466,11 +466,14 @@ def reproduce(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """The backends side by side: ``bench_backends.py`` (numpy backend, numba backend, PyTorch CPU
     in one process), then the GPT step's phases (``bench_gpt_phases.py``), then the compatibility
-    programs per training step (``bench_compat.py``, at 1 and 2 threads). PyTorch 2.13.0 is
+    programs per training step (``bench_compat.py``, at 1 and 2 threads), the GPT step's peak
+    memory (``bench_memory.py``) and the mini-GPT trained side by side to validation loss 1.50
+    (``bench_gpt_race.py``: up to an hour, one core per framework). PyTorch 2.13.0 is
     installed when it can be (pip's ``PIP_FIND_LINKS`` is passed on to uv); otherwise its columns
-    stay empty. ``nox -s bench -- --threads 2 [--quick]``: ``--threads N`` goes to every script,
-    ``--quick`` to ``bench_backends.py`` and ``bench_compat.py``, the rest to
-    ``bench_backends.py``."""
+    stay empty. ``nox -s bench -- --threads 2 [--quick]``: ``--threads N`` goes to the first
+    three scripts (the last two use one thread per framework), ``--quick`` to
+    ``bench_backends.py`` and ``bench_compat.py`` and makes the race 3 minutes to loss 2.5, the
+    rest goes to ``bench_backends.py``."""
     install_editable(session)
     # bench_compat.py reads the compat suite's cases (which import pytest) and shows tqdm progress
     session.install("pytest", "tqdm", "matplotlib")
@@ -485,6 +488,10 @@ def bench(session: nox.Session) -> None:
     session.run("python", str(scripts / "bench_gpt_phases.py"), *threads)
     compat = [*threads, *(["--quick"] if "--quick" in args else [])]
     session.run("python", str(scripts / "bench_compat.py"), *compat)
+    # one thread per framework by design; the race's full length is an hour per side (--minutes 60)
+    session.run("python", str(scripts / "bench_memory.py"), "--repeat", "3")
+    race = ["--minutes", "3", "--target", "2.5", "--eval-every", "25"] if "--quick" in args else []
+    session.run("python", str(scripts / "bench_gpt_race.py"), *race)
 
 
 @nox.session
