@@ -2,6 +2,7 @@
 
 import math
 import sys
+import weakref
 
 import pytest
 
@@ -119,7 +120,25 @@ def test_topological_order_puts_every_node_before_its_inputs():
         if v._history is not None:
             for p in v._history.parents:
                 assert pos[id(v)] < pos[id(p)]
-    assert {id(x), id(w), id(a), id(b)} <= set(pos)
+    # computed variables take part through their History nodes (the graph links those)
+    assert {id(x), id(w), id(a._history), id(b._history)} <= set(pos)
+
+
+def test_the_graph_does_not_keep_computed_values_alive():
+    """Only what forward saved survives: an intermediate the program dropped is freed, and
+    backward still reaches the leaves through its node (and a retained grad reaches a variable
+    that is still alive)."""
+    x = leaf(2.0)
+    h = x + 1.0  # addition saves nothing for backward
+    ref = weakref.ref(h)
+    y = h * 4.0
+    del h
+    assert ref() is None
+    kept = x * 5.0
+    z = y + kept
+    kept._retains_grad = True  # asked after it was used: the node passes the gradient on
+    z.backward()
+    assert x.grad == 4.0 + 5.0 and kept.grad == 1.0
 
 
 def unrolled_rnn(w, steps, h0=0.1, u=0.5):

@@ -446,3 +446,24 @@ def test_leaf_grads_are_private_buffers():
     v.reshape(2).backward(g)  # the leaf's grad would otherwise be a view of g
     v.grad.mul_(5.0)
     np.testing.assert_array_equal(g.numpy(), [1.0, 1.0])
+
+
+def test_the_graph_keeps_only_what_backward_reads():
+    """A computed tensor the program dropped is freed when no backward formula needs it: the
+    graph links to its node, and ``x * c`` / ``x / c`` with a constant ``c`` do not save ``x``.
+    Gradients are unchanged (d/dw of (w + 1) * 0.5 / 4 is 0.125)."""
+    import weakref
+
+    w = tl.ones(3, requires_grad=True)
+    h = w + 1.0
+    ref = weakref.ref(h)
+    y = (h * 0.5) / 4.0
+    del h
+    assert ref() is None
+    y.sum().backward()
+    assert w.grad.tolist() == [0.125, 0.125, 0.125]
+    a, b = tl.tensor([2.0], requires_grad=True), tl.tensor([3.0], requires_grad=True)
+    (a * b + a / b).backward()  # both operands need grads: both are saved
+    assert a.grad.tolist() == pytest.approx([3.0 + 1 / 3]) and b.grad.tolist() == pytest.approx(
+        [2.0 - 2.0 / 9]
+    )

@@ -1,7 +1,8 @@
 """torchlight.autograd: the reverse-mode engine, generic over a small variable protocol.
 
-A variable needs ``requires_grad``, ``_history`` (``None`` for leaves), ``accumulate_grad(g)``, and
-gradients that support ``+``. ``torchlight.Tensor`` and the micrograd-style :class:`Scalar`
+A variable needs ``requires_grad``, ``_history`` (``None`` for leaves), ``accumulate_grad(g)``,
+support for weak references (the graph links computed variables through their ``History``,
+which remembers the variable weakly), and gradients that support ``+``. ``torchlight.Tensor`` and the micrograd-style :class:`Scalar`
 both implement it; the engine never imports numpy.
 """
 

@@ -19,6 +19,8 @@ backwards. The engine is generic: a *variable* only needs the attributes ``requi
 ``_history``, a method ``accumulate_grad(g)`` for leaves, and gradients that support ``+``.
 """
 
+import weakref
+
 from .errors import AutogradError
 from .grad_mode import GradMode
 
@@ -95,18 +97,44 @@ class Context:
 
 
 class History:
-    """The edge record of a computed variable: which function made it, with which inputs."""
+    """The edge record of a computed variable: which function made it, with which inputs.
 
-    __slots__ = ("fn", "ctx", "inputs")
+    It is also the graph's *node* for that variable. An operation that uses a computed variable
+    links to the variable's ``History`` rather than to the variable (leaves are linked directly:
+    they receive ``.grad``), so the graph never keeps a computed value's memory alive: it is
+    freed as soon as the program drops the variable, and backward still finds everything it
+    needs (the chain rule reads only what ``forward`` saved in ``ctx``). To the engine a node
+    looks like a variable: it requires grad and is its own ``_history``; it remembers its
+    variable weakly (``output``), so a variable that still exists and asked to keep its gradient
+    (``_retains_grad``) receives it through the node.
+    """
 
-    def __init__(self, fn, ctx, inputs):
+    __slots__ = ("fn", "ctx", "inputs", "output")
+
+    requires_grad = True  # only variables that require grad get a History
+
+    def __init__(self, fn, ctx, inputs, output=None):
         self.fn = fn
         self.ctx = ctx
         self.inputs = inputs
+        self.output = output  # a weak reference to the variable, or None
+
+    @property
+    def _history(self):
+        return self
+
+    @property
+    def _retains_grad(self):
+        out = self.output() if self.output is not None else None
+        return out is not None and getattr(out, "_retains_grad", False)
+
+    def accumulate_grad(self, g):
+        """Engine protocol: the gradient of the variable that asked to retain it."""
+        self.output().accumulate_grad(g)
 
     @property
     def parents(self):
-        """The inputs that take part in backpropagation."""
+        """The inputs that take part in backpropagation (leaves, and the nodes of computed ones)."""
         return [v for v in self.inputs if getattr(v, "requires_grad", False)]
 
     def backprop(self, grad):
@@ -187,7 +215,9 @@ class Function:
             GradMode.enabled = prev
             Function._depth -= 1
         if needs is not None:
-            out._history = History(cls, ctx, args)
+            # a computed input is linked through its node, so the graph does not hold its memory
+            edges = tuple([getattr(a, "_history", None) or a for a in args])
+            out._history = History(cls, ctx, edges, weakref.ref(out))
             out.requires_grad = True
         if tracing:
             for tracer in Function.tracers:

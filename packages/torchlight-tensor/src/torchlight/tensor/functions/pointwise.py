@@ -197,14 +197,18 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
+        # each gradient needs only the other operand: ``x * 0.5`` keeps no copy of x alive
+        need_a, need_b = ctx.needs_input_grad or (True, True)  # () when a tape replays
+        ctx.save_for_backward(b if need_a else None, a if need_b else None)
+        ctx.shapes = (a.shape, b.shape)
         return zip_op("mul", a, b)
 
     @staticmethod
     def backward(ctx, g):
-        a, b = ctx.saved_tensors
-        ga = sum_to(g * b, a.shape) if ctx.needs_input_grad[0] else None
-        gb = sum_to(g * a, b.shape) if ctx.needs_input_grad[1] else None
+        b, a = ctx.saved_tensors
+        sa, sb = ctx.shapes
+        ga = sum_to(g * b, sa) if ctx.needs_input_grad[0] else None
+        gb = sum_to(g * a, sb) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -213,14 +217,18 @@ class Div(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.save_for_backward(a, b)
+        # a is needed only for b's gradient: ``x / 8`` keeps no copy of x alive
+        need_b = (ctx.needs_input_grad or (True, True))[1]  # () when a tape replays
+        ctx.save_for_backward(a if need_b else None, b)
+        ctx.shapes = (a.shape, b.shape)
         return zip_op("div", a, b)
 
     @staticmethod
     def backward(ctx, g):  # d(a/b)/da = 1/b ; d(a/b)/db = -a/b^2
         a, b = ctx.saved_tensors
-        ga = sum_to(g / b, a.shape) if ctx.needs_input_grad[0] else None
-        gb = sum_to(-g * a / (b * b), b.shape) if ctx.needs_input_grad[1] else None
+        sa, sb = ctx.shapes
+        ga = sum_to(g / b, sa) if ctx.needs_input_grad[0] else None
+        gb = sum_to(-g * a / (b * b), sb) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
