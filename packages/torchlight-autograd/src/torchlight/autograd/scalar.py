@@ -15,7 +15,15 @@ __all__ = ["Scalar"]
 class Scalar:
     """A differentiable real number. ``Scalar(2.0, requires_grad=True) ** 2`` then ``.backward()``."""
 
-    __slots__ = ("data", "grad", "requires_grad", "_history", "_retains_grad", "name", "__weakref__")
+    __slots__ = (
+        "data",
+        "grad",
+        "requires_grad",
+        "_history",
+        "_retains_grad",
+        "name",
+        "__weakref__",
+    )
 
     def __init__(self, data, requires_grad: bool = False, name: str = ""):
         self.data = float(data)
