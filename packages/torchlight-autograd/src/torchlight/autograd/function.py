@@ -36,11 +36,13 @@ class Context:
     stored as a plain attribute (``ctx.dim = dim``).
     """
 
+    # class-level defaults: one Context is made per op, and __init__ then sets a single attribute
+    _saved = ()
+    _versions = None
+    _freed = False
+
     def __init__(self, needs_input_grad=()):
         self.needs_input_grad = needs_input_grad
-        self._saved = ()
-        self._versions = None
-        self._freed = False
 
     def save_for_backward(self, *values):
         """Keep ``values`` (inputs or outputs of ``forward``) for ``backward``, which reads them back
@@ -149,6 +151,16 @@ class History:
         ]
 
 
+class _Nesting:
+    """How many ``Function.forward`` calls are running (an instance attribute, written twice per
+    op: see ``grad_mode._Flag`` for why not a class attribute)."""
+
+    __slots__ = ("depth",)
+
+    def __init__(self):
+        self.depth = 0
+
+
 class Function:
     """Base class of every differentiable operation (subclass and define forward/backward).
 
@@ -159,7 +171,7 @@ class Function:
     """
 
     tracers: list = []
-    _depth = 0  # > 0 while inside some forward: nested applies are implementation details
+    nesting = _Nesting()  # depth > 0 inside some forward, where nested applies are details
 
     @staticmethod
     def forward(ctx, *args, **kwargs):
@@ -205,15 +217,16 @@ class Function:
             needs = tuple([getattr(a, "requires_grad", False) for a in args])
             if True not in needs:
                 needs = None
-        tracing = Function.tracers and not Function._depth
+        nesting = Function.nesting
+        tracing = Function.tracers and not nesting.depth
         GradMode.enabled, prev = False, GradMode.enabled
-        Function._depth += 1
+        nesting.depth += 1
         try:
             ctx = Context(needs or (False,) * len(args))
             out = cls.forward(ctx, *args, **kwargs)
         finally:
             GradMode.enabled = prev
-            Function._depth -= 1
+            nesting.depth -= 1
         if needs is not None:
             # a computed input is linked through its node, so the graph does not hold its memory
             edges = tuple([getattr(a, "_history", None) or a for a in args])

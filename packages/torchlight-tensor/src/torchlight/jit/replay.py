@@ -257,7 +257,7 @@ def run_node(node, vals, sizes):
         if adapt is not None:
             args = adapt(tuple(args), sizes, node)
     try:
-        if Function._depth:
+        if Function.nesting.depth:
             out = node.fn.forward(Context(), *args, **kwargs)
         else:  # replayed while an outer trace records: go through apply so it sees the ops
             out = node.fn.apply(*args, **kwargs)
@@ -347,7 +347,7 @@ def replay(tape, inputs, fuse=None):
             vals[v.index] = v.tensor
     steps = tape.nodes
     compiler = None
-    nested_trace = bool(Function.tracers) and not Function._depth
+    nested_trace = bool(Function.tracers) and not Function.nesting.depth
     if fuse is not False and not nested_trace:
         from .fusion import get_compiler, plan
 
@@ -358,7 +358,7 @@ def replay(tape, inputs, fuse=None):
     prev = GradMode.enabled
     GradMode.enabled = False
     depth = 0 if nested_trace else 1  # like apply: ops inside forwards are not reported
-    Function._depth += depth
+    Function.nesting.depth += depth
     try:
         for step, dead in zip(steps, free):
             if compiler is None:
@@ -368,6 +368,6 @@ def replay(tape, inputs, fuse=None):
             for s in dead:
                 vals[s] = None
     finally:
-        Function._depth -= depth
+        Function.nesting.depth -= depth
         GradMode.enabled = prev
     return _build(tape.outputs, vals)

@@ -220,7 +220,7 @@ def trace(fn_or_module, *example_inputs):
         if isinstance(x, Tensor):
             rec.add_input(x, k)
         call_args.append(x)
-    if Function._depth:
+    if Function.nesting.depth:
         raise TraceError("trace() cannot be called from inside a Function's forward")
     prev = GradMode.enabled
     GradMode.enabled = False

@@ -40,7 +40,8 @@ _CONTIGUOUS: dict = {}  # shape -> strides: every new tensor asks, and shapes re
 
 def contiguous_strides(shape) -> tuple:
     """Row-major (C-order) strides in elements: the last dimension varies fastest."""
-    shape = tuple(shape)
+    if type(shape) is not tuple:  # callers on hot paths already pass a tuple
+        shape = tuple(shape)
     strides = _CONTIGUOUS.get(shape)
     if strides is None:
         out = [1] * len(shape)

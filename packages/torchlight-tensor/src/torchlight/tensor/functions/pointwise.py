@@ -292,7 +292,14 @@ _BINARY = {
 
 def binary(op, a, b, reverse=False):
     """``a op b`` (or ``b op a`` when ``reverse``) for a tensor ``a`` and a tensor/scalar ``b``."""
-    x, y = operands(a, b, floating=(op == "div"))
+    if (
+        isinstance(b, TensorBase)
+        and b.dtype is a.dtype
+        and (op != "div" or b.dtype.is_floating_point)
+    ):
+        x, y = a, b  # the common case, two tensors of one dtype: nothing to promote
+    else:
+        x, y = operands(a, b, floating=(op == "div"))
     if reverse:
         x, y = y, x
     return _BINARY[op].apply(x, y)
