@@ -15,8 +15,9 @@ from importlib.metadata import entry_points
 
 from ..device import active_device, as_device_name, device
 from ..errors import BackendError, DeviceUnavailableError
+from .allocator import keep_freed_memory
 from .numpy import SPEC as NUMPY_SPEC
-from .protocol import API_VERSION, BackendSpec
+from .protocol import API_VERSION, BackendSpec, host_memory
 
 __all__ = [
     "register_backend",
@@ -145,6 +146,8 @@ def get_backend(name=None):
     except Exception as exc:
         _broken[key] = f"load() failed: {type(exc).__name__}: {exc}"
         raise BackendError(f"backend {name!r} failed to load: {type(exc).__name__}: {exc}") from exc
+    if host_memory(backend):
+        keep_freed_memory()
     _loaded[key] = backend
     return backend
 
