@@ -23,6 +23,7 @@ import numpy as np
 
 import torchlight as tl
 from torchlight import Tensor, TorchlightError
+from torchlight.jit import capturing, count_up, guard
 
 __all__ = ["Optimizer", "OptimizerError", "required"]
 
@@ -161,11 +162,16 @@ class Optimizer:
         if closure is not None:
             with tl.enable_grad():
                 loss = closure()
+        if capturing():  # a replay must not miss a scheduler's change of lr (or any setting)
+            guard(self._hyper_parameters, f"{type(self).__name__}'s hyper-parameters")
         with tl.no_grad():
             for group in self.param_groups:
                 self._update_group(group)
-        self._opt_step_count += 1
+        count_up(self.__dict__, "_opt_step_count")
         return loss
+
+    def _hyper_parameters(self) -> list:
+        return [{k: v for k, v in g.items() if k != "params"} for g in self.param_groups]
 
     def _update_group(self, group: dict) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement _update_group")
@@ -188,7 +194,7 @@ class Optimizer:
                 state["step"] = 0
                 for name, start in initial.items():
                     state[name] = start(p) if callable(start) else start
-            state["step"] += 1
+            count_up(state, "step")  # a live count inside a captured step (torchlight.jit)
             yield p, grad, state
 
     # --- state dicts -----------------------------------------------------------------------

@@ -23,6 +23,8 @@ cannot take raises :class:`TraceError` naming the first op that disagrees.
 """
 
 from .fusion import ElementwiseChain, get_compiler
+from .live import Live, capturing, count_up, guard
+from .step import CapturedStep, capture_step
 from .tape import GraphTape, Node, Slot, TraceError, Value
 from .trace import trace
 
@@ -35,4 +37,10 @@ __all__ = [
     "Slot",
     "ElementwiseChain",
     "get_compiler",
+    "capture_step",
+    "CapturedStep",
+    "count_up",
+    "guard",
+    "capturing",
+    "Live",
 ]
