@@ -201,8 +201,8 @@ def first_difference(a: Recording, b: Recording) -> str | None:
     """Why two recordings of consecutive steps are not the same program, or None when they are."""
     if len(a.storages) != len(b.storages):
         return (
-            f"the steps allocated different numbers of tensors ({len(a.storages)} and "
-            f"{len(b.storages)}): the step's Python code took different paths"
+            "the step's Python control flow changed between calls (they allocated "
+            f"{len(a.storages)} and {len(b.storages)} tensors)"
         )
     for i, (ca, cb) in enumerate(zip(a.calls, b.calls)):
         if ca.name != cb.name:
