@@ -73,11 +73,13 @@ def _binary(op: Callable, reflected: bool = False) -> Callable:
 
 def _concrete(convert: Callable) -> Callable:
     def method(self, *args):
-        v = self.value()
         if _RECORDERS:
             what = f"{convert.__name__}() of {self.label}"
-            guard(self.value, f"{what} (the number was used as a constant while capturing)")
-        return convert(v, *args)
+            guard(
+                lambda: convert(self.value(), *args),
+                f"{what} (the number was used as a constant while capturing)",
+            )
+        return convert(self.value(), *args)
 
     return method
 
