@@ -39,6 +39,7 @@ from typing import Any
 from torchlight.tensor.storage import TensorData
 
 from .recording import Call, Recording, first_difference
+from .step_fusion import fuse_calls
 from .tape import TraceError
 
 __all__ = ["capture_step", "CapturedStep"]
@@ -55,7 +56,7 @@ class CapturedStep:
 
     Call it like the function it wraps. ``state`` is ``"warmup"``, ``"recording"``,
     ``"captured"`` (replays from now on); ``n_calls`` is the number of kernel calls a replay
-    issues.
+    issues; ``calls`` lists them (fused runs as ``FusedCall``).
 
     >>> import torchlight as tl
     >>> w = tl.zeros(3)
@@ -66,11 +67,12 @@ class CapturedStep:
     ('captured', [5.0, 5.0, 5.0])
     """
 
-    def __init__(self, fn: Callable, warmup: int = 1) -> None:
+    def __init__(self, fn: Callable, warmup: int = 1, fuse: bool = False) -> None:
         if warmup < 0:
             raise TraceError(f"warmup must be >= 0, got {warmup}")
         self.fn = fn
         self.warmup = warmup
+        self.fuse = bool(fuse)
         functools.update_wrapper(self, fn, updated=())
         self.reset()
 
@@ -92,6 +94,11 @@ class CapturedStep:
         if self._keep is not None:
             return "captured"
         return "warmup" if self._eager_left > 0 else "recording"
+
+    @property
+    def calls(self) -> list:
+        """The calls one replay issues, in order (a copy of the list)."""
+        return list(self._replay)
 
     @property
     def n_calls(self) -> int:
@@ -160,7 +167,7 @@ class CapturedStep:
         return _materialise(outputs)
 
     def _install(self, rec: Recording, outputs: Any) -> None:
-        self._replay = _restores(rec) + rec.calls
+        self._replay = _restores(rec) + (fuse_calls(rec.calls) if self.fuse else rec.calls)
         self._guards = rec.guards
         self._outputs = outputs
         self._keep = rec
@@ -193,7 +200,7 @@ class CapturedStep:
         return f"CapturedStep({name}, state={self.state!r}, calls={self.n_calls})"
 
 
-def capture_step(fn: Callable | None = None, *, warmup: int = 1) -> Any:
+def capture_step(fn: Callable | None = None, *, warmup: int = 1, fuse: bool = False) -> Any:
     """Capture a whole training step (forward, backward, optimizer update) and replay it.
 
     ``fn(*tensors, ...)`` is any callable that runs one step and returns what you want back
@@ -202,6 +209,9 @@ def capture_step(fn: Callable | None = None, *, warmup: int = 1) -> Any:
     the recorded calls on the new arguments' values without running ``fn``'s Python code (see
     :mod:`torchlight.jit.step` for what that implies). Results agree with eager execution.
     Works as ``capture_step(fn)``, ``@capture_step`` or ``@capture_step(warmup=2)``.
+    ``fuse=True`` compiles runs of consecutive elementwise calls into one kernel each on backends
+    with the ``"compile"`` capability (:mod:`torchlight.jit.step_fusion`; the first replay pays
+    the compilation).
 
     Replays need the same argument shapes; host values that change per step must be declared
     (:func:`~torchlight.jit.count_up`, :func:`~torchlight.jit.guard`); ``.item()`` inside the
@@ -225,8 +235,8 @@ def capture_step(fn: Callable | None = None, *, warmup: int = 1) -> Any:
     ('captured', True)
     """
     if fn is None:
-        return lambda f: CapturedStep(f, warmup=warmup)
-    return CapturedStep(fn, warmup=warmup)
+        return lambda f: CapturedStep(f, warmup=warmup, fuse=fuse)
+    return CapturedStep(fn, warmup=warmup, fuse=fuse)
 
 
 # --- inputs --------------------------------------------------------------------------------------
