@@ -116,7 +116,9 @@ def test_adam_step_count_keeps_counting_through_replays():
 def test_mini_gpt_captured_matches_eager(project_modules, device):
     with project_modules(ROOT / "projects" / "mini-gpt", ("model",)) as project:
         gpt = project.model
-        cfg = gpt.GPTConfig(vocab_size=17, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.0)
+        cfg = gpt.GPTConfig(
+            vocab_size=17, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.0
+        )
         rng = np.random.default_rng(0)
         start = rng.integers(0, 17, size=(STEPS, 4, 1))
         data = (start + rng.integers(1, 3, size=(STEPS, 4, 1)) * np.arange(9)) % 17
@@ -133,7 +135,9 @@ def test_mini_gpt_captured_matches_eager(project_modules, device):
 def test_mini_gpt_with_dropout_is_refused(project_modules):
     with project_modules(ROOT / "projects" / "mini-gpt", ("model",)) as project:
         gpt = project.model
-        cfg = gpt.GPTConfig(vocab_size=17, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.1)
+        cfg = gpt.GPTConfig(
+            vocab_size=17, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.1
+        )
         tl.manual_seed(0)
         model = gpt.GPT(cfg)
         opt = tl.optim.AdamW(model.parameters(), lr=1e-3)

@@ -13,6 +13,7 @@ shared: treat the numbers as indicative.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
@@ -114,11 +115,13 @@ def main():
     cases.append(("MLP 784-256-256-10 b64 AdamW", lambda d: _mlp_case(d, "adamw")))
     if not args.no_gpt:
         cases.append(("mini-GPT 4x128 T64 b32 AdamW", _gpt_case))
-    print(f"{'case':30s} {'device':7s} {'eager':>9s} {'captured':>9s} {'fused':>9s} {'speed-up':>9s}")
+    print(
+        f"{'case':30s} {'device':7s} {'eager':>9s} {'captured':>9s} {'fused':>9s} {'speed-up':>9s}"
+    )
     for name, build in cases:
         for dev in args.devices:
             ms = {
-                mode: median_step_ms(lambda: build(dev), mode, args.steps, args.repeats)
+                mode: median_step_ms(functools.partial(build, dev), mode, args.steps, args.repeats)
                 for mode in ("eager", "captured", "fused")
             }
             best = min(ms["captured"], ms["fused"])

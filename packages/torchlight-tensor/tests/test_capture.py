@@ -89,7 +89,16 @@ def _adam(lr=0.1, b1=0.9, b2=0.999, eps=1e-8):
         t = count_up(state, "step")  # live in a capture: the bias correction follows the step
         with tl.no_grad():
             assert adam_step_(
-                p, p.grad, m, v, lr=lr, beta1=b1, beta2=b2, eps=eps, weight_decay=0.0, step=t,
+                p,
+                p.grad,
+                m,
+                v,
+                lr=lr,
+                beta1=b1,
+                beta2=b2,
+                eps=eps,
+                weight_decay=0.0,
+                step=t,
                 decoupled=False,
             )
         return loss

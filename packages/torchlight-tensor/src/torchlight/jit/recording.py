@@ -66,8 +66,10 @@ class Call:
     def run(self) -> None:
         """Issue the call again (live host numbers evaluated now)."""
         if self.live:
-            self.fn(*[live.resolve(a) for a in self.args],
-                    **{k: live.resolve(v) for k, v in self.kwargs.items()})
+            self.fn(
+                *[live.resolve(a) for a in self.args],
+                **{k: live.resolve(v) for k, v in self.kwargs.items()},
+            )
         else:
             self.fn(*self.args, **self.kwargs)
 
@@ -142,8 +144,10 @@ class Recording:
                 )
             self._depth += 1
             try:
-                result = method(*[live.resolve(a) for a in args],
-                                **{k: live.resolve(v) for k, v in kwargs.items()})
+                result = method(
+                    *[live.resolve(a) for a in args],
+                    **{k: live.resolve(v) for k, v in kwargs.items()},
+                )
             finally:
                 self._depth -= 1
             if name == "empty":
@@ -223,8 +227,10 @@ def first_difference(a: Recording, b: Recording) -> str | None:
         )
     for k, data in a.host_data.items():
         other = b.host_data.get(k)
-        if other is None or data.shape != other.shape or not np.array_equal(
-            data, other, equal_nan=data.dtype.kind == "f"
+        if (
+            other is None
+            or data.shape != other.shape
+            or not np.array_equal(data, other, equal_nan=data.dtype.kind == "f")
         ):
             return (
                 f"buffer #{k} was built from host data that changed between steps (from "

@@ -145,9 +145,7 @@ class CapturedStep:
         it = iter(self._buffers)
         Tensor = _tensor_class()
         b_args = tuple(next(it) if isinstance(a, Tensor) else a for a in args)
-        b_kwargs = {
-            k: next(it) if isinstance(v, Tensor) else v for k, v in sorted(kwargs.items())
-        }
+        b_kwargs = {k: next(it) if isinstance(v, Tensor) else v for k, v in sorted(kwargs.items())}
         with Recording() as rec:
             result = self.fn(*b_args, **b_kwargs)
         outputs = _output_template(result, rec)
