@@ -298,3 +298,102 @@ def test_decorator_forms_and_repr():
         later(tl.ones(1))
     assert plain.state == "captured" and later.state == "recording"
     assert "plain" in repr(plain) and "captured" in repr(plain)
+
+
+# --- fuse=True: runs of elementwise calls as one compiled kernel ---------------------------------
+@pytest.fixture
+def compiling(fresh_registry):
+    """A numpy backend with a ``"compile"`` capability whose kernels interpret the chain with
+    numpy op by op (an oracle for the planning: which calls join a chain, what is written)."""
+    from torchlight.tensor.backend.numpy import NumpyBackend
+    from torchlight.tensor.storage import TensorData
+
+    class Compiling(NumpyBackend):
+        name = "npcompile"
+        device = "npcompile"
+        capabilities = NumpyBackend.capabilities | {"compile"}
+
+        def __init__(self):
+            self.chains, self.launches = [], 0
+
+        def compile_elementwise(self, chain):
+            self.chains.append(chain)
+
+            def kernel(ins, outs):
+                self.launches += 1
+                n = outs[0].size
+                src = [np.array(v.storage[v.offset : v.offset + v.size]) for v in ins]
+                tmps = []
+                for op, operands in chain.ops:
+                    views = []
+                    for kind, k in operands:
+                        a = src[k] if kind == "in" else tmps[k]
+                        a = np.ascontiguousarray(np.broadcast_to(a, (n,)))
+                        views.append(TensorData(a, (n,)))
+                    out = TensorData(np.empty(n, chain.dtype.np), (n,))
+                    if len(views) == 1:
+                        NumpyBackend.map(self, op, views[0], out)
+                    else:
+                        NumpyBackend.zip(self, op, views[0], views[1], out)
+                    tmps.append(out.storage)
+                for o, j in zip(outs, chain.outputs):
+                    o.storage[o.offset : o.offset + n] = tmps[j]
+
+            return kernel
+
+    backend = Compiling()
+    tl.register_backend("npcompile", backend)
+    return backend
+
+
+def _run(step, fuse, xs):
+    captured = tl.jit.capture_step(step, fuse=fuse)
+    return [captured(x).numpy().copy() for x in xs], captured
+
+
+def test_fused_chain_matches_op_by_op(compiling):
+    xs = [
+        tl.tensor(np.linspace(-1, 1, 6, dtype=np.float32) * i, device="npcompile") for i in range(6)
+    ]
+    results = {}
+    for fuse in (False, True):
+        w = tl.zeros(6, device="npcompile")
+
+        def step(x, w=w):
+            y = (x * 2.0 + 1.0).tanh() * x
+            w.mul_(0.5).add_(y)  # w written twice: the kernel must leave the last value
+            return y
+
+        outs, captured = _run(step, fuse, xs)
+        results[fuse] = (outs, w.numpy().copy())
+    fused = [c for c in captured.calls if type(c).__name__ == "FusedCall"]
+    assert len(fused) == 1 and len(fused[0].calls) == 6
+    assert [op for op, _ in fused[0].chain.ops] == ["mul", "add", "tanh", "mul", "mul", "add"]
+    assert compiling.launches == 3  # one kernel per replay
+    for a, b in zip(results[True][0], results[False][0]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    np.testing.assert_allclose(results[True][1], results[False][1], rtol=1e-6)
+    x = np.linspace(-1, 1, 6)
+    w = np.zeros(6)
+    for i in range(6):
+        w = 0.5 * w + np.tanh(2 * x * i + 1) * x * i
+    np.testing.assert_allclose(results[True][1], w, rtol=1e-5, atol=1e-6)
+
+
+def test_shifted_views_of_one_storage_are_not_fused(compiling):
+    w = tl.tensor(np.arange(5.0), device="npcompile")
+
+    def step(x):
+        t = w[1:] * x  # reads w at offset 1 ...
+        w[:-1].add_(
+            t
+        )  # ... then writes it at offset 0: element i of one is not element i of the other
+        return t
+
+    captured = tl.jit.capture_step(step, fuse=True)
+    ref = np.arange(5.0)
+    for _ in range(5):
+        captured(tl.full((4,), 2.0, device="npcompile"))
+        ref[:-1] = ref[:-1] + 2.0 * ref[1:]
+    assert not [c for c in captured.calls if type(c).__name__ == "FusedCall"]
+    np.testing.assert_allclose(w.numpy(), ref)
