@@ -33,6 +33,8 @@ def _devices():
 
 
 DEVICES = _devices()
+MODES = [(d, False) for d in DEVICES] + [(d, True) for d in DEVICES if d == "numba"]
+"""(device, fuse): numba also replays with its elementwise compiler."""
 
 
 def _train_step(model, opt, loss_of):
@@ -46,7 +48,7 @@ def _train_step(model, opt, loss_of):
     return step
 
 
-def _compare(build, make_opt, loss_of, batches, device):
+def _compare(build, make_opt, loss_of, batches, device, fuse=False):
     """Losses of every step and final parameters, eager vs captured, must agree to TOL."""
     runs = []
     for captured in (False, True):
@@ -55,7 +57,7 @@ def _compare(build, make_opt, loss_of, batches, device):
         opt = make_opt(model)
         step = _train_step(model, opt, loss_of)
         if captured:
-            step = tl.jit.capture_step(step)
+            step = tl.jit.capture_step(step, fuse=fuse)
         losses = [step(x.to(device), y.to(device)).item() for x, y in batches]
         runs.append((losses, [p.detach().numpy().copy() for p in model.parameters()], step))
     (eager, pe, _), (capt, pc, step) = runs
@@ -95,10 +97,10 @@ OPTIMIZERS = {
 }
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("device,fuse", MODES)
 @pytest.mark.parametrize("opt", sorted(OPTIMIZERS))
-def test_mlp_captured_matches_eager(device, opt):
-    _compare(_mlp, OPTIMIZERS[opt], _ce, _mlp_batches(), device)
+def test_mlp_captured_matches_eager(device, fuse, opt):
+    _compare(_mlp, OPTIMIZERS[opt], _ce, _mlp_batches(), device, fuse)
 
 
 def test_adam_step_count_keeps_counting_through_replays():
@@ -112,8 +114,8 @@ def test_adam_step_count_keeps_counting_through_replays():
     assert opt._opt_step_count == 10
 
 
-@pytest.mark.parametrize("device", DEVICES)
-def test_mini_gpt_captured_matches_eager(project_modules, device):
+@pytest.mark.parametrize("device,fuse", MODES)
+def test_mini_gpt_captured_matches_eager(project_modules, device, fuse):
     with project_modules(ROOT / "projects" / "mini-gpt", ("model",)) as project:
         gpt = project.model
         cfg = gpt.GPTConfig(
@@ -129,6 +131,7 @@ def test_mini_gpt_captured_matches_eager(project_modules, device):
             lambda m, x, y: m(x, y)[1],
             batches,
             device,
+            fuse,
         )
 
 
