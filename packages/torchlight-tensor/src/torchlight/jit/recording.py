@@ -192,9 +192,6 @@ class Recording:
             return "live"
         return a
 
-    def storage_name(self, storage: Any) -> str:
-        k = self.created.get(id(storage))
-        return f"buffer #{k} allocated in the step" if k is not None else "a tensor from outside"
 
 
 def _describe(call: Call) -> str:
