@@ -255,3 +255,36 @@ def test_python_control_flow_that_changes_is_refused():
     captured(x, y)
     with pytest.raises(tl.jit.TraceError, match="control flow changed|changed between steps"):
         captured(x, y)
+
+
+@pytest.mark.parametrize(
+    "make_opt",
+    [
+        lambda p: tl.optim.NAdam(p, lr=1e-2),
+        lambda p: tl.optim.Adam(p, lr=1e-2, amsgrad=True),
+    ],
+    ids=["nadam", "amsgrad"],
+)
+def test_optimizer_with_host_step_arithmetic_is_refused(make_opt):
+    """Updates that turn the step count into host-built constants cannot follow the step."""
+    tl.manual_seed(0)
+    model = _mlp()
+    step = tl.jit.capture_step(_train_step(model, make_opt(model.parameters()), _ce))
+    batches = _mlp_batches()
+    step(*batches[0])
+    step(*batches[1])
+    with pytest.raises(tl.jit.TraceError, match="host data that changed between steps"):
+        step(*batches[2])
+
+
+@pytest.mark.parametrize(
+    "make_opt",
+    [
+        lambda p: tl.optim.RMSprop(p, lr=1e-2, momentum=0.5),
+        lambda p: tl.optim.Adagrad(p, lr=1e-2),
+        lambda p: tl.optim.Adadelta(p),
+    ],
+    ids=["rmsprop", "adagrad", "adadelta"],
+)
+def test_other_optimizers_captured_match_eager(make_opt):
+    _compare(_mlp, lambda m: make_opt(m.parameters()), _ce, _mlp_batches(), "cpu")
