@@ -288,3 +288,11 @@ def test_optimizer_with_host_step_arithmetic_is_refused(make_opt):
 )
 def test_other_optimizers_captured_match_eager(make_opt):
     _compare(_mlp, lambda m: make_opt(m.parameters()), _ce, _mlp_batches(), "cpu")
+
+
+def test_replaced_parameter_memory_is_not_ignored():
+    model, opt, step, batches = _captured_mlp()
+    w = model[0].weight
+    w.data = w.detach().clone()  # new memory: the capture's kernels would update the old one
+    with pytest.raises(tl.jit.TraceError, match="memory of SGD's parameters"):
+        step(*batches[5])

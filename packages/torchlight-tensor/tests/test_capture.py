@@ -397,3 +397,23 @@ def test_shifted_views_of_one_storage_are_not_fused(compiling):
         ref[:-1] = ref[:-1] + 2.0 * ref[1:]
     assert not [c for c in captured.calls if type(c).__name__ == "FusedCall"]
     np.testing.assert_allclose(w.numpy(), ref)
+
+
+def test_guard_sees_the_count_of_the_step_it_guards():
+    """A branch on a live count flips exactly when eager execution would take the other branch."""
+    state = {"t": 0}
+    w = tl.zeros(2)
+
+    def step(x):
+        t = count_up(state, "t")
+        w.add_(x * (2.0 if t > 4 else 1.0))
+        return w
+
+    captured = tl.jit.capture_step(step)
+    for _ in range(4):  # warm-up, two recordings, one replay (t = 4)
+        captured(tl.ones(2))
+    np.testing.assert_allclose(w.numpy(), 4.0)
+    with pytest.raises(TraceError, match=r"gt\(\) of the counter 't'.*was True|was False"):
+        captured(tl.ones(2))  # t would be 5: the branch changes
+    assert state["t"] == 4  # the refused replay left the count alone
+    np.testing.assert_allclose(w.numpy(), 4.0)

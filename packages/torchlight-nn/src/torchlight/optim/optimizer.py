@@ -24,6 +24,7 @@ import numpy as np
 import torchlight as tl
 from torchlight import Tensor, TorchlightError
 from torchlight.jit import capturing, count_up, guard
+from torchlight.tensor.extension import tensor_data
 
 __all__ = ["Optimizer", "OptimizerError", "required"]
 
@@ -162,8 +163,10 @@ class Optimizer:
         if closure is not None:
             with tl.enable_grad():
                 loss = closure()
-        if capturing():  # a replay must not miss a scheduler's change of lr (or any setting)
-            guard(self._hyper_parameters, f"{type(self).__name__}'s hyper-parameters")
+        if capturing():  # a replay must not miss a scheduler's change of lr, or new parameters
+            name = type(self).__name__
+            guard(self._hyper_parameters, f"{name}'s hyper-parameters")
+            guard(self._param_storages, f"the memory of {name}'s parameters (reassigned .data?)")
         with tl.no_grad():
             for group in self.param_groups:
                 self._update_group(group)
@@ -172,6 +175,9 @@ class Optimizer:
 
     def _hyper_parameters(self) -> list:
         return [{k: v for k, v in g.items() if k != "params"} for g in self.param_groups]
+
+    def _param_storages(self) -> list:
+        return [id(tensor_data(p).storage) for g in self.param_groups for p in g["params"]]
 
     def _update_group(self, group: dict) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement _update_group")

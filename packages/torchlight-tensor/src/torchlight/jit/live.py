@@ -171,7 +171,10 @@ def count_up(state: MutableMapping, key: str) -> Any:
     def increment() -> None:
         state[key] += 1
 
-    _RECORDERS[-1].host_op(increment)
+    def undo() -> None:
+        state[key] -= 1
+
+    _RECORDERS[-1].host_op(increment, undo)
     return Live(lambda: state[key], f"the counter {key!r}")
 
 
@@ -179,7 +182,8 @@ def guard(fn: Callable[[], Any], what: str) -> None:
     """Declare that a captured step is valid only while ``fn()`` keeps its current value.
 
     Outside a capture this does nothing. While capturing, ``fn()`` is evaluated now and again
-    before each replay; when the answers differ the replay raises
+    before each replay (with the host state it would see at this point of the step: earlier
+    :func:`count_up` increments applied); when the answers differ the replay raises
     :class:`~torchlight.jit.TraceError` naming ``what`` (and runs nothing). Optimizers guard their
     hyper-parameters this way, so a learning-rate scheduler cannot be silently ignored.
 

@@ -102,7 +102,7 @@ class Recording:
         self.storages: list = []  # allocation number -> storage (kept alive)
         self.host_data: dict[int, np.ndarray] = {}  # allocation number -> from_numpy's data
         self.owner: list = []  # allocation number -> the backend that allocated it
-        self.guards: list = []  # (fn, value at capture, what)
+        self.host_program: list = []  # host operations and guards, in step order
         self._depth = 0
         self._patched: list = []
 
@@ -171,13 +171,16 @@ class Recording:
         return k
 
     # --- host side (called by torchlight.jit.live) -----------------------------------------
-    def host_op(self, fn: Any) -> None:
-        """Append a host operation, repeated by every replay at this point of the step."""
+    def host_op(self, fn: Any, undo: Any) -> None:
+        """Append a host operation, repeated by every replay at this point of the step
+        (``undo()`` reverses it: guards are checked on a dry run of the host operations)."""
         self.calls.append(Call("host", fn, (), {}))
+        self.host_program.append(("op", fn, undo))
 
     def add_guard(self, fn: Any, value: Any, what: str) -> None:
-        """Require ``fn()`` to keep ``value`` for the capture to be replayed."""
-        self.guards.append((fn, value, what))
+        """Require ``fn()``, evaluated at this point of the step, to keep ``value`` for the capture
+        to be replayed."""
+        self.host_program.append(("guard", fn, value, what))
 
     # --- comparing ---------------------------------------------------------------------------
     def key(self, a: Any) -> Any:

@@ -166,7 +166,10 @@ class CapturedStep:
 
     def _install(self, rec: Recording, outputs: Any) -> None:
         self._replay = _restores(rec) + (fuse_calls(rec.calls) if self.fuse else rec.calls)
-        self._guards = rec.guards
+        last = max((i for i, e in enumerate(rec.host_program) if e[0] == "guard"), default=-1)
+        self._guards = rec.host_program[
+            : last + 1
+        ]  # host operations after the last guard: not needed
         self._outputs = outputs
         self._keep = rec
 
@@ -179,19 +182,34 @@ class CapturedStep:
                 "shapes: keep batches the same size (a DataLoader's drop_last=True), or call "
                 ".reset() to capture again"
             )
-        for fn, value, what in self._guards:
-            now = fn()
-            if now != value:
-                raise TraceError(
-                    f"{what} changed since the step was captured (was {value!r}, now {now!r}); "
-                    "the replay would use the old value. Call .reset() on the captured step "
-                    "to capture it again with the new value"
-                )
+        self._check_guards()
         for buf, t in zip(self._buffers, tensors):
             _load(buf, t)
         for call in self._replay:
             call.run()
         return _materialise(self._outputs)
+
+    def _check_guards(self) -> None:
+        """Dry-run the step's host operations, checking each guard where the step met it; the
+        host state is left as it was whatever the outcome."""
+        undo = []
+        try:
+            for entry in self._guards:
+                if entry[0] == "op":
+                    entry[1]()
+                    undo.append(entry[2])
+                    continue
+                _, fn, value, what = entry
+                now = fn()
+                if now != value:
+                    raise TraceError(
+                        f"{what} changed since the step was captured (was {_brief(value)}, now "
+                        f"{_brief(now)}); the replay would use the old value. Call .reset() on "
+                        "the captured step to capture it again with the new value"
+                    )
+        finally:
+            for fn in reversed(undo):
+                fn()
 
     def __repr__(self) -> str:
         name = getattr(self.fn, "__name__", repr(self.fn))
@@ -302,6 +320,11 @@ def _restores(rec: Recording) -> list[Call]:
         pristine = TensorData(backend.from_numpy(np.ascontiguousarray(data.reshape(-1))), (n,))
         calls.append(Call("map", backend.map, ("copy", pristine, view), {}, backend))
     return calls
+
+
+def _brief(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _signature_change(old: tuple | None, new: tuple) -> str:
