@@ -196,7 +196,6 @@ class Recording:
         return a
 
 
-
 def _describe(call: Call) -> str:
     return "a host operation" if call.name == "host" else f"backend.{call.name}"
 
