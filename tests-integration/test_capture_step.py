@@ -204,11 +204,46 @@ def test_new_batch_size_raises_and_reset_recaptures():
     assert step.state == "captured"
 
 
-def test_learning_rate_change_is_not_ignored():
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("opt", ["adam", "adamw"])
+def test_learning_rate_schedule_is_followed_by_adam(device, opt):
+    """The fused Adam update takes lr as a live number: a schedule set every step (the mini-GPT
+    training loop's warmup and cosine) and a StepLR scheduler both reach the replays."""
+    batches = _mlp_batches()
+    runs = []
+    for captured in (False, True):
+        tl.manual_seed(0)
+        model = _mlp().to(device)
+        opt_ = OPTIMIZERS[opt](model)
+        sched = tl.optim.lr_scheduler.StepLR(opt_, step_size=7, gamma=0.5)
+        step = _train_step(model, opt_, _ce)
+        if captured:
+            step = tl.jit.capture_step(step)
+        losses = []
+        for i, (x, y) in enumerate(batches):
+            for group in opt_.param_groups:
+                group["lr"] = group["lr"] * (1.0 + 0.5 * np.cos(i))  # changes every step
+            losses.append(step(x.to(device), y.to(device)).item())
+            sched.step()
+        runs.append((losses, [p.detach().numpy().copy() for p in model.parameters()]))
+    assert step.state == "captured"
+    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=TOL, atol=TOL)
+    for a, b in zip(runs[1][1], runs[0][1]):
+        np.testing.assert_allclose(a, b, rtol=TOL, atol=TOL)
+
+
+def test_learning_rate_change_is_not_ignored_by_sgd():
+    """SGD scales by lr in a host-built constant: a new lr stops the replay."""
+    model, opt, step, batches = _captured_mlp("sgd_momentum")
+    tl.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5).step()
+    with pytest.raises(tl.jit.TraceError, match=r"param_groups\[0\]\['lr'\]"):
+        step(*batches[5])
+
+
+def test_other_setting_change_is_not_ignored():
     model, opt, step, batches = _captured_mlp("adam")
-    sched = tl.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
-    sched.step()
-    with pytest.raises(tl.jit.TraceError, match="hyper-parameters changed"):
+    opt.param_groups[0]["betas"] = (0.8, 0.99)
+    with pytest.raises(tl.jit.TraceError, match="Adam's hyper-parameters changed"):
         step(*batches[5])
 
 
