@@ -331,3 +331,70 @@ def test_replaced_parameter_memory_is_not_ignored():
     w.data = w.detach().clone()  # new memory: the capture's kernels would update the old one
     with pytest.raises(tl.jit.TraceError, match="memory of SGD's parameters"):
         step(*batches[5])
+
+
+def _token_batches(num_ids=50, batch=8, length=12):
+    rng = np.random.default_rng(2)
+    out = []
+    for _ in range(STEPS):
+        lengths = rng.integers(3, length + 1, batch)
+        ids = rng.integers(1, num_ids, (batch, length))
+        ids[np.arange(length)[None, :] >= lengths[:, None]] = 0  # padding
+        label = (ids % 2).sum(1) > lengths / 2
+        out.append(((tl.tensor(ids), tl.tensor(lengths)), tl.tensor(label.astype(np.int64))))
+    return out
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind", ["mean", "cnn"])
+def test_sentiment_classifier_captured_matches_eager(project_modules, device, kind):
+    """projects/sentiment-classifier's mean-pool and TextCNN models (embedding with padding,
+    masks, conv1d, max over positions), dropout 0, Adam."""
+    with project_modules(ROOT / "projects" / "sentiment-classifier", ("model",)) as project:
+        cls = project.model.MODELS[kind]
+        batches = []
+        for (ids, lengths), y in _token_batches():
+            batches.append((ids, lengths, y))
+        runs = []
+        for captured in (False, True):
+            tl.manual_seed(0)
+            model = cls(50, dropout=0.0).to(device)
+            opt = tl.optim.Adam(model.parameters(), lr=1e-2)
+
+            def step(ids, lengths, y, model=model, opt=opt):
+                opt.zero_grad()
+                loss = nn.functional.cross_entropy(model(ids, lengths), y)
+                loss.backward()
+                opt.step()
+                return loss
+
+            if captured:
+                step = tl.jit.capture_step(step)
+            losses = [step(*(t.to(device) for t in b)).item() for b in batches]
+            runs.append((losses, [p.detach().numpy().copy() for p in model.parameters()]))
+        assert step.state == "captured"
+        np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=TOL, atol=TOL)
+        for a, b in zip(runs[1][1], runs[0][1]):
+            np.testing.assert_allclose(a, b, rtol=TOL, atol=TOL)
+
+
+def test_step_that_builds_its_batch_from_host_data_is_refused():
+    """A step that makes its tensors from numpy inside (as the translation project's loss does)
+    cannot be replayed on new data: the capture says so and how to fix it."""
+    tl.manual_seed(0)
+    model = _mlp()
+    opt = tl.optim.SGD(model.parameters(), lr=0.1)
+    batches = iter([(x.numpy(), y.numpy()) for x, y in _mlp_batches()[:3]])
+
+    def step():
+        x, y = next(batches)
+        opt.zero_grad()
+        loss = _ce(model, tl.tensor(x), tl.tensor(y))
+        loss.backward()
+        opt.step()
+        return loss
+
+    captured = tl.jit.capture_step(step, warmup=0)
+    captured()
+    with pytest.raises(tl.jit.TraceError, match="Pass it as an argument of the step"):
+        captured()

@@ -417,3 +417,11 @@ def test_guard_sees_the_count_of_the_step_it_guards():
         captured(tl.ones(2))  # t would be 5: the branch changes
     assert state["t"] == 4  # the refused replay left the count alone
     np.testing.assert_allclose(w.numpy(), 4.0)
+
+
+def test_a_changing_number_argument_is_refused_while_recording():
+    captured = tl.jit.capture_step(lambda x, i: x * 2.0)
+    captured(tl.ones(2), 0)  # warm-up: eager
+    captured(tl.ones(2), 1)  # first recording fixes the arguments
+    with pytest.raises(TraceError, match="argument 1 was captured as.*pass numbers that change"):
+        captured(tl.ones(2), 2)

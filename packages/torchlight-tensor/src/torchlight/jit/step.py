@@ -137,9 +137,7 @@ class CapturedStep:
             self._signature = sig
             self._buffers = [_buffer_like(t) for t in tensors]
         elif sig != self._signature:
-            self.reset()
-            self._eager_left = 0
-            return self._record(args, kwargs)
+            self._refuse_signature(sig)
         for buf, t in zip(self._buffers, tensors):
             _load(buf, t, index_bounds=True)
         it = iter(self._buffers)
@@ -176,18 +174,22 @@ class CapturedStep:
     def _run_replay(self, args: tuple, kwargs: dict) -> Any:
         tensors, sig = self._split(args, kwargs)
         if sig != self._signature:
-            raise TraceError(
-                f"the captured step was called with arguments that differ from the captured "
-                f"ones: {_signature_change(self._signature, sig)}. A capture replays fixed "
-                "shapes: keep batches the same size (a DataLoader's drop_last=True), or call "
-                ".reset() to capture again"
-            )
+            self._refuse_signature(sig)
         self._check_guards()
         for buf, t in zip(self._buffers, tensors):
             _load(buf, t)
         for call in self._replay:
             call.run()
         return _materialise(self._outputs)
+
+    def _refuse_signature(self, sig: tuple) -> None:
+        raise TraceError(
+            f"the captured step was called with arguments that differ from the captured ones: "
+            f"{_signature_change(self._signature, sig)}. A capture replays fixed shapes and "
+            "takes its non-tensor arguments as constants: keep batches the same size (a "
+            "DataLoader's drop_last=True), pass numbers that change as tensors, or call .reset() "
+            "to capture again"
+        )
 
     def _check_guards(self) -> None:
         """Dry-run the step's host operations, checking each guard where the step met it; the
