@@ -16,15 +16,18 @@ The calls, step by step:
   step; kernels compile);
 * the next two run eagerly while recording; they must agree (same kernels, shapes, buffers and
   constants), else :class:`~torchlight.jit.TraceError` says what changed — Python control flow,
-  a random draw, a host number that changes per step;
+  a random draw, a host number that changes per step (the call that raises has run the step
+  eagerly, unless it stopped at a host read such as ``.item()``);
 * every later call is a replay. Its tensor arguments must have the captured shapes, dtypes and
   devices, its other arguments the captured values, and every :func:`~torchlight.jit.guard` its
   captured answer; otherwise it raises :class:`~torchlight.jit.TraceError` before running
   anything (:meth:`CapturedStep.reset` captures afresh).
 
-What a replay does not do: run the step's Python code. Host state the step changes must be
-declared (:func:`~torchlight.jit.count_up` counts steps; torchlight's optimizers use it, so
-Adam's bias correction follows the step). Reading a value on the host inside the step
+What a replay does not do: run the step's Python code. Python state the step reads besides
+tensors (``model.train()``/``eval()``, flags in a closure) is frozen at capture: ``.reset()``
+after changing it. Host state the step changes must be declared
+(:func:`~torchlight.jit.count_up` counts steps; torchlight's optimizers use it, so Adam's bias
+correction follows the step). Reading a value on the host inside the step
 (``.item()``) is refused while recording. Tensors the step reads that are not arguments
 (parameters, optimizer state) are read by reference, their current values at each replay.
 Tensors returned by the step are returned as fresh copies, detached from autograd.
