@@ -425,3 +425,14 @@ def test_a_changing_number_argument_is_refused_while_recording():
     captured(tl.ones(2), 1)  # first recording fixes the arguments
     with pytest.raises(TraceError, match="argument 1 was captured as.*pass numbers that change"):
         captured(tl.ones(2), 2)
+
+
+def test_a_captured_step_inside_another_capture_is_refused():
+    w = tl.zeros(2)
+    inner = tl.jit.capture_step(lambda x: w.add_(x))
+    for _ in range(4):
+        inner(tl.ones(2))
+    outer = tl.jit.capture_step(lambda x: inner(x * 2.0))
+    outer(tl.ones(2))  # warm-up: eager, the inner replay is fine here
+    with pytest.raises(TraceError, match="inside another step that is being captured"):
+        outer(tl.ones(2))

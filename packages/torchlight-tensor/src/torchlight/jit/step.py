@@ -41,6 +41,7 @@ from typing import Any
 
 from torchlight.tensor.storage import TensorData
 
+from .live import capturing
 from .recording import Call, Recording, first_difference
 from .step_fusion import fuse_calls
 from .tape import TraceError
@@ -110,6 +111,12 @@ class CapturedStep:
 
     # --- calling -----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if capturing():
+            # its replays call kernels directly, past the outer recording: they would be lost
+            raise TraceError(
+                "a captured step was called inside another step that is being captured; "
+                "capture only the outer step (call the inner function itself there)"
+            )
         if self._keep is not None:
             return self._run_replay(args, kwargs)
         if self._eager_left > 0:
