@@ -62,11 +62,16 @@ def resolve(x: Any) -> Any:
     return x
 
 
+def _derived(label: str) -> str:
+    prefix = "a number computed from "
+    return label if label.startswith(prefix) else prefix + label
+
+
 def _binary(op: Callable, reflected: bool = False) -> Callable:
     def method(self, other):
         if reflected:
-            return Live(lambda: op(_value(other), self.value()), f"{op.__name__}")
-        return Live(lambda: op(self.value(), _value(other)), f"{op.__name__}")
+            return Live(lambda: op(_value(other), self.value()), _derived(self.label))
+        return Live(lambda: op(self.value(), _value(other)), _derived(self.label))
 
     return method
 
@@ -123,13 +128,13 @@ class Live:
     __rpow__ = _binary(operator.pow, True)
 
     def __neg__(self) -> Live:
-        return Live(lambda: -self.value(), self.label)
+        return Live(lambda: -self.value(), _derived(self.label))
 
     def __pos__(self) -> Live:
         return self
 
     def __abs__(self) -> Live:
-        return Live(lambda: abs(self.value()), self.label)
+        return Live(lambda: abs(self.value()), _derived(self.label))
 
     __float__ = _concrete(float)
     __int__ = _concrete(int)
