@@ -43,7 +43,13 @@ _REFUSED = {
 
 
 def loaded_backends() -> list:
-    """Every backend object loaded so far (``torchlight.get_backend`` caches them)."""
+    """Every backend object loaded so far (``torchlight.get_backend`` caches them).
+
+    >>> import torchlight as tl
+    >>> from torchlight.jit.recording import loaded_backends
+    >>> tl.get_backend("cpu") in loaded_backends()
+    True
+    """
     from torchlight.tensor.backend import registry
 
     return list({id(b): b for b in registry._loaded.values()}.values())
@@ -51,7 +57,17 @@ def loaded_backends() -> list:
 
 class Call:
     """One recorded backend call: ``fn(*args, **kwargs)``, ``name`` the method's name; or, with
-    ``fn`` a host callable and ``name`` ``"host"``, a host operation (``count_up``'s increment)."""
+    ``fn`` a host callable and ``name`` ``"host"``, a host operation (``count_up``'s increment).
+    Arguments that are :class:`~torchlight.jit.Live` numbers are evaluated at each :meth:`run`.
+
+    >>> from torchlight.jit.live import Live
+    >>> from torchlight.jit.recording import Call
+    >>> box, seen = {"n": 1}, []
+    >>> call = Call("host", seen.append, (Live(lambda: box["n"]),), {})
+    >>> call.run(); box["n"] = 2; call.run()
+    >>> seen
+    [1, 2]
+    """
 
     __slots__ = ("name", "fn", "args", "kwargs", "live", "backend")
 
@@ -94,7 +110,17 @@ def _snapshot(a: Any) -> Any:
 
 
 class Recording:
-    """The backend calls, allocations, host operations and guards of one eager step."""
+    """The backend calls, allocations, host operations and guards of one eager step (used as a
+    context manager around the step; see the module docstring).
+
+    >>> import torchlight as tl
+    >>> from torchlight.jit.recording import Recording
+    >>> x = tl.ones(3)
+    >>> with Recording() as rec:
+    ...     y = x * 2.0
+    >>> [c.name for c in rec.calls], len(rec.storages)  # the scalar 2.0 and y were allocated
+    (['zip'], 2)
+    """
 
     def __init__(self) -> None:
         self.calls: list[Call] = []
@@ -201,7 +227,21 @@ def _describe(call: Call) -> str:
 
 
 def first_difference(a: Recording, b: Recording) -> str | None:
-    """Why two recordings of consecutive steps are not the same program, or None when they are."""
+    """Why two recordings of consecutive steps are not the same program, or None when they are.
+
+    >>> import torchlight as tl
+    >>> from torchlight.jit.recording import Recording, first_difference
+    >>> w = tl.zeros(2)
+    >>> recs = []
+    >>> for scale in (1.0, 1.0, 3.0):
+    ...     with Recording() as rec:
+    ...         _ = w.add_(tl.ones(2) * scale)
+    ...     recs.append(rec)
+    >>> first_difference(recs[0], recs[1]) is None
+    True
+    >>> "changed between steps" in first_difference(recs[1], recs[2])
+    True
+    """
     if len(a.storages) != len(b.storages):
         return (
             "the step's Python control flow changed between calls (they allocated "

@@ -34,7 +34,10 @@ __all__ = ["fuse_calls", "FusedCall"]
 
 class FusedCall:
     """Several recorded elementwise calls issued as one compiled kernel
-    ``kernel(input_views, output_views)``; ``calls`` are the originals (for inspection)."""
+    ``kernel(input_views, output_views)``; ``calls`` are the originals and ``chain`` the
+    :class:`~torchlight.jit.fusion.ElementwiseChain` the backend compiled (for inspection).
+    A captured step with ``fuse=True`` lists them among its ``calls``:
+    ``[c for c in step.calls if isinstance(c, FusedCall)]``."""
 
     __slots__ = ("kernel", "ins", "outs", "calls", "chain", "name")
 
@@ -170,7 +173,18 @@ def _fusable(call: Any) -> tuple | None:
 
 def fuse_calls(calls: list, cache: dict | None = None) -> list:
     """``calls`` with each fusable run of consecutive elementwise calls replaced by one
-    :class:`FusedCall` (``cache`` maps ``(id(backend), chain.key)`` to compiled kernels)."""
+    :class:`FusedCall` (``cache`` maps ``(id(backend), chain.key)`` to compiled kernels). Calls
+    on a backend without the ``"compile"`` capability are returned as they are.
+
+    >>> import torchlight as tl
+    >>> from torchlight.jit.recording import Recording
+    >>> from torchlight.jit.step_fusion import fuse_calls
+    >>> x = tl.ones(4)
+    >>> with Recording() as rec:
+    ...     y = (x * 2.0 + 1.0).tanh()
+    >>> fuse_calls(rec.calls) == rec.calls  # numpy ("cpu") does not compile: unchanged
+    True
+    """
     cache = {} if cache is None else cache
     out: list = []
     run: _Run | None = None
