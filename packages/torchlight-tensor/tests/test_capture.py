@@ -436,3 +436,20 @@ def test_a_captured_step_inside_another_capture_is_refused():
     outer(tl.ones(2))  # warm-up: eager, the inner replay is fine here
     with pytest.raises(TraceError, match="inside another step that is being captured"):
         outer(tl.ones(2))
+
+
+def test_lazily_created_state_without_warmup_is_explained():
+    state = {}
+    w = tl.zeros(3)
+
+    def step(x):
+        if "buf" not in state:  # created on the first call, like an optimizer's state
+            state["buf"] = tl.zeros(3)
+        state["buf"].add_(x)
+        w.add_(state["buf"])
+        return w
+
+    captured = tl.jit.capture_step(step, warmup=0)
+    captured(tl.ones(3))
+    with pytest.raises(TraceError, match="warmup >= 1"):
+        captured(tl.ones(3))

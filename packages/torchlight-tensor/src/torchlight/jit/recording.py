@@ -245,7 +245,8 @@ def first_difference(a: Recording, b: Recording) -> str | None:
     if len(a.storages) != len(b.storages):
         return (
             "the step's Python control flow changed between calls (they allocated "
-            f"{len(a.storages)} and {len(b.storages)} tensors)"
+            f"{len(a.storages)} and {len(b.storages)} tensors), or the first of them created "
+            "state lazily (an optimizer's first step: capture with warmup >= 1)"
         )
     for i, (ca, cb) in enumerate(zip(a.calls, b.calls)):
         if ca.name != cb.name:
