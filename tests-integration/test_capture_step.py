@@ -398,3 +398,29 @@ def test_step_that_builds_its_batch_from_host_data_is_refused():
     captured()
     with pytest.raises(tl.jit.TraceError, match="Pass it as an argument of the step"):
         captured()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_on_mismatch_eager_runs_odd_batches_eagerly(device):
+    """Full batches replay, the short last batch of each epoch runs eagerly: the run still
+    matches eager training step for step."""
+    full = _mlp_batches()[:12]
+    batches = []
+    for epoch in range(3):
+        batches += full[epoch * 4 : epoch * 4 + 4]
+        x, y = full[epoch * 4]
+        batches.append((x[:5], y[:5]))  # the epoch's last, smaller batch
+    runs = []
+    for captured in (False, True):
+        tl.manual_seed(0)
+        model = _mlp().to(device)
+        opt = OPTIMIZERS["adam"](model)
+        step = _train_step(model, opt, _ce)
+        if captured:
+            step = tl.jit.capture_step(step, on_mismatch="eager")
+        losses = [step(x.to(device), y.to(device)).item() for x, y in batches]
+        runs.append((losses, [p.detach().numpy().copy() for p in model.parameters()]))
+    assert step.state == "captured"
+    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=TOL, atol=TOL)
+    for a, b in zip(runs[1][1], runs[0][1]):
+        np.testing.assert_allclose(a, b, rtol=TOL, atol=TOL)

@@ -281,6 +281,8 @@ def test_bad_uses_are_refused():
         tl.jit.capture_step(lambda x: 1.5, warmup=0)(tl.ones(2))
     with pytest.raises(TraceError, match="warmup"):
         tl.jit.capture_step(lambda x: x, warmup=-1)
+    with pytest.raises(TraceError, match="on_mismatch must be"):
+        tl.jit.capture_step(lambda x: x, on_mismatch="recapture")
 
 
 def test_decorator_forms_and_repr():

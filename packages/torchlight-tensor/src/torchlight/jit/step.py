@@ -71,9 +71,14 @@ class CapturedStep:
     ('captured', [5.0, 5.0, 5.0])
     """
 
-    def __init__(self, fn: Callable, warmup: int = 1, fuse: bool = False) -> None:
+    def __init__(
+        self, fn: Callable, warmup: int = 1, fuse: bool = False, on_mismatch: str = "error"
+    ) -> None:
         if warmup < 0:
             raise TraceError(f"warmup must be >= 0, got {warmup}")
+        if on_mismatch not in ("error", "eager"):
+            raise TraceError(f"on_mismatch must be 'error' or 'eager', got {on_mismatch!r}")
+        self.on_mismatch = on_mismatch
         self.fn = fn
         self.warmup = warmup
         self.fuse = bool(fuse)
@@ -147,7 +152,7 @@ class CapturedStep:
             self._signature = sig
             self._buffers = [_buffer_like(t) for t in tensors]
         elif sig != self._signature:
-            self._refuse_signature(sig)
+            return self._mismatch(sig, args, kwargs)
         for buf, t in zip(self._buffers, tensors):
             _load(buf, t, index_bounds=True)
         it = iter(self._buffers)
@@ -184,7 +189,7 @@ class CapturedStep:
     def _run_replay(self, args: tuple, kwargs: dict) -> Any:
         tensors, sig = self._split(args, kwargs)
         if sig != self._signature:
-            self._refuse_signature(sig)
+            return self._mismatch(sig, args, kwargs)
         self._check_guards()
         for buf, t in zip(self._buffers, tensors):
             _load(buf, t)
@@ -192,7 +197,9 @@ class CapturedStep:
             call.run()
         return _materialise(self._outputs)
 
-    def _refuse_signature(self, sig: tuple) -> None:
+    def _mismatch(self, sig: tuple, args: tuple, kwargs: dict) -> Any:
+        if self.on_mismatch == "eager":
+            return self.fn(*args, **kwargs)
         raise TraceError(
             f"the captured step was called with arguments that differ from the captured ones: "
             f"{_signature_change(self._signature, sig)}. A capture replays fixed shapes and "
@@ -228,7 +235,9 @@ class CapturedStep:
         return f"CapturedStep({name}, state={self.state!r}, calls={self.n_calls})"
 
 
-def capture_step(fn: Callable | None = None, *, warmup: int = 1, fuse: bool = False) -> Any:
+def capture_step(
+    fn: Callable | None = None, *, warmup: int = 1, fuse: bool = False, on_mismatch: str = "error"
+) -> Any:
     """Capture a whole training step (forward, backward, optimizer update) and replay it.
 
     ``fn(*tensors, ...)`` is any callable that runs one step and returns what you want back
@@ -241,7 +250,11 @@ def capture_step(fn: Callable | None = None, *, warmup: int = 1, fuse: bool = Fa
     with the ``"compile"`` capability (:mod:`torchlight.jit.step_fusion`; the first replay pays
     the compilation).
 
-    Replays need the same argument shapes; host values that change per step must be declared
+    Replays need the same argument shapes (and equal non-tensor arguments): another call raises
+    :class:`~torchlight.jit.TraceError`, or with ``on_mismatch="eager"`` runs ``fn`` eagerly
+    (say, for the last, smaller batch of an epoch) and keeps the capture for the next calls —
+    tensors the step leaves on Python objects, such as ``p.grad``, are then the eager call's
+    until the next capture. Host values that change per step must be declared
     (:func:`~torchlight.jit.count_up`, :func:`~torchlight.jit.guard`); ``.item()`` inside the
     step, random draws and data-dependent control flow are refused with a
     :class:`~torchlight.jit.TraceError`.
@@ -263,8 +276,8 @@ def capture_step(fn: Callable | None = None, *, warmup: int = 1, fuse: bool = Fa
     ('captured', True)
     """
     if fn is None:
-        return lambda f: CapturedStep(f, warmup=warmup, fuse=fuse)
-    return CapturedStep(fn, warmup=warmup, fuse=fuse)
+        return lambda f: CapturedStep(f, warmup=warmup, fuse=fuse, on_mismatch=on_mismatch)
+    return CapturedStep(fn, warmup=warmup, fuse=fuse, on_mismatch=on_mismatch)
 
 
 # --- inputs --------------------------------------------------------------------------------------
