@@ -19,6 +19,7 @@ composite form everyone else runs.
 from __future__ import annotations
 
 import torchlight as tl
+from torchlight.jit import count_up
 from torchlight.tensor.extension import adam_step_
 
 from .optimizer import Optimizer, OptimizerError, _lerp_
@@ -92,8 +93,7 @@ class Adam(Optimizer):
                 state["exp_avg_sq"] = tl.zeros_like(p)
                 if amsgrad:
                     state["max_exp_avg_sq"] = tl.zeros_like(p)
-            state["step"] += 1
-            step = state["step"]
+            step = count_up(state, "step")  # live inside a captured step (torchlight.jit)
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             if not amsgrad and adam_step_(
                 p,

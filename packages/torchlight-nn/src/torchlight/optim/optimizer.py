@@ -17,12 +17,15 @@ no entry in ``state``.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 
 import numpy as np
 
 import torchlight as tl
 from torchlight import Tensor, TorchlightError
+from torchlight.jit import Live, capturing, count_up, guard
+from torchlight.tensor.extension import tensor_data
 
 __all__ = ["Optimizer", "OptimizerError", "required"]
 
@@ -161,11 +164,27 @@ class Optimizer:
         if closure is not None:
             with tl.enable_grad():
                 loss = closure()
+        live = capturing()
+        if live:  # a replay must not miss a changed setting, or new parameters
+            name = type(self).__name__
+            guard(self._hyper_parameters, f"{name}'s hyper-parameters")
+            guard(self._param_storages, f"the memory of {name}'s parameters (reassigned .data?)")
         with tl.no_grad():
-            for group in self.param_groups:
-                self._update_group(group)
-        self._opt_step_count += 1
+            for i, group in enumerate(self.param_groups):
+                self._update_group(_live_group(group, i) if live else group)
+        count_up(self.__dict__, "_opt_step_count")
         return loss
+
+    def _hyper_parameters(self) -> list:
+        """The settings a captured step bakes in: those that are not plain numbers (numbers are
+        passed live, see ``_live_group``)."""
+        return [
+            {k: v for k, v in g.items() if k != "params" and not _plain_number(v)}
+            for g in self.param_groups
+        ]
+
+    def _param_storages(self) -> list:
+        return [id(tensor_data(p).storage) for g in self.param_groups for p in g["params"]]
 
     def _update_group(self, group: dict) -> None:
         raise NotImplementedError(f"{type(self).__name__} must implement _update_group")
@@ -188,7 +207,7 @@ class Optimizer:
                 state["step"] = 0
                 for name, start in initial.items():
                     state[name] = start(p) if callable(start) else start
-            state["step"] += 1
+            count_up(state, "step")  # a live count inside a captured step (torchlight.jit)
             yield p, grad, state
 
     # --- state dicts -----------------------------------------------------------------------
@@ -306,6 +325,22 @@ class Optimizer:
                 lines.append(f"    {key}: {group[key]}")
         lines.append(")")
         return "\n".join(lines)
+
+
+def _plain_number(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
+def _live_group(group: dict, index: int) -> dict:
+    """``group`` for an update recorded by ``torchlight.jit.capture_step``: each plain-number
+    setting (``lr``, ``weight_decay``, ``momentum``, ...) becomes a live number that a replay reads
+    from the real group, so a learning-rate schedule reaches kernels that take it as an argument
+    (the fused Adam update); where the update turns it into a constant, the capture guards it."""
+    out = dict(group)
+    for k, v in group.items():
+        if _plain_number(v):
+            out[k] = Live(functools.partial(group.__getitem__, k), f"param_groups[{index}][{k!r}]")
+    return out
 
 
 def _lerp_(t: Tensor, end: Tensor, weight: float) -> Tensor:

@@ -1,4 +1,5 @@
-"""``torchlight.jit``: trace a forward pass to an op tape, inspect it, replay it, fuse it.
+"""``torchlight.jit``: trace a forward pass to an op tape, inspect it, replay it, fuse it; capture
+a whole training step and replay its kernel calls.
 
 ::
 
@@ -20,9 +21,25 @@ evaluated once, during the trace, and the tape replays that branch forever. Rand
 while tracing (dropout masks) is replayed as a constant: trace in ``eval()`` mode. Sizes other
 than the traced ones (typically the batch) replay when the ops allow it; a shape the tape
 cannot take raises :class:`TraceError` naming the first op that disagrees.
+
+**Whole-step capture.** :func:`capture_step` wraps a training step (forward, ``backward()``,
+``optimizer.step()``); after one eager warm-up call and two eager recording calls, every call
+copies the new batch into the captured input buffers and re-issues the recorded backend calls —
+no autograd graph, no module code, no allocation::
+
+    step = tl.jit.capture_step(train_step)   # or @tl.jit.capture_step on the definition
+    for x, y in loader:
+        loss = step(x, y)
+
+Replays need the captured argument shapes; Python numbers that change per step must be declared
+(:func:`count_up` makes a step counter :class:`Live`; :func:`guard` stops replays when a setting
+changes — torchlight's optimizers do both). ``.item()`` inside the step, random draws and
+changing control flow are refused with :class:`TraceError`. See :mod:`torchlight.jit.step`.
 """
 
 from .fusion import ElementwiseChain, get_compiler
+from .live import Live, capturing, count_up, guard
+from .step import CapturedStep, capture_step
 from .tape import GraphTape, Node, Slot, TraceError, Value
 from .trace import trace
 
@@ -35,4 +52,10 @@ __all__ = [
     "Slot",
     "ElementwiseChain",
     "get_compiler",
+    "capture_step",
+    "CapturedStep",
+    "count_up",
+    "guard",
+    "capturing",
+    "Live",
 ]
