@@ -5,12 +5,14 @@ Run: ``python tests-integration/benchmarks/profile_gpt_memory.py [--device cpu|n
 and batch are ``bench_memory.py``'s (``bench_backends.py``'s GPT step). After one warm-up step,
 one more forward pass builds the graph, and the buffers it holds are counted:
 
-* torchlight: the graph is walked from the loss through every ``History`` (the record each
-  computed tensor keeps of the function, its context and its inputs). Each numpy buffer (a view
-  counts as its base array) that is not a parameter is counted once, as **saved** when some
-  context holds it for backward (``save_for_backward`` or a context attribute) and as **held
-  only as an input** when nothing but a ``History.inputs`` reference keeps it: a buffer that
-  backward never reads, which PyTorch frees as soon as the forward pass moves on.
+* torchlight: the graph is walked from the loss through every ``History`` (the node each
+  computed tensor keeps: the function, its context, and its inputs, which are leaves or the
+  nodes of computed inputs). Each numpy buffer (a view counts as its base array) that is not a
+  parameter is counted once, as **saved** when some context holds it for backward
+  (``save_for_backward`` or a context attribute) and as **held only as an input** when nothing
+  but a ``History.inputs`` reference keeps it (a leaf that is not a parameter, such as the
+  batch): a buffer that backward never reads. Before the graph linked nodes instead of tensors,
+  every intermediate was held this way.
 * PyTorch (when importable): the bytes of every distinct non-parameter storage passed to
   ``torch.autograd.graph.saved_tensors_hooks`` during the same forward pass, i.e. all PyTorch
   keeps for backward.
@@ -90,32 +92,41 @@ def graph_buffers(root, parameters=()) -> dict:
 
     skip = {id(b) for p in parameters for b in buffers_in(p)}
     skip.update(id(b) for b in buffers_in(root))
-    nodes, seen, stack = [], set(), [root]
+    nodes, seen, stack = [], set(), [root]  # tensors (the root, leaves) and History nodes
     while stack:
-        t = stack.pop()
-        if id(t) not in seen:
-            seen.add(id(t))
-            nodes.append(t)
-            if t._history is not None:
-                stack.extend(x for x in t._history.inputs if isinstance(x, tl.Tensor))
+        v = stack.pop()
+        if id(v) not in seen:
+            seen.add(id(v))
+            nodes.append(v)
+            if v._history is not None:
+                stack.extend(
+                    x for x in v._history.inputs if isinstance(x, (tl.Tensor, tl.autograd.History))
+                )
     found: dict[int, Buffer] = {}
     for t in nodes:  # first every tensor of the graph, so a buffer is named after its tensor
-        producer = "leaf" if t._history is None else op_name(t._history)
-        for b in buffers_in(t):
-            if id(b) not in skip and id(b) not in found:
-                found[id(b)] = Buffer(b.nbytes, producer, tuple(t.shape))
-    for t in nodes:  # then what the contexts keep
-        hist = t._history
+        if isinstance(t, tl.Tensor):
+            producer = "leaf" if t._history is None else op_name(t._history)
+            for b in buffers_in(t):
+                if id(b) not in skip and id(b) not in found:
+                    found[id(b)] = Buffer(b.nbytes, producer, tuple(t.shape))
+    for v in nodes:  # then what the contexts keep, named after the tensor that holds it
+        hist = v._history
         if hist is None:
             continue
         kept = list(hist.ctx._saved)
-        kept += [v for k, v in vars(hist.ctx).items() if k not in CONTEXT_OWN]
-        for b in buffers_in(kept):
-            if id(b) in skip:
-                continue
-            if id(b) not in found:  # not a tensor of the graph: an array the op made and kept
-                found[id(b)] = Buffer(b.nbytes, f"{op_name(hist)} (own array)", b.shape)
-            found[id(b)].saved = True
+        kept += [x for k, x in vars(hist.ctx).items() if k not in CONTEXT_OWN]
+        for item in kept:
+            if isinstance(item, tl.Tensor):
+                made_by = "leaf" if item._history is None else op_name(item._history)
+                name, shape = made_by, tuple(item.shape)
+            else:  # an array the op made and kept
+                name, shape = f"{op_name(hist)} (own array)", None
+            for b in buffers_in(item):
+                if id(b) in skip:
+                    continue
+                if id(b) not in found:
+                    found[id(b)] = Buffer(b.nbytes, name, shape or b.shape)
+                found[id(b)].saved = True
     return found
 
 
