@@ -847,6 +847,15 @@ def test_tril_triu(shape, layout, diagonal, seed):
     assert_close(tl.tril(x), np.tril(a))
 
 
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_tril_triu_keep_the_dtype(dtype):
+    """As numpy and PyTorch: an int or bool matrix stays int or bool (zero is 0 or False)."""
+    a = (np.arange(12).reshape(3, 4) % 3).astype(dtype)
+    x = tl.tensor(a)
+    for got, want in ((x.tril(), np.tril(a)), (tl.triu(x, 1), np.triu(a, 1))):
+        assert got.dtype == x.dtype and got.tolist() == want.tolist()
+
+
 @given(shape=shapes(1, 3, 1, 3), layout=layouts, seed=seeds, data=st.data())
 def test_pad_constant(shape, layout, seed, data):
     a, x = Maker(seed).build(shape, layout)

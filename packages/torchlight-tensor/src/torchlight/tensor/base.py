@@ -9,17 +9,17 @@ A new tensor takes its class from a tensor it is made *like* (an operand of the 
 tensor whose method made it), as in PyTorch: an op on an instance of a user's subclass of
 ``Tensor`` returns that subclass. A subclass that wants plain results (``nn.Parameter``: only
 the leaf is a parameter) names the class in ``_results_as``; the factories pass ``Tensor``.
+:func:`torchlight.tensor.dispatch.result_class` applies the rule.
 
 >>> import torchlight as tl
->>> from torchlight.tensor.base import TensorBase, result_class
->>> x = tl.ones(2)
->>> isinstance(x, TensorBase), result_class(x) is tl.Tensor
-(True, True)
+>>> from torchlight.tensor.base import TensorBase
+>>> isinstance(tl.ones(2), TensorBase)
+True
 """
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["TensorBase", "result_class", "STATE"]
+__all__ = ["TensorBase", "STATE"]
 
 STATE = (
     "_td",
@@ -70,10 +70,3 @@ class TensorBase(_Slots):
     # The class of tensors that ops on instances of this class return (None: this class). No
     # annotation here (see _Slots): it would give every tensor class an ``__annotations__``.
     _results_as = None  # type: type | None
-
-
-def result_class(like: Any) -> type:
-    """The class of a tensor made like ``like`` (a tensor or a tensor class): ``like``'s class
-    unless that class names another in ``_results_as``."""
-    cls: Any = like if isinstance(like, type) else type(like)
-    return cls._results_as or cls

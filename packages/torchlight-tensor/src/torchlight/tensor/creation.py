@@ -3,7 +3,7 @@ methods (``new_zeros``, ``Tensor(data)``) share.
 
 Each function takes a backend object (not a device name: resolving ``device=`` is the public
 factories' job) and ``like``, the tensor or tensor class whose class the new tensor gets (see
-:func:`~torchlight.tensor.base.result_class`), so this module sits below ``tensor.py`` and never
+:func:`~torchlight.tensor.dispatch.result_class`), so this module sits below ``tensor.py`` and never
 names the public class. Data is built on the host with numpy and handed to the backend once;
 a backend with the ``fill`` capability writes constant tensors in place instead.
 

@@ -16,7 +16,6 @@ import numpy as np
 
 from .backend.protocol import HOST_MEMORY, host_memory
 from .backend.registry import get_backend
-from .base import result_class
 from .errors import BackendError, DTypeError, OutOfMemoryError, ShapeError, TensorIndexError
 from .indexing import contiguous_strides, shape_broadcast
 from .storage import TensorData
@@ -26,6 +25,7 @@ if TYPE_CHECKING:  # types only: at run time this module never names the public 
     from .tensor import Tensor as _Tensor
 
 __all__ = [
+    "result_class",
     "wrap",
     "alloc",
     "view_of",
@@ -50,9 +50,21 @@ __all__ = [
 ]
 
 
+def result_class(like: Any) -> type:
+    """The class of a tensor made like ``like`` (a tensor or a tensor class): ``like``'s class
+    unless that class names another in ``_results_as`` (see :mod:`~torchlight.tensor.base`).
+
+    >>> import torchlight as tl
+    >>> result_class(tl.ones(2)) is tl.Tensor
+    True
+    """
+    cls: Any = like if isinstance(like, type) else type(like)
+    return cls._results_as or cls
+
+
 def wrap(td: TensorData, backend: Any, dtype: DType, like: Any) -> _Tensor:
     """A fresh leaf tensor around ``td`` (no history, its own version counter), of the class of
-    a tensor made like ``like`` (a tensor or a tensor class, see :func:`~.base.result_class`)."""
+    a tensor made like ``like`` (a tensor or a tensor class, see :func:`result_class`)."""
     cls: Any = result_class(like)
     t = cls.__new__(cls)
     t._td = td

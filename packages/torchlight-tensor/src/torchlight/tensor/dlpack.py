@@ -97,7 +97,7 @@ def device_of(t):
 
 def import_dlpack(ext_tensor, device, copy, like):
     """:func:`torchlight.from_dlpack`'s work: a tensor of ``like``'s class (see
-    :func:`~torchlight.tensor.base.result_class`) on the memory of ``ext_tensor``."""
+    :func:`~torchlight.tensor.dispatch.result_class`) on the memory of ``ext_tensor``."""
     if not hasattr(ext_tensor, "__dlpack__"):
         raise TypeError(
             f"from_dlpack expects an object with __dlpack__ (a numpy array, a PyTorch, JAX or CuPy "

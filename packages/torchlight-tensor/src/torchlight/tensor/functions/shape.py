@@ -399,7 +399,7 @@ def tril(x, diagonal=0):
     """
     if x.ndim < 2:
         raise ShapeError(f"tril: expected a tensor with at least 2 dims, got shape {x.shape}")
-    return x.where(_tri_mask(x, diagonal, True), 0.0)
+    return x.where(_tri_mask(x, diagonal, True), x.new_zeros(()))
 
 
 def triu(x, diagonal=0):
@@ -413,7 +413,7 @@ def triu(x, diagonal=0):
     """
     if x.ndim < 2:
         raise ShapeError(f"triu: expected a tensor with at least 2 dims, got shape {x.shape}")
-    return x.where(_tri_mask(x, diagonal, False), 0.0)
+    return x.where(_tri_mask(x, diagonal, False), x.new_zeros(()))
 
 
 class Pad(Function):
