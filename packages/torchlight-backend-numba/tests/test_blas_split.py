@@ -8,6 +8,7 @@ import pytest
 
 import torchlight as tl
 from torchlight.backends.numba import _blas
+from torchlight.backends.numba import backend as numba_backend
 from torchlight.tensor.backend.registry import get_backend
 
 
@@ -120,6 +121,7 @@ def test_without_scipy_matmul_falls_back_to_numpy_with_a_warning(monkeypatch):
 
     monkeypatch.setattr(_blas, "_GEMM", {})
     monkeypatch.setattr(_blas, "_load", missing)
+    monkeypatch.setattr(numba_backend, "_THREADED_GEMM_MIN", 0)  # small products ask for BLAS too
     rng = np.random.default_rng(3)
     x, y = rng.standard_normal((40, 30)), rng.standard_normal((30, 20))
     with pytest.warns(RuntimeWarning, match="fall back to np.matmul"):

@@ -148,3 +148,28 @@ def test_the_table_prints():
         check=True,
     )
     assert run.stdout.strip() == text
+
+
+def test_remembered_routes_give_the_same_answers_and_tiled_plans_are_made_per_call():
+    """``route`` remembers a decision per call signature, except for kernels whose plan holds
+    the operands' memory (``_tiled``): a second call with other tensors of the same layout must
+    compute with *those* tensors. A stale tiled plan would add the first bias again."""
+    n = routing.TILE_ZIP_MIN // 256 + 3
+    for _ in range(2):  # the second round runs on remembered routes
+        a, b1, b2 = f32(n, 256), f32(256), f32(256)
+        assert explain("add", nb(a), nb(b1)) == "_tiled.zip_tiles"
+        np.testing.assert_array_equal((nb(a) + nb(b1)).numpy(), a + b1)
+        np.testing.assert_array_equal((nb(a) + nb(b2)).numpy(), a + b2)
+        x, y = f32(64, 784), f32(64, 784)
+        np.testing.assert_array_equal((nb(x) * nb(y)).numpy(), x * y)
+        np.testing.assert_allclose(nb(x).sum(0).numpy(), x.sum(0), rtol=1e-5, atol=1e-4)
+    assert routing._ROUTES
+    assert not any(hit[0].startswith("_tiled.") for hit in routing._ROUTES.values())
+
+
+def test_small_sums_over_rows_run_numpys_reduce_and_large_ones_the_numba_kernel():
+    rows = routing.COLS_NUMBA_MIN // 512
+    assert explain("sum", nb(f32(rows - 1, 512)), dim=0) == "numpy.reduce"
+    assert explain("sum", nb(f32(rows, 512)), dim=0) == "_reduce.reduce_cols"
+    x = f32(rows - 1, 512)
+    np.testing.assert_allclose(nb(x).sum(0).numpy(), x.sum(0), rtol=1e-5, atol=1e-3)

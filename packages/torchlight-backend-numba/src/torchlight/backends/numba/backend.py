@@ -17,6 +17,7 @@ import os
 
 import numpy as np
 
+import numba
 from torchlight.tensor.backend.bounds import new_flag, raise_if_flagged
 from torchlight.tensor.backend.numpy import NumpyBackend, as_array
 from torchlight.tensor.backend.protocol import API_VERSION
@@ -43,6 +44,11 @@ _RED = {"sum": R.SUM, "prod": R.PROD, "max": R.MAX, "min": R.MIN}
 _COMBINE = {R.SUM: np.sum, R.PROD: np.prod, R.MAX: np.max, R.MIN: np.min}  # partial results
 _CHUNKS = 64  # row chunks of the cross-entropy kernel: scratch per chunk, enough to balance threads
 _TINY_MATMUL = 4096  # n*k*m below which the JIT loop beats np.matmul's call overhead
+#: multiply-adds from which BLAS calls on numba's threads (one block of rows each) beat one BLAS
+#: call from numpy, measured with 2 threads: 64x256 @ 256x256 (4.2M) at parity, 64x784 @ 784x256
+#: 0.75x, 64x256 @ 256x10 2.2x slower (the thread pool's ~6 us). With one thread numpy's single
+#: call was always faster (1.1-2.1x on an MLP's matmuls), so it then takes every product.
+_THREADED_GEMM_MIN = 1 << 22
 
 
 def _mat(v):
@@ -74,6 +80,10 @@ def _numpy(bk, op, v, out, plan):
         bk._np.map(op, v[0], out)
     else:
         bk._np.zip(op, v[0], v[1], out)
+
+
+def _numpy_reduce(bk, op, v, out, geo):
+    bk._np.reduce(op, v[0], geo.dims, out)
 
 
 def _map32(bk, op, v, out, code):
@@ -215,6 +225,7 @@ def _reduce_any(bk, op, v, out, g):
 _LAUNCH = {
     "np.copyto": _copyto,
     "numpy": _numpy,
+    "numpy.reduce": _numpy_reduce,
     "_flat32.map32": _map32,
     "_flat32.zip32": _zip32,
     "_tiled.zip_tiles": _zip_tiles,
@@ -357,7 +368,12 @@ class NumbaBackend:
             and nbatch * n * k * m >= _TINY_MATMUL
             and a.storage.dtype == dtype == b.storage.dtype
         ):
-            if B.gemm_for(dtype) is not None:
+            work = nbatch * n * k * m
+            if (
+                work >= _THREADED_GEMM_MIN
+                and B.gemm_for(dtype) is not None
+                and numba.get_num_threads() > 1
+            ):
                 B.gemm(a, b, out, nbatch, n, k, m)  # BLAS from numba's threads
             else:
                 self._np.matmul(a, b, out)
