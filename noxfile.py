@@ -432,11 +432,26 @@ def install_check(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """ruff (lint and format) and mypy, configured in the root pyproject.toml (mypy: the public
-    packages' src)."""
+    packages' src); and no function of a backend above cyclomatic complexity 15 (routing
+    belongs in the backends' tables, not in branches)."""
     session.install("ruff", "mypy", "numpy")
     session.run("ruff", "check", *(session.posargs or ["."]))
     session.run("ruff", "format", "--check", *(session.posargs or ["."]))
     session.run("mypy")
+    if not session.posargs:
+        backends = [
+            str(p.relative_to(ROOT)) for p in sorted(PACKAGES.glob("torchlight-backend-*/src"))
+        ]
+        backends += ["packages/torchlight-tensor/src/torchlight/tensor/backend"]
+        session.run(
+            "ruff",
+            "check",
+            "--select",
+            "C901",
+            "--config",
+            "lint.mccabe.max-complexity=15",
+            *backends,
+        )
 
 
 @nox.session
