@@ -55,6 +55,7 @@ def result_class(like: Any) -> type:
     unless that class names another in ``_results_as`` (see :mod:`~torchlight.tensor.base`).
 
     >>> import torchlight as tl
+    >>> from torchlight.tensor.dispatch import result_class
     >>> result_class(tl.ones(2)) is tl.Tensor
     True
     """

@@ -199,13 +199,13 @@ class Mul(Function):
     def forward(ctx, a, b):
         # each gradient needs only the other operand: ``x * 0.5`` keeps no copy of x alive
         need_a, need_b = ctx.needs_input_grad or (True, True)  # () when a tape replays
-        ctx.save_for_backward(b if need_a else None, a if need_b else None)
+        ctx.save_for_backward(a if need_b else None, b if need_a else None)
         ctx.shapes = (a.shape, b.shape)
         return zip_op("mul", a, b)
 
     @staticmethod
     def backward(ctx, g):
-        b, a = ctx.saved_tensors
+        a, b = ctx.saved_tensors
         sa, sb = ctx.shapes
         ga = sum_to(g * b, sa) if ctx.needs_input_grad[0] else None
         gb = sum_to(g * a, sb) if ctx.needs_input_grad[1] else None
