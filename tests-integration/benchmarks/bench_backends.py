@@ -45,6 +45,9 @@ from threadpoolctl import threadpool_limits  # noqa: E402
 
 import torchlight as tl  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_gpt  # noqa: E402
+
 try:
     import torch
 except ImportError:  # torch is optional
@@ -204,16 +207,7 @@ def mlp_step(dev=None, use_torch=False, batch=128):
 
 def gpt_step(dev):
     """One AdamW step of the mini-GPT (vocab 65, 4 layers, 4 heads, width 128, context 64, batch 32)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "projects" / "mini-gpt"))
-    from model import GPT, GPTConfig  # noqa: PLC0415
-
-    tl.manual_seed(0)
-    cfg = GPTConfig(vocab_size=65, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0)
-    model = GPT(cfg).to(dev)
-    opt = tl.optim.AdamW(model.parameters(), lr=3e-4)
-    rng = np.random.default_rng(0)
-    idx = tl.tensor(rng.integers(0, 65, size=(32, 64)), device=dev)
-    tgt = tl.tensor(rng.integers(0, 65, size=(32, 64)), device=dev)
+    model, opt, idx, tgt = bench_gpt.build(dev)
 
     def step():
         out = model(idx, tgt)

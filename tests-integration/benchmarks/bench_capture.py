@@ -23,6 +23,9 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "projects" / "mini-gpt"))
+sys.path.insert(0, str(HERE))
+
+import bench_gpt  # noqa: E402
 
 
 def parse():
@@ -62,17 +65,7 @@ def _mlp_case(dev, opt_name):
 
 
 def _gpt_case(dev):
-    from model import GPT, GPTConfig
-
-    import torchlight as tl
-
-    tl.manual_seed(0)
-    cfg = GPTConfig(vocab_size=65, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0)
-    model = GPT(cfg).to(dev)
-    opt = tl.optim.AdamW(model.parameters(), lr=3e-4)
-    rng = np.random.default_rng(0)
-    idx = tl.tensor(rng.integers(0, 65, size=(32, 64)), device=dev)
-    tgt = tl.tensor(rng.integers(0, 65, size=(32, 64)), device=dev)
+    model, opt, idx, tgt = bench_gpt.build(dev)
 
     def step(idx, tgt):
         opt.zero_grad()

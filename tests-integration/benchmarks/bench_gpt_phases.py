@@ -15,11 +15,11 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1] / "projects" / "mini-gpt"))
+
+import bench_gpt  # noqa: E402
 
 
 def parse():
@@ -52,21 +52,10 @@ def phases(forward, backward, step, n):
 
 
 def torchlight_phases(dev, n, composite_adam):
-    from model import GPT, GPTConfig
-
-    import torchlight as tl
-
-    tl.manual_seed(0)
-    model = GPT(
-        GPTConfig(vocab_size=65, block_size=64, n_layer=4, n_head=4, n_embd=128, dropout=0.0)
-    ).to(dev)
-    opt = tl.optim.AdamW(model.parameters(), lr=3e-4)
+    model, opt, idx, tgt = bench_gpt.build(dev)
     if composite_adam:
         be = type(next(iter(model.parameters())).backend)
         be.capabilities = be.capabilities - {"adam"}
-    rng = np.random.default_rng(0)
-    idx = tl.tensor(rng.integers(0, 65, size=(32, 64)), device=dev)
-    tgt = tl.tensor(rng.integers(0, 65, size=(32, 64)), device=dev)
 
     def backward(loss):
         opt.zero_grad()

@@ -40,24 +40,17 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-MINI_GPT = HERE.parents[1] / "projects" / "mini-gpt"
+sys.path.insert(0, str(HERE))
+
+import bench_gpt  # noqa: E402
+
+MINI_GPT = bench_gpt.MINI_GPT
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 FRAMEWORKS = ("numpy", "numba", "torch")
 HEADINGS = {"numpy": "torchlight-numpy", "numba": "torchlight-numba", "torch": "PyTorch"}
 TORCHLIGHT_DEVICE = {"numpy": "cpu", "numba": "numba"}
-#: bench_backends.py's GPT step
-MODEL = dict(
-    vocab_size=65,
-    block_size=64,
-    n_layer=4,
-    n_head=4,
-    n_embd=128,
-    dropout=0.0,
-    bias=True,
-    tie_weights=True,
-    gelu="tanh",
-)
-BATCH = 32
+#: the benchmark GPT (bench_gpt.py), shared with bench_backends.py and bench_gpt_phases.py
+MODEL, BATCH = bench_gpt.MODEL, bench_gpt.BATCH
 #: the issue's bar: torchlight's step memory at most this many times PyTorch's
 BAR = 1.2
 KIB = 1024
@@ -154,21 +147,8 @@ def reset_peak() -> bool:
 
 
 def build_torchlight(device: str):
-    """model.py's GPT on ``device``, its AdamW and a batch, as ``bench_backends.gpt_step``."""
-    import numpy as np  # noqa: PLC0415
-
-    sys.path.insert(0, str(MINI_GPT))
-    from model import GPT, GPTConfig  # noqa: PLC0415
-
-    import torchlight as tl  # noqa: PLC0415
-
-    tl.manual_seed(0)
-    model = GPT(GPTConfig(**MODEL)).to(device)
-    opt = tl.optim.AdamW(model.parameters(), lr=3e-4)
-    rng = np.random.default_rng(0)
-    shape = (BATCH, MODEL["block_size"])
-    idx = tl.tensor(rng.integers(0, MODEL["vocab_size"], size=shape), device=device)
-    tgt = tl.tensor(rng.integers(0, MODEL["vocab_size"], size=shape), device=device)
+    """model.py's GPT on ``device``, its AdamW and a batch: ``bench_gpt.build``."""
+    model, opt, idx, tgt = bench_gpt.build(device)
     return (lambda: model(idx, tgt)[1]), opt
 
 
@@ -182,7 +162,7 @@ def build_torch():
 
     torch.manual_seed(0)
     model = GPT(MODEL)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4)
+    opt = torch.optim.AdamW(model.parameters(), lr=bench_gpt.LR)
     rng = np.random.default_rng(0)
     shape = (BATCH, MODEL["block_size"])
     idx = torch.from_numpy(rng.integers(0, MODEL["vocab_size"], size=shape))
