@@ -2,8 +2,8 @@
 
 A variable needs ``requires_grad``, ``_history`` (``None`` for leaves), ``accumulate_grad(g)``,
 support for weak references (the graph links computed variables through their ``History``,
-which remembers the variable weakly), and gradients that support ``+``. ``torchlight.Tensor`` and the micrograd-style :class:`Scalar`
-both implement it; the engine never imports numpy.
+which remembers the variable weakly), and gradients that support ``+``. ``torchlight.Tensor``
+and the micrograd-style :class:`Scalar` both implement it; the engine never imports numpy.
 """
 
 from .engine import backward, topological_order

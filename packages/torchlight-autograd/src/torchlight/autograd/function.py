@@ -16,7 +16,9 @@ A differentiable operation is a pair of static methods::
 gradient, attaches a :class:`History` to the output: the function, its context and its inputs.
 Those links are the edges of the dynamic graph that :mod:`torchlight.autograd.engine` walks
 backwards. The engine is generic: a *variable* only needs the attributes ``requires_grad`` and
-``_history``, a method ``accumulate_grad(g)`` for leaves, and gradients that support ``+``.
+``_history``, a method ``accumulate_grad(g)`` for leaves, weak references, and gradients that
+support ``+``. A computed input is linked through its ``History`` (the graph's node for it), so
+the graph holds only what ``forward`` saved.
 """
 
 import weakref

@@ -21,16 +21,20 @@ reorganised without breaking them. Everything here keeps its signature within an
 >>> t = tl.ones(3)
 >>> host_memory(t.backend)
 True
->>> u = wrap(tensor_data(t), t.backend, t.dtype, t)  # a second tensor on the same memory
+>>> u = wrap(tensor_data(t), t.backend, t.dtype)  # a second tensor on the same memory
 >>> u.add_(1.0).tolist(), t.tolist()
 ([2.0, 2.0, 2.0], [2.0, 2.0, 2.0])
 """
 
+from typing import Any
+
+from . import dispatch
 from .backend.protocol import host_memory
-from .dispatch import alloc, index_range, set_index_range, wrap
+from .dispatch import index_range, set_index_range
 from .functions.activation import cross_entropy_rows
 from .functions.updates import adam_step_
 from .storage import TensorData
+from .tensor import Tensor
 
 __all__ = [
     "TensorData",
@@ -43,6 +47,19 @@ __all__ = [
     "cross_entropy_rows",
     "adam_step_",
 ]
+
+
+def wrap(td: TensorData, backend: Any, dtype: Any, like: Any = None) -> Tensor:
+    """A fresh leaf tensor around the view ``td`` on ``backend`` (no history, its own version
+    counter): a :class:`~torchlight.Tensor`, or of the class a tensor made like ``like`` gets
+    (see :func:`torchlight.tensor.dispatch.result_class`)."""
+    return dispatch.wrap(td, backend, dtype, Tensor if like is None else like)
+
+
+def alloc(shape: tuple[int, ...], dtype: Any, backend: Any, like: Any = None) -> Tensor:
+    """An uninitialised contiguous tensor of ``shape`` on ``backend`` (a
+    :class:`~torchlight.Tensor` unless ``like`` says otherwise, as in :func:`wrap`)."""
+    return dispatch.alloc(shape, dtype, backend, Tensor if like is None else like)
 
 
 def tensor_data(t) -> TensorData:
