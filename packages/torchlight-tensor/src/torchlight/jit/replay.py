@@ -1,4 +1,5 @@
-"""Replaying a tape: each node's ``fn.forward(Context(), *args)`` with tensors substituted.
+"""Replaying a tape: each node's ``fn.forward(ctx, *args)`` with tensors substituted (``ctx`` a
+fresh ``Context`` in which no input needs a gradient).
 
 A replay builds no autograd graph (it runs with grad mode off and calls ``forward`` directly,
 not ``apply``). Parameters and constants are read from the referenced tensor objects at replay
@@ -258,7 +259,7 @@ def run_node(node, vals, sizes):
             args = adapt(tuple(args), sizes, node)
     try:
         if Function.nesting.depth:
-            out = node.fn.forward(Context(), *args, **kwargs)
+            out = node.fn.forward(Context((False,) * len(args)), *args, **kwargs)
         else:  # replayed while an outer trace records: go through apply so it sees the ops
             out = node.fn.apply(*args, **kwargs)
     except TraceError:

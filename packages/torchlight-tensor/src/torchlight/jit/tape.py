@@ -13,7 +13,7 @@ A tape holds *values* and *nodes*. Every value has a slot number:
 A node is one top-level ``Function.apply``: the Function class, its arguments with every tensor
 replaced by a :class:`Slot` (constant arguments such as dims, shapes and op names kept as they
 were), and the traced output shape and dtype. Replaying a node calls
-``fn.forward(Context(), *args)`` with the slots filled in (see :mod:`torchlight.jit.replay`).
+``fn.forward(ctx, *args)`` (a fresh ``Context``) with the slots filled in (see :mod:`torchlight.jit.replay`).
 
 What a tape does **not** capture: Python control flow that depends on tensor values (a tape
 replays the branch it saw), Python numbers computed from tensors or shapes (``x.shape[0]`` in an

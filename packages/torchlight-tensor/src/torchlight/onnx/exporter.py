@@ -254,7 +254,8 @@ def _evaluate(node, known):
         return a
 
     with no_grad():
-        return node.fn.forward(Context(), *(fill(a) for a in node.args))
+        args = [fill(a) for a in node.args]
+        return node.fn.forward(Context((False,) * len(args)), *args)
 
 
 def _live(nodes, outputs):

@@ -198,7 +198,7 @@ class Mul(Function):
     @staticmethod
     def forward(ctx, a, b):
         # each gradient needs only the other operand: ``x * 0.5`` keeps no copy of x alive
-        need_a, need_b = ctx.needs_input_grad or (True, True)  # () when a tape replays
+        need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b if need_a else None)
         ctx.shapes = (a.shape, b.shape)
         return zip_op("mul", a, b)
@@ -218,8 +218,7 @@ class Div(Function):
     @staticmethod
     def forward(ctx, a, b):
         # a is needed only for b's gradient: ``x / 8`` keeps no copy of x alive
-        need_b = (ctx.needs_input_grad or (True, True))[1]  # () when a tape replays
-        ctx.save_for_backward(a if need_b else None, b)
+        ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
         ctx.shapes = (a.shape, b.shape)
         return zip_op("div", a, b)
 
