@@ -235,6 +235,9 @@ def _abort_world(MPI, code: int) -> None:
     _flush()
     time.sleep(_ABORT_GRACE)
     MPI.COMM_WORLD.Abort(code)
+    # MPI_Abort should not return, but under load it was seen to (the rank went on into the
+    # next collective): this rank must not run another line of the program
+    os._exit(code)
 
 
 # --- faults ---------------------------------------------------------------------------------
