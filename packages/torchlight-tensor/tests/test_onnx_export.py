@@ -189,6 +189,25 @@ def test_parameters_become_named_initializers_and_weight_transposes_are_folded()
     assert [n.op_type for n in unfolded.graph.node] == ["Transpose", "MatMul", "Identity"]
 
 
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_becomes_one_gemm(bias):
+    from torchlight.tensor.extension import linear
+
+    w, b = _f(4, 3), (_f(4) if bias else None)
+
+    def fn(x, x3):
+        return linear(x, w, b), linear(x3, w, b)  # 3-D input: rows folded around one Gemm
+
+    proto = _run(
+        fn,
+        [_f(5, 3), _f(2, 5, 3)],
+        [_f(6, 3), _f(3, 5, 3)],
+        input_names=["x", "x3"],
+        dynamic_axes={"x": [0], "x3": [0]},
+    )
+    assert [n.op_type for n in proto.graph.node].count("Gemm") == 2
+
+
 def test_dynamic_axes_accept_other_sizes():
     def fn(x, ids):
         h = (x.reshape(-1, 4) * 2).reshape(x.shape[0], 3, 4)  # (B, 3, 4) -> (B·3, 4) -> back
@@ -276,6 +295,7 @@ def test_every_table_entry_is_exercised_by_these_tests():
         "Maximum",
         "Minimum",
         "MatMul",
+        "Linear",
         "Compare",
         "Unary",
         "MapNoGrad",

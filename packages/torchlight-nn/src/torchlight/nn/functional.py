@@ -10,6 +10,7 @@ import math
 
 import torchlight as tl
 from torchlight import Tensor
+from torchlight.tensor.extension import linear as _linear
 
 from .conv import conv1d, conv2d
 from .loss import (
@@ -134,13 +135,7 @@ def linear(input, weight, bias=None):
             f"linear: input has {input.shape[-1]} features (shape {input.shape}), the weight expects "
             f"{weight.shape[-1]} (weight shape {weight.shape})"
         )
-    if input.ndim > 2:
-        lead = input.shape[:-1]
-        y = input.reshape(-1, input.shape[-1]) @ weight.T
-        y = y.reshape(lead + (weight.shape[0],))
-    else:
-        y = input @ weight.T
-    return y if bias is None else y + bias
+    return _linear(input, weight, bias)
 
 
 def bilinear(input1, input2, weight, bias=None):

@@ -68,7 +68,7 @@ def export(
     >>> model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))
     >>> proto = tl.onnx.export(model, tl.randn(5, 3), None, dynamic_axes={"input": {0: "batch"}})
     >>> [n.op_type for n in proto.graph.node]
-    ['MatMul', 'Add', 'Relu', 'MatMul', 'Add', 'Identity']
+    ['Gemm', 'Relu', 'Gemm', 'Identity']
     """
     onnx = _import_onnx()
     from onnx import helper

@@ -78,6 +78,12 @@ def _binary(op_type):
     return lambda g, node, a: g.node(op_type, [a[0].name, a[1].name], name=node.op)
 
 
+def _linear(g, node, a):
+    # Y = X Wᵀ + b: ONNX's Gemm with transB (its bias input C is optional)
+    x, w, b = a
+    return g.node("Gemm", [x.name, w.name, None if b is None else b.name], transB=1, name="linear")
+
+
 def _compare(g, node, a):
     x, y, op = a
     if op == "ne":
@@ -402,6 +408,7 @@ OPS = {
     "Maximum": _binary("Max"),
     "Minimum": _binary("Min"),
     "MatMul": _binary("MatMul"),
+    "Linear": _linear,
     "Compare": _compare,
     "Unary": _unary,
     "MapNoGrad": _unary,

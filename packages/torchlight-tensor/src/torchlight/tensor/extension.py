@@ -13,7 +13,8 @@ reorganised without breaking them. Everything here keeps its signature within an
 * Index bounds: :func:`index_range` / :func:`set_index_range` — the checked ``[lo, hi]`` of an
   int64 tensor, recorded so index checks need no device→host read.
 * Kernels under public functions: :func:`cross_entropy_rows` (per-row cross-entropy of
-  validated targets; ``nn.functional.cross_entropy`` validates and reduces),
+  validated targets; ``nn.functional.cross_entropy`` validates and reduces), :func:`linear`
+  (``x @ w.T + b`` as one autograd node; ``nn.functional.linear`` checks the shapes),
   :func:`adam_step_` (one in-place Adam/AdamW update; ``optim.Adam`` keeps the state).
 
 >>> import torchlight as tl
@@ -32,6 +33,7 @@ from . import dispatch
 from .backend.protocol import host_memory
 from .dispatch import index_range, set_index_range
 from .functions.activation import cross_entropy_rows
+from .functions.linalg import linear
 from .functions.updates import adam_step_
 from .storage import TensorData
 from .tensor import Tensor
@@ -45,6 +47,7 @@ __all__ = [
     "index_range",
     "set_index_range",
     "cross_entropy_rows",
+    "linear",
     "adam_step_",
 ]
 

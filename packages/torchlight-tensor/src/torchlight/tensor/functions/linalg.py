@@ -11,12 +11,12 @@ from torchlight.autograd import Function
 
 from ..base import TensorBase
 from ..creation import filled, from_numpy_on
-from ..dispatch import alloc, same_backend
+from ..dispatch import alloc, common_backend, same_backend
 from ..errors import ShapeError
 from ..indexing import shape_broadcast
 from .pointwise import ndarray_operand, operands
 
-__all__ = ["MatMul", "matmul", "mm", "bmm", "dot", "outer", "diag", "einsum", "norm"]
+__all__ = ["MatMul", "Linear", "matmul", "linear", "mm", "bmm", "dot", "outer", "diag", "einsum", "norm"]
 
 
 class MatMul(Function):
@@ -38,6 +38,69 @@ class MatMul(Function):
         ga = g @ b.transpose(-1, -2) if ctx.needs_input_grad[0] else None
         gb = a.transpose(-1, -2) @ g if ctx.needs_input_grad[1] else None
         return ga, gb
+
+
+class Linear(Function):
+    r"""Autograd function of an affine map of rows, :math:`Y = X W^\top + b` for ``X (N, in)``,
+    ``W (out, in)``, ``b (out,)`` or ``None``:
+    :math:`\partial L/\partial X = G W`, :math:`\partial L/\partial W = G^\top X`,
+    :math:`\partial L/\partial b = \sum_n G_n`.
+
+    One node instead of three (transpose, matmul, add): a layer's call costs one ``apply``.
+    """
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        ctx.save_for_backward(x, w)
+        backend = common_backend(x, w) if b is None else common_backend(x, w, b)
+        out = alloc((x.shape[0], w.shape[0]), x.dtype, backend, x)
+        backend.matmul(x._td, w._td.permute((1, 0)), out._td)
+        if b is not None:
+            backend.zip("add", out._td, b._td.expand(out.shape), out._td)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        need_x, need_w, need_b = ctx.needs_input_grad
+        gx = g @ w if need_x else None
+        gw = g.transpose(0, 1) @ x if need_w else None
+        gb = g.sum(0) if need_b else None
+        return gx, gw, gb
+
+
+def linear(x, w, b=None):
+    """``x @ w.T + b`` for ``x (*, in)``, ``w (out, in)``, ``b (out,)``: the function behind
+    :func:`torchlight.nn.functional.linear`, which checks the shapes first.
+
+    Leading dims of ``x`` fold into one batch of rows, so the product is one 2-D matmul (and
+    ``dL/dw = gᵀ x`` one more); operands of one dtype make a single :class:`Linear` node, mixed
+    dtypes promote through ``matmul`` as PyTorch would.
+
+    >>> import torchlight as tl
+    >>> from torchlight.tensor.functions.linalg import linear
+    >>> linear(tl.ones(2, 3), tl.ones(4, 3), tl.zeros(4)).tolist()
+    [[3.0, 3.0, 3.0, 3.0], [3.0, 3.0, 3.0, 3.0]]
+    """
+    if x.shape[-1:] != w.shape[-1:]:
+        raise ShapeError(
+            f"linear: input has {x.shape[-1:]} features (shape {x.shape}), the weight expects "
+            f"{w.shape[-1:]} (weight shape {w.shape})"
+        )
+    fused = (
+        x.ndim >= 2
+        and w.ndim == 2
+        and x.dtype is w.dtype
+        and x.dtype.is_floating_point
+        and (b is None or (b.dtype is x.dtype and b.shape == (w.shape[0],)))
+    )
+    if not fused:
+        y = matmul(x, w.transpose(0, 1) if w.ndim == 2 else w)
+        return y if b is None else y + b
+    if x.ndim == 2:
+        return Linear.apply(x, w, b)
+    lead = x.shape[:-1]
+    return Linear.apply(x.reshape(-1, x.shape[-1]), w, b).reshape(lead + (w.shape[0],))
 
 
 def matmul(a, b):
