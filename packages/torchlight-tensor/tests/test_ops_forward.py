@@ -1199,3 +1199,21 @@ def test_argmax_argmin_return_the_first_maximal_index(case):
         x.argmin(dim, keepdim=keepdim).numpy(), np.argmin(a, axis=dim, keepdims=keepdim)
     )
     assert x.argmax().item() == np.argmax(a) and x.argmin().item() == np.argmin(a)
+
+
+def test_shared_scalar_operands_keep_signs_and_stay_unwritten():
+    # scalar operands are kept per (value, dtype, backend): writing a result must not reach them,
+    # and -0.0 must not be served 0.0's storage
+    x = tl.ones(3)
+    y = x * 3.0
+    y.add_(1.0)
+    np.testing.assert_array_equal((x * 3.0).numpy(), [3.0, 3.0, 3.0])
+    with np.errstate(divide="ignore"):
+        assert (1 / (x * -0.0)).tolist() == [-np.inf] * 3
+        assert (1 / (x * 0.0)).tolist() == [np.inf] * 3
+    assert np.isnan((x * float("nan")).numpy()).all()
+    assert (tl.ones(2, dtype=tl.int64) * 2).dtype is tl.int64
+    assert (tl.ones(2, dtype=tl.int64) * 2.5).tolist() == [2.5, 2.5]
+    assert (x * np.float32(2.0)).tolist() == [2.0, 2.0, 2.0]
+    a = tl.ones(2, 2)
+    assert (a[:, 1] * 2.0 + 1.0).tolist() == [3.0, 3.0]  # a strided operand, shared scalars

@@ -40,6 +40,7 @@ __all__ = [
     "HOST_MEMORY",
     "common_backend",
     "scalar_like",
+    "SCALAR_SHARING_OFF",
     "ones_cached",
     "set_index_range",
     "index_range",
@@ -185,7 +186,12 @@ def map_op(op: str, a: _Tensor, dtype: DType | None = None) -> _Tensor:
 
 
 def _expanded(t: _Tensor, shape: tuple[int, ...]) -> TensorData:
-    return t._td if t._td.shape == shape else t._td.expand(shape)
+    td = t._td
+    if td.shape == shape:
+        return td
+    if not td.shape:  # a scalar operand (x * 2.0): every stride 0, nothing to check
+        return TensorData(td.storage, shape, (0,) * len(shape), td.offset)
+    return td.expand(shape)
 
 
 def broadcast_shape(
@@ -297,12 +303,33 @@ def scalar_like(value: Any, ref: _Tensor, dtype: DType | None = None) -> _Tensor
     """
     dtype = dtype or ref.dtype
     backend = ref.backend
-    if "fill" in backend.capabilities:
-        out = alloc((), dtype, backend, ref)
-        backend.fill(out._td, value)
-        return out
-    td = TensorData(backend.from_numpy(np.array([value], dtype=dtype.np)), ())
+    # The storage of a scalar operand is only ever read, so one per (value, dtype, backend) is
+    # kept and shared (``x * 2.0`` in a loop builds it once). Zero is left out (0.0 == -0.0 as
+    # a key) and NaN (never equal to itself), numpy scalars and other types too.
+    # A step capture (torchlight.jit) turns that off: it must see each scalar's allocation.
+    key = (
+        (value, dtype, id(backend))
+        if type(value) in _PLAIN and value and value == value and not SCALAR_SHARING_OFF[0]
+        else None
+    )
+    td = _SCALARS.get(key) if key is not None else None
+    if td is None:
+        if "fill" in backend.capabilities:
+            out = alloc((), dtype, backend, ref)
+            backend.fill(out._td, value)
+            td = out._td
+        else:
+            td = TensorData(backend.from_numpy(np.array([value], dtype=dtype.np)), ())
+        if key is not None and len(_SCALARS) < 256:
+            _SCALARS[key] = td
     return wrap(td, backend, dtype, ref)
+
+
+_SCALARS: dict[tuple, TensorData] = {}
+_PLAIN = (int, float, bool)
+SCALAR_SHARING_OFF = [0]
+"""While above 0, :func:`scalar_like` allocates every scalar afresh (a step capture counts up
+while it records, so that a Python number that changes between steps shows as new host data)."""
 
 
 def set_index_range(t: _Tensor, lo: int, hi: int) -> None:
