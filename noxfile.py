@@ -480,7 +480,8 @@ def reproduce(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """The backends side by side: ``bench_backends.py`` (numpy backend, numba backend, PyTorch CPU
-    in one process), then the GPT step's phases (``bench_gpt_phases.py``), then the compatibility
+    in one process), the per-call time of common small ops (``bench_ops.py``), then the GPT
+    step's phases (``bench_gpt_phases.py``), then the compatibility
     programs per training step (``bench_compat.py``, at 1 and 2 threads), the GPT step's peak
     memory (``bench_memory.py``) and the mini-GPT trained side by side to validation loss 1.50
     (``bench_gpt_race.py``: up to an hour, one core per framework). PyTorch 2.13.0 is
@@ -500,6 +501,7 @@ def bench(session: nox.Session) -> None:
         args[args.index("--threads") : args.index("--threads") + 2] if "--threads" in args else []
     )
     session.run("python", str(scripts / "bench_backends.py"), *args)
+    session.run("python", str(scripts / "bench_ops.py"))  # single-threaded by design
     session.run("python", str(scripts / "bench_gpt_phases.py"), *threads)
     compat = [*threads, *(["--quick"] if "--quick" in args else [])]
     session.run("python", str(scripts / "bench_compat.py"), *compat)

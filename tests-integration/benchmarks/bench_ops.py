@@ -1,0 +1,168 @@
+"""Per-call time of the ops small training programs run most, torchlight beside PyTorch.
+
+Run: ``python tests-integration/benchmarks/bench_ops.py [--repeat 5] [--number 2000] [--only NAME ...]
+[--device cpu|numba]`` (or ``nox -s bench``). Each case is one line of PyTorch code, run unchanged on
+``torchlight`` and on ``torch`` (the same API), on small tensors where the Python cost of a call is
+what a step pays: a layer, a loss, a reduction, the indexing and stacking of a data loader. Prints
+µs per call (the median over ``--repeat`` timings of ``--number`` calls) and the ratio; the summary
+is the geometric mean and the worst ratio. Single-threaded. PyTorch CPU (``pip install
+torch==2.13.0``) is the peer, never a dependency: without it only torchlight's column is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import os
+import statistics
+import timeit
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import torchlight as tl  # noqa: E402
+import torchlight.nn  # noqa: E402, F401  (tl.nn)
+
+#: name -> builder(m): given the framework module (``torchlight`` or ``torch``), the call to time.
+#: Arguments are built once, outside the timed call; ``requires_grad`` where a model's would be.
+CASES = {
+    "a + b (16x16, grad)": lambda m: _call(
+        lambda a, b: a + b, m.ones(16, 16, requires_grad=True), m.ones(16, 16)
+    ),
+    "x * 2.0 (8x8, grad)": lambda m: _call(lambda x: x * 2.0, m.ones(8, 8, requires_grad=True)),
+    "tanh (16x16, grad)": lambda m: _call(m.tanh, m.ones(16, 16, requires_grad=True)),
+    "relu (16x32, grad)": lambda m: _call(m.relu, m.ones(16, 32, requires_grad=True)),
+    "x.view(-1, 1)": lambda m: _call(lambda x: x.view(-1, 1), m.ones(5)),
+    "x.transpose(0, 1)": lambda m: _call(lambda x: x.transpose(0, 1), m.ones(8, 8)),
+    "x[:, -1, :]": lambda m: _call(lambda x: x[:, -1, :], m.ones(4, 8, 8)),
+    "x[i, j] (0-d int tensors)": lambda m: _call(
+        lambda x, i, j: x[i, j], m.ones(5, 5), m.tensor(2), m.tensor(3)
+    ),
+    "x[1:11] = ix (int64)": lambda m: _call(
+        lambda x, ix: x.__setitem__(slice(1, 11), ix), m.zeros(17, dtype=m.long), m.arange(10)
+    ),
+    "x[11:] = -1 (int64)": lambda m: _call(
+        lambda x: x.__setitem__(slice(11, None), -1), m.zeros(17, dtype=m.long)
+    ),
+    "zeros(17, dtype=long)": lambda m: _call(lambda: m.zeros(17, dtype=m.long)),
+    "tensor(list of 10, long)": lambda m: _call(lambda: m.tensor(list(range(10)), dtype=m.long)),
+    "stack 16 x (17,)": lambda m: _call(m.stack, [m.zeros(17, dtype=m.long) for _ in range(16)]),
+    "cat 2 x (16, 8), dim 1": lambda m: _call(
+        lambda a, b: m.cat([a, b], 1), m.ones(16, 8), m.ones(16, 8)
+    ),
+    "sum(dim=1) (8x8, grad)": lambda m: _call(lambda x: x.sum(1), m.ones(8, 8, requires_grad=True)),
+    "mean (8x8, grad)": lambda m: _call(lambda x: x.mean(), m.ones(8, 8, requires_grad=True)),
+    "max(x, 1) (5x5)": lambda m: _call(lambda x: m.max(x, 1), m.ones(5, 5)),
+    "logsumexp(x, 1) (5x5)": lambda m: _call(lambda x: m.logsumexp(x, 1), m.ones(5, 5)),
+    "softmax(-1) (16x27, grad)": lambda m: _call(
+        lambda x: m.softmax(x, -1), m.ones(16, 27, requires_grad=True)
+    ),
+    "Linear(16, 16) (16x16)": lambda m: _call(m.nn.Linear(16, 16), m.ones(16, 16)),
+    "Embedding(27, 16) (16x3)": lambda m: _call(
+        m.nn.Embedding(27, 16), m.zeros(16, 3, dtype=m.long)
+    ),
+    "LayerNorm(32) (16x32, grad)": lambda m: _call(
+        m.nn.LayerNorm(32), m.ones(16, 32, requires_grad=True)
+    ),
+    "cross_entropy (16x27)": lambda m: _call(
+        m.nn.functional.cross_entropy,
+        m.ones(16, 27, requires_grad=True),
+        m.zeros(16, dtype=m.long),
+    ),
+    "mse_loss (8x8, grad)": lambda m: _call(
+        m.nn.functional.mse_loss, m.ones(8, 8, requires_grad=True), m.zeros(8, 8)
+    ),
+    "(a * a + a).sum().backward() (8x8)": lambda m: _call(
+        lambda a: (a * a + a).sum().backward(), m.ones(8, 8, requires_grad=True)
+    ),
+    "MLP step 16-32-27, SGD": lambda m: _mlp_step(m),
+}
+
+
+def _call(fn, *args):
+    return lambda: fn(*args)
+
+
+def _mlp_step(m):
+    """One training step of a small MLP: forward, cross-entropy, backward, SGD update."""
+    model = m.nn.Sequential(m.nn.Linear(16, 32), m.nn.Tanh(), m.nn.Linear(32, 27))
+    opt = m.optim.SGD(model.parameters(), lr=0.01)
+    x, y = m.ones(16, 16), m.zeros(16, dtype=m.long)
+
+    def step():
+        opt.zero_grad()
+        m.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    return step
+
+
+def per_call_us(fn, number: int, repeat: int) -> float:
+    """Median over ``repeat`` timings of ``number`` calls, in µs per call (after a warm-up)."""
+    for _ in range(20):
+        fn()
+    return statistics.median(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
+
+
+def geomean(values: list) -> float | None:
+    """exp(mean(log v)): the mean of ratios that treats 2x and 0.5x alike."""
+    kept = [v for v in values if v and v > 0]
+    return math.exp(sum(map(math.log, kept)) / len(kept)) if kept else None
+
+
+def run(names, number: int, repeat: int, device: str) -> list:
+    """Rows ``{"case", "torchlight_us", "torch_us", "ratio"}`` for the cases ``names``."""
+    torch = None
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        torch.set_num_threads(1)
+    rows = []
+    with tl.device(device):
+        for name in names:
+            ours = per_call_us(CASES[name](tl), number, repeat)
+            theirs = per_call_us(CASES[name](torch), number, repeat) if torch else None
+            ratio = ours / theirs if theirs else None
+            rows.append({"case": name, "torchlight_us": ours, "torch_us": theirs, "ratio": ratio})
+    return rows
+
+
+def table(rows: list) -> str:
+    """The markdown table of ``rows`` and its summary line."""
+    lines = ["| case | µs torchlight | µs PyTorch | torchlight / PyTorch |", "|---|---:|---:|---:|"]
+    for r in rows:
+        theirs = "—" if r["torch_us"] is None else f"{r['torch_us']:.2f}"
+        ratio = "—" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        lines.append(f"| {r['case']} | {r['torchlight_us']:.2f} | {theirs} | {ratio} |")
+    ratios = [r["ratio"] for r in rows if r["ratio"]]
+    if ratios:
+        worst = max(rows, key=lambda r: r["ratio"] or 0)
+        lines.append("")
+        lines.append(
+            f"geometric mean of the ratios: {geomean(ratios):.2f}; "
+            f"worst: {worst['ratio']:.2f} ({worst['case']})"
+        )
+    else:
+        lines.append("\nPyTorch is not importable: its column is left out")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> list:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--repeat", type=int, default=5, help="timings per case (the median is kept)")
+    p.add_argument("--number", type=int, default=2000, help="calls per timing")
+    p.add_argument("--only", nargs="+", metavar="NAME", help="these cases only")
+    p.add_argument("--device", default="cpu", help="torchlight's device (cpu, numba, ...)")
+    args = p.parse_args(argv)
+    names = args.only or list(CASES)
+    unknown = sorted(set(names) - set(CASES))
+    if unknown:
+        raise SystemExit(f"unknown cases {unknown}; known: {sorted(CASES)}")
+    rows = run(names, args.number, args.repeat, args.device)
+    print(table(rows))
+    return rows
+
+
+if __name__ == "__main__":
+    main()
