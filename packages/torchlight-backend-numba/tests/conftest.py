@@ -11,5 +11,7 @@ def fresh_routes():
     thresholds (``monkeypatch.setattr(routing, "TILE_MIN", ...)``), which a program never does,
     and a decision remembered under other thresholds would hide the one under test."""
     routing._ROUTES.clear()
+    routing._SMALL_ROUTES.clear()
     yield
     routing._ROUTES.clear()
+    routing._SMALL_ROUTES.clear()

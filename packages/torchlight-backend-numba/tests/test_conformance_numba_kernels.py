@@ -1,6 +1,7 @@
-"""The elementwise part of the kit on a ``NumbaBackend(numpy_ufuncs=False)``: every map/zip op
-through the numba kernels (by default the ops numpy does faster are routed to numpy's ufuncs,
-so the default run does not reach those kernel branches)."""
+"""The elementwise and reduction parts of the kit on a ``NumbaBackend(numpy_ufuncs=False)``: every
+map/zip op and every reduction through the numba kernels (by default the ops and sizes numpy does
+faster are routed to numpy's ufuncs and reduce, so the default run does not reach those kernel
+branches)."""
 
 import pytest
 
@@ -27,6 +28,9 @@ _KEEP = {
     "test_zip_in_place",
     "test_zip_broadcasting_property",
     "test_where",
+    "test_reduce",
+    "test_reduce_edges",
+    "test_reduce_sum_precision",
     "test_protocol_surface",
 }
 

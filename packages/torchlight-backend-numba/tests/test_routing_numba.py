@@ -13,6 +13,7 @@ from torchlight.backends.numba import backend as B
 from torchlight.backends.numba import routing
 from torchlight.backends.numba.routing import TABLE, explain, format_table
 from torchlight.tensor.errors import BackendError
+from torchlight.tensor.storage import TensorData
 
 RNG = np.random.default_rng(0)
 
@@ -104,7 +105,8 @@ def test_reductions():
     assert explain("sum", x, dim=0) == "_reduce.reduce_cols"
     assert explain("sum", x) == "_reduce.reduce_split"
     assert explain("sum", x, dim=1) == "_reduce.reduce_kernel"
-    assert explain("sum", nb(m[:, : routing.COLS_MIN - 1]), dim=0) == "_reduce.reduce_kernel"
+    narrow = f32(routing.COLS_NUMBA_MIN // (routing.COLS_MIN - 1) + 1, routing.COLS_MIN - 1)
+    assert explain("sum", nb(narrow), dim=0) == "_reduce.reduce_kernel"
     assert explain("argmax", x, dim=-1) == "_reduce.arg_kernel"
     np.testing.assert_allclose(
         x.sum(dim=0).numpy(), m.astype(np.float64).sum(axis=0), rtol=1e-5, atol=1e-4
@@ -173,3 +175,41 @@ def test_small_sums_over_rows_run_numpys_reduce_and_large_ones_the_numba_kernel(
     assert explain("sum", nb(f32(rows, 512)), dim=0) == "_reduce.reduce_cols"
     x = f32(rows - 1, 512)
     np.testing.assert_allclose(nb(x).sum(0).numpy(), x.sum(0), rtol=1e-5, atol=1e-3)
+
+
+def test_small_reductions_and_every_max_run_numpys_reduce():
+    small = f32(64, 64)
+    for op in ("sum", "prod", "max", "min"):
+        assert explain(op, nb(small), dim=1) == "numpy.reduce"
+        assert explain(op, nb(small.T.copy()).transpose(0, 1), dim=0) == "numpy.reduce"
+    big = f32(2048, 512)
+    assert explain("max", nb(big), dim=1) == "numpy.reduce"
+    assert explain("min", nb(big)) == "numpy.reduce"
+    assert explain("sum", nb(big), dim=1) == "_reduce.reduce_kernel"
+    np.testing.assert_array_equal(nb(big).max(dim=1).values.numpy(), big.max(axis=1))
+    np.testing.assert_allclose(nb(small).sum(1).numpy(), small.sum(1), rtol=1e-5, atol=1e-5)
+
+
+def test_without_numpy_ufuncs_reductions_run_the_numba_kernels():
+    x = f32(8, 8)
+    v, out = TensorData(x.reshape(-1).copy(), (8, 8)), TensorData(np.empty(8, np.float32), (8, 1))
+    for op in ("sum", "max"):
+        assert routing.route("reduce", op, (v,), out, numpy_ufuncs=True, dims=(1,))[0] == (
+            "numpy.reduce"
+        )
+        assert routing.route("reduce", op, (v,), out, numpy_ufuncs=False, dims=(1,))[0] == (
+            "_reduce.reduce_kernel"
+        )
+
+
+def test_small_elementwise_ops_remember_numpy_by_op_and_dtype():
+    a, b = nb(f32(3, 4)), nb(f32(4))
+    assert explain("add", a, b) == "numpy"
+    assert routing._SMALL_ROUTES[("zip", "add", np.dtype(np.float32), np.dtype(np.float32))][0] == (
+        "numpy"
+    )
+    assert explain("gelu", a) == "_elementwise.map_flat"  # a numba kernel: its plan has shapes
+    assert not any(k[1] == "gelu" for k in routing._SMALL_ROUTES)
+    big = nb(f32(routing.FLAT_MIN))
+    assert explain("exp", big) == "_flat32.map32"  # the remembered small hit never answers this
+    np.testing.assert_allclose((a + b).numpy(), a.numpy() + b.numpy())
