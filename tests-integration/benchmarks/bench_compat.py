@@ -60,7 +60,9 @@ QUICK = ("makemore_mlp", "nanogpt_train", "custom_function", "tutorial_bow_class
 @dataclass
 class Program:
     """One program as the benchmark runs it: ``prepare(folder)`` writes its data there and returns
-    the script's path; ``steps`` are the flags in ``args`` that set its step count."""
+    the script's path; ``steps`` are the flags in ``args`` that set its step count;
+    ``setup_for_torch(folder)``, when given, rewrites the data files in PyTorch's format for the
+    PyTorch run (a file written by ``torchlight.save`` is not one PyTorch reads)."""
 
     name: str
     prepare: object
@@ -68,6 +70,7 @@ class Program:
     steps: list = field(default_factory=list)
     env: dict = field(default_factory=dict)
     timeout: float = 600
+    setup_for_torch: object = None
 
 
 def _own(prog) -> object:
@@ -82,7 +85,9 @@ def _own(prog) -> object:
 def programs() -> dict[str, Program]:
     """Every program of the compatibility suite, public ones first, by name."""
     found = {
-        name: Program(name, case.prepare, case.args, case.steps, case.env, case.timeout)
+        name: Program(
+            name, case.prepare, case.args, case.steps, case.env, case.timeout, case.setup_for_torch
+        )
         for name, case in load_cases().items()
     }
     for name, prog in test_programs.PROGRAMS.items():
@@ -217,6 +222,8 @@ def bench_program(prog, frameworks, threads, repeat, scale, workdir, progress=No
     for fw in frameworks:
         folder = Path(tempfile.mkdtemp(prefix=f"{prog.name}-{fw}-", dir=workdir))
         folders[fw] = (folder, prog.prepare(folder))
+        if fw == "torch" and prog.setup_for_torch is not None:
+            prog.setup_for_torch(folder)
     samples = {fw: [] for fw in frameworks}
     errors = {}
     # one unmeasured run each first: it fills numba's kernel cache and the OS's file cache, which
