@@ -107,6 +107,15 @@ def matmul(a, b):
     """``a @ b`` with PyTorch's rules (vectors, broadcast batch dimensions); behind
     :func:`torchlight.matmul`, whose docstring gives the shapes.
     """
+    if (
+        isinstance(b, TensorBase)
+        and isinstance(a, TensorBase)
+        and a.ndim == 2 == b.ndim
+        and a.dtype is b.dtype
+        and a.backend is b.backend
+        and a.shape[1] == b.shape[0]
+    ):  # the common case (every backward of a linear layer): nothing to promote or broadcast
+        return MatMul.apply(a, b)
     if isinstance(a, np.ndarray):
         a = ndarray_operand(a, b)
     b = ndarray_operand(b, a)
