@@ -381,7 +381,13 @@ def dropout(input, p=0.5, training=True, inplace=False, generator=None):
     if p == 1.0:
         return input * 0.0
     keep = tl.rand(*input.shape, dtype=input.dtype, device=input.device, generator=generator) >= p
-    return input * keep.to(input.dtype) * (1.0 / (1.0 - p))
+    return input * _survivor_scale(keep, p, input.dtype)
+
+
+def _survivor_scale(keep, p, dtype):
+    """``1/(1-p)`` where ``keep``, else 0: built outside the graph, so the input's gradient is one
+    product (``g · mask``) and the forward one multiplication on the graph."""
+    return keep.to(dtype).mul_(1.0 / (1.0 - p))
 
 
 def _channel_dropout(input, p, training, nd, name):
@@ -398,7 +404,7 @@ def _channel_dropout(input, p, training, nd, name):
     # one keep/drop draw per (sample, channel), broadcast over the spatial dims
     mask_shape = tuple(input.shape[: input.ndim - nd]) + (1,) * nd
     keep = tl.rand(*mask_shape, dtype=input.dtype, device=input.device) >= p
-    return input * keep.to(input.dtype) * (1.0 / (1.0 - p))
+    return input * _survivor_scale(keep, p, input.dtype)
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
