@@ -84,6 +84,8 @@ class Context:
 
     def release(self):
         """Drop saved values so their memory can be reused (what ``retain_graph=False`` does)."""
+        if len(self.__dict__) == 1:  # only needs_input_grad (an add, say): nothing to drop
+            return
         extras = [k for k in self.__dict__ if k not in Context._own]
         if self._saved or extras:
             self._freed = True
