@@ -167,10 +167,12 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     d = 1
     for s in normalized_shape:
         d *= s
-    lead = x.shape[: x.ndim - k]
-    x2 = x.reshape(lead + (d,))
-    w2 = None if weight is None else weight.reshape(d)
-    b2 = None if bias is None else bias.reshape(d)
+    if k == 1:  # the usual case: rows of d already, nothing to fold (four reshapes saved)
+        x2, w2, b2 = x, weight, bias
+    else:
+        x2 = x.reshape(x.shape[: x.ndim - k] + (d,))
+        w2 = None if weight is None else weight.reshape(d)
+        b2 = None if bias is None else bias.reshape(d)
     if "layernorm" in x.backend.capabilities:
         y = LayerNorm.apply(x2, w2, b2, eps)
     else:  # composite fallback
@@ -181,7 +183,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
             y = y * w2
         if b2 is not None:
             y = y + b2
-    return y.reshape(x.shape)
+    return y if k == 1 else y.reshape(x.shape)
 
 
 def check_targets(target, classes, what="cross_entropy"):
