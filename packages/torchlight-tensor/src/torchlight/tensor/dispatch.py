@@ -31,6 +31,7 @@ __all__ = [
     "view_of",
     "map_op",
     "zip_op",
+    "zip_into",
     "where_op",
     "reduce_op",
     "cast",
@@ -40,6 +41,7 @@ __all__ = [
     "HOST_MEMORY",
     "common_backend",
     "scalar_like",
+    "filled_cached",
     "ones_cached",
     "set_index_range",
     "index_range",
@@ -185,7 +187,12 @@ def map_op(op: str, a: _Tensor, dtype: DType | None = None) -> _Tensor:
 
 
 def _expanded(t: _Tensor, shape: tuple[int, ...]) -> TensorData:
-    return t._td if t._td.shape == shape else t._td.expand(shape)
+    td = t._td
+    if td.shape == shape:
+        return td
+    if not td.shape:  # a scalar operand, the common broadcast: every stride is 0
+        return TensorData(td.storage, shape, (0,) * len(shape), td.offset)
+    return td.expand(shape)
 
 
 def broadcast_shape(
@@ -213,6 +220,13 @@ def zip_op(op: str, a: _Tensor, b: _Tensor, dtype: DType | None = None) -> _Tens
     return out
 
 
+def zip_into(op: str, a: _Tensor, b: _Tensor) -> _Tensor:
+    """``a = op(a, b)`` in place, ``b`` broadcast to ``a``'s shape; returns ``a``. For a result
+    that nothing else has seen yet (it saves allocating another)."""
+    a.backend.zip(op, a._td, _expanded(b, a._td.shape), a._td)
+    return a
+
+
 def where_op(cond: _Tensor, a: _Tensor, b: _Tensor) -> _Tensor:
     """``cond ? a : b`` elementwise with three-way broadcasting (a and b share a dtype)."""
     backend = common_backend(a, b, cond)
@@ -229,13 +243,13 @@ def reduce_op(
 ) -> _Tensor:
     """Reduce ``a`` over ``dims`` (a tuple of normalised dims)."""
     shape = a._td.shape
-    kept = tuple(1 if d in dims else s for d, s in enumerate(shape))
-    if op not in ("sum", "prod") and any(shape[d] == 0 for d in dims):
+    kept = tuple([1 if d in dims else s for d, s in enumerate(shape)])  # a list: faster, small
+    if op != "sum" and op != "prod" and 0 in [shape[d] for d in dims]:
         raise ShapeError(f"{op}: cannot reduce an empty dimension (shape {shape}, dims {dims})")
     out = alloc(kept, dtype or a.dtype, a.backend, a)
     a.backend.reduce(op, a._td, dims, out._td)
     if not keepdim:
-        squeezed = tuple(s for d, s in enumerate(kept) if d not in dims)
+        squeezed = tuple([s for d, s in enumerate(kept) if d not in dims])
         out._td = TensorData(out._td.storage, squeezed)
     return out
 
@@ -273,20 +287,30 @@ def sum_to(g: _Tensor, shape: tuple[int, ...]) -> _Tensor:
     return wrap(TensorData(out._td.storage, shape), out.backend, out.dtype, out)
 
 
-_ONES: dict[tuple, Any] = {}
+_CONSTANTS: dict[tuple, Any] = {}
+
+
+def filled_cached(
+    shape: tuple[int, ...], value: Any, dtype: DType, backend: Any, like: Any
+) -> _Tensor:
+    """A tensor of ``shape`` filled with ``value``, of ``like``'s class, whose storage is shared
+    between calls, so it must never be written to: an operand of ops that build a new tensor
+    (a reduction's divisor, a shift), not something handed to the user. Up to 64 constants are
+    kept; others are built afresh."""
+    key = (shape, repr(value), dtype, id(backend))  # repr: 0.0 and -0.0 are equal as keys
+    td = _CONSTANTS.get(key)
+    if td is None:
+        td = TensorData(backend.from_numpy(np.full(shape, value, dtype.np)), shape)
+        if len(_CONSTANTS) < 64:
+            _CONSTANTS[key] = td
+    return wrap(td, backend, dtype, like)
 
 
 def ones_cached(shape: tuple[int, ...], dtype: DType, backend: Any, like: Any) -> _Tensor:
-    """A ones tensor for ``backward()``'s implicit gradient, of ``like``'s class, whose storage
-    is shared between calls (never written to: leaves copy the first gradient they receive, see
-    ``Tensor.accumulate_grad``)."""
-    key = (shape, dtype, id(backend))
-    td = _ONES.get(key)
-    if td is None:
-        td = TensorData(backend.from_numpy(np.ones(shape, dtype.np)), shape)
-        if len(_ONES) < 64:
-            _ONES[key] = td
-    return wrap(td, backend, dtype, like)
+    """:func:`filled_cached` ones, never to be written to: ``backward()``'s implicit gradient
+    (leaves copy the first gradient they receive, see ``Tensor.accumulate_grad``),
+    cross-entropy's weights when every target counts."""
+    return filled_cached(shape, 1, dtype, backend, like)
 
 
 def scalar_like(value: Any, ref: _Tensor, dtype: DType | None = None) -> _Tensor:

@@ -12,6 +12,7 @@ reorganised without breaking them. Everything here keeps its signature within an
 * Memory: :func:`host_memory` — may this backend's storage be read and written as a numpy array?
 * Index bounds: :func:`index_range` / :func:`set_index_range` — the checked ``[lo, hi]`` of an
   int64 tensor, recorded so index checks need no device→host read.
+* Constants: :func:`ones_cached` — a read-only ones tensor whose memory is shared between calls.
 * Kernels under public functions: :func:`cross_entropy_rows` (per-row cross-entropy of
   validated targets; ``nn.functional.cross_entropy`` validates and reduces),
   :func:`adam_step_` (one in-place Adam/AdamW update; ``optim.Adam`` keeps the state).
@@ -30,7 +31,7 @@ from typing import Any
 
 from . import dispatch
 from .backend.protocol import host_memory
-from .dispatch import index_range, set_index_range
+from .dispatch import index_range, ones_cached, set_index_range
 from .functions.activation import cross_entropy_rows
 from .functions.updates import adam_step_
 from .storage import TensorData
@@ -44,6 +45,7 @@ __all__ = [
     "host_memory",
     "index_range",
     "set_index_range",
+    "ones_cached",
     "cross_entropy_rows",
     "adam_step_",
 ]
