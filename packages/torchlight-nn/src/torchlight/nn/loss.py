@@ -170,6 +170,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
 
 def _classes_last(x):
     """``(N, C, d1, ...) → (N·d1·..., C)``; a 1-D ``(C,)`` input is one sample."""
+    if x.ndim == 2:
+        return x
     if x.ndim == 1:
         return x.unsqueeze(0)
     if x.ndim > 2:
@@ -192,7 +194,7 @@ def _target_info(input, target, weight, ignore_index, name):
             f"{name}: input of shape {input.shape} needs a target of shape {expected}, got {target.shape}"
         )
     # Computed on the target's device: a GPU training step reads nothing back to check targets.
-    t = target.reshape(-1)
+    t = target if target.ndim == 1 else target.reshape(-1)
     lo, hi = index_range(t)
     if weight is None and 0 <= lo and hi < c and not lo <= ignore_index <= hi and not _replayed():
         # the common case: every target is a class and none is ignored, known from the recorded

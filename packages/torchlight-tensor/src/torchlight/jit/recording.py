@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from torchlight.tensor.dispatch import freeze_constants
 from torchlight.tensor.storage import TensorData
 
 from . import live
@@ -144,9 +145,11 @@ class Recording:
                     setattr(backend, name, self._watch(backend, name, method))
                     self._patched.append((backend, name))
         live._RECORDERS.append(self)
+        freeze_constants(True)
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        freeze_constants(False)
         live._RECORDERS.remove(self)
         for backend, name in self._patched:
             delattr(backend, name)

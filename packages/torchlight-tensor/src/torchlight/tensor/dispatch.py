@@ -42,6 +42,7 @@ __all__ = [
     "common_backend",
     "scalar_like",
     "filled_cached",
+    "freeze_constants",
     "ones_cached",
     "set_index_range",
     "index_range",
@@ -288,6 +289,7 @@ def sum_to(g: _Tensor, shape: tuple[int, ...]) -> _Tensor:
 
 
 _CONSTANTS: dict[tuple, Any] = {}
+_CONSTANTS_FROZEN = [0]  # > 0: filled_cached keeps no new constant (see freeze_constants)
 
 
 def filled_cached(
@@ -301,15 +303,21 @@ def filled_cached(
     td = _CONSTANTS.get(key)
     if td is None:
         td = TensorData(backend.from_numpy(np.full(shape, value, dtype.np)), shape)
-        if len(_CONSTANTS) < 64:
+        if len(_CONSTANTS) < 64 and not _CONSTANTS_FROZEN[0]:
             _CONSTANTS[key] = td
     return wrap(td, backend, dtype, like)
 
 
+def freeze_constants(frozen: bool) -> None:
+    """Stop (``True``) or resume (``False``) keeping new :func:`filled_cached` constants; calls
+    nest. A captured step's recordings freeze them: two consecutive recordings must allocate
+    alike, and a constant kept by the first would be old storage to the second."""
+    _CONSTANTS_FROZEN[0] += 1 if frozen else -1
+
+
 def ones_cached(shape: tuple[int, ...], dtype: DType, backend: Any, like: Any) -> _Tensor:
-    """:func:`filled_cached` ones, never to be written to: ``backward()``'s implicit gradient
-    (leaves copy the first gradient they receive, see ``Tensor.accumulate_grad``),
-    cross-entropy's weights when every target counts."""
+    """:func:`filled_cached` ones: ``backward()``'s implicit gradient (leaves copy the first
+    gradient they receive, see ``Tensor.accumulate_grad``), cross-entropy's unit weights."""
     return filled_cached(shape, 1, dtype, backend, like)
 
 
@@ -368,6 +376,8 @@ def normalize_dim(dim: Any, ndim: int, allow_end: bool = False) -> int:
     2
     """
     n = ndim + 1 if allow_end else ndim
+    if type(dim) is int and -n <= dim < n:  # the common case, before the general checks
+        return dim % n
     try:
         dim = operator.index(dim)  # ints, numpy integers, 0-d int tensors
     except TypeError:

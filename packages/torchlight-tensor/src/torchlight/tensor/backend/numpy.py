@@ -262,8 +262,7 @@ class NumpyBackend:
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             e = np.subtract(xv, m[:, None])
             np.exp(e, out=e)
-            log_s = np.log(e.sum(axis=1))
-            as_array(logs)[...] = log_s
+            log_s = np.log(np.add.reduce(e, axis=1), out=as_array(logs))
             # (m - x_t) + log_s, not lse - x_t: with |x| ~ 1e4 in float32, lse = m + log_s has
             # already lost the low digits of log_s that the loss consists of (near 3e38, all)
             out = as_array(loss)
