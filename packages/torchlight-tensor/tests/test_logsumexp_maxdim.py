@@ -141,3 +141,16 @@ def test_max_along_a_dim_with_nan_and_one_dim_inputs():
         lambda t: t.min(1, keepdim=True).values,
         (tl.tensor(rng.standard_normal((3, 4)), requires_grad=True),),
     )
+
+
+def test_each_is_one_tape_op_that_replays_on_new_shapes():
+    def fn(x):
+        v, i = x.max(1)
+        return x.logsumexp(1) + v + x.min(0, keepdim=True).values.sum(), i
+
+    tape = tl.jit.trace(fn, tl.randn(4, 3))
+    ops = tape.count_ops()
+    assert ops["logsumexp"] == 1 and ops["max_dim"] == 2 and ops["argmax"] == 1
+    x = tl.tensor(rng.standard_normal((6, 3)), dtype=tl.float32)
+    for got, want in zip(tape(x), fn(x)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)

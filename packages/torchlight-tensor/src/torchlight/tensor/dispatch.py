@@ -244,7 +244,7 @@ def reduce_op(
 ) -> _Tensor:
     """Reduce ``a`` over ``dims`` (a tuple of normalised dims)."""
     shape = a._td.shape
-    kept = tuple([1 if d in dims else s for d, s in enumerate(shape)])  # a list: faster, small
+    kept = tuple([1 if d in dims else s for d, s in enumerate(shape)])  # [...]: no generator
     if op != "sum" and op != "prod" and 0 in [shape[d] for d in dims]:
         raise ShapeError(f"{op}: cannot reduce an empty dimension (shape {shape}, dims {dims})")
     out = alloc(kept, dtype or a.dtype, a.backend, a)
