@@ -252,9 +252,10 @@ def _grad(fn, x, **kw):
     return loss.detach().numpy(), leaf.grad.numpy()
 
 
+@pytest.mark.parametrize("eps", [0.0, 0.2])
 @pytest.mark.parametrize("reduction", REDUCTIONS)
 @pytest.mark.parametrize("shape", [(5, 4), (3, 4, 2, 3), (4,)])
-def test_cross_entropy_common_case_matches_numpy_and_general_path(reduction, shape):
+def test_cross_entropy_common_case_matches_numpy_and_general_path(reduction, shape, eps):
     x = rng2.standard_normal(shape) * 3
     c = shape[0] if len(shape) == 1 else shape[1]
     tshape = () if len(shape) == 1 else (shape[0],) + shape[2:]
@@ -263,16 +264,16 @@ def test_cross_entropy_common_case_matches_numpy_and_general_path(reduction, sha
     ones = tl.ones(c, dtype=tl.float64)  # a weight forces the general path: same loss
 
     def fast(a):
-        return F.cross_entropy(a, target, reduction=reduction)
+        return F.cross_entropy(a, target, reduction=reduction, label_smoothing=eps)
 
     def general(a):
-        return F.cross_entropy(a, target, weight=ones, reduction=reduction)
+        return F.cross_entropy(a, target, ones, reduction=reduction, label_smoothing=eps)
 
     got, g_fast = _grad(fast, x)
     want, g_general = _grad(general, x)
     x2 = x[None] if len(shape) == 1 else x
     t2 = t[None] if len(shape) == 1 else t
-    ref = np_cross_entropy(x2, t2, reduction=reduction)
+    ref = np_cross_entropy(x2, t2, reduction=reduction, eps=eps)
     np.testing.assert_allclose(got, ref.reshape(got.shape), rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15)
     np.testing.assert_allclose(g_fast, g_general, rtol=1e-14, atol=1e-15)
