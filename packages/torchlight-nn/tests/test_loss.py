@@ -1,4 +1,5 @@
-"""Losses against numpy re-derivations (every reduction), stability, gradchecks, errors."""
+"""Losses against numpy re-derivations (every reduction), stability, gradchecks, errors, and
+cross_entropy's common case (every target counts) against its general path."""
 
 import numpy as np
 import pytest
@@ -6,6 +7,7 @@ import pytest
 import torchlight as tl
 import torchlight.nn as nn
 import torchlight.nn.functional as F
+from torchlight import Tensor
 
 rng = np.random.default_rng(0)
 
@@ -233,3 +235,155 @@ def test_cross_entropy_fused_path_gradcheck_and_layouts():
             want.detach().numpy(),
             rtol=1e-12,
         )
+
+
+# --- cross_entropy / nll_loss when every target counts (no class weights, none ignored): the
+# short path that skips the mask and weight ops must give the general path's values and
+# gradients, and must not be taken when a target may be ignored or the call is traced/captured.
+rng2 = np.random.default_rng(7)
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def _grad(fn, x, **kw):
+    """The loss and the gradient of its sum with respect to a fresh leaf holding ``x``."""
+    leaf = tl.tensor(x, requires_grad=True)
+    loss = fn(leaf, **kw)
+    loss.sum().backward()
+    return loss.detach().numpy(), leaf.grad.numpy()
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.2])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("shape", [(5, 4), (3, 4, 2, 3), (4,)])
+def test_cross_entropy_common_case_matches_numpy_and_general_path(reduction, shape, eps):
+    x = rng2.standard_normal(shape) * 3
+    c = shape[0] if len(shape) == 1 else shape[1]
+    tshape = () if len(shape) == 1 else (shape[0],) + shape[2:]
+    t = rng2.integers(0, c, tshape)
+    target = tl.tensor(t)
+    ones = tl.ones(c, dtype=tl.float64)  # a weight forces the general path: same loss
+
+    def fast(a):
+        return F.cross_entropy(a, target, reduction=reduction, label_smoothing=eps)
+
+    def general(a):
+        return F.cross_entropy(a, target, ones, reduction=reduction, label_smoothing=eps)
+
+    got, g_fast = _grad(fast, x)
+    want, g_general = _grad(general, x)
+    x2 = x[None] if len(shape) == 1 else x
+    t2 = t[None] if len(shape) == 1 else t
+    ref = np_cross_entropy(x2, t2, reduction=reduction, eps=eps)
+    np.testing.assert_allclose(got, ref.reshape(got.shape), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(g_fast, g_general, rtol=1e-14, atol=1e-15)
+    assert tl.gradcheck(fast, (tl.tensor(x, requires_grad=True),))
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_common_case_on_a_transposed_float32_input(reduction):
+    xt = rng2.standard_normal((4, 6)).astype(np.float32)
+    t = rng2.integers(0, 4, 6)
+    got, g = _grad(lambda a: F.cross_entropy(a.t(), tl.tensor(t), reduction=reduction), xt)
+    ref = np_cross_entropy(xt.T.astype(np.float64), t, reduction=reduction)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+    assert got.dtype == np.float32 and g.shape == (4, 6)
+    # d loss_i / d x_i = softmax(x_i) - onehot(t_i), scaled by the reduction
+    p = np.exp(xt.T - xt.T.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    p[np.arange(6), t] -= 1
+    scale = 1 / 6 if reduction == "mean" else 1
+    np.testing.assert_allclose(g, (p * scale).T, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize(
+    "t,ignore",
+    [
+        ([0, 1, 2, 1, 3], 1),  # ignore_index among the targets, inside their range
+        ([0, 2, 2, 3, 3], 1),  # inside the range but absent: nothing is ignored
+        ([0, 2, 1, 3, 3], 0),  # at the low end of the range
+        ([0, 2, 1, 3, 3], 3),  # at the high end
+        ([0, 5, 1, 3, 5], 5),  # outside [0, C): only ignored entries exceed C - 1
+    ],
+)
+def test_ignore_index_inside_the_targets_range(reduction, t, ignore):
+    x = rng2.standard_normal((5, 4))
+    got, g = _grad(
+        lambda a: F.cross_entropy(a, tl.tensor(t), ignore_index=ignore, reduction=reduction), x
+    )
+    ref = np_cross_entropy(x, np.array(t), ignore_index=ignore, reduction=reduction)
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-14)
+    ignored = np.array(t) == ignore
+    assert not g[ignored].any() and g[~ignored].any()
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_nll_loss_common_case(reduction):
+    lp = np.log(rng2.dirichlet(np.ones(4), size=6))
+    t = rng2.integers(0, 4, 6)
+    got, g = _grad(lambda a: F.nll_loss(a, tl.tensor(t), reduction=reduction), lp)
+    per = -lp[np.arange(6), t]
+    ref = {"none": per, "sum": per.sum(), "mean": per.mean()}[reduction]
+    np.testing.assert_allclose(got, ref, rtol=1e-14)
+    want = np.zeros_like(lp)
+    want[np.arange(6), t] = -1 / 6 if reduction == "mean" else -1
+    np.testing.assert_array_equal(g, want)
+
+
+def test_empty_batch():
+    x = tl.zeros(0, 3, requires_grad=True)
+    t = tl.zeros(0, dtype=tl.int64)
+    assert np.isnan(F.cross_entropy(x, t).item())  # 0 / 0, as PyTorch
+    assert F.cross_entropy(x, t, reduction="sum").item() == 0
+    assert F.cross_entropy(x, t, reduction="none").shape == (0,)
+
+
+def test_the_common_case_builds_no_mask(monkeypatch):
+    """The decision itself: without a possible ignored target no comparison op runs; with
+    ignore_index inside the targets' range, or class weights, the mask is built."""
+    x = tl.randn(4, 3)
+
+    def refuse(self, other):
+        raise AssertionError("built a mask")
+
+    monkeypatch.setattr(Tensor, "__ne__", refuse)
+    F.cross_entropy(x, tl.tensor([0, 2, 1, 2]))
+    F.nll_loss(x, tl.tensor([0, 2, 1, 2]), reduction="sum")
+    F.cross_entropy(x, tl.tensor([0, 2, 1, 2]), ignore_index=3)
+    for kw in (dict(ignore_index=1), dict(weight=tl.ones(3)), dict(ignore_index=0)):
+        with pytest.raises(AssertionError, match="built a mask"):
+            F.cross_entropy(x, tl.tensor([0, 2, 1, 2]), **kw)
+
+
+def test_a_traced_loss_replays_ignored_targets_and_other_batch_sizes():
+    # traced on targets that all count; the replay must still weigh its own targets
+    def fn(x, t):
+        return F.cross_entropy(x, t)
+
+    tape = tl.jit.trace(fn, tl.randn(4, 3), tl.tensor([0, 1, 2, 1]))
+    for x, t in (
+        (tl.randn(4, 3), tl.tensor([0, -100, 2, 1])),
+        (tl.randn(6, 3), tl.tensor([2, 1, 0, 0, -100, -100])),
+    ):
+        np.testing.assert_allclose(tape(x, t).item(), fn(x, t).item(), rtol=1e-6)
+
+
+def test_a_captured_step_replays_ignored_targets():
+    w = tl.zeros(3, 3, requires_grad=True)
+
+    def step(x, t):
+        loss = F.cross_entropy(x @ w, t)
+        loss.backward()
+        grad = w.grad.clone()
+        w.grad = None
+        return loss, grad
+
+    captured = tl.jit.capture_step(step)
+    x = tl.randn(4, 3)
+    for _ in range(3):  # warm-up and the two recordings: every target counts
+        captured(x, tl.tensor([0, 1, 2, 1]))
+    assert captured.state == "captured"
+    t = tl.tensor([0, -100, 2, -100])
+    for got, want in zip(captured(x, t), step(x, t)):
+        np.testing.assert_allclose(got.to_numpy(), want.to_numpy(), rtol=1e-6)

@@ -455,3 +455,20 @@ def test_lazily_created_state_without_warmup_is_explained():
     captured(tl.ones(3))
     with pytest.raises(TraceError, match="warmup >= 1"):
         captured(tl.ones(3))
+
+
+def test_cached_constants_first_made_while_recording_do_not_break_the_capture():
+    # mean's divisor and logsumexp's shift constants are cached storage: one made during the
+    # first recording must not turn into old storage for the second (an unusual size: no test
+    # before this one has cached its divisor)
+    w = tl.randn(7, 3, dtype=tl.float64)
+
+    def step(x):
+        return (x @ w).logsumexp(1).mean() + (x @ w).var(0).sum()
+
+    captured = tl.jit.capture_step(step, warmup=0)
+    x = tl.randn(4099, 7, dtype=tl.float64)
+    for _ in range(4):
+        got = captured(x)
+    assert captured.state == "captured"
+    np.testing.assert_allclose(got.item(), step(x).item(), rtol=1e-12)

@@ -53,7 +53,7 @@ class Context:
         """
         self._saved = values
         self._versions = tuple(
-            (v._version, v._version[0]) if hasattr(v, "_version") else None for v in values
+            [(v._version, v._version[0]) if hasattr(v, "_version") else None for v in values]
         )
 
     @property

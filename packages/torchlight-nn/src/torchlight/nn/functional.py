@@ -387,7 +387,7 @@ def dropout(input, p=0.5, training=True, inplace=False, generator=None):
 def _survivor_scale(keep, p, dtype):
     """``1/(1-p)`` where ``keep``, else 0: built outside the graph, so the input's gradient is one
     product (``g · mask``) and the forward one multiplication on the graph."""
-    return keep.to(dtype).mul_(1.0 / (1.0 - p))
+    return keep.to(dtype) * (1.0 / (1.0 - p))  # not in place: a jit trace records no in-place op
 
 
 def _channel_dropout(input, p, training, nd, name):

@@ -28,7 +28,14 @@ import warnings
 
 import torchlight as tl
 from torchlight import Tensor
-from torchlight.tensor.extension import cross_entropy_rows, index_range, set_index_range
+from torchlight.autograd import Function
+from torchlight.jit import capturing
+from torchlight.tensor.extension import (
+    cross_entropy_rows,
+    index_range,
+    ones_cached,
+    set_index_range,
+)
 
 from .module import Module
 
@@ -112,8 +119,7 @@ def mse_loss(input, target, reduction="mean"):
     tensor(2.)
     """
     target = _check_pair(input, target, "mse_loss")
-    d = input - target
-    return _reduce(d * d, reduction)
+    return _reduce((input - target).square(), reduction)  # one op, saving d once, not d * d
 
 
 @legacy_reduction_args
@@ -164,6 +170,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
 
 def _classes_last(x):
     """``(N, C, d1, ...) → (N·d1·..., C)``; a 1-D ``(C,)`` input is one sample."""
+    if x.ndim == 2:
+        return x
     if x.ndim == 1:
         return x.unsqueeze(0)
     if x.ndim > 2:
@@ -172,8 +180,9 @@ def _classes_last(x):
 
 
 def _target_info(input, target, weight, ignore_index, name):
-    """Validate class-index targets; return ``(safe_index, w_t)`` as flat tensors where
-    ``w_t[i] = weight[y_i]`` (1 without weights) and 0 for ignored entries."""
+    """Validate class-index targets; return ``(safe_index, w_t, uniform)``: flat tensors where
+    ``w_t[i] = weight[y_i]`` (1 without weights) and 0 for ignored entries, and whether every
+    ``w_t[i]`` is 1 (then a weighted mean is the plain mean)."""
     if target.dtype is not tl.int64:
         raise tl.DTypeError(
             f"{name}: class-index targets must be int64, got {target.dtype} (use .long())"
@@ -185,8 +194,12 @@ def _target_info(input, target, weight, ignore_index, name):
             f"{name}: input of shape {input.shape} needs a target of shape {expected}, got {target.shape}"
         )
     # Computed on the target's device: a GPU training step reads nothing back to check targets.
-    t = target.reshape(-1)
+    t = target if target.ndim == 1 else target.reshape(-1)
     lo, hi = index_range(t)
+    if weight is None and 0 <= lo and hi < c and not lo <= ignore_index <= hi and not _replayed():
+        # the common case: every target is a class and none is ignored, known from the recorded
+        # range alone, so no op is spent on masks and weights
+        return t, ones_cached(t.shape, input.dtype, input.backend, input), True
     valid = t != ignore_index
     if lo < 0 or hi >= c:  # maybe only ignored entries are outside [0, C): check exactly, on the
         bad = valid & ((t < 0) | (t >= c))  # device, so that one flag crosses to the host
@@ -200,7 +213,14 @@ def _target_info(input, target, weight, ignore_index, name):
         if weight.shape != (c,):
             raise tl.ShapeError(f"{name}: weight must have shape ({c},), got {weight.shape}")
         w_t = w_t * weight.detach().to(input.dtype).index_select(0, safe)
-    return safe, w_t
+    return safe, w_t, False
+
+
+def _replayed():
+    """Whether the ops run now are recorded to be replayed on other targets (a ``tl.jit.trace``
+    tape, a captured step). A replay does not rerun this Python, so there the targets' weights
+    must come from recorded ops rather than from a decision about the traced targets."""
+    return bool(Function.tracers) or capturing()
 
 
 @legacy_reduction_args
@@ -216,22 +236,25 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     """
     if reduction not in _REDUCTIONS:
         _reduce(None, reduction)
-    safe, w_t = _target_info(input, target, weight, ignore_index, "nll_loss")
-    return _nll(_classes_last(input), safe, w_t, target.shape, reduction)
+    info = _target_info(input, target, weight, ignore_index, "nll_loss")
+    return _nll(_classes_last(input), *info, target.shape, reduction)
 
 
-def _nll(rows, safe, w_t, shape, reduction):
+def _nll(rows, safe, w_t, uniform, shape, reduction):
     """``-w_t · rows[i, safe_i]`` reduced: NLL of validated targets over (N, C) log-probabilities."""
     picked = rows.gather(1, safe.unsqueeze(1)).squeeze(1)
-    return _weighted_reduction(-picked * w_t, w_t, shape, reduction)
+    return _weighted_reduction(
+        -picked if uniform else -picked * w_t, w_t, uniform, shape, reduction
+    )
 
 
-def _weighted_reduction(loss, w_t, shape, reduction):
+def _weighted_reduction(loss, w_t, uniform, shape, reduction):
+    """``loss`` reduced; ``'mean'`` divides by ``Σ w_t``, which is the count when ``uniform``."""
     if reduction == "none":
         return loss.reshape(shape)
     if reduction == "sum":
         return loss.sum()
-    return loss.sum() / w_t.sum()
+    return loss.mean() if uniform else loss.sum() / w_t.sum()
 
 
 @legacy_reduction_args
@@ -274,12 +297,12 @@ def cross_entropy(
         if reduction == "sum":
             return -prod.sum()
         return -prod.sum() / (input.numel() // c)
-    safe, w_t = _target_info(input, target, weight, ignore_index, "cross_entropy")
+    safe, w_t, uniform = _target_info(input, target, weight, ignore_index, "cross_entropy")
     if label_smoothing == 0:  # the fused kernel: no N×C log-probabilities kept for backward
         loss = cross_entropy_rows(_classes_last(input), safe, w_t)
-        return _weighted_reduction(loss, w_t, target.shape, reduction)
+        return _weighted_reduction(loss, w_t, uniform, target.shape, reduction)
     rows = _classes_last(input.log_softmax(cdim))
-    nll = _nll(rows, safe, w_t, target.shape, reduction)
+    nll = _nll(rows, safe, w_t, uniform, target.shape, reduction)
     if weight is not None:
         rows = rows * weight.detach().to(input.dtype)
     valid = (w_t != 0) if weight is None else (target.reshape(-1) != ignore_index)  # on the device

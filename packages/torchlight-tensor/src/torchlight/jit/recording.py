@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from torchlight.tensor.dispatch import SCALAR_SHARING_OFF
+from torchlight.tensor.dispatch import freeze_constants
 from torchlight.tensor.storage import TensorData
 
 from . import live
@@ -145,12 +145,12 @@ class Recording:
                     setattr(backend, name, self._watch(backend, name, method))
                     self._patched.append((backend, name))
         live._RECORDERS.append(self)
-        SCALAR_SHARING_OFF[0] += 1
+        freeze_constants(True)
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        freeze_constants(False)
         live._RECORDERS.remove(self)
-        SCALAR_SHARING_OFF[0] -= 1
         for backend, name in self._patched:
             delattr(backend, name)
         self._patched.clear()

@@ -38,7 +38,7 @@ def flops(node):
         a, b = node.in_shapes[0], node.in_shapes[1]
         return 2 * _numel(node.shape) * a[-1] if a and b else 0
     if (
-        op in ("sum", "mean", "prod", "amax", "amin", "max_dim")
+        op in ("sum", "mean", "prod", "amax", "amin", "max_dim", "logsumexp")
         or op.endswith("_nograd")
         or op.startswith("arg")
     ):

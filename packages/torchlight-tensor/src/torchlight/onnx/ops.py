@@ -238,6 +238,13 @@ def _amax(g, node, a):
     )
 
 
+def _logsumexp(g, node, a):
+    x, dims, keepdim = a
+    if not dims:
+        return g.node("Identity", [x.name], name="logsumexp")
+    return g.reduce("ReduceLogSumExp", x.name, dims, keepdim, name="logsumexp")
+
+
 def _reduce_no_grad(g, node, a):
     x, op, dims, keepdim, dtype = a
     if op in ("argmax", "argmin"):
@@ -256,11 +263,9 @@ def _reduce_no_grad(g, node, a):
 
 
 def _max_dim(g, node, a):
-    # values of max(dim)/min(dim): the elements at the recorded argmax/argmin indices
-    x, dim, keepdim, indices = a
-    idx = indices.name if keepdim else g.node("Unsqueeze", [indices.name, g.ints([dim], "axes")])
-    out = g.node("GatherElements", [x.name, idx], axis=int(dim))
-    return out if keepdim else g.node("Squeeze", [out, g.ints([dim], "axes")], name="max_dim")
+    # values of max(dim)/min(dim); the indices are the recorded argmax/argmin's own node
+    x, dim, keepdim, _, op = a
+    return g.reduce(_REDUCE[op], x.name, [dim], keepdim, name="max_dim")
 
 
 def _softmax(g, node, a):
@@ -428,6 +433,7 @@ OPS = {
     "Mean": _mean,
     "Prod": _prod,
     "AMax": _amax,
+    "LogSumExp": _logsumexp,
     "ReduceNoGrad": _reduce_no_grad,
     "MaxDim": _max_dim,
     "Softmax": _softmax,

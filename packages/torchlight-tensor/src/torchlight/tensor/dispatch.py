@@ -31,6 +31,7 @@ __all__ = [
     "view_of",
     "map_op",
     "zip_op",
+    "zip_into",
     "where_op",
     "reduce_op",
     "cast",
@@ -40,7 +41,8 @@ __all__ = [
     "HOST_MEMORY",
     "common_backend",
     "scalar_like",
-    "SCALAR_SHARING_OFF",
+    "filled_cached",
+    "freeze_constants",
     "ones_cached",
     "set_index_range",
     "index_range",
@@ -219,6 +221,13 @@ def zip_op(op: str, a: _Tensor, b: _Tensor, dtype: DType | None = None) -> _Tens
     return out
 
 
+def zip_into(op: str, a: _Tensor, b: _Tensor) -> _Tensor:
+    """``a = op(a, b)`` in place, ``b`` broadcast to ``a``'s shape; returns ``a``. For a result
+    that nothing else has seen yet (it saves allocating another)."""
+    a.backend.zip(op, a._td, _expanded(b, a._td.shape), a._td)
+    return a
+
+
 def where_op(cond: _Tensor, a: _Tensor, b: _Tensor) -> _Tensor:
     """``cond ? a : b`` elementwise with three-way broadcasting (a and b share a dtype)."""
     backend = common_backend(a, b, cond)
@@ -235,13 +244,13 @@ def reduce_op(
 ) -> _Tensor:
     """Reduce ``a`` over ``dims`` (a tuple of normalised dims)."""
     shape = a._td.shape
-    kept = tuple(1 if d in dims else s for d, s in enumerate(shape))
-    if op not in ("sum", "prod") and any(shape[d] == 0 for d in dims):
+    kept = tuple([1 if d in dims else s for d, s in enumerate(shape)])  # [...]: no generator
+    if op != "sum" and op != "prod" and 0 in [shape[d] for d in dims]:
         raise ShapeError(f"{op}: cannot reduce an empty dimension (shape {shape}, dims {dims})")
     out = alloc(kept, dtype or a.dtype, a.backend, a)
     a.backend.reduce(op, a._td, dims, out._td)
     if not keepdim:
-        squeezed = tuple(s for d, s in enumerate(kept) if d not in dims)
+        squeezed = tuple([s for d, s in enumerate(kept) if d not in dims])
         out._td = TensorData(out._td.storage, squeezed)
     return out
 
@@ -279,57 +288,57 @@ def sum_to(g: _Tensor, shape: tuple[int, ...]) -> _Tensor:
     return wrap(TensorData(out._td.storage, shape), out.backend, out.dtype, out)
 
 
-_ONES: dict[tuple, Any] = {}
+_CONSTANTS: dict[tuple, TensorData] = {}
+_CONSTANTS_MAX = 256
+_CONSTANTS_FROZEN = [0]  # > 0: filled_cached neither serves nor keeps (see freeze_constants)
+_PLAIN = (int, float, bool)
 
 
-def ones_cached(shape: tuple[int, ...], dtype: DType, backend: Any, like: Any) -> _Tensor:
-    """A ones tensor for ``backward()``'s implicit gradient, of ``like``'s class, whose storage
-    is shared between calls (never written to: leaves copy the first gradient they receive, see
-    ``Tensor.accumulate_grad``)."""
-    key = (shape, dtype, id(backend))
-    td = _ONES.get(key)
+def filled_cached(
+    shape: tuple[int, ...], value: Any, dtype: DType, backend: Any, like: Any
+) -> _Tensor:
+    """A tensor of ``shape`` filled with ``value``, of ``like``'s class, whose storage is shared
+    between calls, so it must never be written to: an operand of ops that build a new tensor
+    (``x * 2.0``'s scalar, a reduction's divisor, a shift), not something handed to the user.
+
+    Up to ``_CONSTANTS_MAX`` constants of plain Python numbers are kept (keyed by ``repr``, so
+    0.0 and -0.0 differ); other values (numpy scalars, a captured step's live numbers) are built
+    afresh. A backend with the ``fill`` capability writes the value in place (no host→device copy,
+    which matters for optimizers on a GPU); otherwise it is built on the host.
+    """
+    frozen = _CONSTANTS_FROZEN[0]
+    key = (shape, repr(value), dtype, id(backend)) if type(value) in _PLAIN else None
+    td = _CONSTANTS.get(key) if key is not None and not frozen else None
     if td is None:
-        td = TensorData(backend.from_numpy(np.ones(shape, dtype.np)), shape)
-        if len(_ONES) < 64:
-            _ONES[key] = td
+        if "fill" in backend.capabilities:
+            td = alloc(shape, dtype, backend, like)._td
+            backend.fill(td, value)
+        else:
+            td = TensorData(backend.from_numpy(np.full(shape, value, dtype.np)), shape)
+        if key is not None and len(_CONSTANTS) < _CONSTANTS_MAX and not frozen:
+            _CONSTANTS[key] = td
     return wrap(td, backend, dtype, like)
 
 
+def freeze_constants(frozen: bool) -> None:
+    """Stop (``True``) or resume (``False``) sharing :func:`filled_cached` constants: while
+    frozen, each is built afresh and not kept; calls nest. A captured step's recordings freeze
+    them: two consecutive recordings must allocate alike (a constant kept by the first would be
+    old storage to the second), and a Python number that changes between steps must show as new
+    host data, not as another kept constant."""
+    _CONSTANTS_FROZEN[0] += 1 if frozen else -1
+
+
+def ones_cached(shape: tuple[int, ...], dtype: DType, backend: Any, like: Any) -> _Tensor:
+    """:func:`filled_cached` ones: ``backward()``'s implicit gradient (leaves copy the first
+    gradient they receive, see ``Tensor.accumulate_grad``), cross-entropy's unit weights."""
+    return filled_cached(shape, 1, dtype, backend, like)
+
+
 def scalar_like(value: Any, ref: _Tensor, dtype: DType | None = None) -> _Tensor:
-    """A 0-d tensor holding ``value`` on ``ref``'s backend (broadcast by zip via stride 0).
-
-    A backend with the ``fill`` capability writes it in place (no host→device copy per scalar,
-    which matters for optimizers on a GPU); otherwise it is built on the host.
-    """
-    dtype = dtype or ref.dtype
-    backend = ref.backend
-    # The storage of a scalar operand is only ever read, so one per (value, dtype, backend) is
-    # kept and shared (``x * 2.0`` in a loop builds it once). Zero is left out (0.0 == -0.0 as
-    # a key) and NaN (never equal to itself), numpy scalars and other types too.
-    # A step capture (torchlight.jit) turns that off: it must see each scalar's allocation.
-    key = (
-        (value, dtype, id(backend))
-        if type(value) in _PLAIN and value and value == value and not SCALAR_SHARING_OFF[0]
-        else None
-    )
-    td = _SCALARS.get(key) if key is not None else None
-    if td is None:
-        if "fill" in backend.capabilities:
-            out = alloc((), dtype, backend, ref)
-            backend.fill(out._td, value)
-            td = out._td
-        else:
-            td = TensorData(backend.from_numpy(np.array([value], dtype=dtype.np)), ())
-        if key is not None and len(_SCALARS) < 256:
-            _SCALARS[key] = td
-    return wrap(td, backend, dtype, ref)
-
-
-_SCALARS: dict[tuple, TensorData] = {}
-_PLAIN = (int, float, bool)
-SCALAR_SHARING_OFF = [0]
-"""While above 0, :func:`scalar_like` allocates every scalar afresh (a step capture counts up
-while it records, so that a Python number that changes between steps shows as new host data)."""
+    """A 0-d tensor holding ``value`` on ``ref``'s backend (broadcast by zip via stride 0): a
+    shared, read-only :func:`filled_cached` constant."""
+    return filled_cached((), value, dtype or ref.dtype, ref.backend, ref)
 
 
 def set_index_range(t: _Tensor, lo: int, hi: int) -> None:
@@ -371,6 +380,8 @@ def normalize_dim(dim: Any, ndim: int, allow_end: bool = False) -> int:
     2
     """
     n = ndim + 1 if allow_end else ndim
+    if type(dim) is int and -n <= dim < n:  # the common case, before the general checks
+        return dim % n
     try:
         dim = operator.index(dim)  # ints, numpy integers, 0-d int tensors
     except TypeError:

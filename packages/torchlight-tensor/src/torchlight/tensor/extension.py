@@ -12,6 +12,7 @@ reorganised without breaking them. Everything here keeps its signature within an
 * Memory: :func:`host_memory` — may this backend's storage be read and written as a numpy array?
 * Index bounds: :func:`index_range` / :func:`set_index_range` — the checked ``[lo, hi]`` of an
   int64 tensor, recorded so index checks need no device→host read.
+* Constants: :func:`ones_cached` — a read-only ones tensor whose memory is shared between calls.
 * Kernels under public functions: :func:`cross_entropy_rows` (per-row cross-entropy of
   validated targets; ``nn.functional.cross_entropy`` validates and reduces), :func:`linear`
   (``x @ w.T + b`` as one autograd node; ``nn.functional.linear`` checks the shapes),
@@ -31,7 +32,7 @@ from typing import Any
 
 from . import dispatch
 from .backend.protocol import host_memory
-from .dispatch import index_range, set_index_range
+from .dispatch import index_range, ones_cached, set_index_range
 from .functions.activation import cross_entropy_rows
 from .functions.linalg import linear
 from .functions.updates import adam_step_
@@ -46,6 +47,7 @@ __all__ = [
     "host_memory",
     "index_range",
     "set_index_range",
+    "ones_cached",
     "cross_entropy_rows",
     "linear",
     "adam_step_",

@@ -242,7 +242,8 @@ def cross_entropy_rows(x, target, weight):
     same_backend(x, target)
     same_backend(x, weight)
     x = float_operand(x)
-    weight = weight.detach().to(x.dtype)
+    if weight.requires_grad or weight.dtype is not x.dtype:
+        weight = weight.detach().to(x.dtype)
     if "cross_entropy" in x.backend.capabilities:
         return CrossEntropyRows.apply(x, target, weight)
     picked = _softmax(x, 1, True).gather(1, target.unsqueeze(1)).squeeze(1)  # composite fallback

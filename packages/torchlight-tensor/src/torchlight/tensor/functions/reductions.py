@@ -12,8 +12,19 @@ from torchlight.autograd import Function
 
 from .. import dtypes
 from ..creation import filled
-from ..dispatch import normalize_dim, normalize_dims, reduce_op, scalar_like, zip_op
+from ..dispatch import (
+    filled_cached,
+    map_op,
+    normalize_dim,
+    normalize_dims,
+    reduce_op,
+    scalar_like,
+    where_op,
+    zip_into,
+    zip_op,
+)
 from ..errors import ShapeError
+from ..storage import TensorData
 from .pointwise import NonDifferentiable, float_operand
 
 __all__ = [
@@ -21,6 +32,7 @@ __all__ = [
     "AMax",
     "MaxDim",
     "Prod",
+    "LogSumExp",
     "sum",
     "mean",
     "amax",
@@ -99,7 +111,7 @@ class Mean(Function):
         s = reduce_op("sum", x, dims, keepdim)
         if ctx.divisor is None:
             return zip_op("mul", s, scalar_like(float("nan"), s))
-        return zip_op("div", s, scalar_like(ctx.divisor, s))
+        return zip_into("div", s, filled_cached((), ctx.divisor, s.dtype, s.backend, s))
 
     @staticmethod
     def backward(ctx, g):
@@ -108,7 +120,7 @@ class Mean(Function):
 
 
 class ReduceNoGrad(NonDifferentiable):
-    """A reduction without a gradient: argmax/argmin (int64), all/any, logsumexp's shift."""
+    """A reduction without a gradient: argmax/argmin (int64), all/any."""
 
     @staticmethod
     def forward(ctx, x, op, dims, keepdim, dtype):
@@ -151,14 +163,13 @@ def amin(x, dim=None, keepdim=False):
 
 
 class MaxDim(Function):
-    """Values of max/min along one dim; the gradient goes to the index that won."""
+    """Values of max/min along one dim (``op``); the gradient goes to the index that won."""
 
     @staticmethod
-    def forward(ctx, x, dim, keepdim, indices):
+    def forward(ctx, x, dim, keepdim, indices, op):
         ctx.shape, ctx.dim, ctx.keepdim = x.shape, dim, keepdim
         ctx.save_for_backward(indices)
-        kept = indices if keepdim else indices.unsqueeze(dim)
-        return x.gather(dim, kept) if keepdim else x.gather(dim, kept).squeeze(dim)
+        return reduce_op(op, x, (dim,), keepdim)
 
     @staticmethod
     def backward(ctx, g):
@@ -166,7 +177,7 @@ class MaxDim(Function):
         if not ctx.keepdim:
             g, indices = g.unsqueeze(ctx.dim), indices.unsqueeze(ctx.dim)
         out = filled(ctx.shape, 0, g.dtype, g.backend, like=g)
-        return out.scatter_add(ctx.dim, indices, g), None, None, None
+        return out.scatter_add(ctx.dim, indices, g), None, None, None, None
 
 
 def _maxmin(x, dim, keepdim, op):
@@ -176,7 +187,7 @@ def _maxmin(x, dim, keepdim, op):
     if x.ndim == 0:
         return MinMax(x.clone(), _zeros_index(x))
     indices = ReduceNoGrad.apply(x, "arg" + op, (d,), keepdim, dtypes.int64)
-    return MinMax(MaxDim.apply(x, d, keepdim, indices), indices)
+    return MinMax(MaxDim.apply(x, d, keepdim, indices, op), indices)
 
 
 def _zeros_index(x):
@@ -258,14 +269,41 @@ def std(x, dim=None, unbiased=True, keepdim=False, correction=None):
     return var(x, dim, unbiased, keepdim, correction).sqrt()
 
 
+class LogSumExp(Function):
+    r"""Autograd function of :func:`logsumexp`:
+    :math:`y = m + \log\sum_i e^{x_i - m}` over the reduced dims, with :math:`m = \max_i x_i`
+    (so no exponential overflows) or 0 where that max is ±inf (a slice of -inf gives -inf, one
+    holding +inf gives +inf, as in PyTorch, where ``inf - inf`` would give NaN). Backward:
+    :math:`\partial y/\partial x_i = e^{x_i - y}`, the softmax over the reduced dims; it is
+    written with tensor ops on the saved output, so a second derivative follows it.
+    """
+
+    @staticmethod
+    def forward(ctx, x, dims, keepdim):
+        m = reduce_op("max", x, dims, True)
+        inf, zero = (filled_cached((), v, m.dtype, m.backend, m) for v in (float("inf"), 0.0))
+        m = where_op(zip_op("eq", map_op("abs", m), inf, dtypes.bool_), zero, m)
+        s = reduce_op("sum", map_op("exp", zip_op("sub", x, m)), dims, True)
+        y = zip_into("add", map_op("log", s), m)
+        if not keepdim:
+            y._td = TensorData(
+                y._td.storage, tuple(n for d, n in enumerate(x.shape) if d not in dims)
+            )
+        ctx.save_for_backward(x, y)
+        ctx.dims = dims
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        kept = _kept_shape(x.shape, ctx.dims)
+        return g.reshape(kept) * (x - y.reshape(kept)).exp(), None, None
+
+
 def logsumexp(x, dim=None, keepdim=False):
-    """log(sum(exp(x))) computed as m + log(sum(exp(x - m))) with m = max(x): never overflows."""
+    """log(sum(exp(x))) over ``dim``, computed as m + log(sum(exp(x - m))) with m = max(x)."""
     x = float_operand(x)
-    dims = _dims(dim, x.ndim)
-    m = ReduceNoGrad.apply(x, "max", dims, True, None)
-    m = m.masked_fill(m.abs() == float("inf"), 0.0)
-    s = sum((x - m).exp(), dims, keepdim=True).log() + m
-    return s if keepdim else s.reshape(tuple(n for d, n in enumerate(x.shape) if d not in dims))
+    return LogSumExp.apply(x, _dims(dim, x.ndim), keepdim)
 
 
 def all(x, dim=None, keepdim=False):
