@@ -126,6 +126,8 @@ def test_shapes_views_and_indexing():
             x[:, -2:, 1:3].contiguous(),
             x.flatten(1),
             tl.cat([x, x * 2], 1),
+            tl.stack([x[:, :, 1:3], x[:, :, ::2] * 2], 1),
+            tl.stack([x[0], x[1]], -1),
             x.unfold(2, 2, 1),
             tl.pad(x, (1, 2)),
         )
@@ -310,6 +312,7 @@ def test_every_table_entry_is_exercised_by_these_tests():
         "Restride",
         "Unfold",
         "Cat",
+        "Stack",
         "Pad",
         "Sum",
         "Mean",

@@ -32,7 +32,7 @@ def _numel(shape):
 def flops(node):
     """Estimated floating-point operations of one node at its traced shapes."""
     op = node.op
-    if op in VIEW_OPS or op in ("clone", "cast", "to_device", "cat", "pad"):
+    if op in VIEW_OPS or op in ("clone", "cast", "to_device", "cat", "stack", "pad"):
         return 0
     if op == "matmul":
         a, b = node.in_shapes[0], node.in_shapes[1]

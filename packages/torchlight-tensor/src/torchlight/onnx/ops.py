@@ -196,6 +196,13 @@ def _cat(g, node, a):
     return g.node("Concat", [x.name for x in xs], axis=int(dim), name="cat")
 
 
+def _stack(g, node, a):
+    dim, xs = a[0], a[1:]
+    axes = g.ints([dim], "axes")
+    parts = [g.node("Unsqueeze", [x.name, axes]) for x in xs]
+    return g.node("Concat", parts, axis=int(dim), name="stack")
+
+
 def _pad(g, node, a):
     x, widths, value = a
     pads = [int(lo) for lo, _ in widths] + [int(hi) for _, hi in widths]
@@ -428,6 +435,7 @@ OPS = {
     "Restride": _restride,
     "Unfold": _unfold,
     "Cat": _cat,
+    "Stack": _stack,
     "Pad": _pad,
     "Sum": _sum,
     "Mean": _mean,

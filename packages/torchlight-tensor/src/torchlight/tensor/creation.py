@@ -26,15 +26,23 @@ from .dispatch import MAX_NUMEL, alloc, set_index_range, wrap
 from .errors import DTypeError, OutOfMemoryError, ShapeError
 from .storage import TensorData
 
-__all__ = ["size_of", "from_numpy_on", "filled", "empty", "from_data", "host_array"]
+__all__ = [
+    "size_of",
+    "from_numpy_on",
+    "filled",
+    "empty",
+    "from_data",
+    "host_data",
+    "host_array",
+]
 
 
 def size_of(size: tuple) -> tuple[int, ...]:
     """A size given as separate ints or one tuple/list (``zeros(2, 3)``, ``zeros((2, 3))``),
     checked: no negative dimension, no more elements than any backend can address."""
     given = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
-    shape = tuple(int(s) for s in given)
-    if any(s < 0 for s in shape):
+    shape = tuple(map(int, given))
+    if min(shape, default=0) < 0:
         raise ShapeError(f"negative dimension in size {shape}")
     n = 1
     for s in shape:
@@ -54,14 +62,18 @@ def from_numpy_on(
     C-contiguous ``array``, converted to ``dtype`` when given. An int64 tensor remembers its
     value range, so index checks need no read-back."""
     dt = dtypes.as_dtype(array.dtype) if dtype is None else dtypes.as_dtype(dtype)
-    if array.dtype != dt.np:
-        array = array.astype(dt.np)
-    t = wrap(TensorData(backend.from_numpy(array), array.shape), backend, dt, like)
+    t = wrap(_data_on(array, dt, backend), backend, dt, like)
     if dt is dtypes.int64 and array.size:
         set_index_range(t, int(array.min()), int(array.max()))
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def _data_on(array: np.ndarray, dt: Any, backend: Any) -> TensorData:
+    if array.dtype != dt.np:
+        array = array.astype(dt.np)
+    return TensorData(backend.from_numpy(array), array.shape)
 
 
 def filled(
@@ -78,11 +90,15 @@ def filled(
     if "fill" in backend.capabilities:  # written on the device: no host->device copy
         t = alloc(shape, dt, backend, like)
         backend.fill(t._td, value)
-        if dt is dtypes.int64 and t._td.size:
-            set_index_range(t, int(value), int(value))
-        return t.requires_grad_(True) if requires_grad else t
-    arr = np.full(shape, value, dtype=dt.np)
-    return from_numpy_on(arr, backend, dt, requires_grad, like=like)
+        stored = value
+    else:
+        arr = np.empty(shape, dt.np)
+        np.copyto(arr, value, casting="unsafe")  # np.full's own two steps, without its overhead
+        t = wrap(_data_on(arr, dt, backend), backend, dt, like)
+        stored = arr.item(0) if arr.size else None  # the value as numpy cast it
+    if dt is dtypes.int64 and t._td.size:  # one value: its range needs no pass over the data
+        set_index_range(t, int(stored), int(stored))
+    return t.requires_grad_(True) if requires_grad else t
 
 
 def empty(
@@ -130,6 +146,13 @@ def _unwrap(data: Any) -> Any:
     if isinstance(data, (list, tuple)):
         return [_unwrap(d) for d in data]
     return data
+
+
+def host_data(data: Any, dtype: Any, backend: Any) -> TensorData:
+    """``data`` converted to ``dtype`` as by :func:`from_data`, as bare storage on ``backend``
+    (no tensor, no value range): the source of a copy (``copy_``, ``x[i] = value``)."""
+    arr, dtype = host_array(data, dtype)
+    return _data_on(arr, dtypes.as_dtype(dtype), backend)
 
 
 def from_data(

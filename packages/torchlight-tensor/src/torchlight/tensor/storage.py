@@ -87,6 +87,8 @@ class TensorData:
     def expand(self, shape: Iterable[int]) -> TensorData:
         """Broadcast to ``shape``: new leading dims and size-1 dims get stride 0."""
         shape = tuple(shape)
+        if not self.shape and min(shape, default=0) >= 0:  # a scalar fills every position
+            return self._new(shape, (0,) * len(shape), self.offset)
         lead = len(shape) - self.ndim
         if lead < 0:
             raise ShapeError(f"cannot expand shape {self.shape} to fewer dimensions {shape}")
@@ -110,8 +112,14 @@ class TensorData:
         return self._new(shape, tuple(strides), self.offset)
 
     def view(self, shape: Iterable[int]) -> TensorData | None:
-        """Reshape without copying; ``None`` when the layout makes that impossible."""
-        shape = infer_shape(shape, self.size, self.shape)
+        """Reshape without copying (one size may be -1); ``None`` when the layout makes that
+        impossible."""
+        return self.reshaped(infer_shape(shape, self.size, self.shape))
+
+    def reshaped(self, shape: Shape) -> TensorData | None:
+        """:meth:`view` for a ``shape`` that :func:`infer_shape` already resolved (only its element
+        count is checked again: a replayed tape hands in shapes it adapted itself)."""
+        _check_count(shape, self.size, self.shape)
         if self.is_contiguous():
             return self._new(shape, contiguous_strides(shape), self.offset)
         strides = _view_strides(self.shape, self.strides, shape)
@@ -140,6 +148,23 @@ class TensorData:
         return self._new(
             shape, strides, self.offset + begin * self.strides[dim] if n else self.offset
         )
+
+    def pieces(self, dim: int, sizes: Sequence[int] | None) -> list[TensorData]:
+        """Consecutive views along ``dim``: ``sizes[k]`` elements each (``narrow``), or, with
+        ``sizes`` None, one per index with ``dim`` dropped (``select``): where ``cat`` and
+        ``stack`` write their inputs. Sizes are trusted to fit (their caller built this view)."""
+        storage, step, offset = self.storage, self.strides[dim], self.offset
+        head, tail = self.shape[:dim], self.shape[dim + 1 :]
+        out = []
+        if sizes is None:
+            strides = self.strides[:dim] + self.strides[dim + 1 :]
+            for i in range(self.shape[dim]):
+                out.append(TensorData(storage, head + tail, strides, offset + i * step))
+        else:
+            for n in sizes:
+                out.append(TensorData(storage, head + (n,) + tail, self.strides, offset))
+                offset += n * step
+        return out
 
     def unsqueeze(self, dim: int) -> TensorData:
         """The same storage with a size-1 dimension inserted at ``dim``."""
@@ -173,21 +198,27 @@ class TensorData:
 
 def infer_shape(shape: Iterable[int], size: int, old_shape: Sequence[int] = ()) -> Shape:
     """Resolve one ``-1`` in a requested shape and check the element count is unchanged."""
-    shape = tuple(int(s) for s in shape)
-    if shape.count(-1) > 1:
-        raise ShapeError(f"only one dimension can be inferred (-1), got shape {shape}")
+    shape = tuple(map(int, shape))
     if -1 in shape:
-        known = prod(s for s in shape if s != -1)
+        if shape.count(-1) > 1:
+            raise ShapeError(f"only one dimension can be inferred (-1), got shape {shape}")
+        known = -prod(shape)  # the product of the other sizes
         if known == 0 or size % known:
-            raise ShapeError(
-                f"shape {shape} is invalid for input of shape {tuple(old_shape)} ({size} elements)"
-            )
+            raise _invalid_shape(shape, size, old_shape)
         shape = tuple(size // known if s == -1 else s for s in shape)
-    if prod(shape) != size or any(s < 0 for s in shape):
-        raise ShapeError(
-            f"shape {shape} is invalid for input of shape {tuple(old_shape)} ({size} elements)"
-        )
+    _check_count(shape, size, old_shape)
     return shape
+
+
+def _check_count(shape: Shape, size: int, old_shape: Sequence[int]) -> None:
+    if prod(shape) != size or min(shape, default=0) < 0:
+        raise _invalid_shape(shape, size, old_shape)
+
+
+def _invalid_shape(shape: Shape, size: int, old_shape: Sequence[int]) -> ShapeError:
+    return ShapeError(
+        f"shape {shape} is invalid for input of shape {tuple(old_shape)} ({size} elements)"
+    )
 
 
 def _view_strides(old_shape: Shape, old_strides: Shape, new_shape: Shape) -> Shape | None:

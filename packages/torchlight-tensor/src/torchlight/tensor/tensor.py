@@ -1544,7 +1544,7 @@ class Tensor(TensorConveniences, TensorBase):
         self._check_inplace("__setitem__")
         norm, advanced = index.expand_index(self, idx)
         if not advanced:
-            dispatch.view_of(self, index.basic_view(self._td, norm)).copy_(value)
+            self._write(index.basic_view(self._td, norm), value)
             return
         # Advanced assignment goes through the host: correct on every backend, if not fast. The
         # positions are computed (and every index checked) as for reading x[idx].
@@ -1733,13 +1733,17 @@ class Tensor(TensorConveniences, TensorBase):
                 [1., 2.]])
         """
         self._check_inplace("copy_")
-        if not isinstance(src, Tensor):
-            src = creation.from_data(src, self.dtype, self.backend, like=self)
-        if src.backend is not self.backend:
-            src = src.to(self.device)
-        td = src._td if src.shape == self.shape else src._td.expand(self.shape)
-        self.backend.map("copy", td, self._td)
+        self._write(self._td, src)
         return self
+
+    def _write(self, target, src):
+        """Copy ``src`` (as for :meth:`copy_`) into ``target``, a view of this tensor's storage."""
+        if isinstance(src, Tensor):
+            source = (src if src.backend is self.backend else src.to(self.device))._td
+        else:
+            source = creation.host_data(src, self.dtype, self.backend)
+        shape = target.shape
+        self.backend.map("copy", source if source.shape == shape else source.expand(shape), target)
 
     def fill_(self, value):
         """In place: set every element to ``value``; returns ``self``.

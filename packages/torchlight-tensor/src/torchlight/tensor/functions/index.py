@@ -67,13 +67,30 @@ def check_index(index, size, what="index"):
 
 
 def expand_index(x, index):
-    """Normalise ``index`` to a tuple with Ellipsis expanded; report whether it is basic only."""
+    """Normalise ``index`` to a tuple with Ellipsis expanded; report whether it is basic only.
+
+    A 0-d int64 tensor is read as the int it holds, as PyTorch does: ``x[i]`` is then a view
+    (select), not a gather. Not while a tape is being traced, where the tensor must stay an input
+    so that a replay indexes with its new value (PyTorch's tracer makes the same exception).
+    """
     if not isinstance(index, tuple):
         index = (index,)
     advanced = False
     used = 0
-    for item in index:
-        if isinstance(item, (TensorBase, list, np.ndarray)):
+    ellipses = 0
+    items = None
+    for k, item in enumerate(index):
+        if (
+            isinstance(item, TensorBase)
+            and not item.shape
+            and item.dtype is dtypes.int64
+            and not Function.tracers
+        ):
+            if items is None:
+                items = list(index)
+            items[k] = _scalar_value(item)
+            used += 1
+        elif isinstance(item, (TensorBase, list, np.ndarray)):
             advanced = True
             is_bool = (
                 (item.dtype is dtypes.bool_)
@@ -83,22 +100,32 @@ def expand_index(x, index):
             used += (
                 np.ndim(item.numpy() if isinstance(item, TensorBase) else item) if is_bool else 1
             )
-        elif item is None or item is Ellipsis:
+        elif item is None:
             continue
+        elif item is Ellipsis:
+            ellipses += 1
         elif isinstance(item, (int, np.integer, slice)):
             used += 1
         else:
             raise DTypeError(
                 f"unsupported index type {type(item).__name__}: use ints, slices, None, ..., int64 or bool tensors"
             )
-    if sum(1 for i in index if i is Ellipsis) > 1:
+    if items is not None:
+        index = tuple(items)
+    if ellipses > 1:
         raise TensorIndexError("an index can only have a single ellipsis ('...')")
     if used > x.ndim:
         raise TensorIndexError(f"too many indices for tensor of dimension {x.ndim} (got {used})")
-    if Ellipsis in [i for i in index if not isinstance(i, (TensorBase, list, np.ndarray))]:
+    if ellipses:
         k = next(k for k, i in enumerate(index) if i is Ellipsis)
         index = index[:k] + (slice(None),) * (x.ndim - used) + index[k + 1 :]
     return index, advanced
+
+
+def _scalar_value(t):
+    # A view keeps its base's bounds, so only a single-valued record is this tensor's value.
+    lo, hi = index_range(t)
+    return lo if lo == hi else int(t.backend.to_numpy(t._td))
 
 
 def basic_view(td, index):

@@ -21,6 +21,7 @@ __all__ = [
     "Restride",
     "Unfold",
     "Cat",
+    "Stack",
     "reshape",
     "view",
     "permute",
@@ -43,12 +44,12 @@ __all__ = [
 
 
 class View(Function):
-    """A view of ``x`` with ``shape``; the layout is derived from ``x`` inside forward (so a
-    traced tape recomputes it for the replayed tensor)."""
+    """A view of ``x`` with ``shape`` (resolved: no -1); the layout is derived from ``x`` inside
+    forward (so a traced tape recomputes it for the replayed tensor)."""
 
     @staticmethod
     def forward(ctx, x, shape):
-        td = x._td.view(shape)
+        td = x._td.reshaped(shape)
         if td is None:
             raise ShapeError(
                 f"view size {tuple(shape)} is not compatible with input of shape {x.shape} and strides "
@@ -68,13 +69,7 @@ def view(x, shape):
     """
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    td = x._td.view(shape)
-    if td is None:
-        raise ShapeError(
-            f"view size {tuple(shape)} is not compatible with input of shape {x.shape} and strides "
-            f"{x._td.strides}: the merged dimensions are not contiguous; use .reshape(...) instead"
-        )
-    return View.apply(x, td.shape)
+    return View.apply(x, infer_shape(shape, x._td.size, x.shape))
 
 
 def reshape(x, shape):
@@ -84,7 +79,7 @@ def reshape(x, shape):
     shape = infer_shape(shape, x._td.size, x.shape)
     if shape == x.shape:
         return x
-    if x._td.view(shape) is None:
+    if x._td.reshaped(shape) is None:
         x = x.contiguous()
     return View.apply(x, shape)
 
@@ -258,26 +253,72 @@ class Cat(Function):
 
     @staticmethod
     def forward(ctx, dim, *xs):
-        ref = xs[0]
-        ctx.dim, ctx.sizes = dim, [x.shape[dim] for x in xs]
-        shape = list(ref.shape)
-        shape[dim] = sum(ctx.sizes)
-        backend = common_backend(*xs)
-        out = alloc(tuple(shape), ref.dtype, backend, ref)
-        start = 0
-        for x, n in zip(xs, ctx.sizes):
-            target = out._td.slice(dim, start, start + n, 1)
-            backend.map("copy", x._td, target)
-            start += n
-        return out
+        return _join(ctx, dim, xs, False)
 
     @staticmethod
     def backward(ctx, g):
+        if ctx.sizes is None:  # stacked: input k is the slice at index k of the new dim
+            return (None, *g.unbind(ctx.dim))
         grads, start = [None], 0
         for n in ctx.sizes:
             grads.append(g.narrow(ctx.dim, start, n))
             start += n
         return tuple(grads)
+
+
+class Stack(Cat):
+    """Autograd function of :func:`stack`: :class:`Cat` along a new dimension (each input is
+    written into one index of it, so no per-input unsqueeze is recorded)."""
+
+    @staticmethod
+    def forward(ctx, dim, *xs):
+        return _join(ctx, dim, xs, True)
+
+
+def _join(ctx, dim, xs, new_dim):
+    ref = xs[0]
+    shape = ref.shape
+    if new_dim:
+        ctx.sizes = None
+        shape = shape[:dim] + (len(xs),) + shape[dim:]
+    else:
+        ctx.sizes = [x.shape[dim] for x in xs]
+        shape = shape[:dim] + (sum(ctx.sizes),) + shape[dim + 1 :]
+    ctx.dim = dim
+    backend = common_backend(*xs)
+    out = alloc(shape, ref.dtype, backend, ref)
+    for x, target in zip(xs, out._td.pieces(dim, ctx.sizes)):
+        backend.map("copy", x._td, target)
+    return out
+
+
+def _joined_dtype(tensors, dim, new_dim):
+    """Check that ``tensors`` can be joined along ``dim`` (normalised; unused when ``new_dim``) and
+    return the dtype they are promoted to. ``stack`` needs equal shapes, ``cat`` equal ones
+    outside ``dim``; all must be on one device."""
+    first = tensors[0]
+    shape, backend, dt = first.shape, first.backend, first.dtype
+    for i, t in enumerate(tensors):
+        if t.dtype is not dt:
+            dt = dtypes.promote(dt, t.dtype)
+        other = t.shape
+        if other != shape and (
+            new_dim
+            or len(other) != len(shape)
+            or other[:dim] != shape[:dim]
+            or other[dim + 1 :] != shape[dim + 1 :]
+        ):
+            if new_dim:
+                raise ShapeError(
+                    f"stack: tensor #{i} has shape {other}, tensor #0 has {shape}; all must match"
+                )
+            raise ShapeError(
+                f"cat: tensor #{i} has shape {other}, which does not match tensor #0's shape "
+                f"{shape} outside dimension {dim}"
+            )
+        if t.backend is not backend:
+            same_backend(first, t)
+    return dt
 
 
 def cat(tensors, dim=0):
@@ -293,33 +334,20 @@ def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("cat: expected a non-empty sequence of tensors")
-    ref = max(tensors, key=lambda t: t.dtype.rank)
-    dt = ref.dtype
-    for t in tensors:
-        dt = dtypes.promote(dt, t.dtype)
     for i, t in enumerate(tensors):
-        if t.ndim == 0:
+        if not t.shape:
             raise ShapeError(
                 f"cat: zero-dimensional tensor (at position {i}) cannot be concatenated; "
                 "use tl.stack to join scalars, or reshape them to (1,) first"
             )
     dim = normalize_dim(dim, tensors[0].ndim)
-    for i, t in enumerate(tensors):
-        if t.ndim != tensors[0].ndim or any(
-            a != b for k, (a, b) in enumerate(zip(t.shape, tensors[0].shape)) if k != dim
-        ):
-            raise ShapeError(
-                f"cat: tensor #{i} has shape {t.shape}, which does not match tensor #0's shape "
-                f"{tensors[0].shape} outside dimension {dim}"
-            )
-        if t.backend is not tensors[0].backend:
-            same_backend(tensors[0], t)
-    return Cat.apply(dim, *[to_dtype(t, dt) for t in tensors])
+    dt = _joined_dtype(tensors, dim, False)
+    return Cat.apply(dim, *[t if t.dtype is dt else to_dtype(t, dt) for t in tensors])
 
 
 def stack(tensors, dim=0):
     """Join tensors of identical shape along a *new* dimension ``dim``: ``n`` tensors of shape
-    ``S`` give shape ``S`` with ``n`` inserted at ``dim``.
+    ``S`` give shape ``S`` with ``n`` inserted at ``dim``; dtypes are promoted as by :func:`cat`.
 
     >>> tl.stack([tl.tensor([1, 2]), tl.tensor([3, 4])])
     tensor([[1, 2],
@@ -330,13 +358,9 @@ def stack(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("stack: expected a non-empty sequence of tensors")
-    for i, t in enumerate(tensors):
-        if t.shape != tensors[0].shape:
-            raise ShapeError(
-                f"stack: tensor #{i} has shape {t.shape}, tensor #0 has {tensors[0].shape}; all must match"
-            )
+    dt = _joined_dtype(tensors, None, True)
     dim = normalize_dim(dim, tensors[0].ndim, allow_end=True)
-    return cat([t.unsqueeze(dim) for t in tensors], dim)
+    return Stack.apply(dim, *[t if t.dtype is dt else to_dtype(t, dt) for t in tensors])
 
 
 def split(x, split_size_or_sections, dim=0):

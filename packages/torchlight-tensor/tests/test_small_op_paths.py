@@ -1,0 +1,319 @@
+"""The short paths small tensors take: ``stack`` as one op, ``view`` resolving its shape once,
+0-d integer tensors indexing as ints, Python numbers written without a host tensor, and fill
+factories recording their index range without reading the data. Each is checked for the values,
+views, gradients and errors of the general path it shortcuts."""
+
+import numpy as np
+import pytest
+from tltensor_helpers import LAYOUTS, Maker, assert_close
+
+import torchlight as tl
+from torchlight.autograd import Function
+from torchlight.tensor.dispatch import index_range
+from torchlight.tensor.functions.shape import Cat, Stack, View
+
+
+def _f64(*shape, seed=0):
+    return tl.tensor(np.random.default_rng(seed).standard_normal(shape))
+
+
+# --- stack ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dim", [0, 1, 2, -1, -3])
+def test_stack_of_views_matches_numpy(layout, dim):
+    m = Maker(3)
+    pairs = [m.build((2, 3), layout) for _ in range(4)]
+    out = tl.stack([t for _, t in pairs], dim)
+    assert_close(out, np.stack([a for a, _ in pairs], axis=dim))
+    assert out._td.is_contiguous()
+
+
+def test_stack_is_one_recorded_op_whose_gradient_unbinds():
+    a = _f64(2, 3, seed=1).requires_grad_()
+    b = _f64(2, 3, seed=2).requires_grad_()
+    out = tl.stack([a, b, a.t().t()], 1)
+    assert out.grad_fn is not None and out._history.fn is Stack
+    assert [v is a for v in out._history.inputs[1:]] == [True, False, False]
+    w = _f64(2, 3, 3, seed=3)
+    (out * w).sum().backward()
+    wn = w.numpy()
+    np.testing.assert_allclose(a.grad.numpy(), wn[:, 0] + wn[:, 2])
+    np.testing.assert_allclose(b.grad.numpy(), wn[:, 1])
+
+
+def test_stack_gradcheck_on_a_strided_input():
+    base = _f64(4, 6, seed=4)
+    a = base[::2, 1::2].requires_grad_()  # a non-contiguous leaf
+    b = _f64(2, 3, seed=5).requires_grad_()
+    assert tl.gradcheck(lambda x, y: tl.stack([x, y * y, x], 2), (a, b))
+
+
+def test_stack_of_scalars_and_dtype_promotion():
+    out = tl.stack([tl.tensor(1), tl.tensor(2.5), tl.tensor(True)])
+    assert out.dtype == tl.float32 and out.tolist() == [1.0, 2.5, 1.0]
+    ints = tl.stack([tl.tensor([1, 2]), tl.tensor([3, 4])])
+    assert ints.dtype == tl.int64 and ints.tolist() == [[1, 2], [3, 4]]
+
+
+def test_stack_errors():
+    with pytest.raises(tl.ShapeError, match="non-empty"):
+        tl.stack([])
+    with pytest.raises(tl.ShapeError, match=r"tensor #2 has shape \(3,\)"):
+        tl.stack([tl.zeros(2), tl.zeros(2), tl.zeros(3)])
+    with pytest.raises(tl.TensorIndexError, match="Dimension out of range"):
+        tl.stack([tl.zeros(2), tl.zeros(2)], 3)
+
+
+def test_stack_and_cat_refuse_mixed_devices(fresh_registry):
+    from test_errors import _OtherCpu
+
+    tl.register_backend("othercpu", _OtherCpu())
+    a, b = tl.ones(2), tl.ones(2, device="othercpu")
+    for op in (tl.stack, tl.cat):
+        with pytest.raises(tl.BackendError, match="othercpu"):
+            op([a, b])
+
+
+def test_cat_checks_every_piece():
+    a = tl.zeros(2, 3)
+    with pytest.raises(tl.ShapeError, match="zero-dimensional tensor \\(at position 1\\)"):
+        tl.cat([a, tl.tensor(1.0)])
+    with pytest.raises(tl.ShapeError, match=r"tensor #1 has shape \(2, 4\)"):
+        tl.cat([a, tl.zeros(2, 4)], 0)
+    with pytest.raises(tl.ShapeError, match=r"tensor #1 has shape \(2, 3, 1\)"):
+        tl.cat([a, tl.zeros(2, 3, 1)], 0)
+    out = tl.cat([a, tl.ones(2, 1, dtype=tl.float64), tl.ones(2, 2, dtype=tl.int64)], 1)
+    assert out.dtype == tl.float64 and out.shape == (2, 6)
+    assert out.numpy()[:, 3:].tolist() == [[1.0] * 3] * 2
+
+
+def test_cat_gradient_narrows_into_each_piece():
+    a = _f64(2, 2, seed=6).requires_grad_()
+    b = _f64(2, 4, seed=7)[:, ::2].requires_grad_()
+    out = tl.cat([a, b, a], 1)
+    assert out._history.fn is Cat
+    w = _f64(2, 6, seed=8)
+    (out * w).sum().backward()
+    wn = w.numpy()
+    np.testing.assert_allclose(a.grad.numpy(), wn[:, 0:2] + wn[:, 4:6])
+    np.testing.assert_allclose(b.grad.numpy(), wn[:, 2:4])
+
+
+def test_stack_replays_from_a_traced_tape():
+    def fn(x, y):
+        return tl.stack([x, y * 2], 1).sum(0)
+
+    x, y = _f64(3, 4, seed=9), _f64(3, 4, seed=10)
+    tape = tl.jit.trace(fn, x, y)
+    assert tape.count_ops().get("stack") == 1
+    x2, y2 = _f64(5, 4, seed=11), _f64(5, 4, seed=12)
+    np.testing.assert_allclose(tape(x2, y2).numpy(), fn(x2, y2).numpy())
+
+
+# --- view -----------------------------------------------------------------------------------------
+
+
+def test_view_resolves_minus_one_and_shares_storage():
+    x = tl.arange(12.0)
+    v = x.view(-1, 1)
+    assert v.shape == (12, 1) and v._td.storage is x._td.storage
+    assert x.view(3, -1).shape == (3, 4) and x.view((2, -1, 3)).shape == (2, 2, 3)
+    w = x.view(3, 4).t()  # not contiguous: only views that keep rows apart work
+    assert w.view(4, 3, 1).shape == (4, 3, 1)
+    with pytest.raises(tl.ShapeError, match="not compatible"):
+        w.view(-1)
+    with pytest.raises(tl.ShapeError, match="only one dimension can be inferred"):
+        x.view(-1, -1)
+    with pytest.raises(tl.ShapeError, match="invalid for input of shape"):
+        x.view(5, -1)
+    with pytest.raises(tl.ShapeError, match="invalid for input of shape"):
+        x.view(4, 4)
+
+
+def test_view_forward_refuses_a_shape_that_does_not_fit():
+    # a replayed tape hands View a shape it adapted itself: forward re-checks the element count
+    with pytest.raises(tl.ShapeError, match="invalid for input of shape"):
+        View.apply(tl.zeros(6), (4, 2))
+    with pytest.raises(tl.ShapeError, match="invalid for input of shape"):
+        View.apply(tl.zeros(6), (-2, -3))
+
+
+def test_view_gradient_and_replay_with_a_new_batch():
+    x = _f64(4, 6, seed=13).requires_grad_()
+    assert tl.gradcheck(lambda t: t.view(-1, 3) * t.view(8, 3), (x,))
+
+    def fn(t):
+        return t.view(-1, 2) * 3
+
+    tape = tl.jit.trace(fn, _f64(4, 6, seed=14))
+    x2 = _f64(7, 6, seed=15)
+    np.testing.assert_allclose(tape(x2).numpy(), fn(x2).numpy())
+
+
+# --- 0-d integer tensors as indices ---------------------------------------------------------------
+
+
+def test_zero_dim_int_tensor_indexes_like_an_int():
+    a = np.arange(20.0).reshape(4, 5)
+    x = tl.tensor(a)
+    i, j = tl.tensor(2), tl.tensor(-1)
+    got = x[i, j]
+    assert got.shape == () and got.item() == a[2, -1]
+    row = x[i]
+    assert row._td.storage is x._td.storage  # a view, as x[2] is
+    np.testing.assert_array_equal(row.numpy(), a[2])
+    np.testing.assert_array_equal(x[..., i].numpy(), a[..., 2])
+    np.testing.assert_array_equal(x[i, 1:].numpy(), a[2, 1:])
+    np.testing.assert_array_equal(x[None, j].numpy(), a[None, -1])
+    # combined with an index tensor it broadcasts like numpy's int
+    np.testing.assert_array_equal(x[i, tl.tensor([0, 3])].numpy(), a[2, [0, 3]])
+    xt = x.t()  # non-contiguous
+    np.testing.assert_array_equal(xt[i].numpy(), a.T[2])
+
+
+def test_zero_dim_index_that_is_a_view_of_a_larger_tensor():
+    # the view keeps its base's value range (0..4): the value must be its own
+    idx = tl.tensor([0, 4, 1])
+    x = tl.arange(10.0).view(5, 2)
+    np.testing.assert_array_equal(x[idx[1]].numpy(), [8.0, 9.0])
+    np.testing.assert_array_equal(x[idx[2]].numpy(), [2.0, 3.0])
+    step = idx[1]
+    idx[1] = 3  # rewritten in place: read again
+    np.testing.assert_array_equal(x[step].numpy(), [6.0, 7.0])
+
+
+def test_zero_dim_index_out_of_range_and_wrong_kinds():
+    x = tl.zeros(3, 2)
+    with pytest.raises(tl.TensorIndexError, match="index 3 is out of range"):
+        x[tl.tensor(3)]
+    with pytest.raises(tl.TensorIndexError, match="index -4 is out of range"):
+        x[tl.tensor(-4)]
+    with pytest.raises(tl.TensorIndexError, match="too many indices"):
+        x[tl.tensor(0), tl.tensor(0), tl.tensor(0)]
+    with pytest.raises(tl.TensorIndexError):
+        x[0][tl.tensor(2)] = 1.0
+    with pytest.raises(tl.DTypeError, match="int64 or bool"):
+        x[tl.tensor(1.0)]
+    # a 0-d bool tensor stays a mask: True adds a dim of 1, False one of 0
+    assert x[tl.tensor(True)].shape == (1, 3, 2)
+    assert x[tl.tensor(False)].shape == (0, 3, 2)
+
+
+def test_zero_dim_index_gradient_and_setitem():
+    x = _f64(3, 4, seed=16).requires_grad_()
+    i = tl.tensor(1)
+    assert tl.gradcheck(lambda t: t[i] * t[i, tl.tensor(2)], (x,))
+    y = tl.zeros(3, 4)
+    before = y._version[0]
+    y[i] = 5.0
+    y[tl.tensor(2), tl.tensor(-1)] = tl.tensor(7.0)
+    y[0, 1:] = 3
+    assert y._version[0] == before + 3  # one bump per assignment, as in PyTorch
+    want = np.zeros((3, 4))
+    want[1] = 5.0
+    want[2, -1] = 7.0
+    want[0, 1:] = 3
+    np.testing.assert_array_equal(y.numpy(), want)
+
+
+def test_zero_dim_index_on_another_device(fresh_registry):
+    from test_errors import _OtherCpu
+
+    tl.register_backend("othercpu", _OtherCpu())
+    x = tl.arange(6.0).view(3, 2)
+    i = tl.tensor(2, device="othercpu")
+    np.testing.assert_array_equal(x[i].numpy(), [4.0, 5.0])
+    far = tl.tensor([0, 1, 2], device="othercpu")
+    np.testing.assert_array_equal(x[far[1]].numpy(), [2.0, 3.0])
+    y = tl.zeros(3, 2, device="othercpu")
+    y[i] = 1.0
+    assert y.to("cpu").numpy().tolist() == [[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]
+
+
+def test_a_traced_tape_replays_a_zero_dim_index_with_its_new_value():
+    def fn(x, i):
+        return x[i] * 2
+
+    x = _f64(4, 3, seed=17)
+    tape = tl.jit.trace(fn, x, tl.tensor(1))
+    assert Function.tracers == []
+    np.testing.assert_allclose(tape(x, tl.tensor(3)).numpy(), x.numpy()[3] * 2)
+
+
+# --- writing Python numbers; fill factories -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "dtype, value, stored",
+    [
+        (tl.int64, -1, -1),
+        (tl.int64, 2.7, 2),
+        (tl.int64, True, 1),
+        (tl.float32, 3, 3.0),
+        (tl.float64, -0.5, -0.5),
+        (tl.bool, 1, True),
+        (tl.bool, 0.0, False),
+    ],
+)
+def test_setitem_and_copy_of_a_python_number(dtype, value, stored):
+    x = tl.zeros(4, 5, dtype=dtype)
+    x[1:3, ::2] = value  # a non-contiguous target
+    want = np.zeros((4, 5), dtype=dtype.np)
+    want[1:3, ::2] = stored
+    np.testing.assert_array_equal(x.numpy(), want)
+    assert x.dtype is dtype
+    y = tl.zeros(2, 3, dtype=dtype).t()
+    y.copy_(value)
+    assert (y.numpy() == np.asarray(stored, dtype=dtype.np)).all()
+
+
+def test_setitem_of_lists_and_errors_are_unchanged():
+    x = tl.zeros(2, 3, dtype=tl.int64)
+    x[0] = [1, 2, 3]
+    x[1, 1:] = np.array([7, 8])
+    assert x.tolist() == [[1, 2, 3], [0, 7, 8]]
+    with pytest.raises(tl.DTypeError, match="dtype object"):
+        x[0] = 2**70
+    with pytest.raises(tl.ShapeError):
+        x[0] = [1, 2]
+    assert x.tolist() == [[1, 2, 3], [0, 7, 8]]
+    w = tl.zeros(2, requires_grad=True)
+    with pytest.raises(tl.AutogradError, match="no_grad"):
+        w[0] = 1.0
+
+
+def test_a_write_into_a_saved_tensor_is_still_caught():
+    x = tl.ones(3, requires_grad=True)
+    w = tl.ones(3)
+    y = x * w
+    w[1:] = 2.0
+    with pytest.raises(tl.AutogradError, match="modified by an in-place operation"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize(
+    "make, lo",
+    [
+        (lambda: tl.zeros(17, dtype=tl.long), 0),
+        (lambda: tl.ones(2, 3, dtype=tl.long), 1),
+        (lambda: tl.full((4,), 7, dtype=tl.long), 7),
+        (lambda: tl.full((4,), 2.7, dtype=tl.long), 2),
+        (lambda: tl.full((2,), -3, dtype=tl.long), -3),
+    ],
+)
+def test_fill_factories_record_their_single_value(make, lo):
+    t = make()
+    assert t.__dict__["_index_range"][:2] == (lo, lo)
+    assert index_range(t) == (lo, lo)
+    assert (t.numpy() == lo).all()
+
+
+def test_an_empty_fill_has_no_range_and_index_checks_use_the_record():
+    assert "_index_range" not in tl.zeros(0, dtype=tl.long).__dict__
+    table = tl.zeros(5, 2)
+    with pytest.raises(tl.TensorIndexError, match="index 5 is out of range"):
+        table.index_select(0, tl.full((3,), 5, dtype=tl.long))
+    with pytest.raises(tl.TensorIndexError, match="index -1 is out of range"):
+        table.index_select(0, tl.full((3,), -1, dtype=tl.long))
