@@ -16,7 +16,19 @@ from ..errors import ShapeError
 from ..indexing import shape_broadcast
 from .pointwise import ndarray_operand, operands
 
-__all__ = ["MatMul", "Linear", "matmul", "linear", "mm", "bmm", "dot", "outer", "diag", "einsum", "norm"]
+__all__ = [
+    "MatMul",
+    "Linear",
+    "matmul",
+    "linear",
+    "mm",
+    "bmm",
+    "dot",
+    "outer",
+    "diag",
+    "einsum",
+    "norm",
+]
 
 
 class MatMul(Function):
