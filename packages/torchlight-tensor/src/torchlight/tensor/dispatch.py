@@ -301,13 +301,15 @@ def filled_cached(
     between calls, so it must never be written to: an operand of ops that build a new tensor
     (``x * 2.0``'s scalar, a reduction's divisor, a shift), not something handed to the user.
 
-    Up to ``_CONSTANTS_MAX`` constants of plain Python numbers are kept (keyed by ``repr``, so
-    0.0 and -0.0 differ); other values (numpy scalars, a captured step's live numbers) are built
+    Up to ``_CONSTANTS_MAX`` constants of plain Python numbers are kept (zeros and NaN keyed by
+    ``repr``, so 0.0 and -0.0 differ); other values (numpy scalars, a captured step's live numbers) are built
     afresh. A backend with the ``fill`` capability writes the value in place (no host→device copy,
     which matters for optimizers on a GPU); otherwise it is built on the host.
     """
     frozen = _CONSTANTS_FROZEN[0]
-    key = (shape, repr(value), dtype, id(backend)) if type(value) in _PLAIN else None
+    key = None
+    if type(value) in _PLAIN:  # equal numbers convert alike; 0.0/-0.0 and NaN by their repr
+        key = (shape, value if value and value == value else repr(value), dtype, id(backend))
     td = _CONSTANTS.get(key) if key is not None and not frozen else None
     if td is None:
         if "fill" in backend.capabilities:
