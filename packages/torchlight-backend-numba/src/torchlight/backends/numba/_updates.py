@@ -25,17 +25,25 @@ def adam_kernel(
     ``sign`` −1 maximises; ``decay`` = 1 − lr·λ (AdamW) or 1; ``l2`` = λ (Adam) or 0;
     ``w1`` = 1 − β1, the lerp weight of the first moment.
     """
+    # Sliced first: indexed as p[po + i], a possibly negative index, each access carried a
+    # wraparound check that kept LLVM from vectorising the loop (200k values 1.09 -> 0.26 ms).
+    # One statement per slice: numba 0.68's parallel build of a tuple assignment of slices
+    # wrote into copies (the parameters were left unchanged), a bug the serial build lacks.
+    ps = p[po : po + n]
+    gs = g[go : go + n]
+    ms = m[mo : mo + n]
+    vs = v[vo : vo + n]
     for i in prange(n):
-        gi = sign * g[go + i]
-        pi = p[po + i]
+        gi = sign * gs[i]
+        pi = ps[i]
         gi = gi + l2 * pi
         pi = pi * decay
-        mi = m[mo + i]
+        mi = ms[i]
         if w1 < 0.5:  # m.lerp_(g, w1): PyTorch's two-sided formula, exact at both ends
             mi = mi + (gi - mi) * w1
         else:
             mi = gi - (gi - mi) * (1.0 - w1)
-        vi = v[vo + i] * beta2 + gi * gi * (1.0 - beta2)
-        m[mo + i] = mi
-        v[vo + i] = vi
-        p[po + i] = pi - step_size * (mi / (math.sqrt(vi) / bc2_sqrt + eps))
+        vi = vs[i] * beta2 + gi * gi * (1.0 - beta2)
+        ms[i] = mi
+        vs[i] = vi
+        ps[i] = pi - step_size * (mi / (math.sqrt(vi) / bc2_sqrt + eps))
