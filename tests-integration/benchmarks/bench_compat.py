@@ -73,6 +73,23 @@ class Program:
     setup_for_torch: object = None
 
 
+def _in_child(case_file: Path) -> object:
+    """``setup_for_torch(folder)`` of ``case_file``, run in a child process: it imports PyTorch,
+    and a benchmark process grown by PyTorch's import would pass its size on to every child it
+    forks (a child's peak RSS counts from the fork)."""
+    code = (
+        "import importlib.util, sys; from pathlib import Path; "
+        "spec = importlib.util.spec_from_file_location('case', sys.argv[1]); "
+        "mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod); "
+        "mod.setup_for_torch(Path(sys.argv[2]))"
+    )
+
+    def setup(folder: Path) -> None:
+        subprocess.run([sys.executable, "-c", code, str(case_file), str(folder)], check=True)
+
+    return setup
+
+
 def _own(prog) -> object:
     def prepare(folder: Path) -> Path:
         if prog.setup is not None:
@@ -86,7 +103,13 @@ def programs() -> dict[str, Program]:
     """Every program of the compatibility suite, public ones first, by name."""
     found = {
         name: Program(
-            name, case.prepare, case.args, case.steps, case.env, case.timeout, case.setup_for_torch
+            name,
+            case.prepare,
+            case.args,
+            case.steps,
+            case.env,
+            case.timeout,
+            _in_child(case.folder / "case.py") if case.setup_for_torch else None,
         )
         for name, case in load_cases().items()
     }
@@ -157,6 +180,9 @@ def available_frameworks(wanted=FRAMEWORKS) -> tuple[list, list]:
 
 def child_env(framework: str, threads: int, extra: dict) -> dict:
     env = dict(os.environ, MPLBACKEND="Agg", **extra)
+    # Imports are not what is measured: without bytecode caches every child compiles each module
+    # it imports (seconds for PyTorch), and that jitter swamps the difference of two short runs.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update({var: str(threads) for var in THREAD_VARS})
     if framework == "torch":
         env.pop("TORCHLIGHT_DEVICE", None)
