@@ -18,8 +18,10 @@ import os
 import statistics
 import timeit
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+if __name__ == "__main__":  # the script's own process: one thread per pool, before the imports
+    # (not when a test imports this module: numba refuses a thread count changed after launch)
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
 import torchlight as tl  # noqa: E402
 import torchlight.nn  # noqa: E402, F401  (tl.nn)
