@@ -17,7 +17,8 @@ license text (``LICENSE``) and ``case.py``, which says how the suite runs it:
                losses must agree with PyTorch's (test_public_losses_agree_with_pytorch)
 ``ORACLE_STEPS`` how many of the recorded losses are compared (default all): for a program whose
                training amplifies rounding, the steps before PyTorch's own losses part from
-               those of a run nudged by one float32 ulp (oracle_sensitivity.py measures it)
+               those of a run nudged by one float32 ulp (oracle_sensitivity.py measures it);
+               past torchlight's recorded draws the PyTorch run then keeps its own
 ``setup_for_torch`` optional ``setup_for_torch(folder)``: rewrites the data files for the
                PyTorch run where PyTorch cannot read torchlight's (default: setup's serve both)
 ``TIMEOUT``    seconds before the run is abandoned (default 600)
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from compat_helpers import parse_losses, run_oracle
+from oracle_draws import PAST_RECORD_ENV
 
 PUBLIC = Path(__file__).parent / "public"
 
@@ -63,9 +65,10 @@ class Case:
     def run_oracle(self, framework: str, run_dir: Path) -> dict:
         """This case's script under ``framework`` in ``run_dir`` (prepared), through
         oracle_runner.py: the record of compat_helpers.run_oracle."""
-        return run_oracle(
-            framework, run_dir / self.script, self.args, run_dir, self.timeout, self.env
-        )
+        env = dict(self.env)
+        if self.oracle_steps is not None:  # the runs may part past the compared losses
+            env[PAST_RECORD_ENV] = "own"
+        return run_oracle(framework, run_dir / self.script, self.args, run_dir, self.timeout, env)
 
     def run_both(self, run_dir: Path) -> tuple:
         """Prepare ``run_dir``, run torchlight (which records the weights and draws), give
