@@ -1,6 +1,7 @@
 """Looking at a tape: an op table with FLOPs and bytes, and Graphviz text for pictures.
 
-FLOPs are estimates for the traced shapes: ``2·n·k·m`` per matmul (times the batch), one per
+FLOPs are estimates for the traced shapes: ``2·n·k·m`` per matmul (times the batch; a linear
+layer's adds ``n·m`` for its bias), one per
 output element for elementwise ops and per input element for reductions, a few per element for
 softmax and layer norm, zero for views (``view``, ``permute``, ``expand``, indexing by slices).
 Bytes are those of each op's output when the op materialises one (views allocate nothing).
@@ -34,9 +35,10 @@ def flops(node):
     op = node.op
     if op in VIEW_OPS or op in ("clone", "cast", "to_device", "cat", "stack", "pad"):
         return 0
-    if op == "matmul":
+    if op in ("matmul", "linear"):  # linear: x Wᵀ (k = x's last dim), plus its bias add
         a, b = node.in_shapes[0], node.in_shapes[1]
-        return 2 * _numel(node.shape) * a[-1] if a and b else 0
+        bias = _numel(node.shape) if op == "linear" and len(node.in_shapes) > 2 else 0
+        return 2 * _numel(node.shape) * a[-1] + bias if a and b else 0
     if (
         op in ("sum", "mean", "prod", "amax", "amin", "max_dim", "logsumexp")
         or op.endswith("_nograd")
