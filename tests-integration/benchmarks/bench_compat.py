@@ -11,8 +11,9 @@ process: ``python -m torchlight.compat`` with ``TORCHLIGHT_DEVICE=cpu`` (the num
 is not importable; it is never a dependency).
 
 Per training step: a program with a steps flag runs with N and with 2N steps (N = its suite
-setting times ``--scale``); ``(t(2N) - t(N)) / N`` leaves out the imports, the data setup and
-numba's compilation, which both runs pay alike. A program without one is timed as a whole run
+setting times ``--scale``, grown until the N extra steps take ``--min-seconds`` on every
+framework, see :func:`calibrate`); ``(t(2N) - t(N)) / N`` leaves out the imports, the data setup
+and numba's compilation, which both runs pay alike. A program without one is timed as a whole run
 (``mode`` says which). Peak memory is the child's peak resident set (``ru_maxrss`` from
 ``os.wait4``) in the 2N run. Each figure is the median over ``--repeat`` repetitions, the
 frameworks taking turns in a rotating order within each. The ratio is the faster torchlight
@@ -55,6 +56,10 @@ THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NU
 TORCH_ENV = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
 #: a handful of small programs of each kind for ``--quick``
 QUICK = ("makemore_mlp", "nanogpt_train", "custom_function", "tutorial_bow_classifier")
+#: the least time (s) the N extra steps of a 2N run may take (see ``calibrate``)
+MIN_SECONDS = 2.0
+#: how often ``calibrate`` may grow N for one framework
+CALIBRATION_ROUNDS = 3
 
 
 @dataclass
@@ -225,23 +230,62 @@ def warm_up(prog, framework, folder, script, threads) -> None:
     run_once(framework, script, prog.args, folder, env, prog.timeout)
 
 
-def measure(prog, framework, folder, script, threads, scale) -> dict:
-    """One repetition of ``prog`` on ``framework``: ms per step (or per whole run) and peak RSS."""
+def _n_and_2n(prog, framework, folder, script, threads, n) -> tuple[float, float, float]:
+    """Wall times (s) of runs of N and 2N steps, and the 2N run's peak RSS (MiB)."""
     env = child_env(framework, threads, prog.env)
-    if not prog.steps:
-        wall, rss = run_once(framework, script, prog.args, folder, env, prog.timeout)
-        return {"ms": wall * 1e3, "rss_mib": rss}
-    n = base_steps(prog.args, prog.steps) * scale
     t_n, _ = run_once(
         framework, script, with_steps(prog.args, prog.steps, n), folder, env, prog.timeout
     )
     t_2n, rss = run_once(
         framework, script, with_steps(prog.args, prog.steps, 2 * n), folder, env, prog.timeout
     )
+    return t_n, t_2n, rss
+
+
+def measure(prog, framework, folder, script, threads, n) -> dict:
+    """One repetition of ``prog`` on ``framework`` (N = ``n`` steps): ms per step (or per whole
+    run) and peak RSS."""
+    if not prog.steps:
+        env = child_env(framework, threads, prog.env)
+        wall, rss = run_once(framework, script, prog.args, folder, env, prog.timeout)
+        return {"ms": wall * 1e3, "rss_mib": rss}
+    t_n, t_2n, rss = _n_and_2n(prog, framework, folder, script, threads, n)
     return {"ms": step_time(t_n, t_2n, n) * 1e3, "rss_mib": rss}
 
 
-def bench_program(prog, frameworks, threads, repeat, scale, workdir, progress=None) -> dict:
+def calibrate(prog, frameworks, folders, threads, n, min_seconds, errors) -> int:
+    """The step count N for every measured run of ``prog``: ``n``, grown until the N extra steps
+    of the 2N run take at least ``min_seconds`` on each framework.
+
+    A step time is a difference of two whole-process times, so it is only as exact as a process
+    start is repeatable (±0.1 s seen here); N extra steps worth ``min_seconds`` keep that error
+    to a few percent. The fastest framework needs the largest N, and all use the same one. N
+    never grows so far that a 2N run could pass half the program's timeout.
+    """
+    if not prog.steps or min_seconds <= 0:
+        return n
+    for fw in frameworks:
+        for _ in range(CALIBRATION_ROUNDS):
+            if fw in errors:
+                break
+            try:
+                t_n, t_2n, _ = _n_and_2n(prog, fw, *folders[fw], threads, n)
+            except RuntimeError as exc:
+                errors[fw] = str(exc)
+                break
+            extra = t_2n - t_n
+            if extra >= min_seconds:
+                break
+            grow = 4 if extra <= 0 else min(8, math.ceil(1.25 * min_seconds / extra))
+            if t_2n * grow > prog.timeout / 2:
+                break
+            n *= grow
+    return n
+
+
+def bench_program(
+    prog, frameworks, threads, repeat, scale, workdir, progress=None, min_seconds=MIN_SECONDS
+) -> dict:
     """The row of ``prog`` at ``threads``: the median over ``repeat`` repetitions per framework."""
     # a folder per framework, so that no run reads what another framework's run wrote there
     folders = {}
@@ -261,12 +305,14 @@ def bench_program(prog, frameworks, threads, repeat, scale, workdir, progress=No
             errors[fw] = str(exc)
         if progress is not None:
             progress.update(1)
+    n = base_steps(prog.args, prog.steps) * scale if prog.steps else None
+    n = calibrate(prog, frameworks, folders, threads, n, min_seconds, errors)
     for r in range(repeat):
         # a rotating order, so that no framework always runs right after the same other one
         for fw in frameworks[r % len(frameworks) :] + frameworks[: r % len(frameworks)]:
             if fw not in errors:
                 try:
-                    samples[fw].append(measure(prog, fw, *folders[fw], threads, scale))
+                    samples[fw].append(measure(prog, fw, *folders[fw], threads, n))
                 except RuntimeError as exc:
                     errors[fw] = str(exc)
             if progress is not None:
@@ -275,6 +321,7 @@ def bench_program(prog, frameworks, threads, repeat, scale, workdir, progress=No
         "program": prog.name,
         "mode": f"per {prog.steps[0]}" if prog.steps else "whole run",
         "threads": threads,
+        "steps": n,
         "ms": {fw: median([s["ms"] for s in samples.get(fw, [])]) for fw in FRAMEWORKS},
         "rss_mib": {fw: median([s["rss_mib"] for s in samples.get(fw, [])]) for fw in FRAMEWORKS},
         "errors": errors,
@@ -340,7 +387,7 @@ def table(rows: list, summary: dict, notes: list) -> str:
     ]
     noisy = [
         f"{r['program']} (threads={r['threads']}) on {HEADINGS[fw]}: a step time that is not "
-        "positive is below the timing noise; raise --scale (or --repeat) for it"
+        "positive is below the timing noise; raise --min-seconds (or --repeat) for it"
         for r in rows
         for fw in FRAMEWORKS
         if r["ms"][fw] is not None and r["ms"][fw] <= 0
@@ -349,7 +396,7 @@ def table(rows: list, summary: dict, notes: list) -> str:
     return "\n".join(lines)
 
 
-def run(names, threads, repeat, scale, wanted=FRAMEWORKS) -> dict:
+def run(names, threads, repeat, scale, wanted=FRAMEWORKS, min_seconds=MIN_SECONDS) -> dict:
     """Benchmark ``names`` at every thread count; ``{"rows", "summary", "notes", "settings"}``."""
     catalogue = programs()
     unknown = sorted(set(names) - set(catalogue))
@@ -365,10 +412,19 @@ def run(names, threads, repeat, scale, wanted=FRAMEWORKS) -> dict:
         for name in names:
             for t in threads:
                 progress.set_postfix_str(f"{name} x{t}")
+                prog = catalogue[name]
                 rows.append(
-                    bench_program(catalogue[name], frameworks, t, repeat, scale, workdir, progress)
+                    bench_program(
+                        prog, frameworks, t, repeat, scale, workdir, progress, min_seconds
+                    )
                 )
-    settings = {"threads": threads, "repeat": repeat, "scale": scale, "frameworks": frameworks}
+    settings = {
+        "threads": threads,
+        "repeat": repeat,
+        "scale": scale,
+        "min_seconds": min_seconds,
+        "frameworks": frameworks,
+    }
     return {"rows": rows, "summary": summarize(rows), "notes": notes, "settings": settings}
 
 
@@ -378,6 +434,12 @@ def parse(argv=None):
     p.add_argument("--repeat", type=int, default=3, help="repetitions (the median is reported)")
     p.add_argument(
         "--scale", type=int, default=4, help="N = the suite's step count times this (default 4)"
+    )
+    p.add_argument(
+        "--min-seconds",
+        type=float,
+        default=MIN_SECONDS,
+        help="grow N until N steps take this long on every framework (0: keep N; default %(default)s)",
     )
     p.add_argument("--only", nargs="+", metavar="NAME", help="these programs only")
     p.add_argument("--quick", action="store_true", help=f"1 repeat, 1 thread, {', '.join(QUICK)}")
@@ -389,7 +451,7 @@ def main(argv=None) -> dict:
     args = parse(argv)
     names = args.only or (list(QUICK) if args.quick else list(programs()))
     threads, repeat = ([1], 1) if args.quick else (args.threads, args.repeat)
-    result = run(names, threads, repeat, args.scale)
+    result = run(names, threads, repeat, args.scale, min_seconds=args.min_seconds)
     print(table(result["rows"], result["summary"], result["notes"]))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))

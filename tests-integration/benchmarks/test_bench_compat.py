@@ -88,6 +88,8 @@ def test_rows_json_and_table_from_stand_in_runs(monkeypatch, tmp_path, capsys):
             "2",
             "--scale",
             "2",
+            "--min-seconds",
+            "0",
             "--json",
             str(out),
         ]
@@ -119,6 +121,25 @@ def test_rows_json_and_table_from_stand_in_runs(monkeypatch, tmp_path, capsys):
     assert len(lines[0].split("|")) == len(lines[1].split("|")) == len(lines[2].split("|"))
     assert lines[2].startswith("| custom_function | per --steps | 2 | 20.00 | 10.00 | — | — |")
     assert "PyTorch is not importable" in text
+
+
+def test_calibration_grows_n_until_the_fastest_framework_fills_min_seconds(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(bc, "run_once", _fake_runs(calls))
+    monkeypatch.setattr(bc, "torch_available", lambda: False)
+    monkeypatch.setattr(bc, "numba_available", lambda: True)
+    prog = bc.programs()["custom_function"]
+    # N = 40 extra steps: numpy 0.8 s, numba 0.4 s; 2 s needs 4x on numpy (3.2 s), then numba's
+    # 1.6 s needs 2x more: N = 320, which every measured run then uses
+    row = bc.bench_program(prog, ["numpy", "numba"], 1, 1, 1, tmp_path, min_seconds=2.0)
+    assert row["steps"] == 320 and row["errors"] == {}
+    assert row["ms"]["numpy"] == pytest.approx(20.0) and row["ms"]["numba"] == pytest.approx(10.0)
+    measured = [c for c in calls if "--steps" in c[1] and c[1][c[1].index("--steps") + 1] == "640"]
+    assert len(measured) == 3  # numba's last calibration round, then one repetition each
+    # N never grows past half the timeout's worth of a 2N run
+    prog.timeout = 10.0
+    row = bc.bench_program(prog, ["numpy"], 1, 1, 1, tmp_path, min_seconds=100.0)
+    assert row["steps"] == 40  # 8x would make the 2N run 16.8 s
 
 
 def test_summary_takes_the_per_step_rows_only():

@@ -28,8 +28,7 @@ import warnings
 
 import torchlight as tl
 from torchlight import Tensor
-from torchlight.autograd import Function
-from torchlight.jit import capturing
+from torchlight.jit import is_recording
 from torchlight.tensor.extension import (
     cross_entropy_rows,
     index_range,
@@ -196,7 +195,13 @@ def _target_info(input, target, weight, ignore_index, name):
     # Computed on the target's device: a GPU training step reads nothing back to check targets.
     t = target if target.ndim == 1 else target.reshape(-1)
     lo, hi = index_range(t)
-    if weight is None and 0 <= lo and hi < c and not lo <= ignore_index <= hi and not _replayed():
+    if (
+        weight is None
+        and 0 <= lo
+        and hi < c
+        and not lo <= ignore_index <= hi
+        and not is_recording()
+    ):
         # the common case: every target is a class and none is ignored, known from the recorded
         # range alone, so no op is spent on masks and weights
         return t, ones_cached(t.shape, input.dtype, input.backend, input), True
@@ -214,13 +219,6 @@ def _target_info(input, target, weight, ignore_index, name):
             raise tl.ShapeError(f"{name}: weight must have shape ({c},), got {weight.shape}")
         w_t = w_t * weight.detach().to(input.dtype).index_select(0, safe)
     return safe, w_t, False
-
-
-def _replayed():
-    """Whether the ops run now are recorded to be replayed on other targets (a ``tl.jit.trace``
-    tape, a captured step). A replay does not rerun this Python, so there the targets' weights
-    must come from recorded ops rather than from a decision about the traced targets."""
-    return bool(Function.tracers) or capturing()
 
 
 @legacy_reduction_args

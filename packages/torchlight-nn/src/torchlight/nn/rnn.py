@@ -31,7 +31,8 @@ backend offers it.
 import math
 
 import torchlight as tl
-from torchlight.tensor.functions.recurrent import gru_cell_gates, lstm_cell_gates
+from torchlight.jit import is_recording
+from torchlight.tensor.functions.recurrent import gru_cell_gates, lstm_cell_gates, recurrent_layer
 
 from . import functional as F
 from . import init
@@ -64,6 +65,18 @@ def _rnn_step(gi, h, w_hh, b_hh, nonlinearity):
     if b_hh is not None:
         pre = pre + b_hh
     return pre.tanh() if nonlinearity == "tanh" else pre.relu()
+
+
+def _fused_layer(lstm, gi, h, c, w_hh, b_hh, reverse):
+    """One direction of one layer as a single node (``recurrent_layer``): the output sequence
+    ``(T, N, H)`` and the final ``h`` and ``c`` (``None`` for a GRU)."""
+    states = recurrent_layer(
+        "lstm" if lstm else "gru", gi, h, c if lstm else None, w_hh, b_hh, reverse
+    )
+    steps = gi.shape[0]
+    out = states[:steps, 0] if reverse else states[1:, 0]
+    last = states[0] if reverse else states[steps]
+    return out, last[0], (last[1] if lstm else None)
 
 
 def _check_nonlinearity(nonlinearity):
@@ -389,6 +402,14 @@ class _RNNBase(Module):
                     )
         h_n, c_n = [], []
         layer_in = x
+        fused = (
+            masks is None
+            and self._gates != 1
+            and steps > 0
+            and x.dtype.is_floating_point
+            and ("lstm_cell" if self._lstm else "gru_cell") in x.backend.capabilities
+            and not is_recording()
+        )
         for layer in range(self.num_layers):
             outs = []
             for d in range(dirs):
@@ -398,6 +419,12 @@ class _RNNBase(Module):
                 )  # (T, N, G·H): every step's input projection at once
                 h = h0[layer * dirs + d]
                 c = None if c0 is None else c0[layer * dirs + d]
+                if fused:
+                    out, h, c = _fused_layer(self._lstm, gi, h, c, w_hh, b_hh, d == 1)
+                    outs.append(out)
+                    h_n.append(h)
+                    c_n.append(c)
+                    continue
                 seq = [None] * steps
                 for t in range(steps) if d == 0 else reversed(range(steps)):
                     h_prev, c_prev = h, c

@@ -38,7 +38,7 @@ changing control flow are refused with :class:`TraceError`. See :mod:`torchlight
 """
 
 from .fusion import ElementwiseChain, get_compiler
-from .live import Live, capturing, count_up, guard
+from .live import Live, capturing, count_up, guard, is_recording
 from .step import CapturedStep, capture_step
 from .tape import GraphTape, Node, Slot, TraceError, Value
 from .trace import trace
@@ -57,5 +57,6 @@ __all__ = [
     "count_up",
     "guard",
     "capturing",
+    "is_recording",
     "Live",
 ]

@@ -33,14 +33,36 @@ and its backward, with ``gh' = ∂L/∂h'``, ``gc' = ∂L/∂c'``::
 f, g, o and tanh c') so the backward is one pass too. An autograd Function has one output, so the
 fused LSTM returns ``h'`` and ``c'`` stacked as ``(2, N, H)``; ``h'`` and ``c'`` are its two
 contiguous halves.
+
+A whole layer over a sequence (:func:`recurrent_layer`) is one autograd node, :class:`CellSequence`:
+its forward runs the steps straight on the backend (``gh = h W_hhᵀ + b_hh``, then the fused cell)
+and its backward walks them in reverse, carrying ``∂L/∂h`` (and ``∂L/∂c``) from step to step::
+
+    ∂h_prev = (direct path of the cell) + ∂gh W_hh        (LSTM: ∂h_prev = ∂a W_hh)
+    ∂W_hh = Σ_t ∂gh_tᵀ h_prev,t    ∂b_hh = Σ_t Σ_n ∂gh_t  (one matmul and one sum over all steps)
+
+so a sequence of T steps costs one node instead of 3T (an index, a linear and a cell per step),
+and the gradient of the input projection ``gi`` is written in place instead of T zero-filled
+copies of it being added up.
 """
 
-from torchlight.autograd import Function
+from typing import NamedTuple
 
-from ..dispatch import alloc, same_backend
+from torchlight.autograd import Function
+from torchlight.autograd.grad_mode import GradMode
+
+from ..creation import filled
+from ..dispatch import alloc, same_backend, view_of
 from ..errors import ShapeError
 
-__all__ = ["FusedGRUCell", "FusedLSTMCell", "gru_cell_gates", "lstm_cell_gates"]
+__all__ = [
+    "FusedGRUCell",
+    "FusedLSTMCell",
+    "CellSequence",
+    "gru_cell_gates",
+    "lstm_cell_gates",
+    "recurrent_layer",
+]
 
 
 class FusedGRUCell(Function):
@@ -154,3 +176,174 @@ def lstm_cell_gates(gi, gh, c):
     i, f, g, o = (gi + gh).chunk(4, -1)  # composite fallback
     c = f.sigmoid() * c + i.sigmoid() * g.tanh()
     return o.sigmoid() * c.tanh(), c
+
+
+class _Cell(NamedTuple):
+    """What :class:`CellSequence` needs to know of a cell kind."""
+
+    capability: str
+    gates: int  # gate blocks of width H in gi and gh
+    slots: int  # states per step: h (GRU), or h and c (LSTM)
+    workspace: int  # width of the cell's saved workspace, in units of H
+
+
+CELLS = {"gru": _Cell("gru_cell", 3, 1, 4), "lstm": _Cell("lstm_cell", 4, 2, 5)}
+
+
+class CellSequence(Function):
+    """A GRU or LSTM layer over a whole sequence as one node (see the module docstring).
+
+    Inputs: ``gi`` ``(T, N, G·H)`` (every step's ``x W_ihᵀ + b_ih``), ``h0`` and, for an LSTM,
+    ``c0`` ``(N, H)``, ``w_hh`` ``(G·H, H)``, ``b_hh`` ``(G·H,)`` or ``None``, the kind, and the
+    direction. Output: ``states`` ``(T + 1, S, N, H)`` (``S`` = 1 for a GRU, 2 for an LSTM: h
+    then c) holding the initial state and every step's: step ``t`` writes slot ``t + 1`` and reads
+    slot ``t``, or, run in reverse, writes slot ``t`` and reads slot ``t + 1``.
+    """
+
+    @staticmethod
+    def forward(ctx, gi, h0, c0, w_hh, b_hh, kind, reverse):
+        cell = CELLS[kind]
+        steps, n, width = gi.shape
+        hid = h0.shape[1]
+        be = h0.backend
+        states = alloc((steps + 1, cell.slots, n, hid), h0.dtype, be, h0)
+        st = states._td
+        init = st.select(0, steps if reverse else 0)
+        be.map("copy", h0._td, init.select(0, 0))
+        if c0 is not None:
+            be.map("copy", c0._td, init.select(0, 1))
+        ws = alloc((steps, n, cell.workspace * hid), h0.dtype, be, h0)
+        gh = alloc((n, width), h0.dtype, be, h0)._td
+        w_t = w_hh._td.permute((1, 0))
+        bias = None if b_hh is None else b_hh._td.expand((n, width))
+        step = be.gru_cell if kind == "gru" else be.lstm_cell
+        read, write = (1, 0) if reverse else (0, 1)
+        for t in reversed(range(steps)) if reverse else range(steps):
+            prev = st.select(0, t + read)
+            be.matmul(prev.select(0, 0), w_t, gh)
+            if bias is not None:
+                be.zip("add", gh, bias, gh)
+            out = st.select(0, t + write)
+            if kind == "gru":
+                step(
+                    gi._td.select(0, t),
+                    gh,
+                    prev.select(0, 0),
+                    out.select(0, 0),
+                    ws._td.select(0, t),
+                )
+            else:
+                step(gi._td.select(0, t), gh, prev.select(0, 1), out, ws._td.select(0, t))
+        ctx.save_for_backward(states, w_hh)
+        ctx.ws, ctx.kind, ctx.reverse = ws, kind, reverse
+        return states
+
+    @staticmethod
+    def backward(ctx, g):
+        if GradMode.enabled:
+            raise NotImplementedError(
+                "a fused recurrent layer runs its backward on the backend directly, so it cannot be "
+                "differentiated twice (create_graph=True); run the layer inside "
+                "tl.jit.trace or on a backend without the cell capability to get the op-by-op graph"
+            )
+        states, w_hh = ctx.saved_tensors
+        kind, reverse, ws = ctx.kind, ctx.reverse, ctx.ws._td
+        cell = CELLS[kind]
+        slots, n, hid = states.shape[1:]
+        steps = states.shape[0] - 1
+        width = cell.gates * hid
+        be, dtype = states.backend, states.dtype
+        g = g.contiguous()._td
+        st = states._td
+        dgi = alloc((steps, n, width), dtype, be, states)
+        # the LSTM's two pre-activation blocks share one gradient; the GRU's differ in the n gate
+        dgh = dgi if kind == "lstm" else alloc((steps, n, width), dtype, be, states)
+        carry = filled((slots, n, hid), 0, dtype, be, like=states)  # ∂L/∂state from later steps
+        total = alloc((slots, n, hid), dtype, be, states)._td
+        back = alloc((n, hid), dtype, be, states)._td if kind == "gru" else None
+        ct, w = carry._td, w_hh._td
+        read, write = (1, 0) if reverse else (0, 1)
+        for t in range(steps) if reverse else reversed(range(steps)):
+            be.zip("add", g.select(0, t + write), ct, total)
+            prev = st.select(0, t + read)
+            dgh_t = dgh._td.select(0, t)
+            if kind == "gru":
+                be.gru_cell_backward(
+                    total.select(0, 0),
+                    prev.select(0, 0),
+                    ws.select(0, t),
+                    dgi._td.select(0, t),
+                    dgh_t,
+                    ct.select(0, 0),
+                )
+                be.matmul(dgh_t, w, back)
+                be.zip("add", ct.select(0, 0), back, ct.select(0, 0))
+            else:
+                be.lstm_cell_backward(
+                    total, prev.select(0, 1), ws.select(0, t), dgh_t, ct.select(0, 1)
+                )
+                be.matmul(dgh_t, w, ct.select(0, 0))
+        need = ctx.needs_input_grad
+        dw = db = None
+        if need[3] or need[4]:
+            rows = dgh.reshape(steps * n, width)
+            if need[3]:
+                first = read  # the states the steps read: slots 0..T-1, or 1..T in reverse
+                h_prev = states[first : first + steps, 0].reshape(steps * n, hid)
+                dw = rows.transpose(0, 1) @ h_prev
+            if need[4]:
+                db = rows.sum(0)
+        dh0 = view_of(carry, ct.select(0, 0))
+        dc0 = view_of(carry, ct.select(0, 1)) if slots == 2 else None
+        return dgi, dh0, dc0, dw, db, None, None
+
+
+def recurrent_layer(kind, gi, h0, c0, w_hh, b_hh=None, reverse=False):
+    """A GRU (``kind="gru"``) or LSTM (``"lstm"``) layer over a whole sequence as one autograd node.
+
+    ``gi`` ``(T, N, G·H)`` holds every step's input projection ``x_t W_ihᵀ + b_ih`` (G = 3 gates
+    r, z, n, or 4 gates i, f, g, o); ``h0`` (and ``c0`` for an LSTM, else ``None``) ``(N, H)``;
+    ``w_hh`` ``(G·H, H)``; ``b_hh`` ``(G·H,)``. Returns ``states`` ``(T + 1, S, N, H)``: slot
+    ``t + 1`` holds step ``t``'s ``h`` (and ``c``) and slot 0 the initial state, or, with
+    ``reverse=True`` (the steps run from the last to the first), slot ``t`` holds step ``t``'s
+    and slot ``T`` the initial state. The backend must declare ``"gru_cell"`` / ``"lstm_cell"``;
+    ``torchlight.nn.GRU`` and ``LSTM`` use this when it does.
+
+    >>> import torchlight as tl
+    >>> from torchlight.tensor.functions.recurrent import recurrent_layer
+    >>> s = recurrent_layer("gru", tl.zeros(5, 2, 3), tl.ones(2, 1), None, tl.zeros(3, 1))
+    >>> s.shape  # (T + 1, 1, N, H)
+    (6, 1, 2, 1)
+    >>> round(s[5, 0, 0, 0].item(), 4)  # each step halves h: z = σ(0), n = tanh(0)
+    0.0312
+    """
+    cell = CELLS.get(kind)
+    if cell is None:
+        raise ValueError(f"recurrent_layer: kind must be 'gru' or 'lstm', got {kind!r}")
+    name = f"recurrent_layer({kind!r})"
+    if gi.ndim != 3 or h0.ndim != 2:
+        raise ShapeError(
+            f"{name}: gi must be (T, N, G·H) and h0 (N, H), got shapes {gi.shape} and {h0.shape}"
+        )
+    n, hid = h0.shape
+    width = cell.gates * hid
+    want = {"gi": (gi.shape[0], n, width), "w_hh": (width, hid), "b_hh": (width,), "c0": (n, hid)}
+    for what, t in (("gi", gi), ("w_hh", w_hh), ("b_hh", b_hh), ("c0", c0)):
+        if t is None:
+            continue
+        if t.shape != want[what]:
+            raise ShapeError(f"{name}: {what} must have shape {want[what]}, got {t.shape}")
+        same_backend(h0, t)
+        if t.dtype is not h0.dtype:
+            raise TypeError(
+                f"{name}: {what} is {t.dtype} but h0 is {h0.dtype}; cast with .to(dtype)"
+            )
+    if (c0 is None) != (kind == "gru"):
+        raise ValueError(f"{name}: c0 is {'needed' if kind == 'lstm' else 'not used'} for {kind!r}")
+    if not h0.dtype.is_floating_point or cell.capability not in h0.backend.capabilities:
+        raise TypeError(
+            f"{name}: needs a float dtype and a backend with the {cell.capability!r} capability "
+            f"(got {h0.dtype} on {h0.backend.name!r}); use the composite cells "
+            "(gru_cell_gates / lstm_cell_gates) step by step instead"
+        )
+    return CellSequence.apply(gi, h0, c0, w_hh, b_hh, kind, reverse)
