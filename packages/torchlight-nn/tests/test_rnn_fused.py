@@ -7,6 +7,7 @@ import pytest
 
 import torchlight as tl
 import torchlight.nn as nn
+from torchlight.autograd.function import History
 from torchlight.tensor.backend.numpy import NumpyBackend
 
 
@@ -73,3 +74,36 @@ def test_lstm_bptt_gradcheck_float64():
         return out.sum() + c.sum()
 
     assert tl.gradcheck(f, (x, w))
+
+
+@pytest.mark.parametrize("cls", [nn.GRU, nn.LSTM])
+def test_a_layer_is_one_node_eagerly_and_steps_under_a_trace(cls):
+    """Eagerly each direction of a layer is one ``CellSequence`` node; a ``tl.jit.trace`` tape
+    (which replays ops, not this Python) records the per-step cells instead, and replays them to
+    the eager outputs on new inputs."""
+    tl.manual_seed(3)
+    rnn = cls(3, 4, num_layers=2, bidirectional=True)
+    x = tl.randn(5, 2, 3)
+    out = rnn(x)[0]
+    names = {h.fn.__name__ for h in _nodes(out)}
+    assert "CellSequence" in names and not names & {"FusedGRUCell", "FusedLSTMCell"}
+    assert not tl.jit.is_recording()
+
+    tape = tl.jit.trace(lambda x: rnn(x)[0], x)
+    ops = {n.fn.__name__ for n in tape.nodes}
+    assert "CellSequence" not in ops and ops & {"FusedGRUCell", "FusedLSTMCell"}
+    x2 = tl.randn(5, 2, 3)
+    np.testing.assert_allclose(tape(x2).numpy(), rnn(x2)[0].detach().numpy(), rtol=1e-6, atol=1e-6)
+
+
+def _nodes(t):
+    """The autograd nodes (``History``) behind ``t``."""
+    seen, out, stack = set(), [], [t._history]
+    while stack:
+        h = stack.pop()
+        if h is None or id(h) in seen:
+            continue
+        seen.add(id(h))
+        out.append(h)
+        stack.extend(v for v in h.inputs if isinstance(v, History))
+    return out
