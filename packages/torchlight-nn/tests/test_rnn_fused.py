@@ -88,6 +88,9 @@ def test_a_layer_is_one_node_eagerly_and_steps_under_a_trace(cls):
     names = {h.fn.__name__ for h in _nodes(out)}
     assert "CellSequence" in names and not names & {"FusedGRUCell", "FusedLSTMCell"}
     assert not tl.jit.is_recording()
+    # the output is contiguous, as PyTorch's: programs .view it (pos_tagger: lstm_out.view(T, -1))
+    single = cls(3, 4)(x)[0]
+    assert single.is_contiguous() and single.view(-1, 4).shape == (10, 4)
 
     tape = tl.jit.trace(lambda x: rnn(x)[0], x)
     ops = {n.fn.__name__ for n in tape.nodes}

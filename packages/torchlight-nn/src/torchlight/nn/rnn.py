@@ -75,6 +75,8 @@ def _fused_layer(lstm, gi, h, c, w_hh, b_hh, reverse):
     )
     steps = gi.shape[0]
     out = states[:steps, 0] if reverse else states[1:, 0]
+    if lstm:  # h and c interleave in the buffer; PyTorch's output is contiguous (users .view it)
+        out = out.contiguous()
     last = states[0] if reverse else states[steps]
     return out, last[0], (last[1] if lstm else None)
 

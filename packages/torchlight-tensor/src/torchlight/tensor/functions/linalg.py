@@ -8,6 +8,7 @@ itself sees equal batch dims and the expand's backward sums gradients over broad
 import numpy as np
 
 from torchlight.autograd import Function
+from torchlight.autograd.grad_mode import GradMode
 
 from ..base import TensorBase
 from ..creation import filled, from_numpy_on
@@ -47,9 +48,31 @@ class MatMul(Function):
     @staticmethod
     def backward(ctx, g):
         a, b = ctx.saved_tensors
-        ga = g @ b.transpose(-1, -2) if ctx.needs_input_grad[0] else None
-        gb = a.transpose(-1, -2) @ g if ctx.needs_input_grad[1] else None
+        need_a, need_b = ctx.needs_input_grad
+        if GradMode.enabled:  # create_graph: the gradients must be recorded ops themselves
+            ga = g @ b.transpose(-1, -2) if need_a else None
+            gb = a.transpose(-1, -2) @ g if need_b else None
+            return ga, gb
+        gt = g._td
+        ga = _product(gt, _swap_last(b._td), g) if need_a else None
+        gb = _product(_swap_last(a._td), gt, g) if need_b else None
         return ga, gb
+
+
+def _swap_last(td):
+    """The view with its last two dims swapped (a batch of transposed matrices), no copy."""
+    dims = list(range(td.ndim))
+    dims[-2:] = dims[-1], dims[-2]
+    return td.permute(dims)
+
+
+def _product(a, b, like):
+    """``a @ b`` of two views with equal batch dims, straight on ``like``'s backend, as a new
+    tensor of ``like``'s dtype and class. A backward with no graph to record calls this instead of
+    the ``@`` operator, whose checks, promotion and node cost as much as a small product itself."""
+    out = alloc(a.shape[:-1] + b.shape[-1:], like.dtype, like.backend, like)
+    like.backend.matmul(a, b, out._td)
+    return out
 
 
 class Linear(Function):
@@ -75,9 +98,14 @@ class Linear(Function):
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad
-        gx = g @ w if need_x else None
-        gw = g.transpose(0, 1) @ x if need_w else None
         gb = g.sum(0) if need_b else None
+        if GradMode.enabled:  # create_graph
+            gx = g @ w if need_x else None
+            gw = g.transpose(0, 1) @ x if need_w else None
+            return gx, gw, gb
+        gt = g._td
+        gx = _product(gt, w._td, g) if need_x else None
+        gw = _product(gt.permute((1, 0)), x._td, g) if need_w else None
         return gx, gw, gb
 
 
