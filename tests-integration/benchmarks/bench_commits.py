@@ -29,18 +29,36 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
+#: a number, or a ratio written with a trailing ``x`` (``1.22x``)
+NUMBER = re.compile(r"^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?x?$")
 
 
 def rows(output: str) -> dict:
     """``{row name: [numbers]}`` of every line of ``output`` that ends in numbers. A name may end
-    in a number (``1024x1024 sum dim 0``) when two or more spaces part it from the values."""
+    in a number (``1024x1024 sum dim 0``) when two or more spaces part it from the values. A
+    Markdown table row (``| name | 4.36 | 2.04 |``) is a row too: its leading cells that are not
+    numbers are the name."""
     found = {}
     for line in output.splitlines():
-        split = _split(line.strip())
+        line = line.strip()
+        split = _split_markdown(line) if line.startswith("|") else _split(line)
         if split is not None:
             found[split[0]] = split[1]
     return found
+
+
+def _number(token: str) -> float:
+    return float(token.rstrip("x"))
+
+
+def _split_markdown(line: str):
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    k = len(cells)
+    while k > 0 and NUMBER.match(cells[k - 1]):
+        k -= 1
+    if k == 0 or k == len(cells):
+        return None
+    return " | ".join(cells[:k]), [_number(c) for c in cells[k:]]
 
 
 def _split(line: str):
@@ -54,8 +72,8 @@ def _split(line: str):
     for at in gaps:  # the first wide gap after which every token is a number
         name, rest = line[:at], line[at:].split()
         if len(rest) <= len(tokens) - k and all(NUMBER.match(t) for t in rest):
-            return name, [float(t) for t in rest]
-    return " ".join(tokens[:k]), [float(t) for t in tokens[k:]]
+            return name, [_number(t) for t in rest]
+    return " ".join(tokens[:k]), [_number(t) for t in tokens[k:]]
 
 
 def checkout(rev: str, into: Path) -> Path:

@@ -24,3 +24,19 @@ just words
         "1024x1024 sum dim 0": [0.428, 0.687, 1.5e-3],
         "matmul 512x512": [-2.0, 0.5],
     }
+
+
+def test_markdown_table_rows_and_ratios_written_with_an_x():
+    output = """| case | µs torchlight | µs PyTorch | torchlight / PyTorch |
+|---|---:|---:|---:|
+| a + b (16x16, grad) | 4.36 | 2.04 | 2.13 |
+| MLP step 16-32-27, SGD | 331.66 | 240.99 | 1.38 |
+| numba | failed | — |
+lstm-lm    cpu           215.3      176.2     1.22x
+lstm-lm    torch                    153.3  (PyTorch CPU, 1 thread)
+"""
+    assert bench_commits.rows(output) == {
+        "a + b (16x16, grad)": [4.36, 2.04, 2.13],
+        "MLP step 16-32-27, SGD": [331.66, 240.99, 1.38],
+        "lstm-lm    cpu": [215.3, 176.2, 1.22],
+    }

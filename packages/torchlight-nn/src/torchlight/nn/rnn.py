@@ -22,10 +22,13 @@ modules name their parameters ``weight_ih_l{k}``, ``weight_hh_l{k}``, ``bias_ih_
 ``bias_hh_l{k}`` (plus ``_reverse`` for the backward direction), so PyTorch state dicts load.
 
 The sequence loop projects the whole input sequence through ``W_ih`` in one matmul before
-stepping (only the ``W_hh h`` part depends on the previous step); backpropagation through time is
-plain autograd over the unrolled steps. The gate arithmetic of a step (everything after the two
-matmuls) is ``torchlight.tensor.functions.recurrent``: one fused backend pass each way when the
-backend offers it.
+stepping (only the ``W_hh h`` part depends on the previous step). When the backend offers the
+fused GRU / LSTM cell, each direction of each layer is then a single autograd node over the whole
+sequence (``torchlight.tensor.functions.recurrent.recurrent_layer``: the steps and their
+backpropagation through time run on the backend). Otherwise — an Elman ``RNN``, packed input, a
+backend without the cell, or while ``tl.jit`` records the ops for replay — backpropagation
+through time is plain autograd over the unrolled steps, one fused cell (or the composite gate
+arithmetic) per step.
 """
 
 import math
