@@ -105,6 +105,7 @@ def test_gradcheck(kind, reverse):
         hs, cs = _split(kind, states, reverse)
         # weigh every step's output and the final states differently, so each path counts
         loss = (hs * tl.arange(1, T + 1, dtype=hs.dtype).reshape(T, 1, 1)).sum()
+        loss = loss + (states[T if reverse else 0] ** 2).sum()  # the initial state's slot too
         return loss if cs is None else loss + (cs[0 if reverse else -1] * 3).sum()
 
     args = (wide, h0, w, b) + ((c0,) if c0 is not None else ())

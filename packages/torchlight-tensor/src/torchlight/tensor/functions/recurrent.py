@@ -283,6 +283,8 @@ class CellSequence(Function):
                     total, prev.select(0, 1), ws.select(0, t), dgh_t, ct.select(0, 1)
                 )
                 be.matmul(dgh_t, w, ct.select(0, 0))
+        # the initial state's slot holds a copy of h0 (and c0): its own gradient is theirs too
+        be.zip("add", ct, g.select(0, steps if reverse else 0), ct)
         need = ctx.needs_input_grad
         dw = db = None
         if need[3] or need[4]:
