@@ -35,7 +35,12 @@ import math
 
 import torchlight as tl
 from torchlight.jit import is_recording
-from torchlight.tensor.functions.recurrent import gru_cell_gates, lstm_cell_gates, recurrent_layer
+from torchlight.tensor.functions.recurrent import (
+    gru_cell_gates,
+    layer_outputs,
+    lstm_cell_gates,
+    recurrent_layer,
+)
 
 from . import functional as F
 from . import init
@@ -76,11 +81,10 @@ def _fused_layer(lstm, gi, h, c, w_hh, b_hh, reverse):
     states = recurrent_layer(
         "lstm" if lstm else "gru", gi, h, c if lstm else None, w_hh, b_hh, reverse
     )
-    steps = gi.shape[0]
-    out = states[:steps, 0] if reverse else states[1:, 0]
+    seq, last = layer_outputs(states, reverse)
+    out = seq[:, 0]
     if lstm:  # h and c interleave in the buffer; PyTorch's output is contiguous (users .view it)
         out = out.contiguous()
-    last = states[0] if reverse else states[steps]
     return out, last[0], (last[1] if lstm else None)
 
 

@@ -62,6 +62,7 @@ __all__ = [
     "gru_cell_gates",
     "lstm_cell_gates",
     "recurrent_layer",
+    "layer_outputs",
 ]
 
 
@@ -190,6 +191,31 @@ class _Cell(NamedTuple):
 CELLS = {"gru": _Cell("gru_cell", 3, 1, 4), "lstm": _Cell("lstm_cell", 4, 2, 5)}
 
 
+def _slots(steps, reverse):
+    """Where a layer's states live in its ``(T + 1, S, N, H)`` buffer: the steps in the order they
+    run, the offsets of the slot step ``t`` reads (``t + read``) and writes (``t + write``), and the
+    initial state's slot (the final state's is the other end)."""
+    if reverse:
+        return range(steps - 1, -1, -1), 1, 0, steps
+    return range(steps), 0, 1, 0
+
+
+def layer_outputs(states, reverse=False):
+    """The ``(T, S, N, H)`` view of every step's states in time order and the final ``(S, N, H)``
+    state, from the buffer :func:`recurrent_layer` returns.
+
+    >>> import torchlight as tl
+    >>> from torchlight.tensor.functions.recurrent import layer_outputs, recurrent_layer
+    >>> seq, last = layer_outputs(recurrent_layer("gru", tl.zeros(5, 2, 3), tl.ones(2, 1), None,
+    ...                                           tl.zeros(3, 1)))
+    >>> seq.shape, last.shape
+    ((5, 1, 2, 1), (1, 2, 1))
+    """
+    steps = states.shape[0] - 1
+    _, _, write, init = _slots(steps, reverse)
+    return states[write : write + steps], states[steps - init]
+
+
 class CellSequence(Function):
     """A GRU or LSTM layer over a whole sequence as one node (see the module docstring).
 
@@ -208,7 +234,8 @@ class CellSequence(Function):
         be = h0.backend
         states = alloc((steps + 1, cell.slots, n, hid), h0.dtype, be, h0)
         st = states._td
-        init = st.select(0, steps if reverse else 0)
+        order, read, write, first = _slots(steps, reverse)
+        init = st.select(0, first)
         be.map("copy", h0._td, init.select(0, 0))
         if c0 is not None:
             be.map("copy", c0._td, init.select(0, 1))
@@ -217,8 +244,7 @@ class CellSequence(Function):
         w_t = w_hh._td.permute((1, 0))
         bias = None if b_hh is None else b_hh._td.expand((n, width))
         step = be.gru_cell if kind == "gru" else be.lstm_cell
-        read, write = (1, 0) if reverse else (0, 1)
-        for t in reversed(range(steps)) if reverse else range(steps):
+        for t in order:
             prev = st.select(0, t + read)
             be.matmul(prev.select(0, 0), w_t, gh)
             if bias is not None:
@@ -262,8 +288,8 @@ class CellSequence(Function):
         total = alloc((slots, n, hid), dtype, be, states)._td
         back = alloc((n, hid), dtype, be, states)._td if kind == "gru" else None
         ct, w = carry._td, w_hh._td
-        read, write = (1, 0) if reverse else (0, 1)
-        for t in range(steps) if reverse else reversed(range(steps)):
+        order, read, write, init = _slots(steps, reverse)
+        for t in reversed(order):
             be.zip("add", g.select(0, t + write), ct, total)
             prev = st.select(0, t + read)
             dgh_t = dgh._td.select(0, t)
@@ -284,14 +310,13 @@ class CellSequence(Function):
                 )
                 be.matmul(dgh_t, w, ct.select(0, 0))
         # the initial state's slot holds a copy of h0 (and c0): its own gradient is theirs too
-        be.zip("add", ct, g.select(0, steps if reverse else 0), ct)
+        be.zip("add", ct, g.select(0, init), ct)
         need = ctx.needs_input_grad
         dw = db = None
         if need[3] or need[4]:
             rows = dgh.reshape(steps * n, width)
-            if need[3]:
-                first = read  # the states the steps read: slots 0..T-1, or 1..T in reverse
-                h_prev = states[first : first + steps, 0].reshape(steps * n, hid)
+            if need[3]:  # the states the steps read: slots 0..T-1, or 1..T in reverse
+                h_prev = states[read : read + steps, 0].reshape(steps * n, hid)
                 dw = rows.transpose(0, 1) @ h_prev
             if need[4]:
                 db = rows.sum(0)
