@@ -53,6 +53,16 @@ CASES = {
     "cat 2 x (16, 8), dim 1": lambda m: _call(
         lambda a, b: m.cat([a, b], 1), m.ones(16, 8), m.ones(16, 8)
     ),
+    "cat 16 x (32, 16), dim -1 (grad)": lambda m: _call(
+        lambda xs: m.cat(xs, -1), [m.ones(32, 16, requires_grad=True) for _ in range(16)]
+    ),
+    "roll(x, 1, 1) (32x16, long)": lambda m: _call(
+        lambda x: m.roll(x, 1, 1), m.zeros(32, 16, dtype=m.long)
+    ),
+    "unfold 5x5 windows, backward (4x6x12x12)": lambda m: _call(
+        lambda x: x.unfold(2, 5, 1).unfold(3, 5, 1).sum().backward(),
+        m.ones(4, 6, 12, 12, requires_grad=True),
+    ),
     "sum(dim=1) (8x8, grad)": lambda m: _call(lambda x: x.sum(1), m.ones(8, 8, requires_grad=True)),
     "mean (8x8, grad)": lambda m: _call(lambda x: x.mean(), m.ones(8, 8, requires_grad=True)),
     "max(x, 1) (5x5)": lambda m: _call(lambda x: m.max(x, 1), m.ones(5, 5)),

@@ -130,6 +130,8 @@ def test_shapes_views_and_indexing():
             tl.stack([x[0], x[1]], -1),
             x.unfold(2, 2, 1),
             tl.pad(x, (1, 2)),
+            x.roll(1, 1),
+            x.roll((-1, 2), (0, 2)),
         )
 
     _run(fn, [_f(2, 3, 4)])
@@ -313,6 +315,7 @@ def test_every_table_entry_is_exercised_by_these_tests():
         "Unfold",
         "Cat",
         "Stack",
+        "Roll",
         "Pad",
         "Sum",
         "Mean",

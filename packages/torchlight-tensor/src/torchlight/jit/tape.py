@@ -142,6 +142,7 @@ _BY_CLASS = {
     "Expand": "expand",
     "Unfold": "unfold",
     "Cat": "cat",
+    "Roll": "roll",
     "Pad": "pad",
     "Sum": "sum",
     "Mean": "mean",

@@ -196,6 +196,19 @@ def _cat(g, node, a):
     return g.node("Concat", [x.name for x in xs], axis=int(dim), name="cat")
 
 
+def _roll(g, node, a):
+    x, shift, dim = a
+    if dim in x.dyn:
+        raise OnnxExportError("roll along a dynamic axis cannot be exported; make it static")
+    n = x.shape[dim]
+
+    def piece(start, stop):
+        starts, ends = g.ints([start], "starts"), g.ints([stop], "ends")
+        return g.node("Slice", [x.name, starts, ends, g.ints([dim], "axes")])
+
+    return g.node("Concat", [piece(n - shift, n), piece(0, n - shift)], axis=int(dim), name="roll")
+
+
 def _stack(g, node, a):
     dim, xs = a[0], a[1:]
     axes = g.ints([dim], "axes")
@@ -436,6 +449,7 @@ OPS = {
     "Unfold": _unfold,
     "Cat": _cat,
     "Stack": _stack,
+    "Roll": _roll,
     "Pad": _pad,
     "Sum": _sum,
     "Mean": _mean,

@@ -269,6 +269,7 @@ class NumbaBackend:
             "compile",
             "gru_cell",
             "lstm_cell",
+            "join",
         }
     )
 
@@ -505,6 +506,15 @@ class NumbaBackend:
         int64 arrays the kernels take."""
         outer, nrows, length, per = row_layout(views, dim)
         return _arr(outer), nrows, length, [(_arr(st), o, step) for st, o, step in per]
+
+    def join(self, srcs, dim, out, new_dim):
+        """Capability ``join``: ``out = cat(srcs, dim)``, or ``stack`` with ``new_dim``, with numba-compiled CPU kernels.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        Pure data movement on host memory: numpy's one call does it (a kernel launch per input
+        was what made ``cat`` slow).
+        """
+        self._np.join(srcs, dim, out, new_dim)
 
     def softmax(self, a, dim, out, log=False):
         """Capability ``softmax``: ``out = softmax(a, dim)`` (``log_softmax`` with ``log=True``), max-shifted, with numba-compiled CPU kernels.

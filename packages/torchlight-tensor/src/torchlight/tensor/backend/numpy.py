@@ -65,7 +65,16 @@ class NumpyBackend:
     device = "cpu"
     API_VERSION = API_VERSION
     capabilities = frozenset(
-        {"softmax", "layernorm", "cross_entropy", "adam", "host_memory", "gru_cell", "lstm_cell"}
+        {
+            "softmax",
+            "layernorm",
+            "cross_entropy",
+            "adam",
+            "host_memory",
+            "gru_cell",
+            "lstm_cell",
+            "join",
+        }
     )
 
     # --- storage -----------------------------------------------------------------------------
@@ -178,6 +187,18 @@ class NumpyBackend:
         np.add.at(as_array(out), tuple(grid), s)
 
     # --- fused capabilities ------------------------------------------------------------------
+    def join(self, srcs, dim, out, new_dim):
+        """Capability ``join``: ``out = cat(srcs, dim)``, or ``stack`` with ``new_dim``, in one numpy call.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        if new_dim:  # np.stack's own checks cost as much as the copies: index a new axis in
+            axis = (slice(None),) * dim + (None,)
+            arrays = [as_array(v)[axis] for v in srcs]
+        else:
+            arrays = [as_array(v) for v in srcs]
+        np.concatenate(arrays, dim, out=as_array(out))
+
     def softmax(self, a, dim, out, log=False):
         """Capability ``softmax``: ``out = softmax(a, dim)`` (``log_softmax`` with ``log=True``), max-shifted, with numpy on the host.
 

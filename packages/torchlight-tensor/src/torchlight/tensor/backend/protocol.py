@@ -51,6 +51,12 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
     "dlpack":    dlpack_source(view) -> an object with __dlpack__/__dlpack_device__ describing the
                  view's memory (no copy); from_dlpack(obj, copy) -> (TensorData, dtype) on a DLPack
                  producer's memory (device memory; host memory is handled by the core)
+    "join":      join(srcs, dim, out, new_dim): ``cat``/``stack`` in one call. ``srcs`` a sequence
+                 of views of one dtype (any strides); new_dim False: they match ``out`` outside
+                 ``dim`` and their sizes along it add up to ``out.shape[dim]`` (concatenate);
+                 new_dim True: each has ``out``'s shape without ``dim`` and ``out.shape[dim] ==
+                 len(srcs)`` (stack). ``out`` is contiguous. Without it the core copies the
+                 inputs one by one into views of ``out``
     "fill":      fill(out, value): out[...] = value written where the storage lives (no host
                  round trip); out is contiguous or 1-D, value a Python number of out's dtype kind
     "compile":   compile_elementwise(chain) -> kernel | None: ``chain`` an ElementwiseChain

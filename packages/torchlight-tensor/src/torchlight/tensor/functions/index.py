@@ -28,6 +28,8 @@ from ..errors import DTypeError, ShapeError, TensorIndexError
 __all__ = [
     "getitem",
     "basic_view",
+    "BasicIndex",
+    "BasicIndexBackward",
     "IndexSelect",
     "Gather",
     "ScatterAdd",
@@ -149,6 +151,9 @@ def basic_view(td, index):
 
 
 class BasicIndex(Function):
+    """``x[index]`` for an expanded basic ``index`` (ints, slices, ``None``): a view; the
+    gradient is written back at the same view of zeros (:class:`BasicIndexBackward`)."""
+
     @staticmethod
     def forward(ctx, x, index):
         ctx.shape, ctx.index = x.shape, index
@@ -156,9 +161,26 @@ class BasicIndex(Function):
 
     @staticmethod
     def backward(ctx, g):
-        out = filled(ctx.shape, 0, g.dtype, g.backend, like=g)
-        g.backend.map("copy", g._td, basic_view(out._td, ctx.index))
-        return out, None
+        return BasicIndexBackward.apply(g, ctx.shape, ctx.index), None
+
+
+class BasicIndexBackward(Function):
+    """The adjoint of :class:`BasicIndex`: ``g`` written into zeros of ``shape`` at ``index``.
+
+    A Function of its own so that a gradient taken with ``create_graph=True`` stays
+    differentiable (its backward reads the same view back); a plain backward pays one node.
+    """
+
+    @staticmethod
+    def forward(ctx, g, shape, index):
+        ctx.index = index
+        out = filled(shape, 0, g.dtype, g.backend, like=g)
+        g.backend.map("copy", g._td, basic_view(out._td, index))
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return BasicIndex.apply(gg, ctx.index), None, None
 
 
 class AdvancedIndex(Function):

@@ -1,21 +1,25 @@
 """Moving and repeating elements along a dim: ``roll``, ``flip``, ``repeat_interleave``,
 ``unbind``, ``select``, and the running sum ``cumsum``.
 
-All are composites of differentiable ops (``narrow`` + ``cat``, ``index_select``, ``matmul``), so
-their gradients need no code of their own: ``roll``'s is the opposite roll, ``flip``'s a flip,
-``repeat_interleave``'s sums the copies (``index_select``'s scatter-add), and ``cumsum``'s is the
-reversed running sum (the transpose of the triangular matrix it multiplies by).
+``roll`` is one copy (its two pieces joined, :func:`~.shape.join_views`) whose gradient is the
+opposite roll. The others are composites of differentiable ops (``index_select``, ``matmul``), so
+their gradients need no code of their own: ``flip``'s is a flip, ``repeat_interleave``'s sums the
+copies (``index_select``'s scatter-add), and ``cumsum``'s is the reversed running sum (the
+transpose of the triangular matrix it multiplies by).
 """
 
 import numpy as np
+
+from torchlight.autograd import Function
 
 from .. import dtypes
 from ..creation import from_numpy_on
 from ..dispatch import normalize_dim
 from ..errors import ShapeError
-from .shape import cat
+from .index import BasicIndex
+from .shape import join_views
 
-__all__ = ["roll", "flip", "repeat_interleave", "unbind", "select", "cumsum"]
+__all__ = ["Roll", "roll", "flip", "repeat_interleave", "unbind", "select", "cumsum"]
 
 
 def _host_index(values, like):
@@ -49,8 +53,25 @@ def roll(x, shifts, dims=None):
         n = x.shape[d] if x.ndim else 1
         s = int(shift) % n if n else 0
         if s:
-            out = cat([out.narrow(d, n - s, s), out.narrow(d, 0, n - s)], d)
+            out = Roll.apply(out, s, d)
     return out if out is not x else x.clone()
+
+
+class Roll(Function):
+    """``x`` rolled by ``shift`` (``0 < shift < n``) along ``dim`` of size ``n``: its last
+    ``shift`` elements joined in front of the first ``n - shift``, in one copy; the gradient is
+    rolled back by ``n - shift``."""
+
+    @staticmethod
+    def forward(ctx, x, shift, dim):
+        ctx.shift, ctx.dim = shift, dim
+        td, n = x._td, x._td.shape[dim]
+        head, tail = td.slice(dim, n - shift, n, 1), td.slice(dim, 0, n - shift, 1)
+        return join_views([head, tail], dim, False, x, x.backend)
+
+    @staticmethod
+    def backward(ctx, g):
+        return Roll.apply(g, g.shape[ctx.dim] - ctx.shift, ctx.dim), None, None
 
 
 def flip(x, dims):
@@ -101,7 +122,7 @@ def select(x, dim, index):
     [1, 3]
     """
     dim = normalize_dim(dim, x.ndim)
-    return x[(slice(None),) * dim + (int(index),)]
+    return BasicIndex.apply(x, (slice(None),) * dim + (int(index),))
 
 
 def unbind(x, dim=0):

@@ -6,12 +6,14 @@ broadcast dims, ``view`` by a reshape, a slice by writing the gradient into a ze
 import numpy as np
 
 from torchlight.autograd import Function
+from torchlight.autograd.grad_mode import GradMode
 
 from .. import dtypes
 from ..creation import filled, from_numpy_on
 from ..dispatch import alloc, common_backend, normalize_dim, same_backend, sum_to, view_of
 from ..errors import ShapeError
 from ..storage import TensorData, infer_shape
+from .index import BasicIndex
 from .pointwise import to_dtype
 
 __all__ = [
@@ -20,6 +22,7 @@ __all__ = [
     "Expand",
     "Restride",
     "Unfold",
+    "UnfoldBackward",
     "Cat",
     "Stack",
     "reshape",
@@ -33,6 +36,7 @@ __all__ = [
     "unfold",
     "cat",
     "stack",
+    "join_views",
     "split",
     "chunk",
     "tril",
@@ -219,14 +223,31 @@ class Unfold(Function):
 
     @staticmethod
     def backward(ctx, g):
-        dim, size, step = ctx.args
-        out = filled(ctx.shape, 0, g.dtype, g.backend, like=g)
-        count = g.shape[dim]
-        for k in range(size):
-            target = out.narrow(dim, k, (count - 1) * step + 1)
-            target = target[(slice(None),) * dim + (slice(None, None, step),)]
-            target.add_(g[..., k])
-        return out, None, None, None
+        return UnfoldBackward.apply(g, ctx.shape, *ctx.args), None, None, None
+
+
+class UnfoldBackward(Function):
+    """The adjoint of :class:`Unfold` (col2im): every window element of ``g`` added back at its
+    position in zeros of ``shape``. A Function of its own so that a gradient taken with
+    ``create_graph=True`` stays differentiable: its backward unfolds again."""
+
+    @staticmethod
+    def forward(ctx, g, shape, dim, size, step):
+        ctx.args = (dim, size, step)
+        out = filled(shape, 0, g.dtype, g.backend, like=g)
+        gt, ot, backend = g._td, out._td, g.backend
+        if step >= size:  # windows do not overlap: one copy into the windows of ``out``
+            backend.map("copy", gt, ot.unfold(dim, size, step))
+            return out
+        span = (gt.shape[dim] - 1) * step + 1
+        for k in range(size):  # offset k of every window at once: these positions are disjoint
+            target = ot.slice(dim, k, k + span, step)
+            backend.zip("add", target, gt.select(gt.ndim - 1, k), target)
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        return Unfold.apply(gg, *ctx.args), None, None, None, None
 
 
 def unfold(x, dim, size, step):
@@ -245,7 +266,8 @@ def narrow(x, dim, start, length):
         raise ShapeError(
             f"narrow: [{start}, {start + length}) is out of range for dim {dim} of size {x.shape[dim]}"
         )
-    return x[(slice(None),) * dim + (slice(start, start + length),)]
+    # the index is basic by construction: straight to its Function, not through getitem's parsing
+    return BasicIndex.apply(x, (slice(None),) * dim + (slice(start, start + length),))
 
 
 class Cat(Function):
@@ -257,6 +279,8 @@ class Cat(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if not GradMode.enabled:  # no graph to record: the pieces are plain views of g
+            return (None, *[view_of(g, td) for td in g._td.pieces(ctx.dim, ctx.sizes)])
         if ctx.sizes is None:  # stacked: input k is the slice at index k of the new dim
             return (None, *g.unbind(ctx.dim))
         grads, start = [None], 0
@@ -276,19 +300,28 @@ class Stack(Cat):
 
 
 def _join(ctx, dim, xs, new_dim):
-    ref = xs[0]
-    shape = ref.shape
-    if new_dim:
-        ctx.sizes = None
-        shape = shape[:dim] + (len(xs),) + shape[dim:]
-    else:
-        ctx.sizes = [x.shape[dim] for x in xs]
-        shape = shape[:dim] + (sum(ctx.sizes),) + shape[dim + 1 :]
     ctx.dim = dim
-    backend = common_backend(*xs)
-    out = alloc(shape, ref.dtype, backend, ref)
-    for x, target in zip(xs, out._td.pieces(dim, ctx.sizes)):
-        backend.map("copy", x._td, target)
+    ctx.sizes = None if new_dim else [x._td.shape[dim] for x in xs]
+    return join_views([x._td for x in xs], dim, new_dim, xs[0], common_backend(*xs))
+
+
+def join_views(views, dim, new_dim, like, backend):
+    """A new tensor (of ``like``'s dtype and class, on ``backend``) holding the views ``views``
+    joined along ``dim``: concatenated (``cat``), or, with ``new_dim``, each at one index of a new
+    dimension ``dim`` (``stack``). The views must already fit (their callers checked)."""
+    shape = views[0].shape
+    if new_dim:
+        sizes = None
+        shape = shape[:dim] + (len(views),) + shape[dim:]
+    else:
+        sizes = [v.shape[dim] for v in views]
+        shape = shape[:dim] + (sum(sizes),) + shape[dim + 1 :]
+    out = alloc(shape, like.dtype, backend, like)
+    if "join" in backend.capabilities:  # one call: per input, a copy's dispatch costs more
+        backend.join(views, dim, out._td, new_dim)
+        return out
+    for v, target in zip(views, out._td.pieces(dim, sizes)):
+        backend.map("copy", v, target)
     return out
 
 
@@ -297,11 +330,11 @@ def _joined_dtype(tensors, dim, new_dim):
     return the dtype they are promoted to. ``stack`` needs equal shapes, ``cat`` equal ones
     outside ``dim``; all must be on one device."""
     first = tensors[0]
-    shape, backend, dt = first.shape, first.backend, first.dtype
+    shape, backend, dt = first._td.shape, first.backend, first.dtype
     for i, t in enumerate(tensors):
         if t.dtype is not dt:
             dt = dtypes.promote(dt, t.dtype)
-        other = t.shape
+        other = t._td.shape
         if other != shape and (
             new_dim
             or len(other) != len(shape)
