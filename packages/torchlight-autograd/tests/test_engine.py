@@ -293,3 +293,54 @@ def test_second_derivative_of_a_composite():
     x.grad = None
     first.backward()
     assert x.grad.data == pytest.approx(12 * 1.5**2)
+
+
+class _KeepsGradVariable(Scalar):
+    """A leaf that keeps the gradient variable itself (``Scalar.grad`` keeps a float), so a
+    gradient taken with create_graph=True can be differentiated again."""
+
+    __slots__ = ("kept",)
+
+    def accumulate_grad(self, g):
+        self.kept = g
+
+
+def _square(graph_backward):
+    class Square(Function):  # y = x², dy/dx = 2x
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return Scalar(x.data**2)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            if graph_backward:
+                return 2.0 * x * g  # recorded ops: differentiable again
+            return Scalar(2.0 * x.data * g.data)  # computed outside the graph, like a fused kernel
+
+    return Square
+
+
+def test_create_graph_through_a_recorded_backward_gives_the_second_derivative():
+    x = _KeepsGradVariable(3.0, requires_grad=True)
+    backward(_square(True).apply(x), Scalar(1.0), create_graph=True)
+    g = x.kept
+    assert g.data == 6.0 and g.requires_grad
+    backward(g, Scalar(1.0))
+    assert x.kept.data == 2.0  # d²(x²)/dx²
+
+
+def test_differentiating_twice_through_a_backward_outside_the_graph_raises():
+    # The first derivative is right; the second would silently miss this node's share, so
+    # backpropagating into the gradient raises and names the function instead.
+    x = _KeepsGradVariable(3.0, requires_grad=True)
+    backward(_square(False).apply(x), Scalar(1.0), create_graph=True)
+    g = x.kept
+    assert g.data == 6.0 and g.requires_grad
+    with pytest.raises(AutogradError, match="cannot differentiate twice through Square"):
+        backward(g, Scalar(1.0))
+    # without create_graph nothing is marked: the gradient is a plain value
+    x = _KeepsGradVariable(3.0, requires_grad=True)
+    backward(_square(False).apply(x), Scalar(1.0))
+    assert x.kept.data == 6.0 and not x.kept.requires_grad

@@ -11,10 +11,13 @@ Given a root variable ``y`` and ``dL/dy`` the engine
    frees the saved values unless ``retain_graph=True``.
 """
 
+import weakref
+
 from .errors import AutogradError
+from .function import Context, Function, History
 from .grad_mode import GradMode
 
-__all__ = ["topological_order", "backward"]
+__all__ = ["topological_order", "backward", "SecondOrderError"]
 
 
 def _needs_grad(v) -> bool:
@@ -76,7 +79,10 @@ def backward(root, grad, retain_graph: bool = False, create_graph: bool = False)
                 var.accumulate_grad(g)
             if hist is None:
                 continue
-            for parent, pg in hist.backprop(g):
+            pairs = hist.backprop(g)
+            if create_graph:
+                pairs = _differentiable(hist, g, pairs)
+            for parent, pg in pairs:
                 key = id(parent)
                 acc = pending.get(key)
                 pending[key] = pg if acc is None else acc + pg
@@ -84,3 +90,42 @@ def backward(root, grad, retain_graph: bool = False, create_graph: bool = False)
                 hist.ctx.release()
     finally:
         GradMode.enabled = prev
+
+
+class SecondOrderError(Function):
+    """The node of a gradient that a backward computed outside the graph (a fused kernel): it
+    holds the value, and differentiating it again raises instead of silently leaving out that
+    node's share of the second derivative (PyTorch's ``once_differentiable``)."""
+
+    @staticmethod
+    def forward(ctx, g, name):
+        ctx.name = name
+        return g.detach()
+
+    @staticmethod
+    def backward(ctx, gg):
+        raise AutogradError(
+            f"cannot differentiate twice through {ctx.name}: its backward runs as one fused "
+            "kernel outside the graph, so backward(create_graph=True) gave first derivatives "
+            "only there. Build that part of the model from ops that are differentiable twice, "
+            "or leave it out of the second-order term."
+        )
+
+    @classmethod
+    def mark(cls, g, name):
+        """``g`` as a variable that requires grad and raises when backpropagated into."""
+        ctx = Context()
+        out = cls.forward(ctx, g, name)
+        out._history = History(cls, ctx, (), weakref.ref(out))
+        out.requires_grad = True
+        return out
+
+
+def _differentiable(hist, g, pairs):
+    """``create_graph``: a gradient that should depend on the graph (the incoming gradient or a
+    saved value does) but does not was computed outside it; mark it (:class:`SecondOrderError`)."""
+    if not (_needs_grad(g) or any(_needs_grad(s) for s in hist.ctx._saved)):
+        return pairs
+    op = hist.ctx.__dict__.get("op")
+    name = hist.fn.__name__ + (f" ({op})" if isinstance(op, str) else "")
+    return [(v, pg if _needs_grad(pg) else SecondOrderError.mark(pg, name)) for v, pg in pairs]

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from torchlight.autograd.grad_mode import GradMode
+
 from .backend.protocol import HOST_MEMORY, host_memory
 from .backend.registry import get_backend
 from .errors import BackendError, DTypeError, OutOfMemoryError, ShapeError, TensorIndexError
@@ -284,6 +286,8 @@ def sum_to(g: _Tensor, shape: tuple[int, ...]) -> _Tensor:
     dims = tuple(range(lead)) + tuple(
         lead + k for k, s in enumerate(shape) if s == 1 and gshape[lead + k] != 1
     )
+    if GradMode.enabled:  # create_graph: a recorded sum, so the gradient stays differentiable
+        return g.sum(dims, keepdim=True).reshape(shape)
     out = reduce_op("sum", g, dims, keepdim=True)
     return wrap(TensorData(out._td.storage, shape), out.backend, out.dtype, out)
 

@@ -17,6 +17,7 @@ but ``x`` itself; the composite (log-softmax, gather) keeps the N×C log-probabi
 """
 
 from torchlight.autograd import Function
+from torchlight.autograd.grad_mode import GradMode
 
 from ..dispatch import alloc, index_range, normalize_dim, same_backend
 from ..errors import ShapeError, TensorIndexError
@@ -50,6 +51,10 @@ class Softmax(Function):
     @staticmethod
     def backward(ctx, g):
         (y,) = ctx.saved_tensors
+        if GradMode.enabled:  # create_graph: the same formulas as recorded ops
+            if ctx.log:
+                return g - y.exp() * g.sum(ctx.dim, keepdim=True), None, None
+            return y * (g - (g * y).sum(ctx.dim, keepdim=True)), None, None
         out = alloc(y.shape, y.dtype, y.backend, y)
         y.backend.softmax_backward(y._td, g._td, ctx.dim, out._td, ctx.log)
         return out, None, None

@@ -24,12 +24,14 @@ from ..dispatch import (
     where_op,
 )
 from ..errors import DTypeError, ShapeError, TensorIndexError
+from .pointwise import where_in_backward
 
 __all__ = [
     "getitem",
     "basic_view",
     "BasicIndex",
     "BasicIndexBackward",
+    "AddAtIndex",
     "IndexSelect",
     "Gather",
     "ScatterAdd",
@@ -206,9 +208,30 @@ class AdvancedIndex(Function):
         n = 1
         for s in ctx.shape:
             n *= s
-        out = filled((n,), 0, g.dtype, g.backend, like=g)
-        g.backend.put_add(out._td, 0, positions.reshape(-1)._td, g.contiguous().reshape(-1)._td)
+        flat = g.contiguous().reshape(-1)
+        out = AddAtIndex.apply(flat, (n,), 0, positions.reshape(-1), "put_add")
         return out.reshape(ctx.shape), None
+
+
+class AddAtIndex(Function):
+    """The adjoint of a gathering op: ``g`` added into zeros of ``shape`` at ``index`` along
+    ``dim`` by the backend primitive ``put`` (``"put_add"``, the adjoint of ``index_select``;
+    ``"scatter_add"``, of ``gather``). A Function of its own so that a gradient taken with
+    ``create_graph=True`` stays differentiable: its backward gathers again."""
+
+    @staticmethod
+    def forward(ctx, g, shape, dim, index, put):
+        ctx.dim, ctx.put = dim, put
+        ctx.save_for_backward(index)
+        out = filled(shape, 0, g.dtype, g.backend, like=g)
+        getattr(g.backend, put)(out._td, dim, index._td, g._td)
+        return out
+
+    @staticmethod
+    def backward(ctx, gg):
+        (index,) = ctx.saved_tensors
+        gather = IndexSelect if ctx.put == "put_add" else Gather
+        return gather.apply(gg, ctx.dim, index), None, None, None, None
 
 
 def _host_index(item, x_shape_dim=None):
@@ -291,9 +314,7 @@ class IndexSelect(Function):
     @staticmethod
     def backward(ctx, g):
         (index,) = ctx.saved_tensors
-        out = filled(ctx.shape, 0, g.dtype, g.backend, like=g)
-        g.backend.put_add(out._td, ctx.dim, index._td, g._td)
-        return out, None, None
+        return AddAtIndex.apply(g, ctx.shape, ctx.dim, index, "put_add"), None, None
 
 
 def index_select(x, dim, index):
@@ -318,9 +339,7 @@ class Gather(Function):
     @staticmethod
     def backward(ctx, g):
         (index,) = ctx.saved_tensors
-        out = filled(ctx.shape, 0, g.dtype, g.backend, like=g)
-        g.backend.scatter_add(out._td, ctx.dim, index._td, g._td)
-        return out, None, None
+        return AddAtIndex.apply(g, ctx.shape, ctx.dim, index, "scatter_add"), None, None
 
 
 def _check_gather_shapes(name, x, dim, index):
@@ -468,7 +487,7 @@ class MaskedFill(Function):
     @staticmethod
     def backward(ctx, g):
         (mask,) = ctx.saved_tensors
-        return where_op(mask, scalar_like(0, g), g), None, None
+        return where_in_backward(mask, scalar_like(0, g), g), None, None
 
 
 def masked_fill(x, mask, value):

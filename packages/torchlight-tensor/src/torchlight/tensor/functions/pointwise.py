@@ -15,7 +15,13 @@ from ..base import TensorBase
 from ..creation import from_data
 from ..dispatch import cast, map_op, scalar_like, sum_to, where_op, zip_op
 from ..errors import DTypeError
-from ..formulas import TWO_OVER_SQRT_PI
+from ..formulas import (
+    INV_SQRT_2PI,
+    SQRT1_2,
+    TWO_OVER_SQRT_PI,
+    gelu_tanh_arg,
+    gelu_tanh_slope,
+)
 
 __all__ = [
     "Add",
@@ -29,6 +35,7 @@ __all__ = [
     "Unary",
     "Clamp",
     "Where",
+    "where_in_backward",
     "binary",
     "compare",
     "unary",
@@ -330,6 +337,8 @@ class Unary(Function):
     def backward(ctx, g):
         (s,) = ctx.saved_tensors
         rule = _RULES.get(ctx.op)
+        if rule is None and GradMode.enabled:  # create_graph: the fused kernel would leave it
+            rule = _GRAPH_RULES[ctx.op]
         if rule is not None:
             return rule(s, g), None
         return zip_op(ctx.op + "_back", s, g), None
@@ -348,6 +357,20 @@ _RULES = {
     "square": lambda x, g: g * 2.0 * x,
     "reciprocal": lambda x, g: -g / (x * x),
     "erf": lambda x, g: g * TWO_OVER_SQRT_PI * (-(x * x)).exp(),  # d/dx erf(x) = 2/√π · exp(-x²)
+}
+
+# The derivatives the fused ``<f>_back`` kernels compute (formulas.py, numpy_ops.py), as recorded
+# ops: what a backward with create_graph=True uses, so the gradient can be differentiated again.
+_GRAPH_RULES = {
+    "tanh": lambda y, g: g * (1.0 - y * y),
+    "sigmoid": lambda y, g: g * (y * (1.0 - y)),
+    "relu": lambda x, g: g * (x > 0).to(g.dtype),
+    "softplus": lambda x, g: g * x.sigmoid(),
+    "silu": lambda x, g: g * (x.sigmoid() * (1.0 + x * (1.0 - x.sigmoid()))),
+    "gelu": lambda x, g: (
+        g * (0.5 * (1.0 + (x * SQRT1_2).erf()) + x * INV_SQRT_2PI * (-0.5 * x * x).exp())
+    ),
+    "gelu_tanh": lambda x, g: g * gelu_tanh_slope(x, gelu_tanh_arg(x).tanh()),
 }
 
 
@@ -406,6 +429,12 @@ class Where(Function):
         (cond,) = ctx.saved_tensors
         sa, sb = ctx.shapes
         zero = scalar_like(0, g)
-        ga = sum_to(where_op(cond, g, zero), sa) if ctx.needs_input_grad[1] else None
-        gb = sum_to(where_op(cond, zero, g), sb) if ctx.needs_input_grad[2] else None
+        ga = sum_to(where_in_backward(cond, g, zero), sa) if ctx.needs_input_grad[1] else None
+        gb = sum_to(where_in_backward(cond, zero, g), sb) if ctx.needs_input_grad[2] else None
         return None, ga, gb
+
+
+def where_in_backward(cond, a, b):
+    """``where(cond, a, b)`` for a backward: a recorded :class:`Where` under
+    ``create_graph=True`` (so the gradient stays differentiable), else straight on the backend."""
+    return Where.apply(cond, a, b) if GradMode.enabled else where_op(cond, a, b)

@@ -9,6 +9,7 @@ import builtins
 from collections import namedtuple
 
 from torchlight.autograd import Function
+from torchlight.autograd.grad_mode import GradMode
 
 from .. import dtypes
 from ..creation import filled
@@ -238,6 +239,8 @@ class Prod(Function):
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         dims = ctx.dims
+        if GradMode.enabled:  # create_graph: y as a recorded op of x (the saved one is a constant)
+            y = Prod.apply(x, dims, True)
         is_zero = x == 0
         nonzero = x.masked_fill(is_zero, 1.0)
         prod_nonzero = nonzero.prod(dims, keepdim=True)
