@@ -87,23 +87,18 @@ def wrap(td: TensorData, backend: Any, dtype: DType, like: Any) -> _Tensor:
 
 def alloc(shape: tuple[int, ...], dtype: DType, backend: Any, like: Any) -> _Tensor:
     """An uninitialised contiguous tensor (of ``like``'s class, see :func:`wrap`)."""
-    td = TensorData.__new__(TensorData)
     n = 1
     for s in shape:
         n *= s
     try:
-        td.storage = backend.empty(n, dtype)
+        storage = backend.empty(n, dtype)
     except (
         MemoryError,
         ValueError,
         OverflowError,
     ) as exc:  # numpy: "Maximum allowed dimension exceeded"
         raise too_big(shape, dtype, backend, exc) from exc
-    td.shape = shape
-    td.strides = contiguous_strides(shape)
-    td.offset = 0
-    td.size = n
-    td.cache = None
+    td = TensorData.of(storage, shape, contiguous_strides(shape), 0, n)
     return wrap(td, backend, dtype, like)
 
 

@@ -23,6 +23,7 @@ from .errors import ShapeError, TensorIndexError
 from .indexing import contiguous_strides, prod
 
 Shape = tuple[int, ...]
+_new_view = object.__new__
 
 __all__ = ["TensorData"]
 
@@ -61,8 +62,8 @@ class TensorData:
     def is_contiguous(self) -> bool:
         """True when the view walks its storage in C order without gaps (size-1 dims ignored;
         an empty view is contiguous, as in PyTorch and numpy)."""
-        if self.size == 0:
-            return True
+        if self.size == 0 or self.strides == contiguous_strides(self.shape):
+            return True  # the second test is a cached lookup: most views are packed
         expected = 1
         for size, stride in zip(reversed(self.shape), reversed(self.strides)):
             if size != 1 and stride != expected:
@@ -72,6 +73,19 @@ class TensorData:
 
     def _new(self, shape: Shape, strides: Shape, offset: int) -> TensorData:
         return TensorData(self.storage, shape, strides, offset)
+
+    @staticmethod
+    def of(storage: Any, shape: Shape, strides: Shape, offset: int, size: int) -> TensorData:
+        """A view from parts its caller already has as tuples, with its element count: what
+        the hot paths (a new tensor, a reshape) use instead of the converting constructor."""
+        td = _new_view(TensorData)
+        td.storage = storage
+        td.shape = shape
+        td.strides = strides
+        td.offset = offset
+        td.size = size
+        td.cache = None
+        return td
 
     # --- zero-copy views ---------------------------------------------------------------------
     def permute(self, dims: Sequence[int]) -> TensorData:
@@ -119,11 +133,16 @@ class TensorData:
     def reshaped(self, shape: Shape) -> TensorData | None:
         """:meth:`view` for a ``shape`` that :func:`infer_shape` already resolved (only its element
         count is checked again: a replayed tape hands in shapes it adapted itself)."""
+        if type(shape) is not tuple:
+            shape = tuple(shape)
         _check_count(shape, self.size, self.shape)
         if self.is_contiguous():
-            return self._new(shape, contiguous_strides(shape), self.offset)
-        strides = _view_strides(self.shape, self.strides, shape)
-        return None if strides is None else self._new(shape, strides, self.offset)
+            strides = contiguous_strides(shape)
+        else:
+            strides = _view_strides(self.shape, self.strides, shape)
+            if strides is None:
+                return None
+        return TensorData.of(self.storage, shape, strides, self.offset, self.size)
 
     def select(self, dim: int, index: int) -> TensorData:
         """Drop dimension ``dim`` at position ``index`` (what ``x[..., i, ...]`` does)."""

@@ -235,7 +235,9 @@ class NumpyBackend:
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
         """
         xv = as_array(x)
-        mu = xv.mean(axis=-1, keepdims=True)
+        # accumulated in float64: a float32 mean of equal values can miss them by an ulp, which
+        # 1/sqrt(eps) then magnifies (a constant row gave 4e-5 instead of 0 at eps = 1e-5)
+        mu = xv.mean(axis=-1, keepdims=True, dtype=np.float64).astype(xv.dtype, copy=False)
         xc = xv - mu
         r = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
         y = xc * r

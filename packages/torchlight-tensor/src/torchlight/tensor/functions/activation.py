@@ -16,9 +16,12 @@ forward (max, then the sum of exponentials) and one backward, with nothing of si
 but ``x`` itself; the composite (log-softmax, gather) keeps the N×C log-probabilities.
 """
 
+import numpy as np
+
 from torchlight.autograd import Function
 from torchlight.autograd.grad_mode import GradMode
 
+from ..creation import from_numpy_on
 from ..dispatch import alloc, index_range, normalize_dim, same_backend
 from ..errors import ShapeError, TensorIndexError
 from .pointwise import float_operand
@@ -114,12 +117,20 @@ class LayerNorm(Function):
         b = None if bias is None else bias._td
         x.backend.layernorm(x._td, w, b, eps, out._td, mean._td, rstd._td)
         ctx.save_for_backward(x, weight, mean, rstd)
-        ctx.has_bias = bias is not None
+        ctx.has_bias, ctx.eps = bias is not None, eps
         return out
 
     @staticmethod
     def backward(ctx, g):
         x, weight, mean, rstd = ctx.saved_tensors
+        if GradMode.enabled:  # create_graph: the same gradients as recorded ops
+            xhat, r = _normalized(x, ctx.eps)
+            gh = g if weight is None else g * weight
+            mean_gh = gh.mean(-1, keepdim=True)
+            dx = r * (gh - mean_gh - xhat * (gh * xhat).mean(-1, keepdim=True))
+            rows = tuple(range(x.ndim - 1))
+            dw = None if weight is None else (g * xhat).sum(rows)
+            return dx, dw, g.sum(rows) if ctx.has_bias else None, None
         dx = alloc(x.shape, x.dtype, x.backend, x)
         dw = None if weight is None else alloc(weight.shape, x.dtype, x.backend, x)
         db = (
@@ -181,14 +192,21 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     if "layernorm" in x.backend.capabilities:
         y = LayerNorm.apply(x2, w2, b2, eps)
     else:  # composite fallback
-        mu = x2.mean(-1, keepdim=True)
-        xc = x2 - mu
-        y = xc * ((xc * xc).mean(-1, keepdim=True) + eps).rsqrt()
+        y, _ = _normalized(x2, eps)
         if w2 is not None:
             y = y * w2
         if b2 is not None:
             y = y + b2
     return y if k == 1 else y.reshape(x.shape)
+
+
+def _normalized(x, eps):
+    r"""``(x̂, r)`` over the last dim as recorded ops: :math:`r = 1/\sqrt{\mathrm{Var}[x] + \epsilon}`,
+    :math:`\hat x = (x - \mathrm{E}[x])\,r` (the composite layer norm, and its backward under
+    ``create_graph``)."""
+    xc = x - x.mean(-1, keepdim=True)
+    r = ((xc * xc).mean(-1, keepdim=True) + eps).rsqrt()
+    return xc * r, r
 
 
 def check_targets(target, classes, what="cross_entropy"):
@@ -226,6 +244,10 @@ class CrossEntropyRows(Function):
     @staticmethod
     def backward(ctx, g):
         x, logs = ctx.saved_tensors
+        if GradMode.enabled:  # create_graph: w_i (softmax(x_i) - onehot(t_i)) as recorded ops
+            classes = from_numpy_on(np.arange(x.shape[1]), x.backend, like=x)
+            onehot = (classes.unsqueeze(0) == ctx.target.unsqueeze(1)).to(x.dtype)
+            return (_softmax(x, 1, False) - onehot) * (g * ctx.weight).unsqueeze(1), None, None
         dx = alloc(x.shape, x.dtype, x.backend, x)
         x.backend.cross_entropy_backward(
             x._td, ctx.target._td, ctx.weight._td, logs._td, g._td, dx._td

@@ -83,7 +83,8 @@ def reshape(x, shape):
     shape = infer_shape(shape, x._td.size, x.shape)
     if shape == x.shape:
         return x
-    if x._td.reshaped(shape) is None:
+    td = x._td
+    if not td.is_contiguous() and td.reshaped(shape) is None:
         x = x.contiguous()
     return View.apply(x, shape)
 
