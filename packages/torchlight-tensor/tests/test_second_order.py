@@ -41,7 +41,9 @@ CASES = {
     "gather": lambda x: tl.gather(x * x, 1, tl.tensor([[0, 2], [1, 1]])),
     "advanced_index": lambda x: (x * x)[tl.tensor(IDX), tl.tensor([3, 3, 0])],
     "embedding": lambda x: F.embedding(tl.tensor(IDX), x * x),
-    "layer_norm": lambda x: F.layer_norm(x, (4,), tl.tensor([0.5, 1.0, 2.0, -1.0], dtype=tl.float64)),
+    "layer_norm": lambda x: F.layer_norm(
+        x, (4,), tl.tensor([0.5, 1.0, 2.0, -1.0], dtype=tl.float64)
+    ),
     "layer_norm_2d": lambda x: F.layer_norm(x, (2, 4)),
     "cross_entropy": lambda x: F.cross_entropy(x, tl.tensor([1, 3]), reduction="none"),
 }
@@ -73,8 +75,6 @@ def test_second_derivative_matches_finite_differences(name):
         lo, _ = _second_order_sum(fn, A - step, create_graph=False)
         want[i] = (hi - lo) / (2 * h)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6 * np.abs(want).max())
-
-
 
 
 def test_a_fused_recurrent_backward_gives_first_derivatives_and_refuses_the_second():

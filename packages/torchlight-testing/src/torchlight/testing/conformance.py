@@ -477,6 +477,20 @@ class BackendConformance(FusedConformance, JoinConformance, BoundsConformance):
                     f"put_add {dtype} dim={dim} out={lo} index={li} src={ls}",
                 )
 
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_put_add_keeps_non_finite_values_in_their_rows(self, dtype):
+        """An ``inf`` or ``nan`` in ``src`` reaches only the row its index names (a kernel that
+        adds by a product with a one-hot matrix would spread ``0 · inf = nan`` to every row)."""
+        be = self.be
+        src = np.ones((4, 3), dtype)
+        src[1, 0], src[2, 2] = np.inf, np.nan
+        out, _ = make_view(be, np.zeros((5, 3), dtype))
+        it, _ = make_view(be, np.array([0, 3, 3, 1], np.int64))
+        be.put_add(out, 0, it, make_view(be, src)[0])
+        want = np.zeros((5, 3))
+        np.add.at(want, np.array([0, 3, 3, 1]), src.astype(np.float64))
+        np.testing.assert_array_equal(read(be, out), want.astype(dtype))
+
     def _check_gather(self, dtype, smaller):
         be = self.be
         shape = self.P.shape

@@ -58,6 +58,13 @@ def _ce_shift(x):
     return m
 
 
+ONEHOT_MAX = 1 << 18
+"""``put_add`` along dim 0 of a float ``out`` with at most this many (rows × indices) adds with
+one product by a one-hot matrix (BLAS) instead of ``np.add.at``, which is slow per index: an
+embedding's backward, 512 indices into 28 rows of 16, took 125 µs with ``add.at`` and 20 µs as a
+product; at 5000 rows × 2048 indices the product is 10× slower than ``add.at``."""
+
+
 class NumpyBackend:
     """numpy implementation of the backend contract (see ``protocol.py``)."""
 
@@ -159,7 +166,14 @@ class NumpyBackend:
         """
         o, idx = as_array(out), as_array(index)
         check_host("put_add", idx, o.shape[dim])
-        np.add.at(o, (slice(None),) * dim + (idx,), as_array(src))
+        s, n = as_array(src), idx.shape[0]
+        if dim == 0 and o.dtype.kind == "f" and 0 < o.shape[0] * n <= ONEHOT_MAX:
+            if np.isfinite(s).all():  # 0 · inf in the product would smear NaN over other rows
+                onehot = np.zeros((o.shape[0], n), o.dtype)
+                onehot[idx, np.arange(n)] = 1
+                o += (onehot @ s.reshape(n, -1)).reshape(o.shape)
+                return
+        np.add.at(o, (slice(None),) * dim + (idx,), s)
 
     def gather(self, a, dim, index, out):
         """``out = a.gather(dim, index)`` (PyTorch semantics), with numpy on the host.
