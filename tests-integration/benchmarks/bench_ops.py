@@ -74,6 +74,11 @@ CASES = {
     "Embedding(27, 16) (16x3)": lambda m: _call(
         m.nn.Embedding(27, 16), m.zeros(16, 3, dtype=m.long)
     ),
+    "Embedding(28, 16) forward + backward (32x16)": lambda m: _call(
+        lambda emb, ix: emb(ix).sum().backward(),
+        m.nn.Embedding(28, 16),
+        m.zeros(32, 16, dtype=m.long),
+    ),
     "LayerNorm(32) (16x32, grad)": lambda m: _call(
         m.nn.LayerNorm(32), m.ones(16, 32, requires_grad=True)
     ),

@@ -10,7 +10,8 @@ from tltensor_helpers import LAYOUTS, Maker, assert_close
 import torchlight as tl
 from torchlight.autograd import Function
 from torchlight.tensor.dispatch import index_range
-from torchlight.tensor.functions.shape import Cat, Stack, View
+from torchlight.tensor.functions.concat import Cat, Stack
+from torchlight.tensor.functions.shape import View
 
 
 def _f64(*shape, seed=0):

@@ -3,12 +3,13 @@
 from .functions import linalg
 from .functions.activation import layer_norm, log_softmax, softmax
 from .functions.closeness import allclose, equal, isclose
+from .functions.concat import cat, chunk, split, stack
 from .functions.index import embedding as _embedding
 from .functions.index import masked_select, nonzero, scatter
 from .functions.linalg import bmm, diag, dot, einsum, mm, norm, outer
 from .functions.reorder import cumsum, flip, repeat_interleave, roll, select, unbind
 from .functions.rounding import ceil, div, floor, floor_divide, remainder, round, trunc
-from .functions.shape import cat, chunk, meshgrid, pad, split, stack, tril, triu
+from .functions.shape import meshgrid, pad, tril, triu
 from .functions.sorting import argsort, sort, topk
 from .functions.special import erf, exp2, expm1, log1p, log2, log10, std_mean, var_mean
 from .tensor import Tensor, where

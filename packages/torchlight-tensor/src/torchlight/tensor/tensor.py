@@ -21,6 +21,7 @@ from .errors import AutogradError, DTypeError, ShapeError
 from .functions import (
     activation,
     closeness,
+    concat,
     index,
     linalg,
     pointwise,
@@ -1466,7 +1467,7 @@ class Tensor(TensorConveniences, TensorBase):
         >>> [p.tolist() for p in tl.arange(5).split(2)]
         [[0, 1], [2, 3], [4]]
         """
-        return shape_ops.split(self, split_size, dim)
+        return concat.split(self, split_size, dim)
 
     def chunk(self, chunks, dim=0):
         """A tuple of ``chunks`` (or fewer) views of equal size along ``dim``
@@ -1475,7 +1476,7 @@ class Tensor(TensorConveniences, TensorBase):
         >>> [p.tolist() for p in tl.arange(6).chunk(3)]
         [[0, 1], [2, 3], [4, 5]]
         """
-        return shape_ops.chunk(self, chunks, dim)
+        return concat.chunk(self, chunks, dim)
 
     def tril(self, diagonal=0):
         """The lower triangle of the last two dimensions: elements above diagonal ``diagonal``

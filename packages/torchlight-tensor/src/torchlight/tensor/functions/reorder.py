@@ -1,7 +1,7 @@
 """Moving and repeating elements along a dim: ``roll``, ``flip``, ``repeat_interleave``,
 ``unbind``, ``select``, and the running sum ``cumsum``.
 
-``roll`` is one copy (its two pieces joined, :func:`~.shape.join_views`) whose gradient is the
+``roll`` is one copy (its two pieces joined, :func:`~.concat.join_views`) whose gradient is the
 opposite roll. The others are composites of differentiable ops (``index_select``, ``matmul``), so
 their gradients need no code of their own: ``flip``'s is a flip, ``repeat_interleave``'s sums the
 copies (``index_select``'s scatter-add), and ``cumsum``'s is the reversed running sum (the
@@ -16,8 +16,8 @@ from .. import dtypes
 from ..creation import from_numpy_on
 from ..dispatch import normalize_dim
 from ..errors import ShapeError
+from .concat import join_views
 from .index import BasicIndex
-from .shape import join_views
 
 __all__ = ["Roll", "roll", "flip", "repeat_interleave", "unbind", "select", "cumsum"]
 
