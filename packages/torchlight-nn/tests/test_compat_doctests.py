@@ -14,6 +14,7 @@ MODULES = [
     "torchlight.nn.attention",
     "torchlight.nn.transformer",
     "torchlight.nn.rnn",
+    "torchlight.nn.rnn_cell",
     "torchlight.nn.activation",
     "torchlight.nn.functional",
     "torchlight.nn.normalization",

@@ -112,7 +112,8 @@ from .pooling import (
     MaxPool1d,
     MaxPool2d,
 )
-from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from .rnn import GRU, LSTM, RNN
+from .rnn_cell import GRUCell, LSTMCell, RNNCell
 from .transformer import (
     Transformer,
     TransformerDecoder,

@@ -136,12 +136,13 @@ class TensorData:
         if type(shape) is not tuple:
             shape = tuple(shape)
         _check_count(shape, self.size, self.shape)
-        if self.is_contiguous():
-            strides = contiguous_strides(shape)
-        else:
-            strides = _view_strides(self.shape, self.strides, shape)
-            if strides is None:
-                return None
+        strides = (
+            contiguous_strides(shape)
+            if self.is_contiguous()
+            else _view_strides(self.shape, self.strides, shape)
+        )
+        if strides is None:
+            return None
         return TensorData.of(self.storage, shape, strides, self.offset, self.size)
 
     def select(self, dim: int, index: int) -> TensorData:
