@@ -104,6 +104,8 @@ class Cast(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if GradMode.enabled:  # create_graph: a recorded cast, so the gradient stays differentiable
+            return Cast.apply(g, ctx.src), None
         return cast(g, ctx.src), None
 
 
