@@ -18,7 +18,11 @@ pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 ROOT = Path(__file__).resolve().parents[1] / "projects"
-TOL = 1e-5
+# Two correct float32 implementations of these randomized models (weights N(0, 0.5)) differ by
+# more than float32's 1e-7: against the same model in float64, torchlight's float32 output was
+# off by up to 1.9e-5 and onnxruntime 1.32's by 4.7e-5 (the digits autoencoder). A wrong export
+# is off by O(1), so 1e-4 still catches it.
+TOL = 1e-4
 
 
 def _randomize(model, seed=0):
