@@ -167,13 +167,17 @@ class NumpyBackend:
         o, idx = as_array(out), as_array(index)
         check_host("put_add", idx, o.shape[dim])
         s, n = as_array(src), idx.shape[0]
-        if dim == 0 and o.dtype.kind == "f" and 0 < o.shape[0] * n <= ONEHOT_MAX:
-            if np.isfinite(s).all():  # 0 · inf in the product would smear NaN over other rows
-                onehot = np.zeros((o.shape[0], n), o.dtype)
-                onehot[idx, np.arange(n)] = 1
-                o += (onehot @ s.reshape(n, -1)).reshape(o.shape)
-                return
-        np.add.at(o, (slice(None),) * dim + (idx,), s)
+        if (
+            dim == 0
+            and o.dtype.kind == "f"
+            and 0 < o.shape[0] * n <= ONEHOT_MAX
+            and np.isfinite(s).all()  # 0 · inf in the product would smear NaN over other rows
+        ):
+            onehot = np.zeros((o.shape[0], n), o.dtype)
+            onehot[idx, np.arange(n)] = 1
+            o += (onehot @ s.reshape(n, -1)).reshape(o.shape)
+        else:
+            np.add.at(o, (slice(None),) * dim + (idx,), s)
 
     def gather(self, a, dim, index, out):
         """``out = a.gather(dim, index)`` (PyTorch semantics), with numpy on the host.
