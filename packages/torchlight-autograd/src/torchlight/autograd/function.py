@@ -216,25 +216,32 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run ``forward`` and, when recording and some input requires grad, link the output."""
-        needs = None
-        if GradMode.enabled:
-            needs = tuple([getattr(a, "requires_grad", False) for a in args])
-            if True not in needs:
-                needs = None
-        nesting = Function.nesting
+        mode, nesting = GradMode, Function.nesting  # locals: each is read twice below
+        prev = mode.enabled
+        needs = edges = None
+        if prev:
+            for a in args:
+                if getattr(a, "requires_grad", False):
+                    # one loop for both lists (two comprehensions cost ~0.25 µs more per op); a
+                    # computed input is linked through its node, so the graph does not hold its
+                    # memory
+                    needs, edges = [], []
+                    for x in args:
+                        needs.append(getattr(x, "requires_grad", False))
+                        edges.append(getattr(x, "_history", None) or x)
+                    needs = tuple(needs)
+                    break
         tracing = Function.tracers and not nesting.depth
-        GradMode.enabled, prev = False, GradMode.enabled
+        mode.enabled = False
         nesting.depth += 1
         try:
             ctx = Context(needs or (False,) * len(args))
             out = cls.forward(ctx, *args, **kwargs)
         finally:
-            GradMode.enabled = prev
+            mode.enabled = prev
             nesting.depth -= 1
-        if needs is not None:
-            # a computed input is linked through its node, so the graph does not hold its memory
-            edges = tuple([getattr(a, "_history", None) or a for a in args])
-            out._history = History(cls, ctx, edges, weakref.ref(out))
+        if edges is not None:
+            out._history = History(cls, ctx, tuple(edges), weakref.ref(out))
             out.requires_grad = True
         if tracing:
             for tracer in Function.tracers:

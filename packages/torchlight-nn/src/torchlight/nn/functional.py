@@ -130,12 +130,7 @@ def linear(input, weight, bias=None):
     >>> F.linear(tl.tensor([[1.0, 2.0]]), tl.tensor([[1.0, 1.0], [0.0, 1.0]]), tl.tensor([0.5, 0.0]))
     tensor([[3.5, 2. ]])
     """
-    if input.shape[-1] != weight.shape[-1]:
-        raise tl.ShapeError(
-            f"linear: input has {input.shape[-1]} features (shape {input.shape}), the weight expects "
-            f"{weight.shape[-1]} (weight shape {weight.shape})"
-        )
-    return _linear(input, weight, bias)
+    return _linear(input, weight, bias)  # it checks the shapes
 
 
 def bilinear(input1, input2, weight, bias=None):

@@ -8,6 +8,7 @@ shape, expand inputs with stride 0, cast to a common dtype, allocate ``out``, th
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -87,9 +88,7 @@ def wrap(td: TensorData, backend: Any, dtype: DType, like: Any) -> _Tensor:
 
 def alloc(shape: tuple[int, ...], dtype: DType, backend: Any, like: Any) -> _Tensor:
     """An uninitialised contiguous tensor (of ``like``'s class, see :func:`wrap`)."""
-    n = 1
-    for s in shape:
-        n *= s
+    n = math.prod(shape)
     try:
         storage = backend.empty(n, dtype)
     except (
@@ -241,14 +240,21 @@ def reduce_op(
 ) -> _Tensor:
     """Reduce ``a`` over ``dims`` (a tuple of normalised dims)."""
     shape = a._td.shape
-    kept = tuple([1 if d in dims else s for d, s in enumerate(shape)])  # [...]: no generator
+    kept, squeezed = [], []  # one loop for both shapes (no generators: this runs per op)
+    for d, s in enumerate(shape):
+        if d in dims:
+            kept.append(1)
+        else:
+            kept.append(s)
+            squeezed.append(s)
     if op != "sum" and op != "prod" and 0 in [shape[d] for d in dims]:
         raise ShapeError(f"{op}: cannot reduce an empty dimension (shape {shape}, dims {dims})")
-    out = alloc(kept, dtype or a.dtype, a.backend, a)
+    out = alloc(tuple(kept), dtype or a.dtype, a.backend, a)
     a.backend.reduce(op, a._td, dims, out._td)
     if not keepdim:
-        squeezed = tuple([s for d, s in enumerate(kept) if d not in dims])
-        out._td = TensorData(out._td.storage, squeezed)
+        td = out._td
+        squeezed = tuple(squeezed)
+        out._td = TensorData.of(td.storage, squeezed, contiguous_strides(squeezed), 0, td.size)
     return out
 
 

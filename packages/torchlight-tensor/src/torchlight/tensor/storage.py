@@ -16,13 +16,18 @@ looks inside it, so the same code serves every backend.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .errors import ShapeError, TensorIndexError
-from .indexing import contiguous_strides, prod
+from .indexing import contiguous_strides
 
 Shape = tuple[int, ...]
+
+VIEW_MEMO = 8
+"""How many derived views (:meth:`TensorData.permute`, :meth:`TensorData.expand`) a view keeps
+for reuse."""
 _new_view = object.__new__
 
 __all__ = ["TensorData"]
@@ -31,7 +36,7 @@ __all__ = ["TensorData"]
 class TensorData:
     """A strided view ``(storage, shape, strides, offset)``; strides and offset count elements."""
 
-    __slots__ = ("storage", "shape", "strides", "offset", "size", "cache")
+    __slots__ = ("storage", "shape", "strides", "offset", "size", "cache", "views")
 
     storage: Any  # owned by the backend (a 1-D ndarray for cpu); never looked inside here
     shape: Shape
@@ -39,6 +44,7 @@ class TensorData:
     offset: int
     size: int
     cache: Any
+    views: dict | None
 
     def __init__(
         self,
@@ -51,8 +57,9 @@ class TensorData:
         self.shape = tuple(shape)
         self.strides = contiguous_strides(self.shape) if strides is None else tuple(strides)
         self.offset = offset
-        self.size = prod(self.shape)
+        self.size = math.prod(self.shape)
         self.cache = None  # a backend may keep its own handle on this view here (e.g. an ndarray)
+        self.views = None  # the permuted and expanded views made of this one (see _remember)
 
     @property
     def ndim(self) -> int:
@@ -72,7 +79,8 @@ class TensorData:
         return True
 
     def _new(self, shape: Shape, strides: Shape, offset: int) -> TensorData:
-        return TensorData(self.storage, shape, strides, offset)
+        # every caller passes tuples: skip the converting constructor (views are made per op)
+        return TensorData.of(self.storage, shape, strides, offset, math.prod(shape))
 
     @staticmethod
     def of(storage: Any, shape: Shape, strides: Shape, offset: int, size: int) -> TensorData:
@@ -85,36 +93,66 @@ class TensorData:
         td.offset = offset
         td.size = size
         td.cache = None
+        td.views = None
+        return td
+
+    def _remember(self, key: tuple, td: TensorData) -> TensorData:
+        """Keep ``td``, a view derived from this one, for the next request with ``key``.
+
+        A view never changes (only its storage's values do), so a parameter's transpose in every
+        ``Linear`` call, or a bias broadcast to the batch, is built once, and the backend's handle
+        on it (``cache``: an ndarray costs ~1 µs to make) with it. At most ``VIEW_MEMO`` per view:
+        a tensor seen at ever new shapes does not grow a table.
+        """
+        views = self.views
+        if views is None:
+            self.views = {key: td}
+        elif len(views) < VIEW_MEMO:
+            views[key] = td
         return td
 
     # --- zero-copy views ---------------------------------------------------------------------
     def permute(self, dims: Sequence[int]) -> TensorData:
         """The same storage with the dimensions reordered (strides permuted, no copy)."""
-        if sorted(dims) != list(range(self.ndim)):
+        key = (0, tuple(dims))
+        if self.views is not None:
+            td = self.views.get(key)
+            if td is not None:
+                return td
+        shape, strides = self.shape, self.strides
+        if sorted(dims) != list(range(len(shape))):
             raise ShapeError(
                 f"permute: {tuple(dims)} is not a permutation of the {self.ndim} dims of shape {self.shape}"
             )
-        return self._new(
-            tuple(self.shape[d] for d in dims), tuple(self.strides[d] for d in dims), self.offset
+        # [...] rather than generators: a view is made per op, and a generator costs ~0.5 µs
+        td = self._new(
+            tuple([shape[d] for d in dims]), tuple([strides[d] for d in dims]), self.offset
         )
+        return self._remember(key, td)
 
     def expand(self, shape: Iterable[int]) -> TensorData:
         """Broadcast to ``shape``: new leading dims and size-1 dims get stride 0."""
         shape = tuple(shape)
+        key = (1, shape)
+        if self.views is not None:
+            td = self.views.get(key)
+            if td is not None:
+                return td
         if not self.shape and min(shape, default=0) >= 0:  # a scalar fills every position
             return self._new(shape, (0,) * len(shape), self.offset)
-        lead = len(shape) - self.ndim
+        own, own_strides = self.shape, self.strides
+        lead = len(shape) - len(own)
         if lead < 0:
             raise ShapeError(f"cannot expand shape {self.shape} to fewer dimensions {shape}")
-        if any(t < 0 for t in shape[:lead]):
+        if lead and min(shape[:lead]) < 0:
             raise ShapeError(
                 f"cannot expand shape {self.shape} to {shape}: -1 is not allowed in a new leading dimension"
             )
         strides = [0] * lead
-        for k, (s, st) in enumerate(zip(self.shape, self.strides)):
-            target = shape[lead + k]
-            if target == -1 or target == s:
-                strides.append(st)
+        for k in range(len(own)):  # a plain loop: expand runs for every broadcast operand
+            s, target = own[k], shape[lead + k]
+            if target == s or target == -1:
+                strides.append(own_strides[k])
             elif s == 1:
                 strides.append(0)
             else:
@@ -122,8 +160,10 @@ class TensorData:
                     f"cannot expand shape {self.shape} to {shape}: dimension {k} has size {s}, "
                     "only size-1 dimensions can be expanded"
                 )
-        shape = tuple(self.shape[k - lead] if t == -1 else t for k, t in enumerate(shape))
-        return self._new(shape, tuple(strides), self.offset)
+        full = shape
+        if -1 in shape:
+            full = tuple([own[k - lead] if t == -1 else t for k, t in enumerate(shape)])
+        return self._remember(key, self._new(full, tuple(strides), self.offset))
 
     def view(self, shape: Iterable[int]) -> TensorData | None:
         """Reshape without copying (one size may be -1); ``None`` when the layout makes that
@@ -222,16 +262,16 @@ def infer_shape(shape: Iterable[int], size: int, old_shape: Sequence[int] = ()) 
     if -1 in shape:
         if shape.count(-1) > 1:
             raise ShapeError(f"only one dimension can be inferred (-1), got shape {shape}")
-        known = -prod(shape)  # the product of the other sizes
+        known = -math.prod(shape)  # the product of the other sizes
         if known == 0 or size % known:
             raise _invalid_shape(shape, size, old_shape)
-        shape = tuple(size // known if s == -1 else s for s in shape)
+        shape = tuple([size // known if s == -1 else s for s in shape])
     _check_count(shape, size, old_shape)
     return shape
 
 
 def _check_count(shape: Shape, size: int, old_shape: Sequence[int]) -> None:
-    if prod(shape) != size or min(shape, default=0) < 0:
+    if math.prod(shape) != size or (shape and min(shape) < 0):
         raise _invalid_shape(shape, size, old_shape)
 
 

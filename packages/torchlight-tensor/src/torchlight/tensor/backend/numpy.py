@@ -27,9 +27,11 @@ def as_array(v) -> np.ndarray:
             v.offset == 0
             and v.size == st.size
             and v.strides == contiguous_strides(v.shape)
-            and st.flags.c_contiguous  # else reshape would copy, and writes would be lost
+            and (len(v.shape) == 1 or st.flags.c_contiguous)  # else reshape would copy
         ):
-            a = st.reshape(v.shape)  # the whole storage in C order: 4x cheaper than np.ndarray(...)
+            # the whole storage in C order: the (1-D) storage itself, or a reshape of it (4x
+            # cheaper than np.ndarray(...))
+            a = st if len(v.shape) == 1 else st.reshape(v.shape)
         else:
             item = st.itemsize
             a = np.ndarray(v.shape, st.dtype, st, v.offset * item, [s * item for s in v.strides])

@@ -111,7 +111,7 @@ class Linear(Function):
 
 def linear(x, w, b=None):
     """``x @ w.T + b`` for ``x (*, in)``, ``w (out, in)``, ``b (out,)``: the function behind
-    :func:`torchlight.nn.functional.linear`, which checks the shapes first.
+    :func:`torchlight.nn.functional.linear`.
 
     Leading dims of ``x`` fold into one batch of rows, so the product is one 2-D matmul (and
     ``dL/dw = gᵀ x`` one more); operands of one dtype make a single :class:`Linear` node, mixed
@@ -123,9 +123,11 @@ def linear(x, w, b=None):
     [[3.0, 3.0, 3.0, 3.0], [3.0, 3.0, 3.0, 3.0]]
     """
     if x.shape[-1:] != w.shape[-1:]:
+        have = x.shape[-1] if x.ndim else "no"
         raise ShapeError(
-            f"linear: input has {x.shape[-1:]} features (shape {x.shape}), the weight expects "
-            f"{w.shape[-1:]} (weight shape {w.shape})"
+            f"linear: input has {have} features (shape {x.shape}), the weight expects "
+            f"{w.shape[-1] if w.ndim else 0} (weight shape {w.shape}); the input's last dimension "
+            "must be the layer's in_features"
         )
     fused = (
         x.ndim >= 2

@@ -178,7 +178,7 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = (a.shape, b.shape)
+        ctx.shapes = (a._td.shape, b._td.shape)
         return zip_op("add", a, b)
 
     @staticmethod
@@ -192,7 +192,7 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = (a.shape, b.shape)
+        ctx.shapes = (a._td.shape, b._td.shape)
         return zip_op("sub", a, b)
 
     @staticmethod
@@ -209,7 +209,7 @@ class Mul(Function):
         # each gradient needs only the other operand: ``x * 0.5`` keeps no copy of x alive
         need_a, need_b = ctx.needs_input_grad
         ctx.save_for_backward(a if need_b else None, b if need_a else None)
-        ctx.shapes = (a.shape, b.shape)
+        ctx.shapes = (a._td.shape, b._td.shape)
         return zip_op("mul", a, b)
 
     @staticmethod
@@ -228,7 +228,7 @@ class Div(Function):
     def forward(ctx, a, b):
         # a is needed only for b's gradient: ``x / 8`` keeps no copy of x alive
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
-        ctx.shapes = (a.shape, b.shape)
+        ctx.shapes = (a._td.shape, b._td.shape)
         return zip_op("div", a, b)
 
     @staticmethod
@@ -423,7 +423,7 @@ class Where(Function):
     @staticmethod
     def forward(ctx, cond, a, b):
         ctx.save_for_backward(cond)
-        ctx.shapes = (a.shape, b.shape)
+        ctx.shapes = (a._td.shape, b._td.shape)
         return where_op(cond, a, b)
 
     @staticmethod
