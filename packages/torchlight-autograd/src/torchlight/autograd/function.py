@@ -225,11 +225,11 @@ class Function:
                     # one loop for both lists (two comprehensions cost ~0.25 µs more per op); a
                     # computed input is linked through its node, so the graph does not hold its
                     # memory
-                    needs, edges = [], []
+                    flags, edges = [], []
                     for x in args:
-                        needs.append(getattr(x, "requires_grad", False))
+                        flags.append(getattr(x, "requires_grad", False))
                         edges.append(getattr(x, "_history", None) or x)
-                    needs = tuple(needs)
+                    needs = tuple(flags)
                     break
         tracing = Function.tracers and not nesting.depth
         mode.enabled = False

@@ -252,9 +252,8 @@ def reduce_op(
     out = alloc(tuple(kept), dtype or a.dtype, a.backend, a)
     a.backend.reduce(op, a._td, dims, out._td)
     if not keepdim:
-        td = out._td
-        squeezed = tuple(squeezed)
-        out._td = TensorData.of(td.storage, squeezed, contiguous_strides(squeezed), 0, td.size)
+        td, dropped = out._td, tuple(squeezed)
+        out._td = TensorData.of(td.storage, dropped, contiguous_strides(dropped), 0, td.size)
     return out
 
 
