@@ -222,7 +222,7 @@ class Function:
         if prev:
             for a in args:
                 if getattr(a, "requires_grad", False):
-                    # one loop for both lists (two comprehensions cost ~0.25 µs more per op); a
+                    # one loop for both lists (two comprehensions cost more on every op); a
                     # computed input is linked through its node, so the graph does not hold its
                     # memory
                     flags, edges = [], []

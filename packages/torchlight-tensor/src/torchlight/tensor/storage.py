@@ -101,7 +101,7 @@ class TensorData:
 
         A view never changes (only its storage's values do), so a parameter's transpose in every
         ``Linear`` call, or a bias broadcast to the batch, is built once, and the backend's handle
-        on it (``cache``: an ndarray costs ~1 µs to make) with it. At most ``VIEW_MEMO`` per view:
+        on it (``cache``: the numpy backend's ndarray) with it. At most ``VIEW_MEMO`` per view:
         a tensor seen at ever new shapes does not grow a table.
         """
         views = self.views
@@ -124,7 +124,7 @@ class TensorData:
             raise ShapeError(
                 f"permute: {tuple(dims)} is not a permutation of the {self.ndim} dims of shape {self.shape}"
             )
-        # [...] rather than generators: a view is made per op, and a generator costs ~0.5 µs
+        # [...] rather than generators: a view is made per op, and a generator is slower
         td = self._new(
             tuple([shape[d] for d in dims]), tuple([strides[d] for d in dims]), self.offset
         )
