@@ -240,20 +240,28 @@ def reduce_op(
 ) -> _Tensor:
     """Reduce ``a`` over ``dims`` (a tuple of normalised dims)."""
     shape = a._td.shape
-    kept, squeezed = [], []  # one loop for both shapes (no generators: this runs per op)
-    for d, s in enumerate(shape):
-        if d in dims:
-            kept.append(1)
-        else:
-            kept.append(s)
-            squeezed.append(s)
-    if op != "sum" and op != "prod" and 0 in [shape[d] for d in dims]:
+    if len(dims) == 1:  # the usual case, by slicing (no loop: this runs per op)
+        d = dims[0]
+        empty = not shape[d]
+        kept = shape[:d] + (1,) + shape[d + 1 :]
+        squeezed = shape[:d] + shape[d + 1 :]
+    else:
+        empty, kept_l, squeezed_l = False, [], []
+        for d, s in enumerate(shape):
+            if d in dims:
+                kept_l.append(1)
+                empty = empty or not s
+            else:
+                kept_l.append(s)
+                squeezed_l.append(s)
+        kept, squeezed = tuple(kept_l), tuple(squeezed_l)
+    if empty and op != "sum" and op != "prod":
         raise ShapeError(f"{op}: cannot reduce an empty dimension (shape {shape}, dims {dims})")
-    out = alloc(tuple(kept), dtype or a.dtype, a.backend, a)
+    out = alloc(kept, dtype or a.dtype, a.backend, a)
     a.backend.reduce(op, a._td, dims, out._td)
     if not keepdim:
-        td, dropped = out._td, tuple(squeezed)
-        out._td = TensorData.of(td.storage, dropped, contiguous_strides(dropped), 0, td.size)
+        td = out._td
+        out._td = TensorData.of(td.storage, squeezed, contiguous_strides(squeezed), 0, td.size)
     return out
 
 

@@ -1,4 +1,4 @@
-"""The kit's tests of the optional fused capabilities: ``softmax``, ``layernorm``, ``cross_entropy``,
+"""The kit's tests of the optional fused capabilities: ``softmax``, ``logsumexp``, ``layernorm``, ``cross_entropy``,
 ``adam``, ``gru_cell``, ``lstm_cell``, ``random``.
 
 A mixin of :class:`~torchlight.testing.BackendConformance` (which supplies ``be``, ``P`` and
@@ -99,6 +99,45 @@ class FusedConformance:
                     np.testing.assert_allclose(
                         read(be, out), want, rtol=tol, atol=tol, err_msg=what
                     )
+
+    # --- fused capabilities: logsumexp -----------------------------------------------------
+    @pytest.mark.parametrize("dtype", FLOAT)
+    def test_logsumexp(self, dtype):
+        """Capability ``logsumexp``: ``m + log Σ exp(x - m)`` along each dim matches the float64
+        reference on every layout, rows of ±1e4 included, and slices holding ±inf or NaN give
+        PyTorch's -inf / +inf / NaN."""
+        self._need("logsumexp")
+        be = self.be
+        for name, x, lays in self._softmax_inputs(dtype):
+            if name == "empty-rows":
+                continue
+            for dim in range(x.ndim):
+                for lay in lays:
+                    a, xv = make_view(be, x, lay)
+                    kept = tuple(1 if d == dim else n for d, n in enumerate(x.shape))
+                    out = empty_view(be, kept, dtype)
+                    be.logsumexp(a, dim, out)
+                    x64 = _f64(xv)
+                    m = x64.max(axis=dim, keepdims=True)
+                    want = m + np.log(np.exp(x64 - m).sum(axis=dim, keepdims=True))
+                    what = f"logsumexp {dtype} {name} dim={dim} in={lay}"
+                    tol = 1e-6 if dtype == "float32" else 1e-13
+                    np.testing.assert_allclose(read(be, out), want, rtol=tol, err_msg=what)
+        inf, nan = np.inf, np.nan
+        x = np.array(
+            [
+                [-inf, -inf, -inf],
+                [inf, 1.0, -inf],
+                [nan, 1.0, 2.0],
+                [inf, inf, 0.0],
+                [-inf, 0.0, 0.0],
+            ],
+            dtype=dtype,
+        )
+        out = empty_view(be, (5, 1), dtype)
+        be.logsumexp(make_view(be, x)[0], 1, out)
+        want = np.array([[-inf], [inf], [nan], [inf], [np.log(2.0)]])
+        np.testing.assert_allclose(read(be, out), want, rtol=1e-6, err_msg="logsumexp ±inf/NaN")
 
     # --- fused capabilities: layer norm ----------------------------------------------------
     def _layernorm_inputs(self, dtype):

@@ -262,6 +262,7 @@ class NumbaBackend:
     capabilities = frozenset(
         {
             "softmax",
+            "logsumexp",
             "layernorm",
             "cross_entropy",
             "adam",
@@ -515,6 +516,15 @@ class NumbaBackend:
         was what made ``cat`` slow).
         """
         self._np.join(srcs, dim, out, new_dim)
+
+    def logsumexp(self, a, dim, out):
+        """Capability ``logsumexp``: ``out = m + log Σ exp(a - m)`` along ``dim``, ``m`` the max or 0
+        where that is ±inf, with the numpy backend's calls on the same host storage.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        No kernel of its own: the numpy backend's five ufunc calls on the same host storage.
+        """
+        self._np.logsumexp(a, dim, out)
 
     def softmax(self, a, dim, out, log=False):
         """Capability ``softmax``: ``out = softmax(a, dim)`` (``log_softmax`` with ``log=True``), max-shifted, with numba-compiled CPU kernels.

@@ -76,6 +76,7 @@ class NumpyBackend:
     capabilities = frozenset(
         {
             "softmax",
+            "logsumexp",
             "layernorm",
             "cross_entropy",
             "adam",
@@ -129,11 +130,13 @@ class NumpyBackend:
         The contract is :meth:`Backend.reduce <torchlight.tensor.backend.protocol.Backend.reduce>`.
         """
         x, o = as_array(a), as_array(out)
-        if op == "argmax" or op == "argmin":
-            (d,) = dims
-            (np.argmax if op == "argmax" else np.argmin)(x, axis=d, out=o, keepdims=True)
+        if op == "argmax":  # the methods: np.argmax's wrapper costs as much again
+            x.argmax(dims[0], o, keepdims=True)
+        elif op == "argmin":
+            x.argmin(dims[0], o, keepdims=True)
         else:
-            REDUCE[op].reduce(x, axis=tuple(dims), out=o, keepdims=True)
+            axis = dims if type(dims) is tuple else tuple(dims)
+            REDUCE[op].reduce(x, axis, out=o, keepdims=True)
 
     def where(self, cond, a, b, out):
         """Elementwise select ``out = a if cond else b`` (``cond`` a bool view; all of one shape), with numpy on the host.
@@ -248,6 +251,23 @@ class NumpyBackend:
             np.subtract(gv, np.exp(yv) * gv.sum(axis=dim, keepdims=True), out=as_array(out))
         else:  # dx = y * (g - sum(g * y))
             np.multiply(yv, gv - (gv * yv).sum(axis=dim, keepdims=True), out=as_array(out))
+
+    def logsumexp(self, a, dim, out):
+        """Capability ``logsumexp``: ``out = m + log Σ exp(a - m)`` along ``dim`` (``out`` keeps
+        ``dim`` with size 1), ``m`` the max or 0 where that is ±inf, with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        x = as_array(a)
+        if x.size == 0:  # numpy's max has no identity for an empty row (the core refuses those)
+            return
+        o = as_array(out)
+        m = np.maximum.reduce(x, axis=dim, keepdims=True)
+        if not np.isfinite(m).all():  # a slice of -inf gives -inf, one holding +inf gives +inf
+            m[np.isinf(m)] = 0
+        with np.errstate(divide="ignore"):  # log 0 = -inf: a slice of -inf
+            np.log(np.add.reduce(np.exp(x - m), axis=dim, keepdims=True), out=o)
+        o += m
 
     def layernorm(self, x, w, b, eps, out, mean, rstd):
         """Capability ``layernorm``: normalise each row of ``x`` into ``out``, saving its ``mean`` and ``rstd`` = 1/σ, with numpy on the host.

@@ -23,6 +23,9 @@ Required primitives::
 Optional capabilities (listed in ``capabilities``; the core has composite fallbacks)::
 
     "softmax":   softmax(a, dim, out, log=False); softmax_backward(y, g, dim, out, log=False)
+    "logsumexp": logsumexp(a, dim, out): out = m + log Σ exp(a - m) along dim, out of a's shape with
+                 size 1 at dim, m the max along dim or 0 where that max is ±inf (a slice of -inf
+                 gives -inf, one holding +inf gives +inf, NaN stays NaN); dim not empty
     "layernorm": layernorm(x, w, b, eps, out, mean, rstd); layernorm_backward(g, x, w, mean, rstd, dx, dw, db)
     "cross_entropy": cross_entropy(x, target, weight, loss, logs); cross_entropy_backward(x, target, weight, logs, g, dx)
                  x (N, C) logits, target (N,) int64 in [0, C), weight (N,) per-row weight (0: row dropped);

@@ -14,12 +14,14 @@ from torchlight.autograd.grad_mode import GradMode
 from .. import dtypes
 from ..creation import filled
 from ..dispatch import (
+    alloc,
     filled_cached,
     map_op,
     normalize_dim,
     normalize_dims,
     reduce_op,
     scalar_like,
+    view_of,
     where_op,
     zip_into,
     zip_op,
@@ -276,31 +278,42 @@ class LogSumExp(Function):
     r"""Autograd function of :func:`logsumexp`:
     :math:`y = m + \log\sum_i e^{x_i - m}` over the reduced dims, with :math:`m = \max_i x_i`
     (so no exponential overflows) or 0 where that max is ±inf (a slice of -inf gives -inf, one
-    holding +inf gives +inf, as in PyTorch, where ``inf - inf`` would give NaN). Backward:
-    :math:`\partial y/\partial x_i = e^{x_i - y}`, the softmax over the reduced dims; it is
-    written with tensor ops on the saved output, so a second derivative follows it.
+    holding +inf gives +inf, as in PyTorch, where ``inf - inf`` would give NaN). One dim on a
+    backend with the ``logsumexp`` capability is one call; otherwise the composite of max, exp,
+    sum and log. Backward: :math:`\partial y/\partial x_i = e^{x_i - y}`, the softmax over the
+    reduced dims; under ``create_graph`` it is written with tensor ops on the saved output, so a
+    second derivative follows it.
     """
 
     @staticmethod
     def forward(ctx, x, dims, keepdim):
-        m = reduce_op("max", x, dims, True)
-        inf, zero = (filled_cached((), v, m.dtype, m.backend, m) for v in (float("inf"), 0.0))
-        m = where_op(zip_op("eq", map_op("abs", m), inf, dtypes.bool_), zero, m)
-        s = reduce_op("sum", map_op("exp", zip_op("sub", x, m)), dims, True)
-        y = zip_into("add", map_op("log", s), m)
+        ctx.dims, ctx.keepdim = dims, keepdim
+        if len(dims) == 1 and "logsumexp" in x.backend.capabilities and x.shape[dims[0]]:
+            y = alloc(_kept_shape(x.shape, dims), x.dtype, x.backend, x)
+            x.backend.logsumexp(x._td, dims[0], y._td)
+        else:
+            m = reduce_op("max", x, dims, True)
+            inf, zero = (filled_cached((), v, m.dtype, m.backend, m) for v in (float("inf"), 0.0))
+            m = where_op(zip_op("eq", map_op("abs", m), inf, dtypes.bool_), zero, m)
+            s = reduce_op("sum", map_op("exp", zip_op("sub", x, m)), dims, True)
+            y = zip_into("add", map_op("log", s), m)
         if not keepdim:
             y._td = TensorData(
                 y._td.storage, tuple(n for d, n in enumerate(x.shape) if d not in dims)
             )
         ctx.save_for_backward(x, y)
-        ctx.dims = dims
         return y
 
     @staticmethod
     def backward(ctx, g):
         x, y = ctx.saved_tensors
-        kept = _kept_shape(x.shape, ctx.dims)
-        return g.reshape(kept) * (x - y.reshape(kept)).exp(), None, None
+        if GradMode.enabled or len(ctx.dims) != 1:
+            kept = _kept_shape(x.shape, ctx.dims)
+            return g.reshape(kept) * (x - y.reshape(kept)).exp(), None, None
+        if not ctx.keepdim:  # nothing to record: three backend calls on the kept-dim views
+            d = ctx.dims[0]
+            g, y = view_of(g, g._td.unsqueeze(d)), view_of(y, y._td.unsqueeze(d))
+        return zip_into("mul", map_op("exp", zip_op("sub", x, y)), g), None, None
 
 
 def logsumexp(x, dim=None, keepdim=False):
