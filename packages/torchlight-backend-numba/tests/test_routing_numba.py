@@ -213,3 +213,17 @@ def test_small_elementwise_ops_remember_numpy_by_op_and_dtype():
     big = nb(f32(routing.FLAT_MIN))
     assert explain("exp", big) == "_flat32.map32"  # the remembered small hit never answers this
     np.testing.assert_allclose((a + b).numpy(), a.numpy() + b.numpy())
+
+
+def test_small_reductions_remember_numpy_by_op_dtype_and_dims():
+    x = f32(6, 5)
+    a = nb(x)
+    for dim in (0, 1):
+        for _ in range(2):  # the second call is answered by the short key
+            np.testing.assert_allclose(a.sum(dim).numpy(), x.sum(dim), rtol=1e-6)
+            np.testing.assert_array_equal(a.amax(dim).numpy(), x.max(dim))
+    f = np.dtype(np.float32)
+    assert routing._SMALL_ROUTES[("reduce", "sum", f, f, (0,))] == ("numpy.reduce", (0,))
+    assert routing._SMALL_ROUTES[("reduce", "sum", f, f, (1,))] == ("numpy.reduce", (1,))
+    np.testing.assert_array_equal(a.argmax(1).numpy(), x.argmax(1))  # the arg kernel: not kept
+    assert not any(k[0] == "reduce" and k[1] == "argmax" for k in routing._SMALL_ROUTES)

@@ -1,7 +1,8 @@
-"""Layout ops whose backward has two paths: straight on the backend's views when no graph is
+"""Layout and indexing ops whose backward has two paths: straight on the backend's views when no graph is
 recorded (a plain ``backward()``), and as recorded ops under ``create_graph=True``.
 
-Each case is a linear map ``y = A x`` (unfold, cat, stack, roll). With ``f(x) = ½ Σ w·y²`` the
+Each case is a linear map ``y = A x`` (unfold, cat, stack, roll, basic and advanced indexing,
+``index_select``, ``gather``, ``embedding``). With ``f(x) = ½ Σ w·y²`` the
 gradient is ``Aᵀ(w ⊙ A x)``, computed here by hand in numpy (the oracle of the view path), and
 the Hessian ``Aᵀ diag(w) A`` is constant, so the second derivative along ``v`` equals the
 gradient at ``x = v``: the graph path's second backward must give it.
@@ -79,7 +80,55 @@ CASES = [
         lambda g, s: np.roll(g, (-1, 2), (0, 1)),
         (3, 5),
     ),
+    (
+        "basic-index",
+        lambda x: x[1:, ::2],
+        lambda a: a[1:, ::2],
+        lambda g, s: _placed(g, s, (slice(1, None), slice(None, None, 2))),
+        (3, 5),
+    ),
+    (
+        "index_select",
+        lambda x: x.index_select(1, tl.tensor([4, 0, 4, 2])),
+        lambda a: a[:, [4, 0, 4, 2]],
+        lambda g, s: _added(g, s, (slice(None), [4, 0, 4, 2])),
+        (3, 5),
+    ),
+    (
+        "gather",
+        lambda x: x.gather(1, tl.tensor(GATHER)),
+        lambda a: np.take_along_axis(a, np.array(GATHER), 1),
+        lambda g, s: _added(g, s, (np.arange(3)[:, None], np.array(GATHER))),
+        (3, 5),
+    ),
+    (
+        "advanced-index",
+        lambda x: x[tl.tensor([2, 0, 2]), tl.tensor([1, 3, 1])],
+        lambda a: a[[2, 0, 2], [1, 3, 1]],
+        lambda g, s: _added(g, s, ([2, 0, 2], [1, 3, 1])),
+        (3, 5),
+    ),
+    (
+        "embedding",
+        lambda x: tl.embedding(tl.tensor([[1, 1], [0, 2]]), x),
+        lambda a: a[np.array([[1, 1], [0, 2]])],
+        lambda g, s: _added(g, s, (np.array([[1, 1], [0, 2]]),)),
+        (3, 5),
+    ),
 ]
+GATHER = [[0, 0, 4], [3, 1, 3], [2, 2, 2]]  # repeated positions: their gradients add up
+
+
+def _placed(g, shape, index):
+    out = np.zeros(shape)
+    out[index] = g
+    return out
+
+
+def _added(g, shape, index):
+    out = np.zeros(shape)
+    np.add.at(out, index, g)
+    return out
 
 
 def _cat_adjoint(g):

@@ -29,6 +29,7 @@ MODULES = [
     "torchlight.compiler",
     "torchlight.tensor.functions.rounding",
     "torchlight.tensor.functions.index",
+    "torchlight.tensor.functions.gathering",
     "torchlight.tensor.conveniences",
     "torchlight.tensor.size",
     "torchlight.tensor.random",

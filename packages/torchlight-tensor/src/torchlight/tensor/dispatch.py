@@ -187,8 +187,8 @@ def _expanded(t: _Tensor, shape: tuple[int, ...]) -> TensorData:
     td = t._td
     if td.shape == shape:
         return td
-    if not td.shape:  # a scalar operand (x * 2.0): every stride 0, nothing to check
-        return TensorData(td.storage, shape, (0,) * len(shape), td.offset)
+    # a scalar operand (x * 2.0) is mostly a shared constant (filled_cached): its remembered
+    # view comes back with the backend's handle already built
     return td.expand(shape)
 
 

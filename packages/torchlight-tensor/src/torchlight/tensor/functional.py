@@ -4,8 +4,9 @@ from .functions import linalg
 from .functions.activation import layer_norm, log_softmax, softmax
 from .functions.closeness import allclose, equal, isclose
 from .functions.concat import cat, chunk, split, stack
-from .functions.index import embedding as _embedding
-from .functions.index import masked_select, nonzero, scatter
+from .functions.gathering import embedding as _embedding
+from .functions.gathering import scatter
+from .functions.index import masked_select, nonzero
 from .functions.linalg import bmm, diag, dot, einsum, mm, norm, outer
 from .functions.reorder import cumsum, flip, repeat_interleave, roll, select, unbind
 from .functions.rounding import ceil, div, floor, floor_divide, remainder, round, trunc

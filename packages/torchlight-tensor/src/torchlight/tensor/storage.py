@@ -139,7 +139,7 @@ class TensorData:
             if td is not None:
                 return td
         if not self.shape and min(shape, default=0) >= 0:  # a scalar fills every position
-            return self._new(shape, (0,) * len(shape), self.offset)
+            return self._remember(key, self._new(shape, (0,) * len(shape), self.offset))
         own, own_strides = self.shape, self.strides
         lead = len(shape) - len(own)
         if lead < 0:

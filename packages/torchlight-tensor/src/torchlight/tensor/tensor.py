@@ -22,6 +22,7 @@ from .functions import (
     activation,
     closeness,
     concat,
+    gathering,
     index,
     linalg,
     pointwise,
@@ -1563,7 +1564,7 @@ class Tensor(TensorConveniences, TensorBase):
         tensor([[5, 6],
                 [1, 2]])
         """
-        return index.index_select(self, dim, idx)
+        return gathering.index_select(self, dim, idx)
 
     def gather(self, dim, idx):
         """Pick one element per position along ``dim``: ``out[i][j] = self[i][idx[i][j]]`` for
@@ -1573,7 +1574,7 @@ class Tensor(TensorConveniences, TensorBase):
         tensor([[12],
                 [20]])
         """
-        return index.gather(self, dim, idx)
+        return gathering.gather(self, dim, idx)
 
     def scatter_add(self, dim, idx, src):
         """A copy of ``self`` with ``src`` added at the positions ``idx`` along ``dim``
@@ -1582,7 +1583,7 @@ class Tensor(TensorConveniences, TensorBase):
         >>> tl.zeros(3).scatter_add(0, tl.tensor([0, 2, 0]), tl.tensor([1.0, 2.0, 3.0]))
         tensor([4., 0., 2.])
         """
-        return index.scatter_add(self, dim, idx, src)
+        return gathering.scatter_add(self, dim, idx, src)
 
     def masked_fill(self, mask, value):
         """A copy with ``value`` where ``mask`` (a broadcastable ``bool`` tensor) is ``True``;
@@ -1595,12 +1596,14 @@ class Tensor(TensorConveniences, TensorBase):
         return index.masked_fill(self, mask, value)
 
     def scatter(self, dim, index_, src=None, value=None):
-        """Out-of-place scatter (see :func:`torchlight.tensor.functions.index.scatter`)."""
-        return index.scatter(self, dim, index_, value if src is None else src)
+        """Out-of-place scatter (see :func:`torchlight.tensor.functions.gathering.scatter`)."""
+        return gathering.scatter(self, dim, index_, value if src is None else src)
 
     def scatter_(self, dim, index_, src=None, value=None):
         """In-place :meth:`scatter` (``x.zero_().scatter_(1, idx, 1.0)`` builds one-hots)."""
-        return self.copy_(index.scatter(self.detach(), dim, index_, value if src is None else src))
+        return self.copy_(
+            gathering.scatter(self.detach(), dim, index_, value if src is None else src)
+        )
 
     def nonzero(self, as_tuple=False):
         """Indices of the non-zero elements (see :func:`torchlight.nonzero`)."""

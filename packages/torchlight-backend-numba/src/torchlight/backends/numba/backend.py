@@ -82,8 +82,8 @@ def _numpy(bk, op, v, out, plan):
         bk._np.zip(op, v[0], v[1], out)
 
 
-def _numpy_reduce(bk, op, v, out, geo):
-    bk._np.reduce(op, v[0], geo.dims, out)
+def _numpy_reduce(bk, op, v, out, dims):
+    bk._np.reduce(op, v[0], dims, out)
 
 
 def _map32(bk, op, v, out, code):

@@ -275,7 +275,8 @@ def _over_rows(geo):
 
 def _red_numpy(op, views, out, n, geo):
     small = views[0].size < COLS_NUMBA_MIN
-    return ("numpy.reduce", geo) if small or op in _NUMPY_EXTREMA else None
+    # the plan is the dims alone: numpy needs nothing else, and the short key can hold it
+    return ("numpy.reduce", geo.dims) if small or op in _NUMPY_EXTREMA else None
 
 
 def _red_cols(op, views, out, n, geo):
@@ -474,7 +475,8 @@ _MATCH_KERNELS = dict(
 #: how many distinct calls ``route`` remembers (more are routed afresh each time)
 ROUTE_CACHE_SIZE = 4096
 _ROUTES: dict = {}
-_SMALL_ROUTES: dict = {}  # (family, op, input dtype, output dtype) -> a plan-less hit
+#: (family, op, input dtype, output dtype[, dims]) -> a hit that hands the op to numpy
+_SMALL_ROUTES: dict = {}
 _SMALL_FAMILIES = ("map", "zip")  # below their size thresholds, no map/zip row asks the size
 # kernels whose plans hold the operands' memory (``_tiled.plan`` slices the storages): routed
 # afresh on every call, never remembered
@@ -495,16 +497,22 @@ def route(family, op, views, out, numpy_ufuncs=True, dims=()):
     # Below every elementwise size threshold a map's or zip's row depends on the op and dtypes
     # alone; when that row hands the op to numpy (no plan), a short key remembers it (~1 us less
     # per small op than the full key below).
+    # Likewise a reduction of fewer than COLS_NUMBA_MIN values: only the arg row (argmax/argmin)
+    # comes before the numpy row, whose plan is the dims, so (op, dtypes, dims) decides it.
     n = out.size
-    small = (
-        family in _SMALL_FAMILIES
-        and numpy_ufuncs
-        and n < FLAT_MIN
-        and n < FLAT_ZIP_MIN
-        and n < TILE_ZIP_MIN
-    )
-    if small:
+    if family == "reduce":
+        small = numpy_ufuncs and views[0].size < COLS_NUMBA_MIN
+        skey = (family, op, views[0].storage.dtype, out.storage.dtype, dims)
+    else:
+        small = (
+            family in _SMALL_FAMILIES
+            and numpy_ufuncs
+            and n < FLAT_MIN
+            and n < FLAT_ZIP_MIN
+            and n < TILE_ZIP_MIN
+        )
         skey = (family, op, views[0].storage.dtype, out.storage.dtype)
+    if small:
         hit = _SMALL_ROUTES.get(skey)
         if hit is not None:
             return hit
@@ -531,7 +539,7 @@ def route(family, op, views, out, numpy_ufuncs=True, dims=()):
         if hit is not None:
             if len(_ROUTES) < ROUTE_CACHE_SIZE and not hit[0].startswith(_PLANS_HOLD_DATA):
                 _ROUTES[key] = hit
-            if small and hit[1] is None:
+            if small and (hit[1] is None or hit[0] == "numpy.reduce"):
                 _SMALL_ROUTES[skey] = hit
             return hit
     raise BackendError(

@@ -278,14 +278,14 @@ class NumpyBackend:
         # accumulated in float64: a float32 mean of equal values can miss them by an ulp, which
         # 1/sqrt(eps) then magnifies (a constant row gave 4e-5 instead of 0 at eps = 1e-5)
         mu = xv.mean(axis=-1, keepdims=True, dtype=np.float64).astype(xv.dtype, copy=False)
-        xc = xv - mu
-        r = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
-        y = xc * r
+        y = as_array(out)  # x - μ, then the result, in place: no temporaries of x's size
+        np.subtract(xv, mu, out=y)
+        r = 1.0 / np.sqrt((y * y).mean(axis=-1, keepdims=True) + eps)
+        y *= r
         if w is not None:
             y *= as_array(w)
         if b is not None:
             y += as_array(b)
-        as_array(out)[...] = y
         as_array(mean)[...] = mu
         as_array(rstd)[...] = r
 

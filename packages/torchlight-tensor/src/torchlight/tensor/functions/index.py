@@ -9,6 +9,7 @@ receives both gradients (this is also why an embedding's repeated tokens accumul
 import numpy as np
 
 from torchlight.autograd import Function
+from torchlight.autograd.grad_mode import GradMode
 
 from .. import dtypes
 from ..base import TensorBase
@@ -17,13 +18,12 @@ from ..dispatch import (
     alloc,
     broadcast_shape,
     index_range,
-    normalize_dim,
-    same_backend,
     scalar_like,
     view_of,
     where_op,
 )
 from ..errors import DTypeError, ShapeError, TensorIndexError
+from .gathering import add_at_index
 from .pointwise import where_in_backward
 
 __all__ = [
@@ -31,43 +31,13 @@ __all__ = [
     "basic_view",
     "BasicIndex",
     "BasicIndexBackward",
-    "AddAtIndex",
-    "IndexSelect",
-    "Gather",
-    "ScatterAdd",
-    "index_select",
-    "gather",
-    "scatter_add",
+    "AdvancedIndex",
     "masked_fill",
-    "embedding",
-    "check_index",
     "expand_index",
     "host_positions",
-    "scatter",
     "nonzero",
     "masked_select",
 ]
-
-
-def check_index(index, size, what="index"):
-    """Integer index tensor of ``index_select``/``gather``/``scatter_add``: int64, values within
-    ``[0, size)``. As in PyTorch these take no negative indices (``x[idx]`` does: it wraps them
-    itself); a negative one would otherwise read from the end without a word."""
-    if index.dtype is not dtypes.int64:
-        raise DTypeError(
-            f"{what}: indices must be an int64 tensor, got {index.dtype} "
-            "(use .long() to convert; boolean masks index with x[mask])"
-        )
-    if index.numel():
-        lo, hi = index_range(index)  # no device read when the bounds are on record
-        if lo < 0 or hi >= size:
-            bad = hi if hi >= size else lo
-            hint = " (negative indices are not accepted here: add the size to count from the end)"
-            raise TensorIndexError(
-                f"{what}: index {bad} is out of range for a dimension of size {size}"
-                + (hint if bad < 0 else "")
-            )
-    return index
 
 
 def expand_index(x, index):
@@ -163,22 +133,29 @@ class BasicIndex(Function):
 
     @staticmethod
     def backward(ctx, g):
-        return BasicIndexBackward.apply(g, ctx.shape, ctx.index), None
+        if GradMode.enabled:  # create_graph: a recorded node, so the gradient stays differentiable
+            return BasicIndexBackward.apply(g, ctx.shape, ctx.index), None
+        return _written_into_zeros(g, ctx.shape, ctx.index), None
+
+
+def _written_into_zeros(g, shape, index):
+    out = filled(shape, 0, g.dtype, g.backend, like=g)
+    g.backend.map("copy", g._td, basic_view(out._td, index))
+    return out
 
 
 class BasicIndexBackward(Function):
     """The adjoint of :class:`BasicIndex`: ``g`` written into zeros of ``shape`` at ``index``.
 
     A Function of its own so that a gradient taken with ``create_graph=True`` stays
-    differentiable (its backward reads the same view back); a plain backward pays one node.
+    differentiable (its backward reads the same view back); a plain backward records nothing
+    and calls the same helper directly.
     """
 
     @staticmethod
     def forward(ctx, g, shape, index):
         ctx.index = index
-        out = filled(shape, 0, g.dtype, g.backend, like=g)
-        g.backend.map("copy", g._td, basic_view(out._td, index))
-        return out
+        return _written_into_zeros(g, shape, index)
 
     @staticmethod
     def backward(ctx, gg):
@@ -209,29 +186,8 @@ class AdvancedIndex(Function):
         for s in ctx.shape:
             n *= s
         flat = g.contiguous().reshape(-1)
-        out = AddAtIndex.apply(flat, (n,), 0, positions.reshape(-1), "put_add")
+        out = add_at_index(flat, (n,), 0, positions.reshape(-1), "put_add")
         return out.reshape(ctx.shape), None
-
-
-class AddAtIndex(Function):
-    """The adjoint of a gathering op: ``g`` added into zeros of ``shape`` at ``index`` along
-    ``dim`` by the backend primitive ``put`` (``"put_add"``, the adjoint of ``index_select``;
-    ``"scatter_add"``, of ``gather``). A Function of its own so that a gradient taken with
-    ``create_graph=True`` stays differentiable: its backward gathers again."""
-
-    @staticmethod
-    def forward(ctx, g, shape, dim, index, put):
-        ctx.dim, ctx.put = dim, put
-        ctx.save_for_backward(index)
-        out = filled(shape, 0, g.dtype, g.backend, like=g)
-        getattr(g.backend, put)(out._td, dim, index._td, g._td)
-        return out
-
-    @staticmethod
-    def backward(ctx, gg):
-        (index,) = ctx.saved_tensors
-        gather = IndexSelect if ctx.put == "put_add" else Gather
-        return gather.apply(gg, ctx.dim, index), None, None, None, None
 
 
 def _host_index(item, x_shape_dim=None):
@@ -292,146 +248,6 @@ def host_positions(x, index):
             dim += 1
         host.append(arr)
     return np.arange(x.numel(), dtype=np.int64).reshape(x.shape)[tuple(host)]
-
-
-class IndexSelect(Function):
-    """``x.index_select(dim, index)``. Like every indexing Function here it validates its index in
-    ``forward``, which both eager calls (``apply``) and tape replays (``tl.jit``) run."""
-
-    @staticmethod
-    def forward(ctx, x, dim, index):
-        if index.ndim != 1:
-            raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
-        same_backend(x, index)
-        index = check_index(index, x.shape[dim], "index_select")
-        ctx.shape, ctx.dim = x.shape, dim
-        ctx.save_for_backward(index)
-        shape = x.shape[:dim] + (index.shape[0],) + x.shape[dim + 1 :]
-        out = alloc(shape, x.dtype, x.backend, x)
-        x.backend.take(x._td, dim, index._td, out._td)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        (index,) = ctx.saved_tensors
-        return AddAtIndex.apply(g, ctx.shape, ctx.dim, index, "put_add"), None, None
-
-
-def index_select(x, dim, index):
-    """The slices of ``x`` at ``index`` along ``dim``; behind :func:`torchlight.index_select`."""
-    return IndexSelect.apply(x, normalize_dim(dim, x.ndim), index)
-
-
-class Gather(Function):
-    """Autograd function of :func:`gather`: backward scatter-adds the gradient."""
-
-    @staticmethod
-    def forward(ctx, x, dim, index):
-        _check_gather_shapes("gather", x, dim, index)
-        same_backend(x, index)
-        index = check_index(index, x.shape[dim], "gather")
-        ctx.shape, ctx.dim = x.shape, dim
-        ctx.save_for_backward(index)
-        out = alloc(index.shape, x.dtype, x.backend, x)
-        x.backend.gather(x._td, dim, index._td, out._td)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        (index,) = ctx.saved_tensors
-        return AddAtIndex.apply(g, ctx.shape, ctx.dim, index, "scatter_add"), None, None
-
-
-def _check_gather_shapes(name, x, dim, index):
-    if index.ndim != x.ndim:
-        raise ShapeError(
-            f"{name}: index must have as many dims as the input ({x.ndim}), got shape {index.shape}"
-        )
-    for d in range(x.ndim):
-        if d != dim and index.shape[d] > x.shape[d]:
-            raise ShapeError(
-                f"{name}: index shape {index.shape} exceeds input shape {x.shape} at dim {d}"
-            )
-
-
-def gather(x, dim, index):
-    """``out[i][j] = x[i][index[i][j]]`` (for dim=1): PyTorch's gather."""
-    return Gather.apply(x, normalize_dim(dim, x.ndim), index)
-
-
-class ScatterAdd(Function):
-    """Autograd function of :func:`scatter_add`: the gradient of ``x`` passes through, that of ``src``
-    is gathered at ``index``.
-    """
-
-    @staticmethod
-    def forward(ctx, x, dim, index, src):
-        _check_gather_shapes("scatter_add", x, dim, index)
-        if src.ndim != index.ndim or any(i > n for i, n in zip(index.shape, src.shape)):
-            raise ShapeError(
-                f"scatter_add: src of shape {src.shape} must be at least as large as the "
-                f"index {index.shape} in every dim"
-            )
-        same_backend(x, index)
-        same_backend(x, src)
-        index = check_index(index, x.shape[dim], "scatter_add")
-        ctx.dim = dim
-        ctx.save_for_backward(index)
-        ctx.src_shape = src.shape
-        out = x.clone()
-        x.backend.scatter_add(out._td, dim, index._td, src._td)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        (index,) = ctx.saved_tensors
-        gsrc = None
-        if ctx.needs_input_grad[3]:
-            gsrc = g.gather(ctx.dim, index)
-            if gsrc.shape != ctx.src_shape:
-                full = filled(ctx.src_shape, 0, g.dtype, g.backend, like=g)
-                full[tuple(slice(0, n) for n in index.shape)] = gsrc
-                gsrc = full
-        return g, None, None, gsrc
-
-
-def scatter_add(x, dim, index, src):
-    """``x`` with ``src`` added at ``index`` along ``dim``; behind :func:`torchlight.scatter_add`."""
-    dim = normalize_dim(dim, x.ndim)
-    same_backend(x, src)
-    if src.dtype is not x.dtype:
-        src = src.to(x.dtype)
-    return ScatterAdd.apply(x, dim, index, src)
-
-
-def scatter(x, dim, index, src):
-    """``x`` with ``out[i][index[i][j]] = src[i][j]`` (for dim=1): PyTorch's ``scatter``.
-
-    ``src`` is a tensor (as large as ``index`` in every dim) or a number. Built from
-    ``scatter_add``: the written positions are those that receive a count, and the value there is
-    the mean of what was scattered to it — exactly ``src``'s value unless an index repeats, where
-    PyTorch leaves the winner unspecified. Differentiable in ``x`` (zero where overwritten) and
-    ``src``. Integer tensors go through float64, exact up to 2**53.
-
-    >>> import torchlight as tl
-    >>> tl.zeros(2, 3).scatter(1, tl.tensor([[2], [0]]), 1.0).tolist()
-    [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]
-    """
-    dim = normalize_dim(dim, x.ndim)
-    if not isinstance(src, TensorBase):
-        src = scalar_like(src, x).expand(index.shape)
-    elif src.shape != index.shape:
-        src = src[tuple(slice(0, n) for n in index.shape)]
-    counts = filled(
-        x.shape, 0, x.dtype if x.dtype.is_floating_point else dtypes.float64, x.backend, like=x
-    )
-    counts = scatter_add(counts, dim, index, counts.new_ones(index.shape))
-    placed = scatter_add(
-        x.detach().new_zeros(x.shape, dtype=counts.dtype), dim, index, src.to(counts.dtype)
-    )
-    written = counts > 0
-    value = placed / counts.clamp(min=1.0)
-    return value.to(x.dtype).where(written, x)
 
 
 def nonzero(x, as_tuple=False):
@@ -497,24 +313,3 @@ def masked_fill(x, mask, value):
     if hasattr(value, "item"):
         value = value.item()
     return MaskedFill.apply(x, mask, value)
-
-
-def embedding(indices, weight, padding_idx=None):
-    """Rows of ``weight`` picked by ``indices``; repeated indices accumulate in the gradient.
-
-    With ``padding_idx`` the gradient of that row is zero (the row stays as initialised).
-    """
-    if not isinstance(indices, TensorBase):
-        raise DTypeError(
-            f"embedding: indices must be an int64 tensor, got {type(indices).__name__}"
-        )
-    flat = indices.reshape(-1)
-    if padding_idx is not None and weight.requires_grad:
-        keep = flat != padding_idx
-        rows = index_select(weight, 0, flat)
-        rows = rows * keep.unsqueeze(1).to(weight.dtype) + rows.detach() * (~keep).unsqueeze(1).to(
-            weight.dtype
-        )
-    else:
-        rows = index_select(weight, 0, flat)
-    return rows.reshape(indices.shape + (weight.shape[1],))

@@ -306,6 +306,8 @@ def binary(op, a, b, reverse=False):
         and (op != "div" or b.dtype.is_floating_point)
     ):
         x, y = a, b  # the common case, two tensors of one dtype: nothing to promote
+    elif (type(b) is float or type(b) is int) and a.dtype.is_floating_point:
+        x, y = a, scalar_like(b, a)  # x * 0.5: a number takes a float tensor's dtype
     else:
         x, y = operands(a, b, floating=(op == "div"))
     if reverse:
