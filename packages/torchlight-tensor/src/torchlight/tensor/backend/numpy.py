@@ -52,9 +52,10 @@ def blas_operands(x, y):
     return x, y
 
 
-def _ce_shift(x):
-    """Each row's max, or 0 where that is ±inf (as PyTorch's logsumexp): cross-entropy's shift."""
-    m = x.max(axis=1)
+def _lse_shift(x, axis=1, keepdims=False):
+    """Each slice's max along ``axis``, or 0 where that is ±inf (as PyTorch's logsumexp): the
+    shift of ``logsumexp`` and of cross-entropy's rows."""
+    m = np.maximum.reduce(x, axis=axis, keepdims=keepdims)
     if not np.isfinite(m).all():
         m = np.where(np.isinf(m), 0, m).astype(x.dtype)
     return m
@@ -262,9 +263,7 @@ class NumpyBackend:
         if x.size == 0:  # numpy's max has no identity for an empty row (the core refuses those)
             return
         o = as_array(out)
-        m = np.maximum.reduce(x, axis=dim, keepdims=True)
-        if not np.isfinite(m).all():  # a slice of -inf gives -inf, one holding +inf gives +inf
-            m[np.isinf(m)] = 0
+        m = _lse_shift(x, dim, keepdims=True)  # a slice of -inf gives -inf, one of +inf +inf
         with np.errstate(divide="ignore"):  # log 0 = -inf: a slice of -inf
             np.log(np.add.reduce(np.exp(x - m), axis=dim, keepdims=True), out=o)
         o += m
@@ -319,7 +318,7 @@ class NumpyBackend:
         if xv.shape[0] == 0:
             return
         check_host("cross_entropy", t, xv.shape[1])
-        m = _ce_shift(xv)
+        m = _lse_shift(xv)
         picked = xv[np.arange(xv.shape[0]), t]  # t is checked: a third the cost of take_along_axis
         # inf - inf = NaN and log 0 = -inf (rows holding ±inf) are PyTorch's answers too
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -345,7 +344,7 @@ class NumpyBackend:
         check_host("cross_entropy_backward", t, xv.shape[1])
         d = as_array(dx)  # written in place: this is the biggest array of a language model's step
         with np.errstate(invalid="ignore", over="ignore"):
-            np.subtract(xv, _ce_shift(xv)[:, None], out=d)
+            np.subtract(xv, _lse_shift(xv)[:, None], out=d)
             d -= as_array(logs)[:, None]
             np.exp(d, out=d)
         d[np.arange(xv.shape[0]), t] -= 1
