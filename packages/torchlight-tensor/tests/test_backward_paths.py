@@ -2,7 +2,7 @@
 recorded (a plain ``backward()``), and as recorded ops under ``create_graph=True``.
 
 Each case is a linear map ``y = A x`` (unfold, cat, stack, roll, basic and advanced indexing,
-``index_select``, ``gather``, ``embedding``). With ``f(x) = ½ Σ w·y²`` the
+``index_select``, ``gather``, ``embedding``, the rows' negative log-likelihood). With ``f(x) = ½ Σ w·y²`` the
 gradient is ``Aᵀ(w ⊙ A x)``, computed here by hand in numpy (the oracle of the view path), and
 the Hessian ``Aᵀ diag(w) A`` is constant, so the second derivative along ``v`` equals the
 gradient at ``x = v``: the graph path's second backward must give it.
@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import torchlight as tl
+from torchlight.tensor.extension import nll_rows
 
 RNG = np.random.default_rng(7)
 
@@ -102,6 +103,27 @@ CASES = [
         (3, 5),
     ),
     (
+        "gather-one-column",  # one index per row: no position can repeat
+        lambda x: x.gather(1, tl.tensor([[4], [0], [4]])),
+        lambda a: a[[0, 1, 2], [4, 0, 4]][:, None],
+        lambda g, s: _added(g[:, 0], s, ([0, 1, 2], [4, 0, 4])),
+        (3, 5),
+    ),
+    (
+        "nll-rows",
+        lambda x: nll_rows(x, tl.tensor([4, 0, 4])),
+        lambda a: -a[[0, 1, 2], [4, 0, 4]],
+        lambda g, s: _added(-g, s, ([0, 1, 2], [4, 0, 4])),
+        (3, 5),
+    ),
+    (
+        "nll-rows-weighted-strided",  # x.t() is a non-contiguous (3, 5) view
+        lambda x: nll_rows(x.t(), tl.tensor([1, 0, 1]), tl.tensor([0.5, 2.0, 0.0], dtype=x.dtype)),
+        lambda a: -a.T[[0, 1, 2], [1, 0, 1]] * [0.5, 2.0, 0.0],
+        lambda g, s: _added(-g * [0.5, 2.0, 0.0], s[::-1], ([0, 1, 2], [1, 0, 1])).T,
+        (5, 3),
+    ),
+    (
         "advanced-index",
         lambda x: x[tl.tensor([2, 0, 2]), tl.tensor([1, 3, 1])],
         lambda a: a[[2, 0, 2], [1, 3, 1]],
@@ -113,6 +135,13 @@ CASES = [
         lambda x: tl.embedding(tl.tensor([[1, 1], [0, 2]]), x),
         lambda a: a[np.array([[1, 1], [0, 2]])],
         lambda g, s: _added(g, s, (np.array([[1, 1], [0, 2]]),)),
+        (3, 5),
+    ),
+    (
+        "embedding-strided-index",  # the index tensor is a transposed (non-contiguous) view
+        lambda x: tl.embedding(tl.tensor([[1, 0, 2], [1, 2, 2]]).t(), x),
+        lambda a: a[np.array([[1, 0, 2], [1, 2, 2]]).T],
+        lambda g, s: _added(g, s, (np.array([[1, 0, 2], [1, 2, 2]]).T,)),
         (3, 5),
     ),
 ]

@@ -178,6 +178,31 @@ def test_dtype_errors():
         tl.ones(2) + "a"
 
 
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda x, v: x.__setitem__(slice(1, None), v),
+        lambda x, v: x.__setitem__(0, v),
+        lambda x, v: x.fill_(v),
+    ],
+    ids=["x[1:] = v", "x[0] = v", "x.fill_(v)"],
+)
+def test_a_number_an_integer_tensor_cannot_hold_raises_and_writes_nothing(write):
+    x = tl.tensor([5, 6, 7])
+    for value in (2**63, -(2**63) - 1, float("inf"), float("nan")):
+        with pytest.raises(tl.DTypeError, match="without overflow.*-9223372036854775808"):
+            write(x, value)
+        assert x.tolist() == [5, 6, 7]
+    write(x, 2**63 - 1)  # the extremes fit
+    assert 2**63 - 1 in x.tolist()
+    write(x, -2.7)  # a float that fits is truncated toward zero, as in PyTorch
+    assert -2 in x.tolist() and -3 not in x.tolist()
+    y, b = tl.zeros(2), tl.zeros(2, dtype=tl.bool)
+    write(y, float("inf"))  # a float tensor holds inf and NaN; a bool tensor any truth value
+    write(b, 5)
+    assert np.isinf(y.numpy()).any() and b.numpy().any()
+
+
 # --- devices and backends -----------------------------------------------------------------------
 
 

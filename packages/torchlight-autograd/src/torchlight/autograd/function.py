@@ -218,6 +218,10 @@ class Function:
         """Run ``forward`` and, when recording and some input requires grad, link the output."""
         mode, nesting = GradMode, Function.nesting  # locals: each is read twice below
         prev = mode.enabled
+        if not prev and not Function.tracers:
+            # nothing records this op (a backward formula, code under no_grad): it is its
+            # forward alone, with a scratch context (no node, nothing to nest or report)
+            return cls.forward(Context((False,) * len(args)), *args, **kwargs)
         needs = edges = None
         if prev:
             for a in args:

@@ -32,6 +32,7 @@ from torchlight.jit import is_recording
 from torchlight.tensor.extension import (
     cross_entropy_rows,
     index_range,
+    nll_rows,
     ones_cached,
     set_index_range,
 )
@@ -240,10 +241,8 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
 
 def _nll(rows, safe, w_t, uniform, shape, reduction):
     """``-w_t · rows[i, safe_i]`` reduced: NLL of validated targets over (N, C) log-probabilities."""
-    picked = rows.gather(1, safe.unsqueeze(1)).squeeze(1)
-    return _weighted_reduction(
-        -picked if uniform else -picked * w_t, w_t, uniform, shape, reduction
-    )
+    loss = nll_rows(rows, safe, None if uniform else w_t)
+    return _weighted_reduction(loss, w_t, uniform, shape, reduction)
 
 
 def _weighted_reduction(loss, w_t, uniform, shape, reduction):

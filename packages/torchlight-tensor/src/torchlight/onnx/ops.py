@@ -357,6 +357,11 @@ def _index_select(g, node, a):
     return g.node("Gather", [x.name, index.name], axis=int(dim), name="index_select")
 
 
+def _embedding(g, node, a):
+    weight, indices, _padding_idx = a  # padding_idx shapes only the gradient
+    return g.node("Gather", [weight.name, indices.name], axis=0, name="embedding")
+
+
 def _gather(g, node, a):
     x, dim, index = a
     return g.node("GatherElements", [x.name, index.name], axis=int(dim), name="gather")
@@ -462,6 +467,7 @@ OPS = {
     "LayerNorm": _layer_norm,
     "BasicIndex": _basic_index,
     "IndexSelect": _index_select,
+    "Embedding": _embedding,
     "Gather": _gather,
     "_Clone": _identity,
     "FusedGRUCell": _gru_cell,

@@ -14,7 +14,8 @@ reorganised without breaking them. Everything here keeps its signature within an
   int64 tensor, recorded so index checks need no device→host read.
 * Constants: :func:`ones_cached` — a read-only ones tensor whose memory is shared between calls.
 * Kernels under public functions: :func:`cross_entropy_rows` (per-row cross-entropy of
-  validated targets; ``nn.functional.cross_entropy`` validates and reduces), :func:`linear`
+  validated targets; ``nn.functional.cross_entropy`` validates and reduces), :func:`nll_rows`
+  (the same for ``nn.functional.nll_loss`` on log-probabilities), :func:`linear`
   (``x @ w.T + b`` as one autograd node; ``nn.functional.linear`` checks the shapes),
   :func:`adam_step_` (one in-place Adam/AdamW update; ``optim.Adam`` keeps the state).
 
@@ -34,6 +35,7 @@ from . import dispatch
 from .backend.protocol import host_memory
 from .dispatch import index_range, ones_cached, set_index_range
 from .functions.activation import cross_entropy_rows
+from .functions.gathering import nll_rows
 from .functions.linalg import linear
 from .functions.updates import adam_step_
 from .storage import TensorData
@@ -49,6 +51,7 @@ __all__ = [
     "set_index_range",
     "ones_cached",
     "cross_entropy_rows",
+    "nll_rows",
     "linear",
     "adam_step_",
 ]

@@ -53,11 +53,29 @@ def contiguous_strides(shape) -> tuple:
     return strides
 
 
+_BROADCAST: dict = {}  # (shape, shape) -> their broadcast: a training loop repeats its pairs
+_BROADCAST_MAX = 4096  # pairs kept at most (a program of ever new shapes does not grow it)
+
+
 def shape_broadcast(a, b) -> tuple | None:
     """NumPy/PyTorch broadcasting: align from the right; sizes must match or one must be 1.
 
     Returns ``None`` when the shapes do not broadcast, so the caller can name both shapes.
     """
+    key = (a, b)
+    try:
+        return _BROADCAST[key]
+    except KeyError:
+        pass
+    except TypeError:  # a list: not kept
+        return _broadcast(a, b)
+    out = _BROADCAST[key] = _broadcast(a, b)
+    if len(_BROADCAST) > _BROADCAST_MAX:
+        del _BROADCAST[key]
+    return out
+
+
+def _broadcast(a, b) -> tuple | None:
     n = max(len(a), len(b))
     out = []
     for k in range(n):

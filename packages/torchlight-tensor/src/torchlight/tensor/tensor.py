@@ -5,6 +5,8 @@ The methods are thin: each one names the differentiable function that does the w
 ``dispatch.zip_op`` → ``Backend.zip``.
 """
 
+import math
+
 import numpy as np
 
 from torchlight.autograd import engine
@@ -1650,6 +1652,18 @@ class Tensor(TensorConveniences, TensorBase):
         self.backend.zip(op, self._td, other_td, self._td)
         return self
 
+    def _scaled(self, other, alpha):
+        """``alpha * other`` for an in-place update of ``self``: an optimizer's ``p.add_(g,
+        alpha=-lr)`` in one kernel call (nothing is recorded: the update itself is not)."""
+        if (
+            isinstance(other, Tensor)
+            and other.dtype is self.dtype
+            and self.dtype.is_floating_point
+            and type(alpha) in (int, float)
+        ):
+            return dispatch.zip_op("mul", other, dispatch.scalar_like(alpha, other))
+        return other * alpha
+
     def add_(self, other, alpha=1):
         """In place: ``self += alpha * other`` (broadcast to ``self``'s shape); returns ``self``.
 
@@ -1661,7 +1675,7 @@ class Tensor(TensorConveniences, TensorBase):
         tensor([10., 20.])
         """
         if alpha != 1:
-            other = other * alpha
+            other = self._scaled(other, alpha)
         return self._inplace_zip("add", other, "add_")
 
     def sub_(self, other, alpha=1):
@@ -1671,7 +1685,7 @@ class Tensor(TensorConveniences, TensorBase):
         tensor([0.5, 0. ])
         """
         if alpha != 1:
-            other = other * alpha
+            other = self._scaled(other, alpha)
         return self._inplace_zip("sub", other, "sub_")
 
     def mul_(self, other):
@@ -1744,6 +1758,9 @@ class Tensor(TensorConveniences, TensorBase):
         """Copy ``src`` (as for :meth:`copy_`) into ``target``, a view of this tensor's storage."""
         if isinstance(src, Tensor):
             source = (src if src.backend is self.backend else src.to(self.device))._td
+        elif type(src) in (int, float, bool):  # x[i:] = -1: a shared constant, no new storage
+            value = _fitting(src, self.dtype)
+            source = dispatch.filled_cached((), value, self.dtype, self.backend, self)._td
         else:
             source = creation.host_data(src, self.dtype, self.backend)
         shape = target.shape
@@ -1755,9 +1772,10 @@ class Tensor(TensorConveniences, TensorBase):
         >>> tl.zeros(3).fill_(7)
         tensor([7., 7., 7.])
         """
-        return self.copy_(
-            dispatch.scalar_like(value.item() if isinstance(value, Tensor) else value, self)
-        )
+        value = value.item() if isinstance(value, Tensor) else value
+        if type(value) in (int, float):
+            value = _fitting(value, self.dtype)
+        return self.copy_(dispatch.scalar_like(value, self))
 
     def zero_(self):
         """In place: set every element to 0; returns ``self``.
@@ -1843,6 +1861,27 @@ def _rebuild(array, dtype, device, requires_grad):
     return creation.from_numpy_on(
         array, get_backend(device), dtypes.as_dtype(dtype), requires_grad, like=Tensor
     )
+
+
+_INT_RANGES: dict = {}  # dtype -> (min, max) for integer dtypes, () for the others
+
+
+def _fitting(value, dtype):
+    """``value`` (a Python number written into a tensor of ``dtype``) if the dtype can hold it:
+    an integer dtype raises for a value outside its range, or an inf or NaN, as PyTorch does
+    (numpy would write a wrapped or undefined value without a word)."""
+    bounds = _INT_RANGES.get(dtype)
+    if bounds is None:
+        info = np.iinfo(dtype.np) if np.dtype(dtype.np).kind in "iu" else None
+        bounds = _INT_RANGES[dtype] = (int(info.min), int(info.max)) if info else ()
+    if not bounds or type(value) is bool:
+        return value
+    if not (math.isfinite(value) and bounds[0] <= value <= bounds[1]):
+        raise DTypeError(
+            f"value {value!r} cannot be converted to type {dtype} without overflow: it holds "
+            f"integers in [{bounds[0]}, {bounds[1]}] (use a float tensor for other values)"
+        )
+    return value
 
 
 def _host(arr, like):

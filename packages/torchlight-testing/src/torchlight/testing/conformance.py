@@ -565,6 +565,35 @@ class BackendConformance(FusedConformance, JoinConformance, BoundsConformance):
                     f"scatter_add {dtype} dim={dim} out={lo} index={li} src={ls}",
                 )
 
+    @pytest.mark.parametrize("dtype", ["float32", "float64"])
+    def test_gather_and_scatter_add_one_index_per_slice(self, dtype):
+        """An index of size 1 along ``dim`` (a loss's picked class per row), on 2-D and 3-D
+        operands: ``gather`` reads and ``scatter_add`` adds exactly there (no position repeats)."""
+        be = self.be
+        for shape in (self.P.shape[:2], self.P.shape):
+            for dim in range(len(shape)):
+                for i, (la, li) in enumerate(
+                    [("contiguous", "contiguous"), ("permuted", "sliced")]
+                ):
+                    rng = _rng("one-index", dtype, len(shape), dim, i)
+                    ishape = tuple(1 if d == dim else n for d, n in enumerate(shape))
+                    idx = rng.integers(0, shape[dim], size=ishape)
+                    it, iv = make_view(be, idx, li)
+                    a, xv = make_view(be, sample(rng, shape, dtype), la)
+                    out = empty_view(be, ishape, dtype)
+                    be.gather(a, dim, it, out)
+                    what = f"{dtype} shape={shape} dim={dim} x={la} index={li}"
+                    want = np.take_along_axis(xv, iv, axis=dim)
+                    assert_close(read(be, out), want, dtype, None, "gather " + what)
+                    be.scatter_add(a, dim, it, out)  # adds each gathered value to itself
+                    want = _f64(xv.copy())
+                    grid = list(np.indices(ishape, sparse=True))
+                    grid[dim] = iv
+                    np.add.at(want, tuple(grid), np.take_along_axis(_f64(xv), iv, axis=dim))
+                    assert_close(
+                        read(be, a), want, dtype, REDUCE_CATALOG["sum"], "scatter_add " + what
+                    )
+
     # --- through the tensor API on the device -------------------------------------------------
     def test_to_device_roundtrip(self):
         """A tensor moved to the backend and back keeps its values exactly."""

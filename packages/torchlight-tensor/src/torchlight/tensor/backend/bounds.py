@@ -48,6 +48,9 @@ def check_host(op, index, size):
     """Raise unless every value of the host array ``index`` lies in ``[0, size)`` (no-op if empty)."""
     if index.size == 0:
         return
+    if index.dtype == np.int64:  # one reduction: as unsigned, a negative index is above any size
+        if np.maximum.reduce(index.view(np.uint64), axis=None) < size:
+            return
     lo, hi = index.min(), index.max()
     if lo < 0 or hi >= size:
         raise index_error(op, hi if hi >= size else lo, size)

@@ -163,7 +163,9 @@ class NumpyBackend:
         """
         x, idx = as_array(a), as_array(index)
         check_host("take", idx, x.shape[dim])
-        as_array(out)[...] = np.take(x, idx, axis=dim)
+        # written straight into out: "clip" does not buffer as "raise" does, and clips nothing
+        # here (the indices were just checked)
+        np.take(x, idx, axis=dim, out=as_array(out), mode="clip")
 
     def put_add(self, out, dim, index, src):
         """``out.index_add_(dim, index, src)`` in place: rows of ``src`` added at ``index`` (repeats add up), with numpy on the host.
@@ -190,13 +192,16 @@ class NumpyBackend:
 
         The contract is :meth:`Backend.gather <torchlight.tensor.backend.protocol.Backend.gather>`.
         """
-        idx = as_array(index)
-        check_host("gather", idx, as_array(a).shape[dim])
-        # PyTorch lets index be smaller than the input in the other dims: read only that corner
-        x = as_array(a)[
-            tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(idx.shape))
-        ]
-        as_array(out)[...] = np.take_along_axis(x, idx, axis=dim)
+        idx, x = as_array(index), as_array(a)
+        check_host("gather", idx, x.shape[dim])
+        if idx.shape[:dim] != x.shape[:dim] or idx.shape[dim + 1 :] != x.shape[dim + 1 :]:
+            # PyTorch lets index be smaller than the input in the other dims: read that corner
+            x = x[tuple(slice(None) if d == dim else slice(0, n) for d, n in enumerate(idx.shape))]
+        if x.ndim == 2 and dim == 1:  # a column per row (a loss's picked classes, top-k): a
+            # third of take_along_axis's cost, which builds a full index grid
+            as_array(out)[...] = x[np.arange(x.shape[0])[:, None], idx]
+        else:
+            as_array(out)[...] = np.take_along_axis(x, idx, axis=dim)
 
     def scatter_add(self, out, dim, index, src):
         """``out.scatter_add_(dim, index, src)`` in place (PyTorch semantics; repeats add up), with numpy on the host.
@@ -208,7 +213,10 @@ class NumpyBackend:
         grid = list(np.indices(idx.shape, sparse=True))
         grid[dim] = idx
         s = as_array(src)[tuple(slice(0, n) for n in idx.shape)]
-        np.add.at(as_array(out), tuple(grid), s)
+        if idx.shape[dim] == 1:  # one index per slice along dim (a loss's picked class): no
+            as_array(out)[tuple(grid)] += s  # position repeats, so a buffered += is exact
+        else:
+            np.add.at(as_array(out), tuple(grid), s)
 
     # --- fused capabilities ------------------------------------------------------------------
     def join(self, srcs, dim, out, new_dim):

@@ -1,5 +1,5 @@
 """Gathering along one dim, and its adjoint: ``index_select``, ``gather``, ``scatter_add``,
-``scatter`` and ``embedding``.
+``scatter``, ``embedding``, and the negative log-likelihood of rows, ``nll_rows``.
 
 Each takes an int64 index tensor whose values must lie in ``[0, size)`` (checked in ``forward``,
 so a ``tl.jit`` replay checks them too). The gradient of a gather *adds* the incoming gradient
@@ -13,7 +13,16 @@ from torchlight.autograd.grad_mode import GradMode
 from .. import dtypes
 from ..base import TensorBase
 from ..creation import filled
-from ..dispatch import alloc, index_range, normalize_dim, same_backend, scalar_like
+from ..dispatch import (
+    alloc,
+    index_range,
+    map_op,
+    normalize_dim,
+    same_backend,
+    scalar_like,
+    view_of,
+    zip_op,
+)
 from ..errors import DTypeError, ShapeError, TensorIndexError
 
 __all__ = [
@@ -22,9 +31,12 @@ __all__ = [
     "add_at_index",
     "IndexSelect",
     "Gather",
+    "Embedding",
+    "NLLRows",
     "ScatterAdd",
     "index_select",
     "gather",
+    "nll_rows",
     "scatter_add",
     "scatter",
     "embedding",
@@ -150,6 +162,52 @@ def gather(x, dim, index):
     return Gather.apply(x, normalize_dim(dim, x.ndim), index)
 
 
+class NLLRows(Function):
+    r"""Autograd function of :func:`nll_rows`: ``ℓ_i = -w_i x[i, t_i]``. Its gradient is
+    :math:`\partial \ell_i / \partial x_{i c} = -w_i [c = t_i]`: ``-g_i w_i`` added at ``(i, t_i)``
+    into zeros (:func:`add_at_index`, so it stays differentiable under ``create_graph``)."""
+
+    @staticmethod
+    def forward(ctx, x, target, weight):
+        n, c = x.shape
+        index = view_of(target, target._td.reshaped((n, 1)))  # (N, 1): one column per row
+        check_index(index, c, "nll_loss")
+        picked = alloc((n,), x.dtype, x.backend, x)
+        x.backend.gather(x._td, 1, index._td, picked._td.reshaped((n, 1)))
+        ctx.shape = x.shape
+        ctx.save_for_backward(index)
+        ctx.weight = weight  # detached, or None for weights of 1
+        loss = map_op("neg", picked)
+        return loss if weight is None else zip_op("mul", loss, weight)
+
+    @staticmethod
+    def backward(ctx, g):
+        (index,) = ctx.saved_tensors
+        src = -g if ctx.weight is None else -(g * ctx.weight)
+        return add_at_index(src.unsqueeze(1), ctx.shape, 1, index, "scatter_add"), None, None
+
+
+def nll_rows(x, target, weight=None):
+    """Per-row negative log-likelihoods ``-w_i x[i, t_i]`` of log-probabilities ``x`` (N, C) as
+    one autograd node: the kernel under ``torchlight.nn.functional.nll_loss``, which validates
+    targets (``target``: int64 (N,), in ``[0, C)``) and reduces. ``weight``: detached (N,) per-row
+    weights of ``x``'s dtype, or ``None`` for weights of 1.
+
+    >>> import torchlight as tl
+    >>> from torchlight.tensor.functions.gathering import nll_rows
+    >>> nll_rows(tl.tensor([[-1.0, -2.0], [-3.0, -4.0]]), tl.tensor([1, 0])).tolist()
+    [2.0, 3.0]
+    """
+    n = target.shape[0] if target.ndim == 1 else -1
+    if x.ndim != 2 or n != x.shape[0] or (weight is not None and weight.shape != (n,)):
+        raise ShapeError(
+            f"nll_rows: need x (N, C), target (N,) and weight (N,) or None; got {x.shape}, "
+            f"{target.shape}, {None if weight is None else weight.shape}"
+        )
+    same_backend(x, target)
+    return NLLRows.apply(x, target, weight)
+
+
 class ScatterAdd(Function):
     """Autograd function of :func:`scatter_add`: the gradient of ``x`` passes through, that of ``src``
     is gathered at ``index``.
@@ -225,6 +283,33 @@ def scatter(x, dim, index, src):
     return value.to(x.dtype).where(written, x)
 
 
+class Embedding(Function):
+    """Autograd function of :func:`embedding`: ``out[s] = weight[indices[s]]`` for every position
+    ``s`` of ``indices``, one ``take`` along dim 0. Backward adds each position's gradient row into
+    zeros at its index (``put_add``), leaving out the positions that hold ``padding_idx``."""
+
+    @staticmethod
+    def forward(ctx, weight, indices, padding_idx):
+        n = indices.numel()
+        flat = indices._td.reshaped((n,))
+        flat = view_of(indices, flat) if flat is not None else indices.contiguous().reshape(n)
+        check_index(flat, weight.shape[0], "embedding")
+        d = weight.shape[1]
+        out = alloc(indices.shape + (d,), weight.dtype, weight.backend, weight)
+        weight.backend.take(weight._td, 0, flat._td, out._td.reshaped((n, d)))
+        ctx.shape, ctx.padding_idx = weight.shape, padding_idx
+        ctx.save_for_backward(flat)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        (flat,) = ctx.saved_tensors
+        rows = g.reshape(flat.shape[0], ctx.shape[1])
+        if ctx.padding_idx is not None:
+            rows = rows * (flat != ctx.padding_idx).unsqueeze(1).to(rows.dtype)
+        return add_at_index(rows, ctx.shape, 0, flat, "put_add"), None, None
+
+
 def embedding(indices, weight, padding_idx=None):
     """Rows of ``weight`` picked by ``indices``; repeated indices accumulate in the gradient.
 
@@ -234,13 +319,9 @@ def embedding(indices, weight, padding_idx=None):
         raise DTypeError(
             f"embedding: indices must be an int64 tensor, got {type(indices).__name__}"
         )
-    flat = indices.reshape(-1)
-    if padding_idx is not None and weight.requires_grad:
-        keep = flat != padding_idx
-        rows = index_select(weight, 0, flat)
-        rows = rows * keep.unsqueeze(1).to(weight.dtype) + rows.detach() * (~keep).unsqueeze(1).to(
-            weight.dtype
-        )
-    else:
-        rows = index_select(weight, 0, flat)
-    return rows.reshape(indices.shape + (weight.shape[1],))
+    if weight.ndim != 2:
+        raise ShapeError(f"embedding: weight must be 2-D (rows, dim), got shape {weight.shape}")
+    if indices.dtype is not dtypes.int64:
+        check_index(indices, weight.shape[0], "embedding")  # raises the dtype error
+    same_backend(weight, indices)
+    return Embedding.apply(weight, indices, padding_idx)
