@@ -87,6 +87,9 @@ CASES = {
         m.ones(16, 27, requires_grad=True),
         m.zeros(16, dtype=m.long),
     ),
+    "nll_loss (1x18)": lambda m: _call(
+        m.nn.functional.nll_loss, m.ones(1, 18, requires_grad=True), m.tensor([3])
+    ),
     "mse_loss (8x8, grad)": lambda m: _call(
         m.nn.functional.mse_loss, m.ones(8, 8, requires_grad=True), m.zeros(8, 8)
     ),
