@@ -97,27 +97,46 @@ def add_at_index(g, shape, dim, index, put):
     return _added_into_zeros(g, shape, dim, index, put)
 
 
-class IndexSelect(Function):
-    """``x.index_select(dim, index)``. Like every indexing Function here it validates its index in
-    ``forward``, which both eager calls (``apply``) and tape replays (``tl.jit``) run."""
+class _Gathering(Function):
+    """A gathering op along ``dim``: the index is validated in ``forward`` (which eager calls
+    and ``tl.jit`` replays both run), the backend's ``primitive`` reads, and backward adds the
+    gradient back with its ``adjoint`` (see :func:`add_at_index`)."""
+
+    name = primitive = adjoint = ""
 
     @staticmethod
-    def forward(ctx, x, dim, index):
-        if index.ndim != 1:
-            raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
+    def out_shape(x, dim, index):
+        """The result's shape, after checking ``index``'s shape against ``x``."""
+        raise NotImplementedError
+
+    @classmethod
+    def forward(cls, ctx, x, dim, index):
+        shape = cls.out_shape(x, dim, index)
         same_backend(x, index)
-        index = check_index(index, x.shape[dim], "index_select")
+        index = check_index(index, x.shape[dim], cls.name)
         ctx.shape, ctx.dim = x.shape, dim
         ctx.save_for_backward(index)
-        shape = x.shape[:dim] + (index.shape[0],) + x.shape[dim + 1 :]
         out = alloc(shape, x.dtype, x.backend, x)
-        x.backend.take(x._td, dim, index._td, out._td)
+        getattr(x.backend, cls.primitive)(x._td, dim, index._td, out._td)
         return out
 
-    @staticmethod
-    def backward(ctx, g):
+    @classmethod
+    def backward(cls, ctx, g):
         (index,) = ctx.saved_tensors
-        return add_at_index(g, ctx.shape, ctx.dim, index, "put_add"), None, None
+        return add_at_index(g, ctx.shape, ctx.dim, index, cls.adjoint), None, None
+
+
+class IndexSelect(_Gathering):
+    """``x.index_select(dim, index)``: whole slices along ``dim`` (backend ``take``; backward
+    ``put_add``)."""
+
+    name, primitive, adjoint = "index_select", "take", "put_add"
+
+    @staticmethod
+    def out_shape(x, dim, index):
+        if index.ndim != 1:
+            raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
+        return x.shape[:dim] + (index.shape[0],) + x.shape[dim + 1 :]
 
 
 def index_select(x, dim, index):
@@ -125,24 +144,16 @@ def index_select(x, dim, index):
     return IndexSelect.apply(x, normalize_dim(dim, x.ndim), index)
 
 
-class Gather(Function):
-    """Autograd function of :func:`gather`: backward scatter-adds the gradient."""
+class Gather(_Gathering):
+    """Autograd function of :func:`gather`: one element per index position (backend
+    ``gather``; backward ``scatter_add``)."""
+
+    name, primitive, adjoint = "gather", "gather", "scatter_add"
 
     @staticmethod
-    def forward(ctx, x, dim, index):
+    def out_shape(x, dim, index):
         _check_gather_shapes("gather", x, dim, index)
-        same_backend(x, index)
-        index = check_index(index, x.shape[dim], "gather")
-        ctx.shape, ctx.dim = x.shape, dim
-        ctx.save_for_backward(index)
-        out = alloc(index.shape, x.dtype, x.backend, x)
-        x.backend.gather(x._td, dim, index._td, out._td)
-        return out
-
-    @staticmethod
-    def backward(ctx, g):
-        (index,) = ctx.saved_tensors
-        return add_at_index(g, ctx.shape, ctx.dim, index, "scatter_add"), None, None
+        return index.shape
 
 
 def _check_gather_shapes(name, x, dim, index):
