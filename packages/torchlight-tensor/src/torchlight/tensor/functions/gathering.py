@@ -8,7 +8,6 @@ gradients, which is why an embedding's repeated tokens accumulate.
 """
 
 from torchlight.autograd import Function
-from torchlight.autograd.grad_mode import GradMode
 
 from .. import dtypes
 from ..base import TensorBase
@@ -91,10 +90,8 @@ def _added_into_zeros(g, shape, dim, index, put):
 
 def add_at_index(g, shape, dim, index, put):
     """:class:`AddAtIndex` as a gathering op's backward calls it: a recorded node under
-    ``create_graph``, else the backend call alone (no node nobody will walk)."""
-    if GradMode.enabled:
-        return AddAtIndex.apply(g, shape, dim, index, put)
-    return _added_into_zeros(g, shape, dim, index, put)
+    ``create_graph``; otherwise ``apply`` runs its forward alone (nothing records it)."""
+    return AddAtIndex.apply(g, shape, dim, index, put)
 
 
 class _Gathering(Function):

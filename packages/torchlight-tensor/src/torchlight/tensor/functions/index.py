@@ -9,7 +9,6 @@ receives both gradients (this is also why an embedding's repeated tokens accumul
 import numpy as np
 
 from torchlight.autograd import Function
-from torchlight.autograd.grad_mode import GradMode
 
 from .. import dtypes
 from ..base import TensorBase
@@ -133,29 +132,24 @@ class BasicIndex(Function):
 
     @staticmethod
     def backward(ctx, g):
-        if GradMode.enabled:  # create_graph: a recorded node, so the gradient stays differentiable
-            return BasicIndexBackward.apply(g, ctx.shape, ctx.index), None
-        return _written_into_zeros(g, ctx.shape, ctx.index), None
-
-
-def _written_into_zeros(g, shape, index):
-    out = filled(shape, 0, g.dtype, g.backend, like=g)
-    g.backend.map("copy", g._td, basic_view(out._td, index))
-    return out
+        # a recorded node under create_graph; otherwise apply runs its forward alone
+        return BasicIndexBackward.apply(g, ctx.shape, ctx.index), None
 
 
 class BasicIndexBackward(Function):
     """The adjoint of :class:`BasicIndex`: ``g`` written into zeros of ``shape`` at ``index``.
 
     A Function of its own so that a gradient taken with ``create_graph=True`` stays
-    differentiable (its backward reads the same view back); a plain backward records nothing
-    and calls the same helper directly.
+    differentiable (its backward reads the same view back); in a plain backward nothing
+    records it, and ``apply`` runs its forward alone.
     """
 
     @staticmethod
     def forward(ctx, g, shape, index):
         ctx.index = index
-        return _written_into_zeros(g, shape, index)
+        out = filled(shape, 0, g.dtype, g.backend, like=g)
+        g.backend.map("copy", g._td, basic_view(out._td, index))
+        return out
 
     @staticmethod
     def backward(ctx, gg):
