@@ -87,6 +87,24 @@ def test_decoding_in_a_padded_batch_matches_decoding_alone(mt, attention):
     assert total == pytest.approx(parts, rel=1e-4)
 
 
+def test_checkpoints_from_before_the_decoder_was_an_nn_gru_still_load(mt):
+    """A state dict naming the decoder's GRU ``decoder.cell.*`` (an ``nn.GRUCell``, as train.py
+    wrote them before) loads into today's model as the same tensors."""
+    m = _model(mt)
+    state = m.state_dict()
+    old = {
+        (k.replace("decoder.rnn.", "decoder.cell.")[: -len("_l0")] if "decoder.rnn." in k else k): v
+        for k, v in state.items()
+    }
+    assert "decoder.cell.weight_hh" in old and "decoder.rnn.weight_hh_l0" not in old
+    fresh = _model(mt)
+    for p in fresh.parameters():
+        p.data.zero_()
+    fresh.load_state_dict(mt.post.current_names(old))
+    for k, v in fresh.state_dict().items():
+        np.testing.assert_array_equal(v.numpy(), state[k].numpy(), err_msg=k)
+
+
 def test_scheduled_sampling_batch_runs(mt):
     m = _model(mt)
     m.train()
@@ -94,7 +112,7 @@ def test_scheduled_sampling_batch_runs(mt):
     loss = m.loss(b, teacher_forcing=False)
     loss.backward()
     assert np.isfinite(loss.item())
-    assert m.decoder.cell.weight_hh.grad is not None
+    assert m.decoder.rnn.weight_hh_l0.grad is not None
 
 
 @pytest.mark.slow

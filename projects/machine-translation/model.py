@@ -1,14 +1,11 @@
-"""GRU encoder-decoder with Luong attention, written for speed on the numpy backend.
+"""GRU encoder-decoder with Luong attention, written with PyTorch's layers.
 
-Encoder: embedding → dropout → bidirectional GRU (the parameters of an ``nn.GRU``, PyTorch's
-names and gate order r, z, n). The two directions run in **one** loop: the input projections of
-both directions are one matmul over the whole sequence, and each step is one batched matmul
-``(2, N, H) @ (2, H, 3H)`` plus the gate arithmetic (one fused pass where the backend offers it). Padding is masked without any per-step
-op: at a padded position the update gate's input gets +30, so ``z = σ(·) = 1`` exactly in float32
-and ``h' = n + z (h - n) = h`` (and no gradient flows through ``n``). The forward direction
-therefore carries its last real state through the trailing padding, and the backward direction
-stays at its zero initial state until it reaches the last real token: both final states are the
-ones of the unpadded sentence.
+Encoder: embedding → dropout → bidirectional ``nn.GRU`` over the batch packed by length
+(``pack_padded_sequence``), so each sentence's recurrence sees its own words only: the forward
+direction's final state is the one after its last word, and the backward direction starts at
+that word.
+Where the backend has the fused GRU cell, each direction is one autograd node over the whole
+sequence (every step a matmul and one pass over the gates, on the sentences that have it).
 
 Decoder (Luong et al. 2015, global attention, no input feeding)::
 
@@ -22,9 +19,9 @@ Decoder (Luong et al. 2015, global attention, no input feeding)::
            "general"  h_t · W_a e_s   (W_a e_s is computed once per batch, as keys)
 
 Without input feeding the decoder GRU does not depend on the attention, so with teacher forcing
-the GRU runs over the whole target first and the attention, the output layer and the loss are each
-one batched op over all steps. The output layer and the loss are computed only on the real
-(non-padding) target positions. When a batch is not teacher-forced (scheduled sampling), the
+the decoder's ``nn.GRU`` runs over the whole target in one call and the attention, the output
+layer and the loss are each one batched op over all steps. The output layer and the loss are
+computed only on the real (non-padding) target positions. When a batch is not teacher-forced (scheduled sampling), the
 decoder runs step by step and feeds back its own argmax.
 
 Evaluation: :meth:`Seq2Seq.greedy` and :meth:`Seq2Seq.beam_search` decode whole batches.
@@ -39,10 +36,9 @@ import numpy as np
 import torchlight as tl
 import torchlight.nn as nn
 import torchlight.nn.functional as F
-from torchlight.tensor.functions.recurrent import gru_cell_gates
+from torchlight.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 PAD, UNK, SOS, EOS = 0, 1, 2, 3
-_Z_SATURATE = 30.0  # σ(30) rounds to 1.0 in float32
 _NEG = -1e9
 
 
@@ -60,81 +56,22 @@ class ModelConfig:
         return asdict(self)
 
 
-def _gru_step(gi, h, w_hh_t, b_hh, hidden):
-    """One GRU step for ``gi = x W_ihᵀ + b_ih`` (``(..., N, 3H)``) and ``h`` (``(..., N, H)``);
-    ``w_hh_t`` is ``W_hhᵀ`` (``(..., H, 3H)``) so that ``h @ w_hh_t`` is one (batched) matmul.
-    The gate arithmetic is ``gru_cell_gates`` over the rows of every leading dim at once (one
-    fused backend pass when the backend has one)."""
-    gh = h @ w_hh_t + b_hh
-    lead = h.shape[:-1]
-    rows = 1
-    for s in lead:
-        rows *= s
-    out = gru_cell_gates(
-        gi.reshape(rows, 3 * hidden), gh.reshape(rows, 3 * hidden), h.reshape(rows, hidden)
-    )
-    return out.reshape(*lead, hidden)
-
-
 class Encoder(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
         self.embedding = nn.Embedding(cfg.src_vocab, cfg.emb, padding_idx=PAD)
         self.dropout = nn.Dropout(cfg.dropout)
-        # only the parameters of nn.GRU are used (its forward has no padding mask)
         self.rnn = nn.GRU(cfg.emb, cfg.hidden, bidirectional=cfg.bidirectional)
 
     def forward(self, src):
-        """``src`` int64 ``(S, N)`` → outputs ``(S, N, D·H)`` and final states ``(D, N, H)``."""
-        H = self.cfg.hidden
-        S, N = src.shape
-        pad = src.numpy() == PAD  # (S, N)
+        """``src`` int64 ``(S, N)`` → outputs ``(S, N, D·H)`` (zero at padding) and final states
+        ``(D, N, H)``."""
+        lengths = (src.numpy() != PAD).sum(0)
         x = self.dropout(self.embedding(src))  # (S, N, E)
-        rnn = self.rnn
-        if not self.cfg.bidirectional:
-            gi = F.linear(x, rnn.weight_ih_l0, rnn.bias_ih_l0)  # (S, N, 3H)
-            gi = gi + tl.tensor(self._z_bias(pad, H), device=gi.device)
-            h = tl.zeros(N, H)
-            w_t, b = rnn.weight_hh_l0.T, rnn.bias_hh_l0
-            outs = []
-            for t in range(S):
-                h = _gru_step(gi[t], h, w_t, b, H)
-                outs.append(h)
-            return tl.stack(outs, 0), h.unsqueeze(0)
-        # both directions: one input projection, one batched matmul per step
-        w_ih = tl.cat([rnn.weight_ih_l0, rnn.weight_ih_l0_reverse], 0)  # (6H, E)
-        b_ih = tl.cat([rnn.bias_ih_l0, rnn.bias_ih_l0_reverse], 0)
-        gi = F.linear(x, w_ih, b_ih)  # (S, N, 6H)
-        rev = tl.tensor(np.arange(S - 1, -1, -1, dtype=np.int64))
-        gi_f = gi[..., : 3 * H]
-        gi_b = gi[..., 3 * H :].index_select(
-            0, rev
-        )  # the backward direction reads the source reversed
-        gi = tl.stack(
-            [gi_f, gi_b], 1
-        )  # (S, 2, N, 3H): step t holds fwd position t, bwd position S-1-t
-        zb = np.stack([self._z_bias(pad, H), self._z_bias(pad[::-1], H)], 1)
-        gi = gi + tl.tensor(zb, device=gi.device)
-        w_hh_t = tl.stack([rnn.weight_hh_l0.T, rnn.weight_hh_l0_reverse.T], 0)  # (2, H, 3H)
-        b_hh = tl.stack([rnn.bias_hh_l0, rnn.bias_hh_l0_reverse], 0).unsqueeze(1)  # (2, 1, 3H)
-        h = tl.zeros(2, N, H)
-        outs = []
-        for t in range(S):
-            h = _gru_step(gi[t], h, w_hh_t, b_hh, H)
-            outs.append(h)
-        seq = tl.stack(outs, 0)  # (S, 2, N, H)
-        fwd = seq[:, 0]
-        bwd = seq[:, 1].index_select(0, rev)  # back to source order
-        return tl.cat([fwd, bwd], -1), h
-
-    @staticmethod
-    def _z_bias(pad, hidden):
-        """``(S, N, 3H)`` float32: +30 on the update gate at padded positions, 0 elsewhere."""
-        S, N = pad.shape
-        zb = np.zeros((S, N, 3 * hidden), dtype=np.float32)
-        zb[:, :, hidden : 2 * hidden] = np.where(pad, _Z_SATURATE, 0.0)[:, :, None]
-        return zb
+        packed = pack_padded_sequence(x, lengths, enforce_sorted=False)
+        out, h = self.rnn(packed)
+        return pad_packed_sequence(out, total_length=src.shape[0])[0], h
 
 
 class Decoder(nn.Module):
@@ -145,7 +82,7 @@ class Decoder(nn.Module):
         self.embedding = nn.Embedding(cfg.tgt_vocab, cfg.emb, padding_idx=PAD)
         self.dropout = nn.Dropout(cfg.dropout)
         self.bridge = nn.Linear(D * H, H)  # encoder final states → h_0
-        self.cell = nn.GRUCell(cfg.emb, H)  # parameters only; stepped by _gru_step
+        self.rnn = nn.GRU(cfg.emb, H)
         if cfg.attention == "general":
             self.attn = nn.Linear(D * H, H, bias=False)  # W_a
         elif cfg.attention != "dot":
@@ -179,32 +116,22 @@ class Decoder(nn.Module):
         ctx = weights @ values
         return self.combine(tl.cat([ctx, q], -1)).tanh(), weights
 
-    def _gates(self):
-        c = self.cell
-        return c.weight_ih, c.bias_ih, c.weight_hh.T, c.bias_hh
-
     # --- teacher forcing: the whole target at once ----------------------------------------------
     def forward_teacher(self, dec_in, state):
-        """``dec_in (T, N)`` → ``h̃ (N, T, H)``."""
+        """``dec_in (T, N)`` → ``h̃ (N, T, H)``. A sentence's steps past its end are computed
+        too (the GRU looks only backwards, so they change nothing before them) and never reach
+        the loss."""
         keys_t, values, mask, h = state
-        H = self.cfg.hidden
-        w_ih, b_ih, w_hh_t, b_hh = self._gates()
-        gi = F.linear(self.dropout(self.embedding(dec_in)), w_ih, b_ih)  # (T, N, 3H)
-        outs = []
-        for t in range(dec_in.shape[0]):
-            h = _gru_step(gi[t], h, w_hh_t, b_hh, H)
-            outs.append(h)
-        q = tl.stack(outs, 1)  # (N, T, H)
-        ht, _ = self.attend(q, keys_t, values, mask)
+        seq, _ = self.rnn(self.dropout(self.embedding(dec_in)), h.unsqueeze(0))  # (T, N, H)
+        ht, _ = self.attend(seq.transpose(0, 1), keys_t, values, mask)
         return ht
 
     # --- one step (free running, greedy, beam) --------------------------------------------------
     def step(self, y_prev, h, state):
         """``y_prev (N,)`` int64, ``h (N, H)`` → logits ``(N, V)``, new ``h``, attention ``(N, S)``."""
         keys_t, values, mask, _ = state
-        w_ih, b_ih, w_hh_t, b_hh = self._gates()
-        gi = F.linear(self.dropout(self.embedding(y_prev)), w_ih, b_ih)
-        h = _gru_step(gi, h, w_hh_t, b_hh, self.cfg.hidden)
+        x = self.dropout(self.embedding(y_prev)).unsqueeze(0)  # one step: (1, N, E)
+        h = self.rnn(x, h.unsqueeze(0))[1][0]
         ht, weights = self.attend(h.unsqueeze(1), keys_t, values, mask)
         logits = self.out(self.dropout(ht[:, 0]))
         return logits, h, weights[:, 0]

@@ -56,11 +56,21 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
+def current_names(state):
+    """``state`` with the names of today's model: checkpoints written before the decoder's GRU
+    became an ``nn.GRU`` call its parameters ``decoder.cell.weight_ih`` (an ``nn.GRUCell``'s),
+    now ``decoder.rnn.weight_ih_l0`` (the same tensors)."""
+    old = "decoder.cell."
+    return {
+        (f"decoder.rnn.{k[len(old) :]}_l0" if k.startswith(old) else k): v for k, v in state.items()
+    }
+
+
 def load_checkpoint(path):
     ck = tl.load(str(path))
     cfg = ModelConfig(**json.loads(ck["config"]))
     model = Seq2Seq(cfg)
-    model.load_state_dict(ck["model"])
+    model.load_state_dict(current_names(ck["model"]))
     model.eval()
     src_vocab = WordVocab.from_dict(json.loads(ck["src_vocab"]))
     tgt_vocab = WordVocab.from_dict(json.loads(ck["tgt_vocab"]))

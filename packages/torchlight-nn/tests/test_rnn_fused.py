@@ -38,6 +38,41 @@ def test_module_fused_equals_composite(monkeypatch, cls, batch_first, bidirectio
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6, err_msg=f"{cls.__name__} value #{k}")
 
 
+@pytest.mark.parametrize("cls", [nn.GRU, nn.LSTM])
+def test_packed_input_fused_equals_composite(monkeypatch, cls):
+    """A packed batch of unsorted lengths through two bidirectional layers: the fused layer
+    (each step on the sequences that have it) equals the masked step-by-step graph, in the
+    output, the final states and every gradient."""
+    from torchlight.nn.utils.rnn import pack_padded_sequence
+
+    tl.manual_seed(6)
+    mod = cls(5, 4, num_layers=2, batch_first=True, bidirectional=True)
+    x = tl.randn(4, 6, 5, requires_grad=True)
+    lstm = cls is nn.LSTM
+
+    def run():
+        mod.zero_grad()
+        x.grad = None
+        packed = pack_padded_sequence(x, [3, 6, 1, 4], batch_first=True, enforce_sorted=False)
+        out, state = mod(packed)
+        fused_path = "CellSequence" in {h.fn.__name__ for h in _nodes(out.data)}
+        assert fused_path == (("lstm_cell" if lstm else "gru_cell") in x.backend.capabilities)
+        hn = state[0] if lstm else state
+        loss = (out.data * out.data).sum() + (hn * 1.5).sum()
+        if lstm:
+            loss = loss + (state[1] * -0.5).sum()
+        loss.backward()
+        vals = [out.data.detach().numpy().copy(), hn.detach().numpy().copy()]
+        return vals + [x.grad.numpy().copy()] + [p.grad.numpy().copy() for p in mod.parameters()]
+
+    fused = run()
+    monkeypatch.setattr(
+        NumpyBackend, "capabilities", NumpyBackend.capabilities - {"gru_cell", "lstm_cell"}
+    )
+    for k, (a, b) in enumerate(zip(fused, run())):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6, err_msg=f"{cls.__name__} value #{k}")
+
+
 @pytest.mark.parametrize("cls", [nn.GRUCell, nn.LSTMCell])
 def test_cell_fused_equals_composite(monkeypatch, cls):
     tl.manual_seed(4)

@@ -21,10 +21,12 @@ def _sig(v):
     return 0.5 * (1 + np.tanh(v / 2))
 
 
-def _np_layer(kind, gi, h, c, w, b, reverse):
-    """Every step's ``h`` (and ``c``) in time order, from PyTorch's gate equations."""
+def _np_layer(kind, gi, h, c, w, b, reverse, sizes=None):
+    """Every step's ``h`` (and ``c``) in time order, from PyTorch's gate equations; with
+    ``sizes`` (a packed batch) rows from ``sizes[t]`` on keep their state through step ``t``."""
     hs, cs = [None] * T, [None] * T
     for t in reversed(range(T)) if reverse else range(T):
+        h_prev, c_prev = h, c
         gh = h @ w.T + b
         if kind == "gru":
             r = _sig(gi[t, :, :H] + gh[:, :H])
@@ -36,6 +38,10 @@ def _np_layer(kind, gi, h, c, w, b, reverse):
             i, f, o = _sig(a[:, :H]), _sig(a[:, H : 2 * H]), _sig(a[:, 3 * H :])
             c = f * c + i * np.tanh(a[:, 2 * H : 3 * H])
             h = o * np.tanh(c)
+        if sizes is not None:
+            keep = np.arange(N)[:, None] >= sizes[t]
+            h = np.where(keep, h_prev, h)
+            c = None if c is None else np.where(keep, c_prev, c)
         hs[t], cs[t] = h, c
     return np.stack(hs), (np.stack(cs) if kind == "lstm" else None)
 
@@ -170,3 +176,58 @@ def test_bad_input_is_explained():
         recurrent_layer("lstm", gi, h0, c0, w.float(), b)
     with pytest.raises(tl.ShapeError, match=r"gi must be \(T, N, G·H\)"):
         recurrent_layer("lstm", gi[0], h0, c0, w, b)
+
+
+PACKED = [(3, 3, 2, 1), (3, 1, 1, 0), (2, 2, 2, 2)]  # never increasing; the last: none full
+
+
+@pytest.mark.parametrize("sizes", PACKED)
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("kind", ["gru", "lstm"])
+def test_packed_batch_forward_matches_numpy(kind, reverse, sizes):
+    """A packed batch: each step runs on the sequences that have it, the others carry their
+    state through (forward: the last real state reaches slot T; reverse: h0 until the
+    sequence's own last step)."""
+    wide, h0, c0, w, b = _inputs(kind)
+    gi = wide[:, :, ::2]
+    states = recurrent_layer(kind, gi, h0, c0, w, b, reverse, batch_sizes=list(sizes))
+    hs, cs = _split(kind, states, reverse)
+    np_args = [gi, h0, c0, w, b]
+    want_h, want_c = _np_layer(
+        kind, *(None if v is None else v.detach().numpy() for v in np_args), reverse, sizes
+    )
+    np.testing.assert_allclose(hs.detach().numpy(), want_h, rtol=1e-12, atol=1e-12)
+    if kind == "lstm":
+        np.testing.assert_allclose(cs.detach().numpy(), want_c, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("sizes", PACKED[:2])
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("kind", ["gru", "lstm"])
+def test_packed_batch_gradcheck_and_no_gradient_at_missing_steps(kind, reverse, sizes):
+    wide, h0, c0, w, b = _inputs(kind)
+
+    def f(wide, h0, w, b, *c):
+        states = recurrent_layer(
+            kind, wide[:, :, ::2], h0, c[0] if c else None, w, b, reverse, batch_sizes=sizes
+        )
+        hs, cs = _split(kind, states, reverse)
+        loss = (hs * tl.arange(1, T + 1, dtype=hs.dtype).reshape(T, 1, 1)).sum()
+        loss = loss + (states[0 if reverse else T] ** 2).sum()  # the final states
+        return loss if cs is None else loss + (cs[0 if reverse else -1] * 3).sum()
+
+    args = (wide, h0, w, b) + ((c0,) if c0 is not None else ())
+    assert tl.gradcheck(f, args)
+    f(*args).backward()
+    g = wide.grad.numpy()
+    for t, rows in enumerate(sizes):
+        assert np.all(g[t, rows:] == 0), f"gradient reached step {t} of a finished sequence"
+        assert np.all(np.abs(g[t, :rows, ::2]).sum(-1) > 0)
+
+
+def test_packed_batch_sizes_are_checked():
+    wide, h0, _, w, b = _inputs("gru")
+    gi = wide[:, :, ::2]
+    for bad in ([3, 3, 2], [3, 1, 2, 1], [4, 3, 2, 1], [3, 2, 1, -1]):
+        with pytest.raises(ValueError, match="batch_sizes must give"):
+            recurrent_layer("gru", gi, h0, None, w, b, batch_sizes=bad)

@@ -9,8 +9,9 @@ The sequence loop projects the whole input sequence through ``W_ih`` in one matm
 stepping (only the ``W_hh h`` part depends on the previous step). When the backend offers the
 fused GRU / LSTM cell, each direction of each layer is then a single autograd node over the whole
 sequence (``torchlight.tensor.functions.recurrent.recurrent_layer``: the steps and their
-backpropagation through time run on the backend). Otherwise — an Elman ``RNN``, packed input, a
-backend without the cell, or while ``tl.jit`` records the ops for replay — backpropagation
+backpropagation through time run on the backend), a packed batch included (each step runs on
+the sequences that have it). Otherwise — an Elman ``RNN``, a backend without the cell, or while
+``tl.jit`` records the ops for replay — backpropagation
 through time is plain autograd over the unrolled steps, one fused cell (or the composite gate
 arithmetic) per step.
 """
@@ -46,11 +47,12 @@ __all__ = [
 ]
 
 
-def _fused_layer(lstm, gi, h, c, w_hh, b_hh, reverse):
+def _fused_layer(lstm, gi, h, c, w_hh, b_hh, reverse, sizes):
     """One direction of one layer as a single node (``recurrent_layer``): the output sequence
-    ``(T, N, H)`` and the final ``h`` and ``c`` (``None`` for a GRU)."""
+    ``(T, N, H)`` and the final ``h`` and ``c`` (``None`` for a GRU). ``sizes``: a packed
+    batch's batch sizes, or ``None``."""
     states = recurrent_layer(
-        "lstm" if lstm else "gru", gi, h, c if lstm else None, w_hh, b_hh, reverse
+        "lstm" if lstm else "gru", gi, h, c if lstm else None, w_hh, b_hh, reverse, sizes
     )
     seq, last = layer_outputs(states, reverse)
     out = seq[:, 0]
@@ -138,10 +140,9 @@ class _RNNBase(Module):
 
     def _forward_packed(self, packed, hx):
         # Run time-major over the sorted, padded batch; steps past a sequence's end leave its
-        # state unchanged (masks), so h_n is each sequence's last real state, in both directions.
+        # state unchanged, so h_n is each sequence's last real state, in both directions.
         padded, _ = pad_packed_sequence(packed._replace(unsorted_indices=None))
         sizes = [int(b) for b in packed.batch_sizes.tolist()]
-        lengths = [sum(bs > b for bs in sizes) for b in range(padded.shape[1])]  # sorted order
         if hx is not None and packed.sorted_indices is not None:
             idx = packed.sorted_indices
             hx = (
@@ -149,9 +150,7 @@ class _RNNBase(Module):
                 if self._lstm
                 else hx.index_select(1, idx)
             )
-        steps = tl.arange(padded.shape[0], device=padded.device).reshape(-1, 1, 1)
-        masks = steps < tl.tensor(lengths, device=padded.device).reshape(1, -1, 1)  # (T, B, 1)
-        out, state = self._forward(padded, hx, masks=masks, time_major=True)
+        out, state = self._forward(padded, hx, sizes=sizes, time_major=True)
         data = tl.cat([out[t, :bs] for t, bs in enumerate(sizes)], 0)
         if packed.unsorted_indices is not None:
             idx = packed.unsorted_indices
@@ -164,7 +163,7 @@ class _RNNBase(Module):
             data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices
         ), state
 
-    def _forward(self, input, hx=None, masks=None, time_major=False):
+    def _forward(self, input, hx=None, sizes=None, time_major=False):
         name = type(self).__name__
         if input.ndim not in (2, 3):
             raise tl.ShapeError(
@@ -197,13 +196,17 @@ class _RNNBase(Module):
         h_n, c_n = [], []
         layer_in = x
         fused = (
-            masks is None
-            and self._gates != 1
+            self._gates != 1
             and steps > 0
             and x.dtype.is_floating_point
             and ("lstm_cell" if self._lstm else "gru_cell") in x.backend.capabilities
             and not is_recording()
         )
+        masks = None
+        if sizes is not None and not fused:  # (T, N, 1): which sequences have step t
+            lengths = [sum(bs > b for bs in sizes) for b in range(n)]  # sorted: longest first
+            steps_col = tl.arange(steps, device=x.device).reshape(-1, 1, 1)
+            masks = steps_col < tl.tensor(lengths, device=x.device).reshape(1, -1, 1)
         for layer in range(self.num_layers):
             outs = []
             for d in range(dirs):
@@ -214,7 +217,7 @@ class _RNNBase(Module):
                 h = h0[layer * dirs + d]
                 c = None if c0 is None else c0[layer * dirs + d]
                 if fused:
-                    out, h, c = _fused_layer(self._lstm, gi, h, c, w_hh, b_hh, d == 1)
+                    out, h, c = _fused_layer(self._lstm, gi, h, c, w_hh, b_hh, d == 1, sizes)
                     outs.append(out)
                     h_n.append(h)
                     c_n.append(c)

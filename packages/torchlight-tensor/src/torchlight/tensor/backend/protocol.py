@@ -45,7 +45,9 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
     "lstm_cell": lstm_cell(gi, gh, c, out, ws); lstm_cell_backward(g, c, ws, dgates, dc)
                  gi, gh (N, 4H) (gates i, f, g, o), c (N, H), any strides; out (2, N, H) = [h'; c'],
                  ws (N, 5H) = [i, f, g, o, tanh c'] activated; backward: g (2, N, H) = [∂L/∂h'; ∂L/∂c']
-                 -> dgates (N, 4H) (= ∂gi = ∂gh), dc (N, H); out, ws, g and the gradients contiguous
+                 -> dgates (N, 4H) (= ∂gi = ∂gh), dc (N, H); ws and the gradients contiguous; out and
+                 g with contiguous rows but their h and c halves any distance apart (a packed
+                 batch's step writes the first N rows of each half of a larger buffer)
     "random":    random_(out, kind, seed, k): fill the contiguous float view ``out`` with independent
                  draws, kind "uniform" ([0, 1)) or "normal" (mean 0, variance 1), on the device; the
                  numbers are a function of (seed, k, out.size) only — the generator's seed and how

@@ -34,7 +34,9 @@ f, g, o and tanh c') so the backward is one pass too. An autograd Function has o
 fused LSTM returns ``h'`` and ``c'`` stacked as ``(2, N, H)``; ``h'`` and ``c'`` are its two
 contiguous halves.
 
-A whole layer over a sequence (:func:`recurrent_layer`) is one autograd node, :class:`CellSequence`:
+A whole layer over a sequence (:func:`recurrent_layer`) is one autograd node, :class:`CellSequence`
+(also over a packed batch of sequences of different lengths, sorted longest first: step ``t``
+then runs on the rows of the sequences that have it and copies the others' state through):
 its forward runs the steps straight on the backend (``gh = h W_hhᵀ + b_hh``, then the fused cell)
 and its backward walks them in reverse, carrying ``∂L/∂h`` (and ``∂L/∂c``) from step to step::
 
@@ -216,6 +218,16 @@ def layer_outputs(states, reverse=False):
     return states[write : write + steps], states[steps - init]
 
 
+def _rows(view, rows, n):
+    """The first ``rows`` of the ``n`` rows (dim 0) of ``view``: the sequences of a packed batch
+    that are still running at a step (they come first: a packed batch is sorted by length)."""
+    return view if rows == n else view.slice(0, 0, rows, 1)
+
+
+def _zeros(shape, dtype, backend, like):
+    return filled(shape, 0, dtype, backend, like=like)
+
+
 class CellSequence(Function):
     """A GRU or LSTM layer over a whole sequence as one node (see the module docstring).
 
@@ -223,11 +235,13 @@ class CellSequence(Function):
     ``c0`` ``(N, H)``, ``w_hh`` ``(G·H, H)``, ``b_hh`` ``(G·H,)`` or ``None``, the kind, and the
     direction. Output: ``states`` ``(T + 1, S, N, H)`` (``S`` = 1 for a GRU, 2 for an LSTM: h
     then c) holding the initial state and every step's: step ``t`` writes slot ``t + 1`` and reads
-    slot ``t``, or, run in reverse, writes slot ``t`` and reads slot ``t + 1``.
+    slot ``t``, or, run in reverse, writes slot ``t`` and reads slot ``t + 1``. ``sizes`` (a
+    packed batch): how many sequences, the first ones, have step ``t``; the others copy their
+    state through that step, and their gradient passes through it unchanged.
     """
 
     @staticmethod
-    def forward(ctx, gi, h0, c0, w_hh, b_hh, kind, reverse):
+    def forward(ctx, gi, h0, c0, w_hh, b_hh, kind, reverse, sizes=None):
         cell = CELLS[kind]
         steps, n, width = gi.shape
         hid = h0.shape[1]
@@ -240,28 +254,29 @@ class CellSequence(Function):
         if c0 is not None:
             be.map("copy", c0._td, init.select(0, 1))
         ws = alloc((steps, n, cell.workspace * hid), h0.dtype, be, h0)
-        gh = alloc((n, width), h0.dtype, be, h0)._td
+        gh_all = alloc((n, width), h0.dtype, be, h0)._td
         w_t = w_hh._td.permute((1, 0))
         bias = None if b_hh is None else b_hh._td.expand((n, width))
         step = be.gru_cell if kind == "gru" else be.lstm_cell
         for t in order:
-            prev = st.select(0, t + read)
+            prev, out = st.select(0, t + read), st.select(0, t + write)
+            rows = n if sizes is None else sizes[t]
+            if rows < n:  # a packed batch: sequences without step t keep their state
+                be.map("copy", prev.slice(1, rows, n, 1), out.slice(1, rows, n, 1))
+                if not rows:
+                    continue
+                prev, out = prev.slice(1, 0, rows, 1), out.slice(1, 0, rows, 1)
+            gh = _rows(gh_all, rows, n)
             be.matmul(prev.select(0, 0), w_t, gh)
             if bias is not None:
-                be.zip("add", gh, bias, gh)
-            out = st.select(0, t + write)
+                be.zip("add", gh, _rows(bias, rows, n), gh)
+            gi_t, ws_t = _rows(gi._td.select(0, t), rows, n), _rows(ws._td.select(0, t), rows, n)
             if kind == "gru":
-                step(
-                    gi._td.select(0, t),
-                    gh,
-                    prev.select(0, 0),
-                    out.select(0, 0),
-                    ws._td.select(0, t),
-                )
+                step(gi_t, gh, prev.select(0, 0), out.select(0, 0), ws_t)
             else:
-                step(gi._td.select(0, t), gh, prev.select(0, 1), out, ws._td.select(0, t))
+                step(gi_t, gh, prev.select(0, 1), out, ws_t)
         ctx.save_for_backward(states, w_hh)
-        ctx.ws, ctx.kind, ctx.reverse = ws, kind, reverse
+        ctx.ws, ctx.kind, ctx.reverse, ctx.sizes = ws, kind, reverse, sizes
         return states
 
     @staticmethod
@@ -281,24 +296,34 @@ class CellSequence(Function):
         be, dtype = states.backend, states.dtype
         g = g.contiguous()._td
         st = states._td
-        dgi = alloc((steps, n, width), dtype, be, states)
+        sizes = ctx.sizes
+        # a packed batch leaves the rows of finished sequences without gradient: start from zeros
+        buf = alloc if sizes is None else _zeros
+        dgi = buf((steps, n, width), dtype, be, states)
         # the LSTM's two pre-activation blocks share one gradient; the GRU's differ in the n gate
-        dgh = dgi if kind == "lstm" else alloc((steps, n, width), dtype, be, states)
+        dgh = dgi if kind == "lstm" else buf((steps, n, width), dtype, be, states)
         carry = filled((slots, n, hid), 0, dtype, be, like=states)  # ∂L/∂state from later steps
-        total = alloc((slots, n, hid), dtype, be, states)._td
-        back = alloc((n, hid), dtype, be, states)._td if kind == "gru" else None
-        ct, w = carry._td, w_hh._td
+        total_all = alloc((slots, n, hid), dtype, be, states)._td
+        back_all = alloc((n, hid), dtype, be, states)._td if kind == "gru" else None
+        ct_all, w = carry._td, w_hh._td
         order, read, write, init = _slots(steps, reverse)
         for t in reversed(order):
-            be.zip("add", g.select(0, t + write), ct, total)
-            prev = st.select(0, t + read)
-            dgh_t = dgh._td.select(0, t)
+            be.zip("add", g.select(0, t + write), ct_all, total_all)
+            prev, total, ct, back = st.select(0, t + read), total_all, ct_all, back_all
+            rows = n if sizes is None else sizes[t]
+            if rows < n:  # finished sequences copied their state: its gradient passes unchanged
+                be.map("copy", total.slice(1, rows, n, 1), ct.slice(1, rows, n, 1))
+                if not rows:
+                    continue
+                prev, total, ct = (v.slice(1, 0, rows, 1) for v in (prev, total, ct))
+                back = None if back is None else _rows(back, rows, n)
+            dgh_t = _rows(dgh._td.select(0, t), rows, n)
             if kind == "gru":
                 be.gru_cell_backward(
                     total.select(0, 0),
                     prev.select(0, 0),
-                    ws.select(0, t),
-                    dgi._td.select(0, t),
+                    _rows(ws.select(0, t), rows, n),
+                    _rows(dgi._td.select(0, t), rows, n),
                     dgh_t,
                     ct.select(0, 0),
                 )
@@ -306,9 +331,14 @@ class CellSequence(Function):
                 be.zip("add", ct.select(0, 0), back, ct.select(0, 0))
             else:
                 be.lstm_cell_backward(
-                    total, prev.select(0, 1), ws.select(0, t), dgh_t, ct.select(0, 1)
+                    total,
+                    prev.select(0, 1),
+                    _rows(ws.select(0, t), rows, n),
+                    dgh_t,
+                    ct.select(0, 1),
                 )
                 be.matmul(dgh_t, w, ct.select(0, 0))
+        ct = ct_all
         # the initial state's slot holds a copy of h0 (and c0): its own gradient is theirs too
         be.zip("add", ct, g.select(0, init), ct)
         need = ctx.needs_input_grad
@@ -322,10 +352,10 @@ class CellSequence(Function):
                 db = rows.sum(0)
         dh0 = view_of(carry, ct.select(0, 0))
         dc0 = view_of(carry, ct.select(0, 1)) if slots == 2 else None
-        return dgi, dh0, dc0, dw, db, None, None
+        return dgi, dh0, dc0, dw, db, None, None, None
 
 
-def recurrent_layer(kind, gi, h0, c0, w_hh, b_hh=None, reverse=False):
+def recurrent_layer(kind, gi, h0, c0, w_hh, b_hh=None, reverse=False, batch_sizes=None):
     """A GRU (``kind="gru"``) or LSTM (``"lstm"``) layer over a whole sequence as one autograd node.
 
     ``gi`` ``(T, N, G·H)`` holds every step's input projection ``x_t W_ihᵀ + b_ih`` (G = 3 gates
@@ -335,6 +365,13 @@ def recurrent_layer(kind, gi, h0, c0, w_hh, b_hh=None, reverse=False):
     ``reverse=True`` (the steps run from the last to the first), slot ``t`` holds step ``t``'s
     and slot ``T`` the initial state. The backend must declare ``"gru_cell"`` / ``"lstm_cell"``;
     ``torchlight.nn.GRU`` and ``LSTM`` use this when it does.
+
+    ``batch_sizes`` runs a packed batch (a :class:`~torchlight.nn.utils.rnn.PackedSequence`'s,
+    as Python ints, one per step, never increasing): only the first ``batch_sizes[t]`` sequences
+    have step ``t``. A sequence's state is carried unchanged through the steps it lacks, so slot
+    ``T`` (forward) holds each sequence's state after its last real step, and in reverse a
+    sequence starts from ``h0`` at its own last step; what is written at the missing steps is
+    that carried state, and no gradient reaches ``gi`` there.
 
     >>> import torchlight as tl
     >>> from torchlight.tensor.functions.recurrent import recurrent_layer
@@ -373,4 +410,17 @@ def recurrent_layer(kind, gi, h0, c0, w_hh, b_hh=None, reverse=False):
             f"(got {h0.dtype} on {h0.backend.name!r}); use the composite cells "
             "(gru_cell_gates / lstm_cell_gates) step by step instead"
         )
-    return CellSequence.apply(gi, h0, c0, w_hh, b_hh, kind, reverse)
+    if batch_sizes is not None:
+        sizes = tuple(int(b) for b in batch_sizes)
+        steady = all(a >= b for a, b in zip(sizes, sizes[1:]))
+        if (
+            len(sizes) != gi.shape[0]
+            or not steady
+            or (sizes and not 0 <= sizes[-1] <= sizes[0] <= n)
+        ):
+            raise ValueError(
+                f"{name}: batch_sizes must give, for each of the {gi.shape[0]} steps, how many of "
+                f"the {n} sequences have it (never increasing, between 0 and {n}); got {list(sizes)}"
+            )
+        batch_sizes = sizes if not sizes or sizes[-1] < n else None  # all full: a plain batch
+    return CellSequence.apply(gi, h0, c0, w_hh, b_hh, kind, reverse, batch_sizes)
