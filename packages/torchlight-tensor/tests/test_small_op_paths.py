@@ -5,11 +5,13 @@ views, gradients and errors of the general path it shortcuts."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tltensor_helpers import LAYOUTS, Maker, assert_close
 
 import torchlight as tl
 from torchlight.autograd import Function
-from torchlight.tensor.dispatch import index_range
+from torchlight.tensor.dispatch import SHORT_RANGE, index_range, value_range
 from torchlight.tensor.functions.concat import Cat, Stack
 from torchlight.tensor.functions.shape import View
 
@@ -318,3 +320,25 @@ def test_an_empty_fill_has_no_range_and_index_checks_use_the_record():
         table.index_select(0, tl.full((3,), 5, dtype=tl.long))
     with pytest.raises(tl.TensorIndexError, match="index -1 is out of range"):
         table.index_select(0, tl.full((3,), -1, dtype=tl.long))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 2 * SHORT_RANGE),
+    kind=st.sampled_from(["int64", "float64", "bool"]),
+    seed=st.integers(0, 2**16),
+)
+def test_value_range_agrees_with_numpy_either_side_of_the_short_threshold(n, kind, seed):
+    """Short arrays take Python's min and max, long ones numpy's: both give Python ints equal to
+    numpy's (floats truncated as int() does, the recorded range of tensor(floats, dtype=long))."""
+    rng = np.random.default_rng(seed)
+    arr = (rng.standard_normal((n, 1)) * 1e6).astype(kind)
+    lo, hi = value_range(arr)
+    assert (lo, hi) == (int(arr.min()), int(arr.max()))
+    assert type(lo) is int and type(hi) is int
+
+
+def test_tensor_of_a_list_records_the_range_of_its_stored_values():
+    t = tl.tensor([3.9, -2.5, 7.0], dtype=tl.long)  # stored as 3, -2, 7
+    assert t.__dict__["_index_range"][:2] == (-2, 7)
+    assert t.tolist() == [3, -2, 7]

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import dtypes
 from .base import TensorBase
-from .dispatch import MAX_NUMEL, alloc, set_index_range, wrap
+from .dispatch import MAX_NUMEL, alloc, set_index_range, value_range, wrap
 from .errors import DTypeError, OutOfMemoryError, ShapeError
 from .storage import TensorData
 
@@ -64,7 +64,7 @@ def from_numpy_on(
     dt = dtypes.as_dtype(array.dtype) if dtype is None else dtypes.as_dtype(dtype)
     t = wrap(_data_on(array, dt, backend), backend, dt, like)
     if dt is dtypes.int64 and array.size:
-        set_index_range(t, int(array.min()), int(array.max()))
+        set_index_range(t, *value_range(array))
     if requires_grad:
         t.requires_grad_(True)
     return t

@@ -49,6 +49,8 @@ __all__ = [
     "ones_cached",
     "set_index_range",
     "index_range",
+    "value_range",
+    "SHORT_RANGE",
     "normalize_dim",
     "normalize_dims",
     "too_big",
@@ -376,10 +378,29 @@ def index_range(t: _Tensor) -> tuple[int, int]:
         return rec[0], rec[1]
     if t._td.size == 0:
         return 0, -1
-    arr = t.backend.to_numpy(t._td)
-    lo, hi = int(arr.min()), int(arr.max())
+    lo, hi = value_range(t.backend.to_numpy(t._td))
     set_index_range(t, lo, hi)
     return lo, hi
+
+
+SHORT_RANGE = 64
+"""Up to this many values, :func:`value_range` takes the min and max in Python: numpy's two
+reductions cost ~1.3 µs each before they read a value, more than Python's over a data loader's
+row of a few indices."""
+
+
+def value_range(array: Any) -> tuple[int, int]:
+    """``(min, max)`` of a non-empty host array of integers, as Python ints.
+
+    >>> import numpy as np
+    >>> from torchlight.tensor.dispatch import value_range
+    >>> value_range(np.array([[3, -1], [7, 2]]))
+    (-1, 7)
+    """
+    if array.size <= SHORT_RANGE:
+        values = array.ravel().tolist()
+        return int(min(values)), int(max(values))
+    return int(array.min()), int(array.max())
 
 
 def normalize_dim(dim: Any, ndim: int, allow_end: bool = False) -> int:
