@@ -39,24 +39,21 @@ def main(argv=None):
     import torchlight as tl
 
     sys.path.insert(0, str(PROJECT))
-    from data import Batch
-    from model import EOS, PAD, SOS, ModelConfig, Seq2Seq
+    from data import Encoded, make_batch
+    from model import EOS, ModelConfig, Seq2Seq
 
     rng = np.random.default_rng(0)
     n = args.batch
 
     def batch():
+        """``n`` random sentence pairs of 4 to 10 tokens (EOS last), padded by the project's own
+        ``make_batch`` as its training loop pads them."""
         src_len, tgt_len = rng.integers(4, 11, n), rng.integers(4, 11, n)
-        src = np.full((src_len.max(), n), PAD, np.int64)
-        tgt = np.full((tgt_len.max(), n), PAD, np.int64)
+        src, tgt = [], []
         for i in range(n):
-            src[: src_len[i] - 1, i] = rng.integers(4, args.vocab, src_len[i] - 1)
-            tgt[: tgt_len[i] - 1, i] = rng.integers(4, args.vocab, tgt_len[i] - 1)
-            src[src_len[i] - 1, i] = tgt[tgt_len[i] - 1, i] = EOS
-        dec_in = np.full_like(tgt, PAD)
-        dec_in[0] = SOS
-        dec_in[1:] = np.where(tgt[:-1] == EOS, PAD, tgt[:-1])
-        return Batch(src, src_len, dec_in, tgt, np.arange(n))
+            src.append(np.r_[rng.integers(4, args.vocab, src_len[i] - 1), EOS])
+            tgt.append(np.r_[rng.integers(4, args.vocab, tgt_len[i] - 1), EOS])
+        return make_batch(Encoded(src, tgt), np.arange(n))
 
     tl.set_default_device(args.device)
     tl.manual_seed(0)
