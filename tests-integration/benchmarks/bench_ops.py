@@ -63,6 +63,24 @@ CASES = {
         lambda x: x.unfold(2, 5, 1).unfold(3, 5, 1).sum().backward(),
         m.ones(4, 6, 12, 12, requires_grad=True),
     ),
+    "max_pool2d 2x2, backward (32x6x28x28)": lambda m: _call(
+        lambda x: m.nn.functional.max_pool2d(x, 2).sum().backward(),
+        m.randn(32, 6, 28, 28, requires_grad=True),
+    ),
+    "max_pool2d 3x3 stride 2, backward (16x64x16x16)": lambda m: _call(
+        lambda x: m.nn.functional.max_pool2d(x, 3, 2).sum().backward(),
+        m.randn(16, 64, 16, 16, requires_grad=True),
+    ),
+    "conv2d 6->16 5x5, backward (32x6x14x14)": lambda m: _call(
+        lambda x, w: m.nn.functional.conv2d(x, w).sum().backward(),
+        m.randn(32, 6, 14, 14, requires_grad=True),
+        m.randn(16, 6, 5, 5, requires_grad=True),
+    ),
+    "conv2d 32->64 3x3 pad 1, backward (16x32x16x16)": lambda m: _call(
+        lambda x, w: m.nn.functional.conv2d(x, w, padding=1).sum().backward(),
+        m.randn(16, 32, 16, 16, requires_grad=True),
+        m.randn(64, 32, 3, 3, requires_grad=True),
+    ),
     "sum(dim=1) (8x8, grad)": lambda m: _call(lambda x: x.sum(1), m.ones(8, 8, requires_grad=True)),
     "mean (8x8, grad)": lambda m: _call(lambda x: x.mean(), m.ones(8, 8, requires_grad=True)),
     "max(x, 1) (5x5)": lambda m: _call(lambda x: m.max(x, 1), m.ones(5, 5)),

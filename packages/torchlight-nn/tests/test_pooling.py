@@ -4,6 +4,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import torchlight as tl
 import torchlight.nn as nn
@@ -30,7 +32,8 @@ def np_max_pool2d(x, k, s, p, d=(1, 1), ceil=False):
                     r, q = i * s[0] - p[0] + a * d[0], j * s[1] - p[1] + b * d[1]
                     if 0 <= r < h and 0 <= q < w:
                         v = x[:, :, r, q]
-                        better = v > y[:, :, i, j]
+                        # PyTorch's rule: a larger value, or any NaN, takes over
+                        better = (v > y[:, :, i, j]) | np.isnan(v)
                         y[:, :, i, j] = np.where(better, v, y[:, :, i, j])
                         idx[:, :, i, j] = np.where(better, r * w + q, idx[:, :, i, j])
     return y, idx
@@ -130,6 +133,84 @@ def test_max_pool_gradient_goes_to_the_winner_on_ties():
     np.testing.assert_array_equal(
         x.grad.to_numpy().reshape(-1), [1, 0, 0, 0]
     )  # first index, like PyTorch
+
+
+def np_max_pool2d_grad(x, g, ref_idx):
+    """The gradient a max pool gives its input: each output's gradient added at its winner."""
+    n, c, h, w = x.shape
+    gx = np.zeros((n, c, h * w))
+    flat_g, flat_i = g.reshape(n, c, -1), ref_idx.reshape(n, c, -1)
+    for a in range(n):
+        for b in range(c):
+            np.add.at(gx[a, b], flat_i[a, b], flat_g[a, b])
+    return gx.reshape(x.shape)
+
+
+@st.composite
+def pool_cases(draw):
+    k = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    s = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    d = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    p = (draw(st.integers(0, k[0] // 2)), draw(st.integers(0, k[1] // 2)))
+    h = draw(st.integers(d[0] * (k[0] - 1) + 1, 8))
+    w = draw(st.integers(d[1] * (k[1] - 1) + 1, 8))
+    ties = draw(st.booleans())  # small integers: many equal values in a window
+    return k, s, p, d, draw(st.booleans()), (draw(st.integers(1, 2)), 2, h, w), ties
+
+
+@settings(max_examples=60, deadline=None)
+@given(pool_cases(), st.integers(0, 2**31 - 1))
+def test_max_pool2d_values_indices_and_gradient_match_numpy(case, seed):
+    k, s, p, d, ceil, shape, ties = case
+    r = np.random.default_rng(seed)
+    x = r.integers(-2, 3, shape).astype(np.float64) if ties else r.standard_normal(shape)
+    ref, ref_idx = np_max_pool2d(x, k, s, p, d, ceil)
+    g = r.standard_normal(ref.shape)
+    xt = tl.tensor(x, requires_grad=True)
+    y, idx = F.max_pool2d(xt, k, s, p, d, ceil_mode=ceil, return_indices=True)
+    y.backward(tl.tensor(g))
+    np.testing.assert_array_equal(y.to_numpy(), ref)
+    np.testing.assert_array_equal(idx.to_numpy(), ref_idx)
+    np.testing.assert_allclose(xt.grad.to_numpy(), np_max_pool2d_grad(x, g, ref_idx), atol=1e-12)
+
+
+def test_max_pool2d_on_non_contiguous_input():
+    xs = tl.tensor(rng.standard_normal((3, 8, 2, 7))).permute(2, 0, 3, 1)
+    assert not xs.is_contiguous()
+    ref, ref_idx = np_max_pool2d(xs.to_numpy(), (3, 2), (2, 2), (1, 0), (1, 1))
+    y, idx = F.max_pool2d(xs, (3, 2), (2, 2), (1, 0), return_indices=True)
+    np.testing.assert_array_equal(y.to_numpy(), ref)
+    np.testing.assert_array_equal(idx.to_numpy(), ref_idx)
+
+
+def test_max_pool_nan_wins_like_pytorch():
+    """A NaN is the maximum of its window, and its gradient and index go to the window's last
+    NaN (PyTorch's ``val > max || isnan(val)`` kernel rule)."""
+    nan = float("nan")
+    x = np.array([[[[nan, 1.0, 2.0, nan], [3.0, nan, 0.0, 5.0]]]])
+    xt = tl.tensor(x, requires_grad=True)
+    y, idx = F.max_pool2d(xt, 2, return_indices=True)
+    ref, ref_idx = np_max_pool2d(x, (2, 2), (2, 2), (0, 0))
+    assert np.isnan(y.to_numpy()).all() and np.isnan(ref).all()
+    np.testing.assert_array_equal(idx.to_numpy(), ref_idx)
+    np.testing.assert_array_equal(idx.to_numpy(), [[[[5, 3]]]])
+    y.sum().backward()
+    np.testing.assert_array_equal(xt.grad.to_numpy(), [[[[0, 0, 0, 1], [0, 1, 0, 0]]]])
+
+
+def test_max_pool_gradient_is_differentiable_in_the_incoming_gradient():
+    """``create_graph=True``: the input gradient is linear in the output gradient ``g`` (it puts
+    ``g`` at the winners), and its derivative with respect to ``g`` is the gather back."""
+    x = tl.tensor(rng.standard_normal((1, 2, 5, 5)))
+
+    def input_grad(g):
+        with tl.enable_grad():  # gradcheck's finite differences run without recording
+            xr = x.detach().requires_grad_()
+            F.max_pool2d(xr, 3, 1, 1).backward(g, create_graph=True)
+            return xr.grad
+
+    g = tl.randn(1, 2, 5, 5, dtype=tl.float64, requires_grad=True)
+    assert tl.gradcheck(input_grad, (g,))
 
 
 def test_pool_gradchecks():

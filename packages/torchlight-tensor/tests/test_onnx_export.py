@@ -137,6 +137,22 @@ def test_shapes_views_and_indexing():
     _run(fn, [_f(2, 3, 4)])
 
 
+def test_windows_and_window_max():
+    """The im2col view of convolutions and the max over windows of max pooling (strides,
+    dilation, leading dims of any count), as gathers along each spatial dim."""
+    from torchlight.tensor.functions.windows import unfold_windows, window_max
+
+    def fn(x):
+        return (
+            unfold_windows(x, (3, 2), (1, 2), (1, 2)),
+            unfold_windows(x[0], (4,), (3,), (1,)),
+            window_max(x, (2, 3), (2, 1), (2, 1), (3, 4)),
+            window_max(x, (2, 2), (2, 2), (1, 1), (3, 3)),
+        )
+
+    _run(fn, [_f(2, 3, 7, 6)])
+
+
 def test_reductions():
     def fn(x):
         return (
@@ -210,6 +226,20 @@ def test_linear_becomes_one_gemm(bias):
         dynamic_axes={"x": [0], "x3": [0]},
     )
     assert [n.op_type for n in proto.graph.node].count("Gemm") == 2
+
+
+def test_a_weight_broadcast_over_a_dynamic_batch_into_a_product():
+    """``w @ x`` with ``w (1, 4, 3)`` and ``x (B, 1, 3, 5)``: the recorded expand of ``w`` to the
+    dynamic batch stays 1 there (MatMul broadcasts); an expand read by anything else is refused."""
+    w = _f(1, 4, 3)
+    _run(lambda x: w @ x, [_f(2, 1, 3, 5)], [_f(6, 1, 3, 5)], dynamic_axes={"input": [0]})
+    with pytest.raises(OnnxExportError, match="creates a dynamic size"):
+        export(
+            lambda x: w.expand(x.shape[0], 1, 4, 3) + x[..., :1],
+            (_f(2, 1, 4, 3),),
+            None,
+            dynamic_axes={"input": [0]},
+        )
 
 
 def test_dynamic_axes_accept_other_sizes():
@@ -313,6 +343,8 @@ def test_every_table_entry_is_exercised_by_these_tests():
         "Expand",
         "Restride",
         "Unfold",
+        "WindowsView",
+        "WindowMax",
         "Cat",
         "Stack",
         "Roll",

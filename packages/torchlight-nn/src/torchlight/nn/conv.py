@@ -11,19 +11,22 @@ output size along a dim of length ``L`` is ``⌊(L + 2·pad - dilation·(k-1) - 
 Implementation (im2col without loops over positions):
 
 1. zero-pad the spatial dims (``tl.pad``);
-2. ``unfold(dim, dilation·(k-1)+1, stride)`` per spatial dim — a zero-copy strided view of all
-   receptive fields — then keep every ``dilation``-th element of the window: ``(N, C, *out, *k)``;
-3. split channels into groups, move ``(C/g, *k)`` last and reshape: the one copy, giving
-   patch rows of length ``K = C/g · prod(k)``;
-4. one (batched over groups) matmul with the weight reshaped to ``(g, K, O/g)``.
+2. every receptive field as one zero-copy strided view ``(N, C, *out, *k)``
+   (:func:`~torchlight.tensor.functions.windows.unfold_windows`, dilation included);
+3. split channels into groups, order the dims ``(N, g, C/g, *k, *out)`` and reshape: the one
+   copy, giving columns ``(N, g, K, P)`` with ``K = C/g · prod(k)`` features and ``P`` positions;
+4. one matmul, batched over ``N`` and the groups, with the weight reshaped to ``(g, O/g, K)``:
+   ``(N, g, O/g, P)``, which is already the output's layout ``(N, O, *out)``.
 
 Autograd needs nothing special: the backward of each of those view/matmul steps composes to the
-transposed convolution (unfold's backward scatters window gradients back to their positions).
+transposed convolution (the windows' backward adds each kernel offset's gradient back at its
+positions, col2im).
 """
 
 import math
 
 import torchlight as tl
+from torchlight.tensor.functions.windows import unfold_windows
 
 from . import init
 from .module import Module
@@ -63,22 +66,6 @@ def _padding_pairs(padding, kernel, stride, dilation, nd, name):
     return tuple((p, p) for p in _tuple(padding, nd, "padding"))
 
 
-def windows(x, kernel, stride, dilation):
-    """``(N, C, *S) → (N, C, *out, *kernel)``: every receptive field, as a strided view."""
-    nd = len(kernel)
-    for d in range(nd):
-        span = dilation[d] * (kernel[d] - 1) + 1
-        if span > x.shape[2 + d]:
-            raise tl.ShapeError(
-                f"kernel size {kernel[d]} (dilation {dilation[d]}, span {span}) is larger than the "
-                f"padded input size {x.shape[2 + d]} in spatial dim {d} (input shape {x.shape})"
-            )
-        x = x.unfold(2 + d, span, stride[d])
-        if dilation[d] > 1:
-            x = x[..., :: dilation[d]]
-    return x
-
-
 def _conv(x, weight, bias, stride, padding, dilation, groups, nd, name):
     if x.ndim == nd + 1:  # unbatched input (C, *S)
         return _conv(
@@ -106,23 +93,19 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, nd, name):
     flat_pad = [v for pair in reversed(pairs) for v in pair]
     if any(flat_pad):
         x = tl.pad(x, flat_pad)
-    win = windows(x, kernel, stride, dilation)  # (N, C, *out, *k)
+    win = unfold_windows(x, kernel, stride, dilation)  # (N, C, *out, *k), a view
     out = win.shape[2 : 2 + nd]
     positions = math.prod(out)
     k_len = cg * math.prod(kernel)
-    og = o // groups
-    # (N, g, C/g, *out, *k) -> (N, g, *out, C/g, *k): patch rows with channel-major features,
-    # the same order as weight.reshape(O, C/g · prod(k)).
+    # (N, g, C/g, *out, *k) -> (N, g, C/g, *k, *out): patch columns with channel-major
+    # features, the order of weight.reshape(O, C/g · prod(k)). Positions innermost: the copy
+    # that reshape makes then moves runs of the input's rows (several times faster than runs
+    # of kernel width), and y comes out (N, O, positions), already in its final layout.
     win = win.reshape((n, groups, cg) + out + tuple(kernel))
-    perm = (0, 1) + tuple(range(3, 3 + nd)) + (2,) + tuple(range(3 + nd, 3 + 2 * nd))
-    cols = win.permute(*perm)
-    if groups == 1:
-        y = cols.reshape(n * positions, k_len) @ weight.reshape(o, k_len).T  # (N·P, O)
-        y = y.reshape(n, positions, o).permute(0, 2, 1)
-    else:
-        cols = cols.reshape(n, groups, positions, k_len)
-        w = weight.reshape(groups, og, k_len).transpose(1, 2)  # (g, K, O/g)
-        y = (cols @ w).permute(0, 1, 3, 2)  # (N, g, O/g, P)
+    perm = (0, 1, 2) + tuple(range(3 + nd, 3 + 2 * nd)) + tuple(range(3, 3 + nd))
+    cols = win.permute(*perm).reshape(n, groups, k_len, positions)
+    w = weight.reshape(groups, o // groups, k_len)
+    y = w @ cols  # (N, g, O/g, P)
     y = y.reshape((n, o) + out)
     if bias is not None:
         y = y + bias.reshape((1, o) + (1,) * nd)

@@ -11,6 +11,7 @@ import math
 import torchlight as tl
 from torchlight import Tensor
 from torchlight.tensor.extension import linear as _linear
+from torchlight.tensor.functions.windows import unfold_windows
 
 from .conv import conv1d, conv2d
 from .loss import (
@@ -293,14 +294,14 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     >>> F.unfold(tl.arange(9.0).reshape(1, 1, 3, 3), 2).tolist()
     [[[0.0, 1.0, 3.0, 4.0], [1.0, 2.0, 4.0, 5.0], [3.0, 4.0, 6.0, 7.0], [4.0, 5.0, 7.0, 8.0]]]
     """
-    from .conv import _tuple, windows
+    from .conv import _tuple
 
     if input.ndim != 4:
         raise tl.ShapeError(f"unfold: expected a 4-D (N, C, H, W) input, got shape {input.shape}")
     kernel, dilation = _tuple(kernel_size, 2, "kernel_size"), _tuple(dilation, 2, "dilation")
     padding, stride = _tuple(padding, 2, "padding"), _tuple(stride, 2, "stride")
     x = tl.pad(input, [padding[1], padding[1], padding[0], padding[0]]) if any(padding) else input
-    win = windows(x, kernel, stride, dilation)  # (N, C, oh, ow, kh, kw)
+    win = unfold_windows(x, kernel, stride, dilation)  # (N, C, oh, ow, kh, kw)
     n, c, oh, ow = win.shape[:4]
     return win.permute(0, 1, 4, 5, 2, 3).reshape(n, c * kernel[0] * kernel[1], oh * ow)
 

@@ -5,8 +5,9 @@ Window geometry is the convolution's: along a dim of length ``L`` with kernel ``
 ``⌊(L + 2p - d(k-1) - 1)/s⌋ + 1`` windows (``⌈·⌉`` with ``ceil_mode``, minus one if the last
 window would start in the right padding). ``p <= k/2`` so no window is padding only.
 
-* max pool pads with ``-inf`` (padding never wins) and takes ``max`` over each window; the
-  gradient goes to the element that won (the first one on ties, like PyTorch).
+* max pool pads with ``-inf`` (padding never wins) and takes the max over each window, one
+  window offset at a time (:mod:`torchlight.tensor.functions.windows`); the gradient goes to
+  the element that won (the first one on ties, like PyTorch).
 * avg pool pads with zeros and divides each window sum by its *divisor*: ``prod(k)`` in the plain
   case; with ``count_include_pad=False`` only real input elements count, and with
   ``ceil_mode`` elements past the right padding never count. The divisor is computed once per
@@ -25,8 +26,9 @@ from typing import Any
 import numpy as np
 
 import torchlight as tl
+from torchlight.tensor.functions.windows import Windows, unfold_windows, window_max, winners
 
-from .conv import _tuple, windows
+from .conv import _tuple
 from .module import Module
 
 __all__ = [
@@ -86,17 +88,16 @@ def _prepare(x, kernel_size, stride, padding, dilation, nd, name):
     return kernel, stride, _tuple(padding, nd, "padding"), _tuple(dilation, nd, "dilation")
 
 
-def _padded_windows(x, kernel, stride, padding, dilation, ceil_mode, fill, name):
-    nd = len(kernel)
+def _padded(x, kernel, stride, padding, dilation, ceil_mode, fill, name):
+    """``x`` padded with ``fill`` (``padding`` each side, plus what ``ceil_mode`` adds on the
+    right) and the number of windows per spatial dim."""
     outs, extra = _geometry(x.shape[2:], kernel, stride, padding, dilation, ceil_mode, name)
     flat = []
     for p, e in zip(reversed(padding), reversed(extra)):
         flat += [p, p + e]
     if any(flat):
         x = tl.pad(x, flat, value=fill)
-    win = windows(x, kernel, stride, dilation)
-    assert win.shape[2 : 2 + nd] == outs
-    return win, outs
+    return x, outs
 
 
 def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd, name):
@@ -116,15 +117,13 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
     kernel, stride, padding, dilation = _prepare(
         x, kernel_size, stride, padding, dilation, nd, name
     )
-    win, outs = _padded_windows(
-        x, kernel, stride, padding, dilation, ceil_mode, float("-inf"), name
-    )
-    flat = win.reshape(x.shape[:2] + outs + (math.prod(kernel),))
-    values, local = flat.max(-1)
+    padded, outs = _padded(x, kernel, stride, padding, dilation, ceil_mode, float("-inf"), name)
+    values = window_max(padded, kernel, stride, dilation, outs)
     if not return_indices:
         return values
     # PyTorch's indices: flat positions in the (unpadded) input plane.
-    local = local.numpy()
+    with tl.no_grad():
+        local = winners(padded, values, Windows(kernel, stride, dilation, outs)).numpy()
     grids = np.meshgrid(*[np.arange(n) for n in outs], indexing="ij")
     offsets = np.unravel_index(local, kernel)
     flat_index = np.zeros(local.shape, dtype=np.int64)
@@ -150,7 +149,8 @@ def _avg_pool(
             name,
         ).squeeze(0)
     kernel, stride, padding, dilation = _prepare(x, kernel_size, stride, padding, 1, nd, name)
-    win, outs = _padded_windows(x, kernel, stride, padding, dilation, ceil_mode, 0.0, name)
+    padded, outs = _padded(x, kernel, stride, padding, dilation, ceil_mode, 0.0, name)
+    win = unfold_windows(padded, kernel, stride, dilation)
     sums = win.sum(tuple(range(2 + nd, 2 + 2 * nd)))
     if divisor_override:
         return sums / divisor_override

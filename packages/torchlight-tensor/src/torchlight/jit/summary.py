@@ -9,7 +9,7 @@ Bytes are those of each op's output when the op materialises one (views allocate
 
 __all__ = ["flops", "out_bytes", "summary", "to_dot", "VIEW_OPS"]
 
-VIEW_OPS = {"view", "permute", "expand", "squeeze", "unsqueeze", "unfold", "getitem"}
+VIEW_OPS = {"view", "permute", "expand", "squeeze", "unsqueeze", "unfold", "windows", "getitem"}
 _PER_ELEMENT = {
     "softmax": 5,
     "log_softmax": 5,

@@ -141,6 +141,8 @@ _BY_CLASS = {
     "Permute": "permute",
     "Expand": "expand",
     "Unfold": "unfold",
+    "WindowsView": "windows",
+    "WindowMax": "window_max",
     "Cat": "cat",
     "Roll": "roll",
     "Pad": "pad",

@@ -98,6 +98,7 @@ def export(
             names[v.index] = g.const(v.tensor.detach().to_numpy(), v.name or "const")
     values = {v.index: v for v in tape.values}
     known = {v.index: v.tensor for v in tape.values if v.kind in ("param", "const")}
+    g.matmul_only = _read_only_by_matmul(tape, out_slots)
     for node in tape.nodes:
         if do_constant_folding and all(s in known for s in node.inputs) and not dyn_of[node.out]:
             # an op on parameters and constants only (a weight's transpose): computed now,
@@ -107,7 +108,7 @@ def export(
             names[node.out] = g.const(known[node.out].to_numpy(), base)
             continue
         args_v = tuple(_resolve(a, names, values, dyn_of) for a in node.args)
-        g.out_dyn = dyn_of[node.out]
+        g.out_dyn, g.out_slot = dyn_of[node.out], node.out
         names[node.out] = translate(g, node, args_v)
 
     graph_outputs = []
@@ -228,6 +229,16 @@ def _dynamic_axes(dynamic_axes, in_names, out_names):
 def _value_info(helper, name, shape, dtype, axes):
     dims = [axes.get(k, int(n)) for k, n in enumerate(shape)]
     return helper.make_tensor_value_info(name, onnx_dtype(dtype), dims)
+
+
+def _read_only_by_matmul(tape, out_slots):
+    """The tape slots that only matrix products read (not a graph output): ONNX's MatMul
+    broadcasts batch dims itself, so an expand feeding it may leave a dynamic dim at 1."""
+    readers: dict = {}
+    for node in tape.nodes:
+        for s in node.inputs:
+            readers.setdefault(s, set()).add(node.fn.__name__)
+    return {s for s, fns in readers.items() if fns == {"MatMul"}} - set(out_slots)
 
 
 def _resolve(a, names, values, dyn_of):

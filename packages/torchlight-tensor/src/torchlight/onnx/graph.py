@@ -70,6 +70,8 @@ class GraphBuilder:
         self.nodes = []
         self.initializers = []
         self.out_dyn = frozenset()  # the dynamic dims of the op being translated
+        self.matmul_only = frozenset()  # tape slots only matrix products read (exporter.py)
+        self.out_slot = None  # the tape slot of the op being translated
         self._used = set()
         self._consts = {}
 

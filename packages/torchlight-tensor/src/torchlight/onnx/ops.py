@@ -161,11 +161,14 @@ def _expand(g, node, a):
     lead = len(node.shape) - x.ndim
     target = [int(n) for n in node.shape]
     for k in g.out_dyn:
-        if k < lead or (k - lead) not in x.dyn:
+        # Expand keeps the input's size where the target says 1; a matrix product broadcasts a
+        # batch dim of 1 itself (a weight shared over a dynamic batch), so there 1 is exact too
+        broadcast_by_matmul = g.out_slot in g.matmul_only and (k < lead or x.shape[k - lead] == 1)
+        if not broadcast_by_matmul and (k < lead or (k - lead) not in x.dyn):
             raise OnnxExportError(
                 f"an expand of {x.shape} to {node.shape} creates a dynamic size; it cannot be exported"
             )
-        target[k] = 1  # Expand keeps the input's size where the target says 1
+        target[k] = 1
     return g.node("Expand", [x.name, g.ints(target)], name="expand")
 
 
@@ -178,17 +181,45 @@ def _restride(g, node, a):
 
 
 def _unfold(g, node, a):
-    # windows = x.gather(dim, [[0..size), [step..step+size), ...]) then the window axis goes last
     x, dim, size, step = a
-    if dim in x.dyn:
+    _static(x, [dim], "unfold")
+    return _windows_along(g, x.name, x.ndim, dim, x.shape[dim], size, step, 1, "unfold")
+
+
+def _static(x, dims, label):
+    if any(d in x.dyn for d in dims):
         raise OnnxExportError(
-            "unfold (convolution, pooling) along a dynamic axis cannot be exported; make it static"
+            f"{label} (convolution, pooling) along a dynamic axis cannot be exported; make it static"
         )
-    count = (x.shape[dim] - size) // step + 1
-    idx = np.arange(count)[:, None] * step + np.arange(size)[None, :]
-    win = g.node("Gather", [x.name, g.const(idx.astype(np.int64), "windows")], axis=int(dim))
-    perm = [*range(dim + 1), *range(dim + 2, x.ndim + 1), dim + 1]
-    return g.node("Transpose", [win], perm=perm, name="unfold")
+
+
+def _windows_along(g, name, ndim, dim, length, size, step, dilation, label):
+    """The windows along ``dim`` (of ``length``) of the ``ndim``-dim value ``name`` as a new
+    last axis: ``x.gather(dim, [[0, d, .., (size-1)d], [step, ...], ...])``, then transposed."""
+    span = dilation * (size - 1) + 1
+    count = (length - span) // step + 1
+    idx = np.arange(count)[:, None] * step + np.arange(size)[None, :] * dilation
+    win = g.node("Gather", [name, g.const(idx.astype(np.int64), "windows")], axis=int(dim))
+    perm = [*range(dim + 1), *range(dim + 2, ndim + 1), dim + 1]
+    return g.node("Transpose", [win], perm=perm, name=label)
+
+
+def _windows(g, node, a, label="windows"):
+    # every window at once: the windows along each spatial dim in turn; each new window axis
+    # goes last, so the kernel axes end in order and the spatial dims keep their positions
+    x, win = a
+    lead = x.ndim - len(win.kernel)
+    _static(x, range(lead, x.ndim), label)
+    name = x.name
+    for d, (k, s, dil) in enumerate(zip(win.kernel, win.stride, win.dilation)):
+        name = _windows_along(g, name, x.ndim + d, lead + d, x.shape[lead + d], k, s, dil, label)
+    return name
+
+
+def _window_max(g, node, a):
+    x, win = a
+    axes = list(range(x.ndim, x.ndim + len(win.kernel)))  # the kernel axes _windows appends
+    return g.reduce("ReduceMax", _windows(g, node, a, "window_max"), axes, False, "window_max")
 
 
 def _cat(g, node, a):
@@ -452,6 +483,8 @@ OPS = {
     "Expand": _expand,
     "Restride": _restride,
     "Unfold": _unfold,
+    "WindowsView": _windows,
+    "WindowMax": _window_max,
     "Cat": _cat,
     "Stack": _stack,
     "Roll": _roll,

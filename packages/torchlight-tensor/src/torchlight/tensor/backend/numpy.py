@@ -45,9 +45,17 @@ def blas_operands(x, y):
     into numpy's slow generic loop, so such operands are packed first (measured: q @ kᵀ 47 ms ->
     11 ms in the mini-GPT)."""
     if x.ndim > 2:
-        if not x.flags.c_contiguous:
+        # A matrix broadcast over the batch (a convolution's weight) goes in as one 2-D matrix:
+        # numpy's matmul broadcasts it itself, where packing would copy it once per batch entry.
+        # (Not both: the product must keep the batch dims of ``out``.)
+        x_shared, y_shared = not any(x.strides[:-2]), not any(y.strides[:-2])
+        if x_shared and not y_shared:
+            x = x[(0,) * (x.ndim - 2)]
+        elif y_shared and not x_shared:
+            y = y[(0,) * (y.ndim - 2)]
+        if x.ndim > 2 and not x.flags.c_contiguous:
             x = np.ascontiguousarray(x)
-        if not y.flags.c_contiguous:
+        if y.ndim > 2 and not y.flags.c_contiguous:
             y = np.ascontiguousarray(y)
     return x, y
 

@@ -8,7 +8,7 @@ import numpy as np
 from torchlight.autograd import Function
 
 from ..creation import filled, from_numpy_on
-from ..dispatch import normalize_dim, sum_to, view_of
+from ..dispatch import contiguous, normalize_dim, sum_to, view_of
 from ..errors import ShapeError
 from ..storage import TensorData, infer_shape
 from .index import BasicIndex
@@ -231,6 +231,10 @@ class UnfoldBackward(Function):
             backend.map("copy", gt, ot.unfold(dim, size, step))
             return out
         span = (gt.shape[dim] - 1) * step + 1
+        if not gt.is_contiguous():
+            # each of the passes below reads a slice of g: a strided g (a convolution's, after
+            # its permute) packed once costs less than reading it scattered `size` times
+            gt = contiguous(g)._td
         for k in range(size):  # offset k of every window at once: these positions are disjoint
             target = ot.slice(dim, k, k + span, step)
             backend.zip("add", target, gt.select(gt.ndim - 1, k), target)

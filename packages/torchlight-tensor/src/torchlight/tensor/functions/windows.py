@@ -1,0 +1,293 @@
+"""The maximum over sliding windows (max pooling) and its gradient, one window offset at a time.
+
+Windows of ``kernel`` elements run along the last ``nd = len(kernel)`` dims of ``x``, ``stride``
+apart, their elements ``dilation`` apart. Window ``w`` (a tuple over those dims) holds
+``x[..., w·stride + j·dilation]`` for the offsets ``j`` of the kernel, so the element at offset
+``j`` of *every* window is one strided view of ``x``:
+
+    V_j = x[..., j₁d₁ :: s₁, j₂d₂ :: s₂, ...]   (cut to the output's size)
+
+and the forward pass is ``y = max_j V_j``: ``prod(kernel) - 1`` elementwise ``maximum`` passes
+over the output, with no copy of the windows. (Reducing a short, strided window axis instead —
+unfold, reshape, ``max(-1)`` — copies every window and then walks them one at a time: several
+times slower for the 2×2 pools of a CNN.)
+
+The gradient goes to the element that won: the first offset whose value equals ``y`` (of equal
+values the first wins, as in PyTorch); in a window whose maximum is NaN its last NaN, as
+PyTorch's ``val > max || isnan(val)`` rule picks. With ``M_j`` the 0/1 mask of the windows
+won at offset ``j``,
+
+    ∂L/∂x = Σ_j  scatter_j( M_j · ∂L/∂y )
+
+where ``scatter_j`` adds into the positions of ``V_j``. Within one offset the positions are
+distinct, so overlapping windows (stride < kernel) add up across offsets, as they must.
+
+The masks are built with arithmetic, not ``where``: ``M_j = [V_j = y] · R_j`` with ``R`` the
+windows not yet claimed (``R_0 = 1``, ``R_{j+1} = R_j - M_j``). A select with a data-dependent
+mask costs numpy ~10× a multiply (a branch per element); a product does not. A product is
+only exact for finite values (``inf · 0`` is NaN), so a gradient holding ``inf`` or NaN is
+picked with ``where`` instead.
+"""
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from torchlight.autograd import Function
+
+from .. import dtypes
+from ..creation import filled
+from ..dispatch import (
+    alloc,
+    cast,
+    filled_cached,
+    ones_cached,
+    reduce_op,
+    view_of,
+    where_op,
+    zip_into,
+    zip_op,
+)
+from ..errors import ShapeError
+from ..storage import TensorData
+
+__all__ = [
+    "Windows",
+    "WindowMax",
+    "WindowScatter",
+    "WindowGather",
+    "WindowsView",
+    "WindowsViewBackward",
+    "unfold_windows",
+    "window_max",
+    "winner_masks",
+    "winners",
+]
+
+
+@dataclass(frozen=True)
+class Windows:
+    """The geometry of sliding windows over the last ``len(kernel)`` dims: window size, the step
+    between windows, the step between a window's elements, and how many windows fit (per dim).
+    Not a tuple: a recorded op's tuple arguments are rebuilt element by element (jit, ONNX),
+    this one is passed through whole."""
+
+    kernel: tuple
+    stride: tuple
+    dilation: tuple
+    outs: tuple
+
+    def offsets(self) -> list:
+        """Every offset of the kernel, row-major (offset number ``j`` is PyTorch's local index)."""
+        return list(itertools.product(*(range(k) for k in self.kernel)))
+
+    def view(self, td: TensorData, offset: tuple) -> TensorData:
+        """``V_offset``: the element at ``offset`` of every window, as one strided view of ``td``."""
+        first = len(td.shape) - len(self.kernel)
+        for d, (j, n, s, dil) in enumerate(zip(offset, self.outs, self.stride, self.dilation)):
+            start = j * dil
+            td = td.slice(first + d, start, start + (n - 1) * s + 1, s)
+        return td
+
+    def views(self, td: TensorData) -> list:
+        """``[V_0, V_1, ...]`` in offset order."""
+        return [self.view(td, j) for j in self.offsets()]
+
+    def unfolded(self, td: TensorData) -> TensorData:
+        """Every window at once: ``td`` of shape ``(..., *sizes)`` as a strided view of shape
+        ``(..., *outs, *kernel)`` (im2col without a copy)."""
+        lead = len(td.shape) - len(self.kernel)
+        inner = td.strides[lead:]
+        return TensorData.of(
+            td.storage,
+            td.shape[:lead] + self.outs + self.kernel,
+            td.strides[:lead]
+            + tuple(st * s for st, s in zip(inner, self.stride))
+            + tuple(st * d for st, d in zip(inner, self.dilation)),
+            td.offset,
+            math.prod(td.shape[:lead] + self.outs + self.kernel),
+        )
+
+    def scatter(self, parts, shape, like):
+        """A zero tensor of ``shape`` (``like``'s dtype and backend) with ``parts[j]`` (a view of
+        the output's shape) added at the positions of ``V_j``: the adjoint of reading the views."""
+        out = filled(shape, 0, like.dtype, like.backend, like=like)
+        for part, offset in zip(parts, self.offsets()):
+            target = self.view(out._td, offset)
+            like.backend.zip("add", target, part, target)
+        return out
+
+
+class WindowMax(Function):
+    """``y = max_j V_j`` (see the module docstring); the gradient goes to each window's winner."""
+
+    @staticmethod
+    def forward(ctx, x, win):
+        views, backend = win.views(x._td), x.backend
+        y = alloc(views[0].shape, x.dtype, backend, x)
+        backend.map("copy", views[0], y._td)
+        for v in views[1:]:
+            backend.zip("maximum", y._td, v, y._td)
+        ctx.win = win
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        return WindowScatter.apply(g, winner_masks(x, y, ctx.win), ctx.win, x.shape), None
+
+
+class WindowScatter(Function):
+    """The adjoint of picking each window's winner: ``g`` (one value per window) added at the
+    positions of ``x``'s shape that won (``masks``: ``M_j`` per offset). Its own adjoint is
+    :class:`WindowGather`, so a gradient taken with ``create_graph=True`` stays differentiable."""
+
+    @staticmethod
+    def forward(ctx, g, masks, win, shape):
+        ctx.win, ctx.masks = win, masks
+        exact = _finite(g)
+        return win.scatter([_pick(g, m, exact)._td for m in masks], shape, g)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return WindowGather.apply(gg, ctx.masks, ctx.win), None, None, None
+
+
+class WindowGather(Function):
+    """Each window's value at its winner, ``Σ_j M_j · V_j`` (``masks``: ``M_j`` per offset): the
+    adjoint of :class:`WindowScatter`, whose backward it is."""
+
+    @staticmethod
+    def forward(ctx, x, masks, win):
+        ctx.win, ctx.masks, ctx.shape = win, masks, x.shape
+        exact = _finite(x)
+        out = None
+        for m, v in zip(masks, win.views(x._td)):
+            part = _pick(view_of(x, v), m, exact)
+            out = part if out is None else zip_into("add", out, part)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        return WindowScatter.apply(g, ctx.masks, ctx.win, ctx.shape), None, None
+
+
+class WindowsView(Function):
+    """Every window of ``x`` as one strided view ``(..., *outs, *kernel)``, no copy (what a
+    convolution's im2col and ``F.unfold`` read). The gradient adds the slice of ``g`` at each
+    kernel offset back at that offset's positions, one pass per offset."""
+
+    @staticmethod
+    def forward(ctx, x, win):
+        ctx.win, ctx.shape = win, x.shape
+        return view_of(x, win.unfolded(x._td))
+
+    @staticmethod
+    def backward(ctx, g):
+        return WindowsViewBackward.apply(g, ctx.win, ctx.shape), None
+
+
+class WindowsViewBackward(Function):
+    """The adjoint of :class:`WindowsView` (col2im): ``g[..., j]`` added at the positions of
+    ``V_j`` for every kernel offset ``j``. Its backward is :class:`WindowsView` again."""
+
+    @staticmethod
+    def forward(ctx, g, win, shape):
+        ctx.win = win
+        first = g.ndim - len(win.kernel)
+        parts = []
+        for offset in win.offsets():
+            part = g._td
+            for d in reversed(range(len(offset))):  # from the last: earlier dims keep their place
+                part = part.select(first + d, offset[d])
+            parts.append(part)
+        return win.scatter(parts, shape, g)
+
+    @staticmethod
+    def backward(ctx, gg):
+        return WindowsView.apply(gg, ctx.win), None, None
+
+
+def _finite(t):
+    """True when every value of ``t`` is finite (one sum: NaN or ±inf anywhere makes it so)."""
+    return math.isfinite(reduce_op("sum", t, tuple(range(t.ndim))).item())
+
+
+def _pick(values, mask, exact):
+    """``values`` where the 0/1 ``mask`` is 1, else 0: a product when ``exact`` (finite values),
+    else a select (``inf · 0`` would be NaN)."""
+    if exact:
+        return zip_op("mul", values, mask)
+    zero = filled_cached((), 0, values.dtype, values.backend, values)
+    return where_op(zip_op("ne", mask, zero, dtypes.bool_), values, zero)
+
+
+def winner_masks(x, y, win):
+    """``[M_0, M_1, ...]``: per kernel offset, 1 where that offset holds its window's maximum
+    ``y`` (the first such offset, or for a NaN maximum the window's last NaN), else 0; in ``y``'s
+    dtype (``int64`` for a bool ``y``). No gradient."""
+    dtype = y.dtype if y.dtype is not dtypes.bool_ else dtypes.int64
+    views = [view_of(x, v) for v in win.views(x._td)]
+    masks = _first(views, y, dtype, lambda v: zip_op("eq", v, y, dtypes.bool_))
+    if y.dtype.is_floating_point and not _finite(y):
+        nan = cast(zip_op("ne", y, y, dtypes.bool_), dtype)
+        if reduce_op("sum", nan, tuple(range(nan.ndim))).item():
+            last = _first(views[::-1], y, dtype, lambda v: zip_op("ne", v, v, dtypes.bool_), nan)
+            masks = [zip_into("add", m, n) for m, n in zip(masks, last[::-1])]
+    return masks
+
+
+def _first(views, y, dtype, hit, left=None):
+    """Per view, 1 where ``hit(view)`` holds and no earlier view's did (among the windows where
+    ``left`` is 1: all when None)."""
+    masks = []
+    for k, v in enumerate(views):
+        m = cast(hit(v), dtype)
+        if left is not None:
+            m = zip_into("mul", m, left)
+        if k + 1 < len(views):
+            left = (
+                zip_op("sub", ones_cached(y.shape, dtype, y.backend, y), m)
+                if left is None
+                else zip_op("sub", left, m)
+            )
+        masks.append(m)
+    return masks
+
+
+def winners(x, y, win):
+    """The offset number (row-major over the kernel, PyTorch's local index) of each window's
+    winner, as an ``int64`` tensor of ``y``'s shape (see :func:`winner_masks`). No gradient."""
+    idx = None
+    for j, m in enumerate(winner_masks(x, y, win)):
+        if j:
+            term = cast(zip_op("mul", m, filled_cached((), j, m.dtype, m.backend, m)), dtypes.int64)
+            idx = term if idx is None else zip_into("add", idx, term)
+    return idx if idx is not None else filled(y.shape, 0, dtypes.int64, y.backend, like=y)
+
+
+def unfold_windows(x, kernel, stride, dilation):
+    """Every window over the last ``len(kernel)`` dims of ``x`` as a strided view
+    ``x.shape[:-nd] + outs + kernel`` (no copy), with its gradient; ``outs`` per dim is
+    ``(size - dilation·(kernel - 1) - 1) // stride + 1``. Raises ``ShapeError`` when a window
+    does not fit."""
+    nd = len(kernel)
+    outs = []
+    for d, (size, k, s, dil) in enumerate(zip(x.shape[x.ndim - nd :], kernel, stride, dilation)):
+        span = dil * (k - 1) + 1
+        if span > size:
+            raise ShapeError(
+                f"kernel size {k} (dilation {dil}, span {span}) is larger than the padded input "
+                f"size {size} in spatial dim {d} (input shape {x.shape})"
+            )
+        outs.append((size - span) // s + 1)
+    win = Windows(tuple(kernel), tuple(stride), tuple(dilation), tuple(outs))
+    return WindowsView.apply(x, win)
+
+
+def window_max(x, kernel, stride, dilation, outs):
+    """The maximum of each window (see the module docstring) over the last ``len(kernel)`` dims
+    of ``x``, with its gradient: shape ``x.shape[:-nd] + outs``. ``x`` is already padded and
+    ``outs`` windows fit in each dim (``(outs - 1)·stride + dilation·(kernel - 1) < size``)."""
+    return WindowMax.apply(x, Windows(tuple(kernel), tuple(stride), tuple(dilation), tuple(outs)))
