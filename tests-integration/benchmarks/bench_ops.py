@@ -71,6 +71,10 @@ CASES = {
         lambda x: m.nn.functional.max_pool2d(x, 3, 2).sum().backward(),
         m.randn(16, 64, 16, 16, requires_grad=True),
     ),
+    "avg_pool2d 2x2, backward (32x6x28x28)": lambda m: _call(
+        lambda x: m.nn.functional.avg_pool2d(x, 2).sum().backward(),
+        m.randn(32, 6, 28, 28, requires_grad=True),
+    ),
     "conv2d 6->16 5x5, backward (32x6x14x14)": lambda m: _call(
         lambda x, w: m.nn.functional.conv2d(x, w).sum().backward(),
         m.randn(32, 6, 14, 14, requires_grad=True),

@@ -213,6 +213,19 @@ def test_max_pool_gradient_is_differentiable_in_the_incoming_gradient():
     assert tl.gradcheck(input_grad, (g,))
 
 
+def test_avg_pool_gradient_is_differentiable_in_the_incoming_gradient():
+    x = tl.tensor(rng.standard_normal((1, 2, 6, 5)))
+
+    def input_grad(g):
+        with tl.enable_grad():
+            xr = x.detach().requires_grad_()
+            F.avg_pool2d(xr, 3, 2, 1, count_include_pad=False).backward(g, create_graph=True)
+            return xr.grad
+
+    g = tl.randn(1, 2, 3, 3, dtype=tl.float64, requires_grad=True)
+    assert tl.gradcheck(input_grad, (g,))
+
+
 def test_pool_gradchecks():
     x = tl.randn(1, 2, 5, 5, dtype=tl.float64, requires_grad=True)
     assert tl.gradcheck(lambda x: F.max_pool2d(x, 3, 2, 1), (x,))

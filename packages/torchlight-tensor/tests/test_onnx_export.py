@@ -140,7 +140,7 @@ def test_shapes_views_and_indexing():
 def test_windows_and_window_max():
     """The im2col view of convolutions and the max over windows of max pooling (strides,
     dilation, leading dims of any count), as gathers along each spatial dim."""
-    from torchlight.tensor.functions.windows import unfold_windows, window_max
+    from torchlight.tensor.functions.windows import unfold_windows, window_max, window_sum
 
     def fn(x):
         return (
@@ -148,6 +148,7 @@ def test_windows_and_window_max():
             unfold_windows(x[0], (4,), (3,), (1,)),
             window_max(x, (2, 3), (2, 1), (2, 1), (3, 4)),
             window_max(x, (2, 2), (2, 2), (1, 1), (3, 3)),
+            window_sum(x, (3, 2), (2, 2), (1, 2), (3, 2)),
         )
 
     _run(fn, [_f(2, 3, 7, 6)])
@@ -345,6 +346,7 @@ def test_every_table_entry_is_exercised_by_these_tests():
         "Unfold",
         "WindowsView",
         "WindowMax",
+        "WindowSum",
         "Cat",
         "Stack",
         "Roll",

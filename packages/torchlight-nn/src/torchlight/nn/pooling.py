@@ -7,7 +7,8 @@ window would start in the right padding). ``p <= k/2`` so no window is padding o
 
 * max pool pads with ``-inf`` (padding never wins) and takes the max over each window, one
   window offset at a time (:mod:`torchlight.tensor.functions.windows`); the gradient goes to
-  the element that won (the first one on ties, like PyTorch).
+  the element that won (the first one on ties, like PyTorch). Average pooling sums the same
+  offset views.
 * avg pool pads with zeros and divides each window sum by its *divisor*: ``prod(k)`` in the plain
   case; with ``count_include_pad=False`` only real input elements count, and with
   ``ceil_mode`` elements past the right padding never count. The divisor is computed once per
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 
 import torchlight as tl
-from torchlight.tensor.functions.windows import Windows, unfold_windows, window_max, winners
+from torchlight.tensor.functions.windows import Windows, window_max, window_sum, winners
 
 from .conv import _tuple
 from .module import Module
@@ -150,8 +151,7 @@ def _avg_pool(
         ).squeeze(0)
     kernel, stride, padding, dilation = _prepare(x, kernel_size, stride, padding, 1, nd, name)
     padded, outs = _padded(x, kernel, stride, padding, dilation, ceil_mode, 0.0, name)
-    win = unfold_windows(padded, kernel, stride, dilation)
-    sums = win.sum(tuple(range(2 + nd, 2 + 2 * nd)))
+    sums = window_sum(padded, kernel, stride, dilation, outs)
     if divisor_override:
         return sums / divisor_override
     _, extra = _geometry(x.shape[2:], kernel, stride, padding, dilation, ceil_mode, name)

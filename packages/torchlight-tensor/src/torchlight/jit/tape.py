@@ -143,6 +143,7 @@ _BY_CLASS = {
     "Unfold": "unfold",
     "WindowsView": "windows",
     "WindowMax": "window_max",
+    "WindowSum": "window_sum",
     "Cat": "cat",
     "Roll": "roll",
     "Pad": "pad",

@@ -216,10 +216,13 @@ def _windows(g, node, a, label="windows"):
     return name
 
 
-def _window_max(g, node, a):
-    x, win = a
-    axes = list(range(x.ndim, x.ndim + len(win.kernel)))  # the kernel axes _windows appends
-    return g.reduce("ReduceMax", _windows(g, node, a, "window_max"), axes, False, "window_max")
+def _window_reduce(op_type, label):
+    def translate(g, node, a):
+        x, win = a
+        axes = list(range(x.ndim, x.ndim + len(win.kernel)))  # the kernel axes _windows appends
+        return g.reduce(op_type, _windows(g, node, a, label), axes, False, label)
+
+    return translate
 
 
 def _cat(g, node, a):
@@ -484,7 +487,8 @@ OPS = {
     "Restride": _restride,
     "Unfold": _unfold,
     "WindowsView": _windows,
-    "WindowMax": _window_max,
+    "WindowMax": _window_reduce("ReduceMax", "window_max"),
+    "WindowSum": _window_reduce("ReduceSum", "window_sum"),
     "Cat": _cat,
     "Stack": _stack,
     "Roll": _roll,

@@ -56,6 +56,8 @@ __all__ = [
     "WindowMax",
     "WindowScatter",
     "WindowGather",
+    "WindowSum",
+    "window_sum",
     "WindowsView",
     "WindowsViewBackward",
     "unfold_windows",
@@ -189,24 +191,62 @@ class WindowsView(Function):
 
 
 class WindowsViewBackward(Function):
-    """The adjoint of :class:`WindowsView` (col2im): ``g[..., j]`` added at the positions of
-    ``V_j`` for every kernel offset ``j``. Its backward is :class:`WindowsView` again."""
+    """The adjoint of :class:`WindowsView` (col2im): each window's gradient added back at the
+    positions it was read from. Its backward is :class:`WindowsView` again.
+
+    One spatial dim at a time, the last first: the window axis of dim ``d`` (last in the view)
+    is added back along that dim in ``kernel[d]`` passes, so a kernel costs ``Σ kernel`` passes
+    rather than one per offset (``Π kernel``: 25 for 5×5, each over a sliver). The buffers in
+    between keep their remaining kernel axes outermost in memory, the order in which a
+    convolution's column gradient arrives, so each pass reads and writes whole rows."""
 
     @staticmethod
     def forward(ctx, g, win, shape):
         ctx.win = win
-        first = g.ndim - len(win.kernel)
-        parts = []
-        for offset in win.offsets():
-            part = g._td
-            for d in reversed(range(len(offset))):  # from the last: earlier dims keep their place
-                part = part.select(first + d, offset[d])
-            parts.append(part)
-        return win.scatter(parts, shape, g)
+        nd = len(win.kernel)
+        lead, cur = len(shape) - nd, g._td
+        for d in reversed(range(nd)):
+            # this stage's result: dims < d still windowed (their kernel axes last in the view,
+            # first in memory), dims >= d full size
+            spatial = tuple(win.outs[:d]) + tuple(shape[lead + d :])
+            kernel = tuple(win.kernel[:d])
+            out = filled(tuple(shape[:lead]) + kernel + spatial, 0, g.dtype, g.backend, like=g)
+            view = out._td.permute(
+                [*range(lead), *range(lead + d, lead + d + nd), *range(lead, lead + d)]
+            )
+            n, s, dil = win.outs[d], win.stride[d], win.dilation[d]
+            for k in range(win.kernel[d]):
+                target = view.slice(lead + d, k * dil, k * dil + (n - 1) * s + 1, s)
+                source = cur.select(len(cur.shape) - 1, k)
+                g.backend.zip("add", target, source, target)
+            cur = view
+        return out
 
     @staticmethod
     def backward(ctx, gg):
         return WindowsView.apply(gg, ctx.win), None, None
+
+
+class WindowSum(Function):
+    """``Σ_j V_j``: each window's sum, ``prod(kernel) - 1`` elementwise additions of the offset
+    views (average pooling's numerator). Every element of a window gets the window's gradient:
+    the backward is col2im (:class:`WindowsViewBackward`) of ``g`` broadcast over the kernel."""
+
+    @staticmethod
+    def forward(ctx, x, win):
+        ctx.win, ctx.shape = win, x.shape
+        views, backend = win.views(x._td), x.backend
+        y = alloc(views[0].shape, x.dtype, backend, x)
+        backend.map("copy", views[0], y._td)
+        for v in views[1:]:
+            backend.zip("add", y._td, v, y._td)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        nd = len(ctx.win.kernel)
+        spread = g.reshape(g.shape + (1,) * nd).expand(g.shape + ctx.win.kernel)
+        return WindowsViewBackward.apply(spread, ctx.win, ctx.shape), None
 
 
 def _finite(t):
@@ -284,6 +324,12 @@ def unfold_windows(x, kernel, stride, dilation):
         outs.append((size - span) // s + 1)
     win = Windows(tuple(kernel), tuple(stride), tuple(dilation), tuple(outs))
     return WindowsView.apply(x, win)
+
+
+def window_sum(x, kernel, stride, dilation, outs):
+    """The sum of each window over the last ``len(kernel)`` dims of ``x`` (as :func:`window_max`),
+    with its gradient."""
+    return WindowSum.apply(x, Windows(tuple(kernel), tuple(stride), tuple(dilation), tuple(outs)))
 
 
 def window_max(x, kernel, stride, dilation, outs):
