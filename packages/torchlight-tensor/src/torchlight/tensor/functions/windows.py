@@ -191,36 +191,23 @@ class WindowsView(Function):
 
 
 class WindowsViewBackward(Function):
-    """The adjoint of :class:`WindowsView` (col2im): each window's gradient added back at the
-    positions it was read from. Its backward is :class:`WindowsView` again.
+    """The adjoint of :class:`WindowsView` (col2im): ``g[..., j]`` added at the positions of
+    ``V_j`` for every kernel offset ``j``. Its backward is :class:`WindowsView` again.
 
-    One spatial dim at a time, the last first: the window axis of dim ``d`` (last in the view)
-    is added back along that dim in ``kernel[d]`` passes, so a kernel costs ``Σ kernel`` passes
-    rather than one per offset (``Π kernel``: 25 for 5×5, each over a sliver). The buffers in
-    between keep their remaining kernel axes outermost in memory, the order in which a
-    convolution's column gradient arrives, so each pass reads and writes whole rows."""
+    One pass per offset. (Going one spatial dim at a time instead, ``Σ kernel`` passes through
+    buffers in between, measured no faster: 5×5 about even, 3×3 up to 1.6× slower.)"""
 
     @staticmethod
     def forward(ctx, g, win, shape):
         ctx.win = win
-        nd = len(win.kernel)
-        lead, cur = len(shape) - nd, g._td
-        for d in reversed(range(nd)):
-            # this stage's result: dims < d still windowed (their kernel axes last in the view,
-            # first in memory), dims >= d full size
-            spatial = tuple(win.outs[:d]) + tuple(shape[lead + d :])
-            kernel = tuple(win.kernel[:d])
-            out = filled(tuple(shape[:lead]) + kernel + spatial, 0, g.dtype, g.backend, like=g)
-            view = out._td.permute(
-                [*range(lead), *range(lead + d, lead + d + nd), *range(lead, lead + d)]
-            )
-            n, s, dil = win.outs[d], win.stride[d], win.dilation[d]
-            for k in range(win.kernel[d]):
-                target = view.slice(lead + d, k * dil, k * dil + (n - 1) * s + 1, s)
-                source = cur.select(len(cur.shape) - 1, k)
-                g.backend.zip("add", target, source, target)
-            cur = view
-        return out
+        first = g.ndim - len(win.kernel)
+        parts = []
+        for offset in win.offsets():
+            part = g._td
+            for d in reversed(range(len(offset))):  # from the last: earlier dims keep their place
+                part = part.select(first + d, offset[d])
+            parts.append(part)
+        return win.scatter(parts, shape, g)
 
     @staticmethod
     def backward(ctx, gg):
