@@ -232,8 +232,8 @@ class UnfoldBackward(Function):
             return out
         span = (gt.shape[dim] - 1) * step + 1
         if not gt.is_contiguous():
-            # each of the passes below reads a slice of g: a strided g (a convolution's, after
-            # its permute) packed once costs less than reading it scattered `size` times
+            # each of the passes below reads a slice of g: a strided g (a permuted window
+            # gradient) packed once cost less than reading it scattered `size` times
             gt = contiguous(g)._td
         for k in range(size):  # offset k of every window at once: these positions are disjoint
             target = ot.slice(dim, k, k + span, step)
