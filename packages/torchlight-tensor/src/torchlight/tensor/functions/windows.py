@@ -1,4 +1,4 @@
-"""The maximum over sliding windows (max pooling) and its gradient, one window offset at a time.
+"""Sliding windows, one kernel offset at a time: max and average pooling, a convolution's im2col.
 
 Windows of ``kernel`` elements run along the last ``nd = len(kernel)`` dims of ``x``, ``stride``
 apart, their elements ``dilation`` apart. Window ``w`` (a tuple over those dims) holds
@@ -7,8 +7,8 @@ apart, their elements ``dilation`` apart. Window ``w`` (a tuple over those dims)
 
     V_j = x[..., j₁d₁ :: s₁, j₂d₂ :: s₂, ...]   (cut to the output's size)
 
-and the forward pass is ``y = max_j V_j``: ``prod(kernel) - 1`` elementwise ``maximum`` passes
-over the output, with no copy of the windows. (Reducing a short, strided window axis instead —
+Max pooling is ``y = max_j V_j``: ``prod(kernel) - 1`` elementwise ``maximum`` passes over the
+output, with no copy of the windows (average pooling: ``Σ_j V_j``). (Reducing a short, strided window axis instead —
 unfold, reshape, ``max(-1)`` — copies every window and then walks them one at a time: several
 times slower for the 2×2 pools of a CNN.)
 
@@ -27,6 +27,9 @@ windows not yet claimed (``R_0 = 1``, ``R_{j+1} = R_j - M_j``). A select with a 
 mask costs numpy ~10× a multiply (a branch per element); a product does not. A product is
 only exact for finite values (``inf · 0`` is NaN), so a gradient holding ``inf`` or NaN is
 picked with ``where`` instead.
+
+All windows at once, ``(..., *outs, *kernel)``, are one strided view too (a convolution's
+im2col); its gradient adds the slice of ``g`` at each offset back at ``V_j``'s positions (col2im).
 """
 
 import itertools
@@ -53,15 +56,15 @@ from ..storage import TensorData
 
 __all__ = [
     "Windows",
+    "WindowsView",
+    "WindowsViewBackward",
     "WindowMax",
     "WindowScatter",
     "WindowGather",
     "WindowSum",
-    "window_sum",
-    "WindowsView",
-    "WindowsViewBackward",
     "unfold_windows",
     "window_max",
+    "window_sum",
     "winner_masks",
     "winners",
 ]
@@ -125,11 +128,7 @@ class WindowMax(Function):
 
     @staticmethod
     def forward(ctx, x, win):
-        views, backend = win.views(x._td), x.backend
-        y = alloc(views[0].shape, x.dtype, backend, x)
-        backend.map("copy", views[0], y._td)
-        for v in views[1:]:
-            backend.zip("maximum", y._td, v, y._td)
+        y = _fold(x, win, "maximum")
         ctx.win = win
         ctx.save_for_backward(x, y)
         return y
@@ -222,18 +221,23 @@ class WindowSum(Function):
     @staticmethod
     def forward(ctx, x, win):
         ctx.win, ctx.shape = win, x.shape
-        views, backend = win.views(x._td), x.backend
-        y = alloc(views[0].shape, x.dtype, backend, x)
-        backend.map("copy", views[0], y._td)
-        for v in views[1:]:
-            backend.zip("add", y._td, v, y._td)
-        return y
+        return _fold(x, win, "add")
 
     @staticmethod
     def backward(ctx, g):
         nd = len(ctx.win.kernel)
         spread = g.reshape(g.shape + (1,) * nd).expand(g.shape + ctx.win.kernel)
         return WindowsViewBackward.apply(spread, ctx.win, ctx.shape), None
+
+
+def _fold(x, win, op):
+    """``V_0 op V_1 op ...``: the offset views combined elementwise into a new tensor."""
+    views, backend = win.views(x._td), x.backend
+    y = alloc(views[0].shape, x.dtype, backend, x)
+    backend.map("copy", views[0], y._td)
+    for v in views[1:]:
+        backend.zip(op, y._td, v, y._td)
+    return y
 
 
 def _finite(t):
