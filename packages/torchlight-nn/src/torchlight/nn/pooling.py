@@ -124,7 +124,7 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
         return values
     # PyTorch's indices: flat positions in the (unpadded) input plane.
     with tl.no_grad():
-        local = winners(padded, values, Windows(kernel, stride, dilation, outs)).numpy()
+        local = winners(padded, values, Windows.of(kernel, stride, dilation, outs)).numpy()
     grids = np.meshgrid(*[np.arange(n) for n in outs], indexing="ij")
     offsets = np.unravel_index(local, kernel)
     flat_index = np.zeros(local.shape, dtype=np.int64)

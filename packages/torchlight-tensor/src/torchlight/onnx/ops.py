@@ -183,7 +183,8 @@ def _restride(g, node, a):
 def _unfold(g, node, a):
     x, dim, size, step = a
     _static(x, [dim], "unfold")
-    return _windows_along(g, x.name, x.ndim, dim, x.shape[dim], size, step, 1, "unfold")
+    count = (x.shape[dim] - size) // step + 1
+    return _windows_along(g, x.name, x.ndim, dim, count, size, step, 1, "unfold")
 
 
 def _static(x, dims, label):
@@ -193,11 +194,9 @@ def _static(x, dims, label):
         )
 
 
-def _windows_along(g, name, ndim, dim, length, size, step, dilation, label):
-    """The windows along ``dim`` (of ``length``) of the ``ndim``-dim value ``name`` as a new
-    last axis: ``x.gather(dim, [[0, d, .., (size-1)d], [step, ...], ...])``, then transposed."""
-    span = dilation * (size - 1) + 1
-    count = (length - span) // step + 1
+def _windows_along(g, name, ndim, dim, count, size, step, dilation, label):
+    """The ``count`` windows along ``dim`` of the ``ndim``-dim value ``name`` as a new last
+    axis: ``x.gather(dim, [[0, d, .., (size-1)d], [step, ...], ...])``, then transposed."""
     idx = np.arange(count)[:, None] * step + np.arange(size)[None, :] * dilation
     win = g.node("Gather", [name, g.const(idx.astype(np.int64), "windows")], axis=int(dim))
     perm = [*range(dim + 1), *range(dim + 2, ndim + 1), dim + 1]
@@ -211,8 +210,8 @@ def _windows(g, node, a, label="windows"):
     lead = x.ndim - len(win.kernel)
     _static(x, range(lead, x.ndim), label)
     name = x.name
-    for d, (k, s, dil) in enumerate(zip(win.kernel, win.stride, win.dilation)):
-        name = _windows_along(g, name, x.ndim + d, lead + d, x.shape[lead + d], k, s, dil, label)
+    for d, (n, k, s, dil) in enumerate(zip(win.outs, win.kernel, win.stride, win.dilation)):
+        name = _windows_along(g, name, x.ndim + d, lead + d, n, k, s, dil, label)
     return name
 
 

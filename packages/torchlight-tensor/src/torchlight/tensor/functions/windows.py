@@ -82,6 +82,11 @@ class Windows:
     dilation: tuple
     outs: tuple
 
+    @classmethod
+    def of(cls, kernel, stride, dilation, outs) -> "Windows":
+        """The geometry from any sequences of ints (one per windowed dim)."""
+        return cls(tuple(kernel), tuple(stride), tuple(dilation), tuple(outs))
+
     def offsets(self) -> list:
         """Every offset of the kernel, row-major (offset number ``j`` is PyTorch's local index)."""
         return list(itertools.product(*(range(k) for k in self.kernel)))
@@ -313,18 +318,17 @@ def unfold_windows(x, kernel, stride, dilation):
                 f"size {size} in spatial dim {d} (input shape {x.shape})"
             )
         outs.append((size - span) // s + 1)
-    win = Windows(tuple(kernel), tuple(stride), tuple(dilation), tuple(outs))
-    return WindowsView.apply(x, win)
+    return WindowsView.apply(x, Windows.of(kernel, stride, dilation, outs))
 
 
 def window_sum(x, kernel, stride, dilation, outs):
     """The sum of each window over the last ``len(kernel)`` dims of ``x`` (as :func:`window_max`),
     with its gradient."""
-    return WindowSum.apply(x, Windows(tuple(kernel), tuple(stride), tuple(dilation), tuple(outs)))
+    return WindowSum.apply(x, Windows.of(kernel, stride, dilation, outs))
 
 
 def window_max(x, kernel, stride, dilation, outs):
     """The maximum of each window (see the module docstring) over the last ``len(kernel)`` dims
     of ``x``, with its gradient: shape ``x.shape[:-nd] + outs``. ``x`` is already padded and
     ``outs`` windows fit in each dim (``(outs - 1)·stride + dilation·(kernel - 1) < size``)."""
-    return WindowMax.apply(x, Windows(tuple(kernel), tuple(stride), tuple(dilation), tuple(outs)))
+    return WindowMax.apply(x, Windows.of(kernel, stride, dilation, outs))
