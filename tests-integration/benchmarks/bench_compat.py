@@ -19,6 +19,16 @@ and numba's compilation, which both runs pay alike. A program without one is tim
 frameworks taking turns in a rotating order within each. The ratio is the faster torchlight
 backend over PyTorch (< 1: torchlight is faster); the summary gives the geometric mean and the
 worst ratio over the per-step rows (whole runs are dominated by the imports).
+
+``--paired`` (one thread): each torchlight backend runs at the same time as PyTorch, each child
+pinned to a core of its own (``taskset``), twice per repetition with the cores swapped; the
+repetition's ratio is the geometric mean of the two pairs' ratios and a row's ratio the median
+over the repetitions. This project's shared machines have slow spells of tens of seconds, and
+their two cores are not always equally fast: run one after the other, a spell falls on one
+framework's run and not the other's, while run together both sides live through it (the
+mini-GPT race, ``bench_gpt_race.py``, runs its sides the same way), and swapping the cores
+cancels a steady difference between them (``√((a·s)/b · a/(b·s)) = a/b`` for a core ``s`` times
+slower).
 """
 
 from __future__ import annotations
@@ -197,13 +207,15 @@ def child_env(framework: str, threads: int, extra: dict) -> dict:
     return env
 
 
-def run_once(framework, script, args, folder, env, timeout) -> tuple[float, float]:
-    """Run the program once in a child; its wall time (s) and peak RSS (MiB). Raises on failure."""
+def run_once(framework, script, args, folder, env, timeout, core=None) -> tuple[float, float]:
+    """Run the program once in a child (pinned to ``core`` when given); its wall time (s) and
+    peak RSS (MiB). Raises on failure."""
     runner = [] if framework == "torch" else ["-m", "torchlight.compat"]
+    pin = [] if core is None else ["taskset", "-c", str(core)]  # taskset execs: same process
     with open(folder / "stdout.log", "w") as out, open(folder / "stderr.log", "w") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(
-            [sys.executable, *runner, str(script), *args],
+            [*pin, sys.executable, *runner, str(script), *args],
             cwd=folder,
             env=env,
             stdout=out,
@@ -230,27 +242,54 @@ def warm_up(prog, framework, folder, script, threads) -> None:
     run_once(framework, script, prog.args, folder, env, prog.timeout)
 
 
-def _n_and_2n(prog, framework, folder, script, threads, n) -> tuple[float, float, float]:
+def _n_and_2n(prog, framework, folder, script, threads, n, core=None) -> tuple[float, float, float]:
     """Wall times (s) of runs of N and 2N steps, and the 2N run's peak RSS (MiB)."""
     env = child_env(framework, threads, prog.env)
-    t_n, _ = run_once(
-        framework, script, with_steps(prog.args, prog.steps, n), folder, env, prog.timeout
-    )
-    t_2n, rss = run_once(
-        framework, script, with_steps(prog.args, prog.steps, 2 * n), folder, env, prog.timeout
-    )
-    return t_n, t_2n, rss
+    runs = [
+        run_once(
+            framework, script, with_steps(prog.args, prog.steps, k), folder, env, prog.timeout, core
+        )
+        for k in (n, 2 * n)
+    ]
+    return runs[0][0], runs[1][0], runs[1][1]
 
 
-def measure(prog, framework, folder, script, threads, n) -> dict:
+def measure(prog, framework, folder, script, threads, n, core=None) -> dict:
     """One repetition of ``prog`` on ``framework`` (N = ``n`` steps): ms per step (or per whole
     run) and peak RSS."""
     if not prog.steps:
         env = child_env(framework, threads, prog.env)
-        wall, rss = run_once(framework, script, prog.args, folder, env, prog.timeout)
+        wall, rss = run_once(framework, script, prog.args, folder, env, prog.timeout, core)
         return {"ms": wall * 1e3, "rss_mib": rss}
-    t_n, t_2n, rss = _n_and_2n(prog, framework, folder, script, threads, n)
+    t_n, t_2n, rss = _n_and_2n(prog, framework, folder, script, threads, n, core)
     return {"ms": step_time(t_n, t_2n, n) * 1e3, "rss_mib": rss}
+
+
+def pair_cores() -> tuple[int, int]:
+    """The two cores ``--paired`` pins its sides to: the first two this process may use."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        raise SystemExit(f"--paired needs two cores, this process may use {allowed}")
+    return allowed[0], allowed[1]
+
+
+def measure_pair(prog, framework, folders, n, cores) -> tuple[dict, dict]:
+    """One repetition of ``framework`` and PyTorch at the same time, one thread each, pinned to
+    ``cores`` (``framework``'s first): ``({side: measure(...)}, {side: error})``."""
+    results, errors = {}, {}
+
+    def go(side, core):
+        try:
+            results[side] = measure(prog, side, *folders[side], 1, n, core)
+        except RuntimeError as exc:
+            errors[side] = str(exc)
+
+    sides = [threading.Thread(target=go, args=pair) for pair in zip((framework, "torch"), cores)]
+    for t in sides:
+        t.start()
+    for t in sides:
+        t.join()
+    return results, errors
 
 
 def calibrate(prog, frameworks, folders, threads, n, min_seconds, errors) -> int:
@@ -283,10 +322,33 @@ def calibrate(prog, frameworks, folders, threads, n, min_seconds, errors) -> int
     return n
 
 
+def _pair(prog, fw, folders, n, cores, samples, errors) -> float | None:
+    """One :func:`measure_pair` of ``fw`` beside PyTorch, its samples and errors recorded: the
+    ratio of the two step times, or None (a failure, or a step time below the noise)."""
+    if fw in errors or "torch" in errors:
+        return None
+    results, failed = measure_pair(prog, fw, folders, n, cores)
+    errors.update(failed)
+    for side, sample in results.items():
+        samples[side].append(sample)
+    if failed or results["torch"]["ms"] <= 0 or results[fw]["ms"] <= 0:
+        return None
+    return results[fw]["ms"] / results["torch"]["ms"]
+
+
 def bench_program(
-    prog, frameworks, threads, repeat, scale, workdir, progress=None, min_seconds=MIN_SECONDS
+    prog,
+    frameworks,
+    threads,
+    repeat,
+    scale,
+    workdir,
+    progress=None,
+    min_seconds=MIN_SECONDS,
+    paired=None,
 ) -> dict:
-    """The row of ``prog`` at ``threads``: the median over ``repeat`` repetitions per framework."""
+    """The row of ``prog`` at ``threads``: the median over ``repeat`` repetitions per framework.
+    ``paired``: the two cores of ``--paired`` (each torchlight backend beside PyTorch), or None."""
     # a folder per framework, so that no run reads what another framework's run wrote there
     folders = {}
     for fw in frameworks:
@@ -307,16 +369,24 @@ def bench_program(
             progress.update(1)
     n = base_steps(prog.args, prog.steps) * scale if prog.steps else None
     n = calibrate(prog, frameworks, folders, threads, n, min_seconds, errors)
+    pair_ratios = {fw: [] for fw in frameworks if fw != "torch"}
     for r in range(repeat):
         # a rotating order, so that no framework always runs right after the same other one
-        for fw in frameworks[r % len(frameworks) :] + frameworks[: r % len(frameworks)]:
-            if fw not in errors:
+        turn = list(pair_ratios) if paired else frameworks
+        for fw in turn[r % len(turn) :] + turn[: r % len(turn)]:
+            if paired:
+                both = [
+                    _pair(prog, fw, folders, n, c, samples, errors) for c in (paired, paired[::-1])
+                ]
+                if None not in both:
+                    pair_ratios[fw].append(math.sqrt(both[0] * both[1]))
+            elif fw not in errors:
                 try:
                     samples[fw].append(measure(prog, fw, *folders[fw], threads, n))
                 except RuntimeError as exc:
                     errors[fw] = str(exc)
             if progress is not None:
-                progress.update(1)
+                progress.update(2 if paired else 1)
     row = {
         "program": prog.name,
         "mode": f"per {prog.steps[0]}" if prog.steps else "whole run",
@@ -326,7 +396,12 @@ def bench_program(
         "rss_mib": {fw: median([s["rss_mib"] for s in samples.get(fw, [])]) for fw in FRAMEWORKS},
         "errors": errors,
     }
-    row["ratio"] = ratio(row["ms"])
+    if paired:
+        row["pair_ratios"] = pair_ratios
+        best = [median(v) for v in pair_ratios.values() if median(v) is not None]
+        row["ratio"] = min(best) if best and row["ms"]["torch"] is not None else None
+    else:
+        row["ratio"] = ratio(row["ms"])
     return row
 
 
@@ -396,15 +471,26 @@ def table(rows: list, summary: dict, notes: list) -> str:
     return "\n".join(lines)
 
 
-def run(names, threads, repeat, scale, wanted=FRAMEWORKS, min_seconds=MIN_SECONDS) -> dict:
+def run(
+    names, threads, repeat, scale, wanted=FRAMEWORKS, min_seconds=MIN_SECONDS, paired=False
+) -> dict:
     """Benchmark ``names`` at every thread count; ``{"rows", "summary", "notes", "settings"}``."""
     catalogue = programs()
     unknown = sorted(set(names) - set(catalogue))
     if unknown:
         raise SystemExit(f"unknown programs {unknown}; known: {sorted(catalogue)}")
     frameworks, notes = available_frameworks(wanted)
+    cores = None
+    if paired:
+        if list(threads) != [1] or "torch" not in frameworks:
+            raise SystemExit("--paired runs one thread a side beside PyTorch: use --threads 1")
+        cores = pair_cores()
+        notes.append(
+            f"paired: each torchlight backend beside PyTorch on cores {cores}, both ways round"
+        )
     rows = []
-    total = len(names) * len(threads) * (repeat + 1) * len(frameworks)
+    turns = 2 * (len(frameworks) - 1) if paired else len(frameworks)
+    total = len(names) * len(threads) * (len(frameworks) + repeat * turns)
     with (
         tempfile.TemporaryDirectory(prefix="bench-compat-") as workdir,
         tqdm(total=total, desc="bench_compat", file=sys.stderr) as progress,
@@ -415,7 +501,7 @@ def run(names, threads, repeat, scale, wanted=FRAMEWORKS, min_seconds=MIN_SECOND
                 prog = catalogue[name]
                 rows.append(
                     bench_program(
-                        prog, frameworks, t, repeat, scale, workdir, progress, min_seconds
+                        prog, frameworks, t, repeat, scale, workdir, progress, min_seconds, cores
                     )
                 )
     settings = {
@@ -424,13 +510,16 @@ def run(names, threads, repeat, scale, wanted=FRAMEWORKS, min_seconds=MIN_SECOND
         "scale": scale,
         "min_seconds": min_seconds,
         "frameworks": frameworks,
+        "paired": cores,
     }
     return {"rows": rows, "summary": summarize(rows), "notes": notes, "settings": settings}
 
 
 def parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="thread counts")
+    p.add_argument(
+        "--threads", type=int, nargs="+", help="thread counts (default 1 2; 1 with --paired)"
+    )
     p.add_argument("--repeat", type=int, default=3, help="repetitions (the median is reported)")
     p.add_argument(
         "--scale", type=int, default=4, help="N = the suite's step count times this (default 4)"
@@ -443,6 +532,18 @@ def parse(argv=None):
     )
     p.add_argument("--only", nargs="+", metavar="NAME", help="these programs only")
     p.add_argument("--quick", action="store_true", help=f"1 repeat, 1 thread, {', '.join(QUICK)}")
+    p.add_argument(
+        "--frameworks",
+        nargs="+",
+        choices=FRAMEWORKS,
+        default=list(FRAMEWORKS),
+        help="the columns to run (default: all three)",
+    )
+    p.add_argument(
+        "--paired",
+        action="store_true",
+        help="one thread: run each torchlight backend at the same time as PyTorch, a core each",
+    )
     p.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON")
     return p.parse_args(argv)
 
@@ -450,8 +551,17 @@ def parse(argv=None):
 def main(argv=None) -> dict:
     args = parse(argv)
     names = args.only or (list(QUICK) if args.quick else list(programs()))
-    threads, repeat = ([1], 1) if args.quick else (args.threads, args.repeat)
-    result = run(names, threads, repeat, args.scale, min_seconds=args.min_seconds)
+    threads = args.threads or ([1] if args.paired else [1, 2])
+    threads, repeat = ([1], 1) if args.quick else (threads, args.repeat)
+    result = run(
+        names,
+        threads,
+        repeat,
+        args.scale,
+        wanted=tuple(fw for fw in FRAMEWORKS if fw in args.frameworks),
+        min_seconds=args.min_seconds,
+        paired=args.paired,
+    )
     print(table(result["rows"], result["summary"], result["notes"]))
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))

@@ -112,6 +112,16 @@ CASES = {
     "nll_loss (1x18)": lambda m: _call(
         m.nn.functional.nll_loss, m.ones(1, 18, requires_grad=True), m.tensor([3])
     ),
+    "cross_entropy, ignore_index=-1, backward (32x27)": lambda m: _call(
+        lambda x, y: m.nn.functional.cross_entropy(x, y, ignore_index=-1).backward(),
+        m.ones(32, 27, requires_grad=True),
+        m.tensor([3, -1] * 16),
+    ),
+    "nll_loss, backward (1x18)": lambda m: _call(
+        lambda x, y: m.nn.functional.nll_loss(x, y).backward(),
+        m.ones(1, 18, requires_grad=True),
+        m.tensor([3]),
+    ),
     "mse_loss (8x8, grad)": lambda m: _call(
         m.nn.functional.mse_loss, m.ones(8, 8, requires_grad=True), m.zeros(8, 8)
     ),

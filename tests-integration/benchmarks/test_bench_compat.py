@@ -4,6 +4,7 @@ runs, and one real run of a tiny program on the numpy backend (PyTorch's column 
 import json
 import math
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,7 @@ def _fake_runs(calls):
     per_step = {"numpy": 0.020, "numba": 0.010}
     start = {"numpy": 0.5, "numba": 0.8}
 
-    def run_once(framework, script, args, folder, env, timeout):
+    def run_once(framework, script, args, folder, env, timeout, core=None):
         calls.append((framework, list(args), env["OMP_NUM_THREADS"], env.get("TORCHLIGHT_DEVICE")))
         if "--steps" not in args:
             return 1.5, 100.0
@@ -177,3 +178,54 @@ def test_ratio_takes_the_faster_torchlight_backend_and_skips_noise():
     assert bc.ratio({"numpy": 30.0, "numba": -1.0, "torch": 10.0}) == pytest.approx(3.0)
     assert bc.ratio({"numpy": 30.0, "numba": 20.0, "torch": -4.0}) is None
     assert bc.ratio({"numpy": 30.0, "numba": 20.0, "torch": None}) is None
+
+
+def test_paired_runs_cancel_a_slower_core(monkeypatch, tmp_path):
+    """--paired: each torchlight backend beside PyTorch, on both core orders per repetition. Core
+    1 is 1.5x slower here, so every single pair is off by 1.5x one way or the other; the
+    geometric mean of a repetition's two pairs gives the true ratio back."""
+    calls, lock = [], threading.Lock()
+    per_step = {"numpy": 0.020, "numba": 0.010, "torch": 0.008}
+
+    def run_once(framework, script, args, folder, env, timeout, core=None):
+        with lock:
+            calls.append((framework, core))
+        n = int(args[args.index("--steps") + 1])
+        return 0.5 + n * per_step[framework] * (1.5 if core == 1 else 1.0), 100.0
+
+    monkeypatch.setattr(bc, "run_once", run_once)
+    prog = bc.programs()["custom_function"]
+    row = bc.bench_program(
+        prog, ["numpy", "numba", "torch"], 1, 3, 1, tmp_path, min_seconds=0, paired=(0, 1)
+    )
+    assert row["errors"] == {}
+    for fw, want in (("numpy", 2.5), ("numba", 1.25)):
+        assert row["pair_ratios"][fw] == pytest.approx([want] * 3)
+    assert row["ratio"] == pytest.approx(1.25)
+    measured = [c for c in calls if c[1] is not None]
+    # 3 repetitions x 2 backends x 2 core orders x (N and 2N runs) on each side
+    assert len(measured) == 3 * 2 * 2 * 2 * 2
+    for fw in ("numpy", "numba"):
+        assert sorted(core for f, core in measured if f == fw) == [0] * 6 + [1] * 6
+    assert sorted(core for f, core in measured if f == "torch") == [0] * 12 + [1] * 12
+
+
+def test_paired_needs_one_thread_and_pytorch(monkeypatch):
+    monkeypatch.setattr(bc, "torch_available", lambda: True)
+    with pytest.raises(SystemExit, match="--threads 1"):
+        bc.run(["custom_function"], [1, 2], repeat=1, scale=1, paired=True)
+    monkeypatch.setattr(bc, "torch_available", lambda: False)
+    with pytest.raises(SystemExit, match="beside PyTorch"):
+        bc.run(["custom_function"], [1], repeat=1, scale=1, paired=True)
+
+
+def test_frameworks_chooses_the_columns(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(bc, "run_once", _fake_runs(calls))
+    monkeypatch.setattr(bc, "numba_available", lambda: True)
+    out = tmp_path / "result.json"
+    argv = ["--only", "custom_function", "--threads", "1", "--repeat", "1"]
+    bc.main([*argv, "--min-seconds", "0", "--frameworks", "numpy", "--json", str(out)])
+    result = json.loads(out.read_text())
+    assert result["settings"]["frameworks"] == ["numpy"]
+    assert {c[0] for c in calls} == {"numpy"}

@@ -339,6 +339,79 @@ def test_empty_batch():
     assert F.cross_entropy(x, t, reduction="none").shape == (0,)
 
 
+LOSSES = {"nll_loss": F.nll_loss, "cross_entropy": F.cross_entropy}
+
+
+@pytest.mark.parametrize("name", LOSSES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_all_targets_ignored(name, reduction):
+    """Every row dropped: the mean is 0/0 = NaN and every gradient exactly 0 (PyTorch's rule;
+    nll_loss's gradient used to hold 0·∞ = NaN at the placeholder class)."""
+    x = rng2.standard_normal((3, 4))
+    loss, g = _grad(lambda a: LOSSES[name](a, tl.tensor([-100] * 3), reduction=reduction), x)
+    want = {"mean": np.nan, "sum": 0.0, "none": np.zeros(3)}[reduction]
+    np.testing.assert_array_equal(loss, want)
+    np.testing.assert_array_equal(g, np.zeros_like(x))
+
+
+@pytest.mark.parametrize("name", LOSSES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_minus_one_mask_values_and_gradients(name, reduction):
+    """The usual mask (targets of -1 with ignore_index=-1, as makemore and minGPT) against the
+    numpy oracle; nll_loss's input is log-probabilities."""
+    x = rng2.standard_normal((6, 5))
+    t = np.array([2, -1, 0, 4, -1, 1])
+    if name == "nll_loss":
+        x = log_softmax(x, 1)
+    got, g = _grad(lambda a: LOSSES[name](a, tl.tensor(t), ignore_index=-1, reduction=reduction), x)
+    np.testing.assert_allclose(
+        got, np_cross_entropy(x, t, ignore_index=-1, reduction=reduction), rtol=1e-12
+    )
+    kept = t != -1
+    want = np.zeros_like(x)
+    want[np.arange(6)[kept], t[kept]] = -1.0
+    if name == "cross_entropy":
+        want[kept] += np.exp(log_softmax(x, 1))[kept]
+    np.testing.assert_allclose(g, want / (kept.sum() if reduction == "mean" else 1), atol=1e-15)
+
+
+def test_minus_one_mask_is_known_from_the_range(monkeypatch):
+    """Targets whose only value below 0 is ignore_index = -1 need no exact bounds check (no
+    device-to-host read); any other value outside [0, C) is still found and named."""
+    x = tl.randn(4, 3)
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("checked the targets exactly")
+
+    with monkeypatch.context() as m:
+        m.setattr(Tensor, "any", refuse)
+        F.cross_entropy(x, tl.tensor([0, -1, 2, -1]), ignore_index=-1)
+        F.nll_loss(x, tl.tensor([-1, -1, 2, 1]), ignore_index=-1)
+    for t, ignore, bad in (
+        ([0, -2, 2, -1], -1, -2),
+        ([0, -1, 2, 1], -100, -1),
+        ([0, 3, 1, 1], -1, 3),
+    ):
+        with pytest.raises(tl.TensorIndexError, match=f"Target {bad} is out of bounds"):
+            F.cross_entropy(x, tl.tensor(t), ignore_index=ignore)
+    np.testing.assert_allclose(  # ignore_index = C: the one value above the range, ignored
+        F.cross_entropy(x, tl.tensor([0, 3, 1, 3]), ignore_index=3).item(),
+        np_cross_entropy(x.numpy(), np.array([0, 3, 1, 3]), ignore_index=3),
+        rtol=1e-6,
+    )
+
+
+@pytest.mark.parametrize("name", LOSSES)
+@pytest.mark.parametrize("kw", [{}, {"ignore_index": 1}, {"reduction": "sum"}])
+def test_the_reduction_is_part_of_the_loss_node(name, kw):
+    """One node per loss, as PyTorch's NllLossBackward0: the mean or sum of the rows is done
+    inside it, not by a sum, mean or division node after it."""
+    x = tl.randn(4, 3, requires_grad=True)
+    loss = LOSSES[name](x, tl.tensor([0, 1, 2, 1]), **kw)
+    assert loss.shape == ()
+    assert ("NLLRows" if name == "nll_loss" else "CrossEntropyRows") in repr(loss.grad_fn)
+
+
 def test_the_common_case_builds_no_mask(monkeypatch):
     """The decision itself: without a possible ignored target no comparison op runs; with
     ignore_index inside the targets' range, or class weights, the mask is built."""

@@ -30,6 +30,7 @@ MODULES = [
     "torchlight.tensor.functions.rounding",
     "torchlight.tensor.functions.index",
     "torchlight.tensor.functions.gathering",
+    "torchlight.tensor.functions.activation",
     "torchlight.tensor.conveniences",
     "torchlight.tensor.size",
     "torchlight.tensor.random",

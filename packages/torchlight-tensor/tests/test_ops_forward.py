@@ -8,6 +8,8 @@ holds; tolerances are those of the tensor's dtype.
 """
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -1217,3 +1219,47 @@ def test_shared_scalar_operands_keep_signs_and_stay_unwritten():
     assert (x * np.float32(2.0)).tolist() == [2.0, 2.0, 2.0]
     a = tl.ones(2, 2)
     assert (a[:, 1] * 2.0 + 1.0).tolist() == [3.0, 3.0]  # a strided operand, shared scalars
+
+
+def test_ieee_results_do_not_warn():
+    """0/0, 1/0, log 0 and overflow give nan/inf silently, as in PyTorch (numpy warns for each,
+    from inside the numpy backend); the user's own numpy calls still warn. A fresh interpreter
+    with warnings as errors, since pytest resets the warning filters around each test."""
+    code = (
+        "import numpy as np, torchlight as tl\n"
+        "z = tl.tensor([0.0, 1.0]) / tl.tensor([0.0, 0.0])\n"
+        "assert np.isnan(z[0].item()) and z[1].item() == float('inf')\n"
+        "assert tl.tensor([0.0]).log().item() == -float('inf')\n"
+        "assert (tl.tensor([1e30]) * 1e30).item() == float('inf')\n"
+        "try:\n"
+        "    np.array([0.0]) / 0\n"
+        "except RuntimeWarning:\n"
+        "    print('numpy warns')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "numpy warns"
+
+
+@pytest.mark.parametrize(
+    "shape,dim,keepdim",
+    [
+        ((0,), None, False),
+        ((2, 0), 1, False),
+        ((2, 0), 1, True),
+        ((2, 0), 0, False),
+        ((3, 0, 2), (1, 2), True),
+    ],
+)
+def test_all_any_over_no_elements(shape, dim, keepdim):
+    """Over an empty dimension ``all`` is True and ``any`` False (their identities, as numpy and
+    PyTorch); it used to raise "cannot reduce an empty dimension"."""
+    x = tl.zeros(*shape)
+    args = () if dim is None else (dim, keepdim)
+    axis = dim if dim is None or isinstance(dim, tuple) else (dim,)
+    for name in ("all", "any"):
+        got = getattr(x, name)(*args)
+        want = getattr(np, name)(np.zeros(shape), axis=axis, keepdims=keepdim and dim is not None)
+        assert got.dtype is tl.bool and got.shape == want.shape
+        np.testing.assert_array_equal(got.numpy(), want)

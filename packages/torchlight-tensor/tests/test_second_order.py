@@ -12,6 +12,7 @@ import pytest
 
 import torchlight as tl
 from torchlight.tensor.functions.activation import cross_entropy_rows
+from torchlight.tensor.functions.gathering import nll_rows
 from torchlight.tensor.functions.recurrent import gru_cell_gates
 
 A = np.array([[0.5, -1.2, 2.0, 0.03], [1.1, 0.2, -0.3, 1.7]])
@@ -52,6 +53,12 @@ CASES = {
     "layer_norm_2d": lambda x: tl.layer_norm(x, (2, 4)),
     "cross_entropy": lambda x: cross_entropy_rows(
         x, tl.tensor([1, 3]), tl.tensor([1.0, 0.5], dtype=tl.float64)
+    ),
+    "cross_entropy_mean": lambda x: cross_entropy_rows(
+        x, tl.tensor([1, 3]), tl.tensor([0.25, 0.5], dtype=tl.float64), "mean"
+    ),
+    "nll_rows_mean": lambda x: nll_rows(
+        x * x, tl.tensor([0, 2]), tl.tensor([2.0, 0.5], dtype=tl.float64), "mean"
     ),
 }
 

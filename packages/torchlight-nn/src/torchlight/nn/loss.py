@@ -207,8 +207,11 @@ def _target_info(input, target, weight, ignore_index, name):
         # range alone, so no op is spent on masks and weights
         return t, ones_cached(t.shape, input.dtype, input.backend, input), True
     valid = t != ignore_index
-    if lo < 0 or hi >= c:  # maybe only ignored entries are outside [0, C): check exactly, on the
-        bad = valid & ((t < 0) | (t >= c))  # device, so that one flag crosses to the host
+    # Values outside [0, C) are fine if ignored. The range alone shows it when what overhangs
+    # [0, C) is the one value ignore_index (-1 below, the usual mask; C above); otherwise check
+    # exactly, on the device, so that one flag crosses to the host.
+    if (lo < 0 and not lo == ignore_index == -1) or (hi >= c and not hi == ignore_index == c):
+        bad = valid & ((t < 0) | (t >= c))
         if bad.any().item():
             first = int(t.to_numpy()[bad.to_numpy()][0])
             raise tl.TensorIndexError(f"{name}: Target {first} is out of bounds for {c} classes")
@@ -241,17 +244,12 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
 
 def _nll(rows, safe, w_t, uniform, shape, reduction):
     """``-w_t · rows[i, safe_i]`` reduced: NLL of validated targets over (N, C) log-probabilities."""
-    loss = nll_rows(rows, safe, None if uniform else w_t)
-    return _weighted_reduction(loss, w_t, uniform, shape, reduction)
+    return _shaped(nll_rows(rows, safe, None if uniform else w_t, reduction), shape, reduction)
 
 
-def _weighted_reduction(loss, w_t, uniform, shape, reduction):
-    """``loss`` reduced; ``'mean'`` divides by ``Σ w_t``, which is the count when ``uniform``."""
-    if reduction == "none":
-        return loss.reshape(shape)
-    if reduction == "sum":
-        return loss.sum()
-    return loss.mean() if uniform else loss.sum() / w_t.sum()
+def _shaped(loss, shape, reduction):
+    """A row loss node's result: reduced already, or its rows back in the target's ``shape``."""
+    return loss.reshape(shape) if reduction == "none" else loss
 
 
 @legacy_reduction_args
@@ -296,8 +294,8 @@ def cross_entropy(
         return -prod.sum() / (input.numel() // c)
     safe, w_t, uniform = _target_info(input, target, weight, ignore_index, "cross_entropy")
     if label_smoothing == 0:  # the fused kernel: no N×C log-probabilities kept for backward
-        loss = cross_entropy_rows(_classes_last(input), safe, w_t)
-        return _weighted_reduction(loss, w_t, uniform, target.shape, reduction)
+        loss = cross_entropy_rows(_classes_last(input), safe, None if uniform else w_t, reduction)
+        return _shaped(loss, target.shape, reduction)
     rows = _classes_last(input.log_softmax(cdim))
     nll = _nll(rows, safe, w_t, uniform, target.shape, reduction)
     if weight is not None:

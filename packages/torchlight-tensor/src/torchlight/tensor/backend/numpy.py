@@ -3,7 +3,15 @@
 A ``TensorData`` becomes an ``ndarray`` *view* of the flat storage (``np.ndarray(shape, dtype,
 buffer=storage, offset, strides)``), never a copy, so writing to ``out`` writes the tensor's
 storage and matmul reaches BLAS through ``np.matmul``. There is no Python loop over elements.
+
+Floating-point results that IEEE 754 defines (``0/0 = nan``, ``1/0 = inf``, ``log 0 = -inf``,
+overflow to ``inf``) are answers here, as in PyTorch, not events: numpy's ``RuntimeWarning`` for
+them is ignored for calls made from this backend's modules (one entry in ``warnings``' filter
+list, set at import; ``np.errstate`` around every call would cost more than many of the calls).
+A user's own numpy code keeps numpy's settings.
 """
+
+import warnings
 
 import numpy as np
 
@@ -14,6 +22,11 @@ from .numpy_ops import MAP, REDUCE, ZIP
 from .protocol import API_VERSION, BackendSpec
 
 __all__ = ["NumpyBackend", "SPEC", "as_array", "blas_operands"]
+
+# (module: a regex matched at the start of the warning's module, so numpy_ops and numpy_rnn too)
+warnings.filterwarnings(
+    "ignore", category=RuntimeWarning, module=r"torchlight\.tensor\.backend\.numpy"
+)
 
 
 def as_array(v) -> np.ndarray:

@@ -22,9 +22,10 @@ from torchlight.autograd import Function
 from torchlight.autograd.grad_mode import GradMode
 
 from ..creation import from_numpy_on
-from ..dispatch import alloc, index_range, normalize_dim, same_backend
+from ..dispatch import alloc, index_range, normalize_dim, ones_cached, same_backend
 from ..errors import ShapeError, TensorIndexError
 from .pointwise import float_operand
+from .reductions import ROW_REDUCTIONS, reduce_rows, rows_gradient
 
 __all__ = [
     "Softmax",
@@ -231,47 +232,85 @@ class CrossEntropyRows(Function):
     """
 
     @staticmethod
-    def forward(ctx, x, target, weight):
+    def forward(ctx, x, target, weight, reduction):
         check_targets(target, x.shape[1])
         n = x.shape[0]
+        rows_weight = weight if weight is not None else ones_cached((n,), x.dtype, x.backend, x)
         loss = alloc((n,), x.dtype, x.backend, x)
         logs = alloc((n,), x.dtype, x.backend, x)
-        x.backend.cross_entropy(x._td, target._td, weight._td, loss._td, logs._td)
+        x.backend.cross_entropy(x._td, target._td, rows_weight._td, loss._td, logs._td)
         ctx.save_for_backward(x, logs)
-        ctx.target, ctx.weight = target, weight  # not differentiated: no version check needed
-        return loss
+        # not differentiated: no version check needed
+        ctx.target, ctx.weight, ctx.reduction = target, rows_weight, reduction
+        out, ctx.total = reduce_rows(loss, reduction, weight)
+        return out
 
     @staticmethod
     def backward(ctx, g):
         x, logs = ctx.saved_tensors
+        g = rows_gradient(g, x.shape[0], ctx.reduction, ctx.total)
         if GradMode.enabled:  # create_graph: w_i (softmax(x_i) - onehot(t_i)) as recorded ops
             classes = from_numpy_on(np.arange(x.shape[1]), x.backend, like=x)
             onehot = (classes.unsqueeze(0) == ctx.target.unsqueeze(1)).to(x.dtype)
-            return (_softmax(x, 1, False) - onehot) * (g * ctx.weight).unsqueeze(1), None, None
+            return (
+                (_softmax(x, 1, False) - onehot) * (g * ctx.weight).unsqueeze(1),
+                None,
+                None,
+                None,
+            )
         dx = alloc(x.shape, x.dtype, x.backend, x)
         x.backend.cross_entropy_backward(
             x._td, ctx.target._td, ctx.weight._td, logs._td, g._td, dx._td
         )
-        return dx, None, None
+        return dx, None, None, None
 
 
-def cross_entropy_rows(x, target, weight):
-    """Per-row losses ``w_i (logsumexp(x_i) - x[i, t_i])`` of logits ``x`` (N, C).
+def cross_entropy_rows(x, target, weight=None, reduction="none"):
+    """Cross-entropy of the rows of logits ``x`` (N, C): ``w_i (logsumexp(x_i) - x[i, t_i])`` per
+    row, reduced by ``reduction`` inside the same node.
 
     ``target`` (N,) int64 must already lie in ``[0, C)`` and ``weight`` (N,) is detached (0
-    drops a row: its loss and gradient are exactly 0). This is the kernel under
-    ``torchlight.nn.functional.cross_entropy``, which validates targets and reduces.
+    drops a row: its loss and gradient are exactly 0), or ``None`` for weights of 1.
+    ``reduction``: ``"none"`` (the N losses), ``"sum"``, or ``"mean"`` (PyTorch's weighted mean
+    ``Σ ℓ_i / Σ w_i``, see :func:`~torchlight.tensor.functions.reductions.reduce_rows`). This is
+    the kernel under ``torchlight.nn.functional.cross_entropy``, which validates targets.
+
+    >>> import torchlight as tl
+    >>> from torchlight.tensor.functions.activation import cross_entropy_rows
+    >>> x = tl.tensor([[2.0, 0.0], [0.0, 2.0]])
+    >>> cross_entropy_rows(x, tl.tensor([0, 0])).tolist()
+    [0.12692804634571075, 2.1269280910491943]
+    >>> cross_entropy_rows(x, tl.tensor([0, 0]), reduction="mean")
+    tensor(1.1269)
     """
-    if x.ndim != 2 or target.shape != (x.shape[0],) or weight.shape != (x.shape[0],):
+    if (
+        x.ndim != 2
+        or target.shape != (x.shape[0],)
+        or (weight is not None and weight.shape != (x.shape[0],))
+    ):
         raise ShapeError(
-            f"cross_entropy_rows: need x (N, C), target (N,), weight (N,); got {x.shape}, {target.shape}, {weight.shape}"
+            "cross_entropy_rows: need x (N, C), target (N,), weight (N,) or None; got "
+            f"{x.shape}, {target.shape}, {None if weight is None else weight.shape}"
+        )
+    if reduction not in ROW_REDUCTIONS:
+        raise ValueError(
+            f"cross_entropy_rows: reduction must be one of {ROW_REDUCTIONS}, got {reduction!r}"
         )
     same_backend(x, target)
-    same_backend(x, weight)
     x = float_operand(x)
-    if weight.requires_grad or weight.dtype is not x.dtype:
-        weight = weight.detach().to(x.dtype)
+    if weight is not None:
+        same_backend(x, weight)
+        if weight.requires_grad or weight.dtype is not x.dtype:
+            weight = weight.detach().to(x.dtype)
     if "cross_entropy" in x.backend.capabilities:
-        return CrossEntropyRows.apply(x, target, weight)
+        return CrossEntropyRows.apply(x, target, weight, reduction)
     picked = _softmax(x, 1, True).gather(1, target.unsqueeze(1)).squeeze(1)  # composite fallback
-    return (-picked * weight).where(weight != 0, 0.0)
+    if weight is None:
+        loss = -picked
+    else:
+        loss = (-picked * weight).where(weight != 0, 0.0)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.mean() if weight is None else loss.sum() / weight.sum()

@@ -15,14 +15,14 @@ from ..creation import filled
 from ..dispatch import (
     alloc,
     index_range,
-    map_op,
     normalize_dim,
     same_backend,
     scalar_like,
     view_of,
-    zip_op,
+    zip_into,
 )
 from ..errors import DTypeError, ShapeError, TensorIndexError
+from .reductions import ROW_REDUCTIONS, reduce_rows, rows_gradient
 
 __all__ = [
     "check_index",
@@ -176,35 +176,45 @@ class NLLRows(Function):
     into zeros (:func:`add_at_index`, so it stays differentiable under ``create_graph``)."""
 
     @staticmethod
-    def forward(ctx, x, target, weight):
+    def forward(ctx, x, target, weight, reduction):
         n, c = x.shape
         index = view_of(target, target._td.reshaped((n, 1)))  # (N, 1): one column per row
         check_index(index, c, "nll_loss")
         picked = alloc((n,), x.dtype, x.backend, x)
         x.backend.gather(x._td, 1, index._td, picked._td.reshaped((n, 1)))
-        ctx.shape = x.shape
+        ctx.shape, ctx.reduction = x.shape, reduction
         ctx.save_for_backward(index)
         ctx.weight = weight  # detached, or None for weights of 1
-        loss = map_op("neg", picked)
-        return loss if weight is None else zip_op("mul", loss, weight)
+        x.backend.map("neg", picked._td, picked._td)  # in place: nothing else has seen it
+        if weight is not None:
+            zip_into("mul", picked, weight)
+        out, ctx.total = reduce_rows(picked, reduction, weight)
+        return out
 
     @staticmethod
     def backward(ctx, g):
         (index,) = ctx.saved_tensors
+        g = rows_gradient(g, ctx.shape[0], ctx.reduction, ctx.total)
         src = -g if ctx.weight is None else -(g * ctx.weight)
-        return add_at_index(src.unsqueeze(1), ctx.shape, 1, index, "scatter_add"), None, None
+        grad = add_at_index(src.unsqueeze(1), ctx.shape, 1, index, "scatter_add")
+        return grad, None, None, None
 
 
-def nll_rows(x, target, weight=None):
-    """Per-row negative log-likelihoods ``-w_i x[i, t_i]`` of log-probabilities ``x`` (N, C) as
-    one autograd node: the kernel under ``torchlight.nn.functional.nll_loss``, which validates
-    targets (``target``: int64 (N,), in ``[0, C)``) and reduces. ``weight``: detached (N,) per-row
-    weights of ``x``'s dtype, or ``None`` for weights of 1.
+def nll_rows(x, target, weight=None, reduction="none"):
+    """Negative log-likelihoods ``-w_i x[i, t_i]`` of the rows of log-probabilities ``x`` (N, C),
+    reduced by ``reduction`` inside the same node: the kernel under
+    ``torchlight.nn.functional.nll_loss``, which validates targets (``target``: int64 (N,), in
+    ``[0, C)``). ``weight``: detached (N,) per-row weights of ``x``'s dtype, or ``None`` for
+    weights of 1. ``reduction``: ``"none"`` (the N values), ``"sum"``, or ``"mean"`` (PyTorch's
+    weighted mean ``Σ ℓ_i / Σ w_i``, see
+    :func:`~torchlight.tensor.functions.reductions.reduce_rows`).
 
     >>> import torchlight as tl
     >>> from torchlight.tensor.functions.gathering import nll_rows
     >>> nll_rows(tl.tensor([[-1.0, -2.0], [-3.0, -4.0]]), tl.tensor([1, 0])).tolist()
     [2.0, 3.0]
+    >>> nll_rows(tl.tensor([[-1.0, -2.0], [-3.0, -4.0]]), tl.tensor([1, 0]), reduction="mean").item()
+    2.5
     """
     n = target.shape[0] if target.ndim == 1 else -1
     if x.ndim != 2 or n != x.shape[0] or (weight is not None and weight.shape != (n,)):
@@ -212,8 +222,10 @@ def nll_rows(x, target, weight=None):
             f"nll_rows: need x (N, C), target (N,) and weight (N,) or None; got {x.shape}, "
             f"{target.shape}, {None if weight is None else weight.shape}"
         )
+    if reduction not in ROW_REDUCTIONS:
+        raise ValueError(f"nll_rows: reduction must be one of {ROW_REDUCTIONS}, got {reduction!r}")
     same_backend(x, target)
-    return NLLRows.apply(x, target, weight)
+    return NLLRows.apply(x, target, weight, reduction)
 
 
 class ScatterAdd(Function):

@@ -12,6 +12,7 @@ from torchlight.autograd import Function
 from torchlight.autograd.grad_mode import GradMode
 
 from .. import dtypes
+from ..base import TensorBase
 from ..creation import filled
 from ..dispatch import (
     alloc,
@@ -51,6 +52,9 @@ __all__ = [
     "all",
     "any",
     "MinMax",
+    "ROW_REDUCTIONS",
+    "reduce_rows",
+    "rows_gradient",
 ]
 
 MinMax = namedtuple("MinMax", ["values", "indices"])
@@ -120,6 +124,50 @@ class Mean(Function):
     def backward(ctx, g):
         g = g * float("nan") if ctx.divisor is None else g / ctx.divisor
         return _unreduce(g, ctx.shape, ctx.dims), None, None, None
+
+
+ROW_REDUCTIONS = ("none", "sum", "mean")
+"""What a per-row loss node (``cross_entropy_rows``, ``nll_rows``) may reduce its rows to."""
+
+
+def reduce_rows(loss, reduction, weight=None):
+    r"""A loss node's own reduction of its per-row losses ``loss`` (N,), run inside its forward
+    (so the reduction is no node of its own, forward or backward).
+
+    ``"none"`` keeps the rows; ``"sum"`` is :math:`\sum_i \ell_i`; ``"mean"`` is PyTorch's
+    weighted mean :math:`\sum_i \ell_i / \sum_i w_i` for the rows' weights ``weight`` (``None``:
+    weights of 1, so :math:`\sum_i \ell_i / N`; NaN for no rows, or a total weight of 0).
+    Returns ``(value, total)``, ``total`` being the divisor (``None``, an int or a 0-d tensor)
+    that :func:`rows_gradient` takes.
+    """
+    if reduction == "none":
+        return loss, None
+    s = reduce_op("sum", loss, (0,))
+    if reduction == "sum":
+        return s, None
+    if weight is not None:
+        total = reduce_op("sum", weight, (0,))
+        return zip_into("div", s, total), total
+    n = loss.shape[0]
+    if n == 0:  # the mean of nothing (NaN, as Mean's), without dividing by zero
+        return zip_op("mul", s, scalar_like(float("nan"), s)), float("nan")
+    return zip_into("div", s, filled_cached((), n, s.dtype, s.backend, s)), n
+
+
+def rows_gradient(g, n, reduction, total):
+    """The gradient of the ``n`` rows of a loss that :func:`reduce_rows` reduced, from ``g``, the
+    gradient of its result: ``g`` itself for ``"none"``, else ``g`` (``"sum"``) or ``g / total``
+    (``"mean"``) broadcast to ``(n,)`` as a stride-0 view. Recorded under ``create_graph``.
+
+    A total weight of 0 means every row was dropped (weight 0): their gradient is 0, as in
+    PyTorch, so the divisor becomes 1 there rather than giving ``0 · ∞ = NaN``."""
+    if reduction == "none":
+        return g
+    if reduction == "mean":
+        if isinstance(total, TensorBase):
+            total = total.where(total != 0, 1.0)
+        g = g / total
+    return g.expand(n)
 
 
 class ReduceNoGrad(NonDifferentiable):
@@ -322,13 +370,28 @@ def logsumexp(x, dim=None, keepdim=False):
     return LogSumExp.apply(x, _dims(dim, x.ndim), keepdim)
 
 
-def all(x, dim=None, keepdim=False):
-    """``True`` where every element over ``dim`` is non-zero (a ``bool`` tensor, no gradient)."""
+def _truth(x, dim, keepdim, op, empty):
+    """``all`` (``op`` "min") or ``any`` ("max") of ``x`` as bools over ``dim``; ``empty`` is the
+    answer over no elements (True for all, False for any: their identities, as PyTorch)."""
     b = x.to(dtypes.bool_)
-    return ReduceNoGrad.apply(b, "min", _dims(dim, x.ndim), keepdim, None)
+    dims = _dims(dim, x.ndim)
+    if 0 in [x.shape[d] for d in dims]:
+        shape = (
+            _kept_shape(x.shape, dims)
+            if keepdim
+            else tuple(s for d, s in enumerate(x.shape) if d not in dims)
+        )
+        return filled(shape, empty, dtypes.bool_, b.backend, like=b)
+    return ReduceNoGrad.apply(b, op, dims, keepdim, None)
+
+
+def all(x, dim=None, keepdim=False):
+    """``True`` where every element over ``dim`` is non-zero (a ``bool`` tensor, no gradient;
+    ``True`` over no elements)."""
+    return _truth(x, dim, keepdim, "min", True)
 
 
 def any(x, dim=None, keepdim=False):
-    """``True`` where some element over ``dim`` is non-zero (a ``bool`` tensor, no gradient)."""
-    b = x.to(dtypes.bool_)
-    return ReduceNoGrad.apply(b, "max", _dims(dim, x.ndim), keepdim, None)
+    """``True`` where some element over ``dim`` is non-zero (a ``bool`` tensor, no gradient;
+    ``False`` over no elements)."""
+    return _truth(x, dim, keepdim, "max", False)
