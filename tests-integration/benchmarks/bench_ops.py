@@ -7,6 +7,11 @@ what a step pays: a layer, a loss, a reduction, the indexing and stacking of a d
 µs per call (the median over ``--repeat`` timings of ``--number`` calls) and the ratio; the summary
 is the geometric mean and the worst ratio. Single-threaded. PyTorch CPU (``pip install
 torch==2.13.0``) is the peer, never a dependency: without it only torchlight's column is printed.
+
+``--calls`` prints instead the Python-level calls (functions and builtins, as ``sys.setprofile``
+sees them) of one torchlight call of each case: a count, the same on every run, so that a change
+to an op's Python path can be read on a noisy machine (``bench_commits.py BASE -- bench_ops.py
+--calls``), as ``bench_calls.py`` does for whole programs.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import importlib.util
 import math
 import os
 import statistics
+import sys
 import timeit
 
 if __name__ == "__main__":  # the script's own process: one thread per pool, before the imports
@@ -157,6 +163,25 @@ def per_call_us(fn, number: int, repeat: int) -> float:
     return statistics.median(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
 
 
+def python_calls(fn) -> int:
+    """Python-level calls (functions and builtins) of one call of ``fn``, after a warm-up."""
+    for _ in range(3):
+        fn()
+    count = 0
+
+    def profile(frame, event, arg):
+        nonlocal count
+        if event == "call" or event == "c_call":
+            count += 1
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return count - 1  # the setprofile(None) that ends the count
+
+
 def geomean(values: list) -> float | None:
     """exp(mean(log v)): the mean of ratios that treats 2x and 0.5x alike."""
     kept = [v for v in values if v and v > 0]
@@ -206,11 +231,20 @@ def main(argv=None) -> list:
     p.add_argument("--number", type=int, default=2000, help="calls per timing")
     p.add_argument("--only", nargs="+", metavar="NAME", help="these cases only")
     p.add_argument("--device", default="cpu", help="torchlight's device (cpu, numba, ...)")
+    p.add_argument(
+        "--calls", action="store_true", help="count torchlight's Python calls instead of timing"
+    )
     args = p.parse_args(argv)
     names = args.only or list(CASES)
     unknown = sorted(set(names) - set(CASES))
     if unknown:
         raise SystemExit(f"unknown cases {unknown}; known: {sorted(CASES)}")
+    if args.calls:
+        with tl.device(args.device):
+            rows = [{"case": name, "calls": python_calls(CASES[name](tl))} for name in names]
+        print("| case | Python calls |\n|---|---:|")
+        print("\n".join(f"| {r['case']} | {r['calls']} |" for r in rows))
+        return rows
     rows = run(names, args.number, args.repeat, args.device)
     print(table(rows))
     return rows

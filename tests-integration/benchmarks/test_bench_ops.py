@@ -49,3 +49,16 @@ def test_main_times_the_chosen_cases():
     assert rows[0]["torchlight_us"] > 0 and math.isfinite(rows[0]["torchlight_us"])
     with pytest.raises(SystemExit, match="unknown cases"):
         bo.main(["--only", "nope"])
+
+
+def test_calls_counts_the_python_calls_of_one_call(capsys):
+    def three():  # a Python function that calls two builtins
+        len("ab")
+        abs(-1)
+
+    assert bo.python_calls(three) == 3
+    rows = bo.main(["--only", "a + b (16x16, grad)", "x.view(-1, 1)", "--calls"])
+    assert [r["case"] for r in rows] == ["a + b (16x16, grad)", "x.view(-1, 1)"]
+    assert all(r["calls"] > 5 for r in rows)
+    assert bo.main(["--only", "x.view(-1, 1)", "--calls"])[0]["calls"] == rows[1]["calls"]
+    assert "| x.view(-1, 1) |" in capsys.readouterr().out
