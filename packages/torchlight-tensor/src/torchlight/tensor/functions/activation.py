@@ -25,7 +25,7 @@ from ..creation import from_numpy_on
 from ..dispatch import alloc, index_range, normalize_dim, ones_cached, same_backend
 from ..errors import ShapeError, TensorIndexError
 from .pointwise import float_operand
-from .reductions import ROW_REDUCTIONS, reduce_rows, rows_gradient
+from .reductions import check_reduction, reduce_rows, rows_gradient
 
 __all__ = [
     "Softmax",
@@ -292,10 +292,7 @@ def cross_entropy_rows(x, target, weight=None, reduction="none"):
             "cross_entropy_rows: need x (N, C), target (N,), weight (N,) or None; got "
             f"{x.shape}, {target.shape}, {None if weight is None else weight.shape}"
         )
-    if reduction not in ROW_REDUCTIONS:
-        raise ValueError(
-            f"cross_entropy_rows: reduction must be one of {ROW_REDUCTIONS}, got {reduction!r}"
-        )
+    check_reduction("cross_entropy_rows", reduction)
     same_backend(x, target)
     x = float_operand(x)
     if weight is not None:

@@ -22,7 +22,7 @@ from ..dispatch import (
     zip_into,
 )
 from ..errors import DTypeError, ShapeError, TensorIndexError
-from .reductions import ROW_REDUCTIONS, reduce_rows, rows_gradient
+from .reductions import check_reduction, reduce_rows, rows_gradient
 
 __all__ = [
     "check_index",
@@ -222,8 +222,7 @@ def nll_rows(x, target, weight=None, reduction="none"):
             f"nll_rows: need x (N, C), target (N,) and weight (N,) or None; got {x.shape}, "
             f"{target.shape}, {None if weight is None else weight.shape}"
         )
-    if reduction not in ROW_REDUCTIONS:
-        raise ValueError(f"nll_rows: reduction must be one of {ROW_REDUCTIONS}, got {reduction!r}")
+    check_reduction("nll_rows", reduction)
     same_backend(x, target)
     return NLLRows.apply(x, target, weight, reduction)
 

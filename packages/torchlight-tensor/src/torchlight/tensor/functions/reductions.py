@@ -53,6 +53,7 @@ __all__ = [
     "any",
     "MinMax",
     "ROW_REDUCTIONS",
+    "check_reduction",
     "reduce_rows",
     "rows_gradient",
 ]
@@ -115,10 +116,7 @@ class Mean(Function):
             n *= x.shape[d]
         ctx.shape, ctx.dims = x.shape, dims
         ctx.divisor = None if (n == 0 and correction == 0) else builtins.max(n - correction, 0)
-        s = reduce_op("sum", x, dims, keepdim)
-        if ctx.divisor is None:
-            return zip_op("mul", s, scalar_like(float("nan"), s))
-        return zip_into("div", s, filled_cached((), ctx.divisor, s.dtype, s.backend, s))
+        return _over_count(reduce_op("sum", x, dims, keepdim), ctx.divisor)
 
     @staticmethod
     def backward(ctx, g):
@@ -126,8 +124,22 @@ class Mean(Function):
         return _unreduce(g, ctx.shape, ctx.dims), None, None, None
 
 
+def _over_count(s, n):
+    """The sum ``s`` divided in place by the count ``n``; ``None`` for no elements gives NaN (the
+    mean of nothing, as PyTorch) without dividing by zero."""
+    if n is None:
+        return zip_op("mul", s, scalar_like(float("nan"), s))
+    return zip_into("div", s, filled_cached((), n, s.dtype, s.backend, s))
+
+
 ROW_REDUCTIONS = ("none", "sum", "mean")
 """What a per-row loss node (``cross_entropy_rows``, ``nll_rows``) may reduce its rows to."""
+
+
+def check_reduction(name, reduction):
+    """Raise unless ``reduction`` is one of :data:`ROW_REDUCTIONS` (``name``: the caller's)."""
+    if reduction not in ROW_REDUCTIONS:
+        raise ValueError(f"{name}: reduction must be one of {ROW_REDUCTIONS}, got {reduction!r}")
 
 
 def reduce_rows(loss, reduction, weight=None):
@@ -148,10 +160,8 @@ def reduce_rows(loss, reduction, weight=None):
     if weight is not None:
         total = reduce_op("sum", weight, (0,))
         return zip_into("div", s, total), total
-    n = loss.shape[0]
-    if n == 0:  # the mean of nothing (NaN, as Mean's), without dividing by zero
-        return zip_op("mul", s, scalar_like(float("nan"), s)), float("nan")
-    return zip_into("div", s, filled_cached((), n, s.dtype, s.backend, s)), n
+    n = loss.shape[0] or None
+    return _over_count(s, n), float("nan") if n is None else n
 
 
 def rows_gradient(g, n, reduction, total):
