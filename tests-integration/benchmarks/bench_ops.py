@@ -91,6 +91,10 @@ CASES = {
         m.randn(16, 32, 16, 16, requires_grad=True),
         m.randn(64, 32, 3, 3, requires_grad=True),
     ),
+    "x[:, t] for 16 steps, backward (32x16x64)": lambda m: _call(
+        lambda x: sum(x[:, t] for t in range(16)).sum().backward(),
+        m.ones(32, 16, 64, requires_grad=True),
+    ),
     "sum(dim=1) (8x8, grad)": lambda m: _call(lambda x: x.sum(1), m.ones(8, 8, requires_grad=True)),
     "mean (8x8, grad)": lambda m: _call(lambda x: x.mean(), m.ones(8, 8, requires_grad=True)),
     "max(x, 1) (5x5)": lambda m: _call(lambda x: m.max(x, 1), m.ones(5, 5)),

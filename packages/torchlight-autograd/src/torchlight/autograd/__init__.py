@@ -2,10 +2,12 @@
 
 A variable needs ``requires_grad``, ``_history`` (``None`` for leaves), ``accumulate_grad(g)``,
 support for weak references (the graph links computed variables through their ``History``,
-which remembers the variable weakly), and gradients that support ``+``. ``torchlight.Tensor``
+which remembers the variable weakly), and gradients that support ``+`` (and ``+=``, which may
+update in place; see :mod:`~torchlight.autograd.accumulation`). ``torchlight.Tensor``
 and the micrograd-style :class:`Scalar` both implement it; the engine never imports numpy.
 """
 
+from .accumulation import PartialGradient
 from .engine import backward, topological_order
 from .errors import AutogradError, TorchlightError
 from .function import Context, Function, History
@@ -27,6 +29,7 @@ __all__ = [
     "Function",
     "GradcheckError",
     "History",
+    "PartialGradient",
     "Scalar",
     "TorchlightError",
     "backward",

@@ -6,13 +6,15 @@ Given a root variable ``y`` and ``dL/dy`` the engine
    explicit stack instead of recursion so a 10,000-step unrolled RNN does not hit Python's
    recursion limit;
 2. walks that order once, applying each node's chain rule and summing the gradients that reach a
-   variable along different paths (the multivariate chain rule: ``dL/dx = sum_i dL/dy_i dy_i/dx``);
+   variable along different paths (the multivariate chain rule: ``dL/dx = sum_i dL/dy_i dy_i/dx``;
+   :mod:`~torchlight.autograd.accumulation` sums them in place where that is safe);
 3. hands the total to each leaf's ``accumulate_grad`` (so ``.grad`` accumulates across calls), and
    frees the saved values unless ``retain_graph=True``.
 """
 
 import weakref
 
+from .accumulation import GradientSums
 from .errors import AutogradError
 from .function import Context, Function, History
 from .grad_mode import GradMode
@@ -66,12 +68,13 @@ def backward(root, grad, retain_graph: bool = False, create_graph: bool = False)
         )
     retain_graph = retain_graph or create_graph
     order = topological_order(root)
-    pending = {id(root): grad}
+    pending = GradientSums(in_place=not create_graph)
+    pending.add(root, grad)
     prev = GradMode.enabled
     GradMode.enabled = create_graph
     try:
         for var in order:
-            g = pending.pop(id(var), None)
+            g = pending.pop(var)
             if g is None:
                 continue
             hist = var._history
@@ -83,9 +86,7 @@ def backward(root, grad, retain_graph: bool = False, create_graph: bool = False)
             if create_graph:
                 pairs = _differentiable(hist, g, pairs)
             for parent, pg in pairs:
-                key = id(parent)
-                acc = pending.get(key)
-                pending[key] = pg if acc is None else acc + pg
+                pending.add(parent, pg)
             if not retain_graph:
                 hist.ctx.release()
     finally:

@@ -1,14 +1,17 @@
 """Indexing: basic indexing is a view; advanced indexing (integer tensors, boolean masks) gathers.
 
 Basic indices (ints, slices, ``None``, ``...``) only change ``(shape, strides, offset)``, and the
-gradient is written back into a zero tensor through the same view. Advanced indices select
+gradient is written back into a zero tensor through the same view (kept unbuilt, as an
+:class:`IndexedGradient`, so that a tensor read piece by piece sums its pieces' gradients into one
+buffer). Advanced indices select
 arbitrary elements, so the gradient *scatter-adds* into the input: an element picked twice
 receives both gradients (this is also why an embedding's repeated tokens accumulate).
 """
 
 import numpy as np
 
-from torchlight.autograd import Function
+from torchlight.autograd import Function, PartialGradient
+from torchlight.autograd.grad_mode import GradMode
 
 from .. import dtypes
 from ..base import TensorBase
@@ -30,6 +33,7 @@ __all__ = [
     "basic_view",
     "BasicIndex",
     "BasicIndexBackward",
+    "IndexedGradient",
     "AdvancedIndex",
     "masked_fill",
     "expand_index",
@@ -132,8 +136,49 @@ class BasicIndex(Function):
 
     @staticmethod
     def backward(ctx, g):
-        # a recorded node under create_graph; otherwise apply runs its forward alone
-        return BasicIndexBackward.apply(g, ctx.shape, ctx.index), None
+        if GradMode.enabled:  # create_graph: a recorded node, differentiable again
+            return BasicIndexBackward.apply(g, ctx.shape, ctx.index), None
+        return IndexedGradient(g, ctx.shape, ctx.index), None
+
+
+def _scattered(g, shape, index):
+    """``g`` written into zeros of ``shape`` at the basic ``index``."""
+    out = filled(shape, 0, g.dtype, g.backend, like=g)
+    g.backend.map("copy", g._td, basic_view(out._td, index))
+    return out
+
+
+class IndexedGradient(PartialGradient):
+    """The gradient of ``x[index]`` (a basic index) with respect to ``x``: ``g`` at ``index``,
+    zeros elsewhere, not built until needed (see :mod:`torchlight.autograd.accumulation`).
+
+    The engine adds it into the part of a gradient buffer that ``index`` views, so ``x[0]``,
+    ``x[1]``, ... of one ``x`` sum into one buffer instead of a zero tensor of ``x``'s size each.
+
+    >>> x = tl.zeros(3, requires_grad=True)
+    >>> (x[0] * 2 + x[2] * 5 + x[0]).backward()
+    >>> x.grad
+    tensor([3., 0., 5.])
+    """
+
+    __slots__ = ("g", "shape", "index")
+
+    def __init__(self, g, shape, index):
+        self.g, self.shape, self.index = g, shape, index
+
+    def dense(self):
+        """The whole gradient: zeros of ``x``'s shape with ``g`` at ``index``."""
+        return _scattered(self.g, self.shape, self.index)
+
+    def add_into(self, buffer):
+        """``buffer[index] += g`` in place (``buffer`` a gradient of ``x``'s shape that the engine
+        owns); a new sum where the dtypes or shapes differ, so nothing is cast or broadcast."""
+        g = self.g
+        if buffer.dtype is not g.dtype or buffer._td.shape != self.shape:
+            return buffer + self.dense()
+        part = basic_view(buffer._td, self.index)
+        g.backend.zip("add", part, g._td, part)
+        return buffer
 
 
 class BasicIndexBackward(Function):
@@ -147,9 +192,7 @@ class BasicIndexBackward(Function):
     @staticmethod
     def forward(ctx, g, shape, index):
         ctx.index = index
-        out = filled(shape, 0, g.dtype, g.backend, like=g)
-        g.backend.map("copy", g._td, basic_view(out._td, index))
-        return out
+        return _scattered(g, shape, index)
 
     @staticmethod
     def backward(ctx, gg):
