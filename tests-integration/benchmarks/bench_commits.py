@@ -20,6 +20,7 @@ Needs both cores idle for numbers worth quoting.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import statistics
@@ -51,14 +52,19 @@ def _number(token: str) -> float:
     return float(token.rstrip("x"))
 
 
+#: a table cell with no value (``bench_compat.py`` writes it for a column it did not run)
+EMPTY = "—"
+
+
 def _split_markdown(line: str):
+    # the values are the trailing cells that are numbers or empty (NaN, left out by summarize)
     cells = [c.strip() for c in line.strip("|").split("|")]
     k = len(cells)
-    while k > 0 and NUMBER.match(cells[k - 1]):
+    while k > 0 and (NUMBER.match(cells[k - 1]) or cells[k - 1] == EMPTY):
         k -= 1
-    if k == 0 or k == len(cells):
+    if k == 0 or all(c == EMPTY for c in cells[k:]):
         return None
-    return " | ".join(cells[:k]), [_number(c) for c in cells[k:]]
+    return " | ".join(cells[:k]), [math.nan if c == EMPTY else _number(c) for c in cells[k:]]
 
 
 def _split(line: str):
@@ -108,6 +114,8 @@ def summarize(runs: dict) -> None:
         for col in range(width):
             a = [rows(r)[name][col] for r in runs[base]]
             b = [rows(r)[name][col] for r in runs[head]]
+            if any(math.isnan(v) for v in a + b):  # an empty cell in some run
+                continue
             ma, mb = statistics.median(a), statistics.median(b)
             ratio = f"{mb / ma:9.3f}" if ma else f"{'-':>9s}"
             spread = f"{min(a):g}-{max(a):g} | {min(b):g}-{max(b):g}"

@@ -105,4 +105,4 @@ class GradientSums:
         if g is None:
             return None
         self._own.discard(key)  # handed on: a backward may pass it to its inputs as it is
-        return _dense(g)
+        return g.dense() if isinstance(g, PartialGradient) else g

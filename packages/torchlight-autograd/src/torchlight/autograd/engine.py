@@ -69,12 +69,13 @@ def backward(root, grad, retain_graph: bool = False, create_graph: bool = False)
     retain_graph = retain_graph or create_graph
     order = topological_order(root)
     pending = GradientSums(in_place=not create_graph)
-    pending.add(root, grad)
+    add, pop = pending.add, pending.pop
+    add(root, grad)
     prev = GradMode.enabled
     GradMode.enabled = create_graph
     try:
         for var in order:
-            g = pending.pop(var)
+            g = pop(var)
             if g is None:
                 continue
             hist = var._history
@@ -86,7 +87,7 @@ def backward(root, grad, retain_graph: bool = False, create_graph: bool = False)
             if create_graph:
                 pairs = _differentiable(hist, g, pairs)
             for parent, pg in pairs:
-                pending.add(parent, pg)
+                add(parent, pg)
             if not retain_graph:
                 hist.ctx.release()
     finally:

@@ -84,14 +84,15 @@ class Context:
 
     def release(self):
         """Drop saved values so their memory can be reused (what ``retain_graph=False`` does)."""
-        if len(self.__dict__) == 1:  # only needs_input_grad (an add, say): nothing to drop
+        d = self.__dict__
+        if len(d) == 1:  # only needs_input_grad (an add, say): nothing to drop
             return
-        extras = [k for k in self.__dict__ if k not in Context._own]
-        if self._saved or extras:
-            self._freed = True
-        self._saved = ()
-        for key in extras:
-            del self.__dict__[key]
+        freed = d.get("_freed", False) or bool(d.get("_saved")) or not d.keys() <= Context._own
+        needs = d["needs_input_grad"]
+        d.clear()  # back to the class defaults: nothing saved, no versions
+        d["needs_input_grad"] = needs
+        if freed:
+            d["_freed"] = True
 
     def __getattr__(self, name):
         # Only reached for attributes that are missing: after release() that means "freed".
