@@ -3,9 +3,10 @@ cannot replay.
 
 Each case builds two copies of a model from one seed, trains one eagerly and one through a
 captured step on the same 50 batches, and compares every step's loss and the final parameters
-(oracle: the eager run). Models: an MLP with SGD-momentum, Adam and AdamW; the mini-GPT of
-``projects/mini-gpt`` at a tiny size with AdamW parameter groups; a GRU and an LSTM classifier;
-each on ``cpu`` (numpy) and on ``numba`` when that backend is installed.
+(oracle: the eager run). Models: an MLP with SGD-momentum, Adam, AdamW and Adagrad with a
+decaying rate; the mini-GPT of ``projects/mini-gpt`` at a tiny size with AdamW parameter groups;
+a GRU and an LSTM classifier; each on ``cpu`` (numpy) and on ``numba`` when that backend is
+installed.
 """
 
 from pathlib import Path
@@ -94,6 +95,10 @@ OPTIMIZERS = {
     ),
     "adam": lambda m: tl.optim.Adam(m.parameters(), lr=1e-2),
     "adamw": lambda m: tl.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.1),
+    # the decayed rate follows the live step count into the fused adagrad kernel
+    "adagrad_lr_decay": lambda m: tl.optim.Adagrad(
+        m.parameters(), lr=5e-2, lr_decay=0.05, weight_decay=1e-3
+    ),
 }
 
 

@@ -139,6 +139,16 @@ CASES = {
         lambda a: (a * a + a).sum().backward(), m.ones(8, 8, requires_grad=True)
     ),
     "MLP step 16-32-27, SGD": lambda m: _mlp_step(m),
+    "x[idx], 64 rows of a 60000x784 dataset": lambda m: _call(
+        lambda x, i: x[i], m.zeros(60000, 784), m.arange(64) * 937
+    ),
+    "x[idx], 256 of 5000 (1-D)": lambda m: _call(
+        lambda x, i: x[i], m.zeros(5000), m.arange(256) * 19
+    ),
+    "x[idx] = v, 64 rows of a 1000000x4 buffer": lambda m: _call(
+        lambda x, i, v: x.__setitem__(i, v), m.zeros(1000000, 4), m.arange(64) * 997, m.ones(64, 4)
+    ),
+    "Adagrad step, 4 tables (200x8, 100x8, 200x1, 100x1)": lambda m: _adagrad_step(m),
 }
 
 
@@ -158,6 +168,14 @@ def _mlp_step(m):
         opt.step()
 
     return step
+
+
+def _adagrad_step(m):
+    """``optimizer.step()`` of Adagrad over a recommender's four embedding tables."""
+    params = [m.nn.Parameter(m.zeros(*shape)) for shape in ((200, 8), (100, 8), (200, 1), (100, 1))]
+    for p in params:
+        p.grad = m.ones(*p.shape)
+    return m.optim.Adagrad(params, lr=0.1).step
 
 
 def per_call_us(fn, number: int, repeat: int) -> float:

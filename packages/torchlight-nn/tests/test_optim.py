@@ -157,17 +157,39 @@ CASES = [
         ref_adagrad,
         dict(lr=0.1, lr_decay=0.05, weight_decay=0.1, initial_accumulator_value=0.3),
     ),
+    (Adagrad, ref_adagrad, dict(lr=0.1, maximize=True, eps=1e-3)),
 ]
 
 
+@pytest.mark.parametrize("cls, kw", [(Adam, {}), (AdamW, {}), (Adagrad, {"lr_decay": 0.1})])
+def test_fused_update_runs_one_backend_call_per_parameter(cls, kw, monkeypatch):
+    from torchlight.tensor.backend.numpy import NumpyBackend
+
+    name = FUSED[Adagrad if cls is Adagrad else Adam] + "_step"
+    calls = []
+    fused = getattr(NumpyBackend, name)
+    monkeypatch.setattr(
+        NumpyBackend, name, lambda self, *a, **k: calls.append(1) or fused(self, *a, **k)
+    )
+    rng = np.random.default_rng(3)
+    _, params = _make(rng)
+    _run(cls(params, lr=0.1, **kw), params, _grads(rng))
+    assert len(calls) == STEPS * len(params)
+
+
+FUSED = {Adam: "adam", Adagrad: "adagrad"}  # optimizers with a fused update capability
+
+
 @pytest.fixture(params=["fused", "composite"])
-def adam_path(request, monkeypatch):
-    """Adam/AdamW run the backend's fused ``adam_step`` when it has the capability, else the
-    composite ops: both must follow the reference."""
+def update_path(request, monkeypatch):
+    """Adam/AdamW and Adagrad run the backend's fused ``adam_step``/``adagrad_step`` when it has
+    the capability, else the composite ops: both must follow the reference."""
     if request.param == "composite":
         from torchlight.tensor.backend.numpy import NumpyBackend
 
-        monkeypatch.setattr(NumpyBackend, "capabilities", NumpyBackend.capabilities - {"adam"})
+        monkeypatch.setattr(
+            NumpyBackend, "capabilities", NumpyBackend.capabilities - set(FUSED.values())
+        )
     return request.param
 
 
@@ -180,9 +202,9 @@ def adam_path(request, monkeypatch):
         else "-".join(f"{k}={x}" for k, x in v.items())
     ),
 )
-def test_update_rule_matches_numpy(cls, ref, kw, adam_path):
-    if adam_path == "composite" and not issubclass(cls, Adam):
-        pytest.skip("only Adam has a fused path")
+def test_update_rule_matches_numpy(cls, ref, kw, update_path):
+    if update_path == "composite" and not issubclass(cls, tuple(FUSED)):
+        pytest.skip("only Adam and Adagrad have a fused path")
     rng = np.random.default_rng(0)
     arrays, params = _make(rng)
     grads = _grads(rng)

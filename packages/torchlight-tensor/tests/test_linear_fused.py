@@ -27,7 +27,7 @@ def _leaf(shape, layout):
 
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "strided"])
 @pytest.mark.parametrize("bias", [True, False])
-@pytest.mark.parametrize("xshape", [(5, 3), (2, 4, 3)])
+@pytest.mark.parametrize("xshape", [(5, 3), (2, 4, 3), (1, 3), (1, 1, 3)])
 def test_values_and_gradients(layout, bias, xshape):
     x_leaf, xv = _leaf(xshape, layout)
     w_leaf, wv = _leaf((4, 3), layout)
@@ -65,3 +65,17 @@ def test_mixed_dtypes_and_vectors_take_the_composite():
 def test_mismatched_features_say_so():
     with pytest.raises(tl.ShapeError, match="features"):
         linear(tl.ones(2, 3), tl.ones(4, 5))
+
+
+def test_one_row_bias_gradient_leaves_the_callers_gradient_alone():
+    # with one row the bias gradient is the row of g itself (no sum): accumulating it into
+    # .grad over two backward passes must not write into the gradient the caller passed
+    x = tl.tensor([[1.0, 2.0, 3.0]], dtype=tl.float64)
+    w = tl.zeros(2, 3, dtype=tl.float64, requires_grad=True)
+    b = tl.zeros(2, dtype=tl.float64, requires_grad=True)
+    g = tl.tensor([[0.5, -1.0]], dtype=tl.float64)
+    for _ in range(2):
+        linear(x, w, b).backward(g)
+    np.testing.assert_array_equal(b.grad.numpy(), [1.0, -2.0])
+    np.testing.assert_array_equal(g.numpy(), [[0.5, -1.0]])
+    np.testing.assert_array_equal(w.grad.numpy(), 2 * np.outer([0.5, -1.0], [1.0, 2.0, 3.0]))

@@ -43,7 +43,9 @@ class Adadelta(Optimizer):
 
     def _update_group(self, group):
         lr, rho, eps, weight_decay = group["lr"], group["rho"], group["eps"], group["weight_decay"]
-        for p, grad, state in self._steps(group, square_avg=tl.zeros_like, acc_delta=tl.zeros_like):
+        for p, grad, state, _ in self._steps(
+            group, square_avg=tl.zeros_like, acc_delta=tl.zeros_like
+        ):
             if weight_decay != 0:
                 grad = grad + p * weight_decay
             square_avg, acc_delta = state["square_avg"], state["acc_delta"]

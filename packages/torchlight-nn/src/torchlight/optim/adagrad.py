@@ -6,12 +6,15 @@
     s ← s + g²                      (s starts at ``initial_accumulator_value``)
     p ← p − clr·g / (√s + eps)
 
-State: ``step`` and ``sum``.
+State: ``step`` and ``sum``. Backends with the ``"adagrad"`` capability run the update as one
+kernel per parameter (``torchlight.tensor.functions.updates``); the code below is the composite
+fallback and the reference the kernels are tested against.
 """
 
 from __future__ import annotations
 
 import torchlight as tl
+from torchlight.tensor.extension import adagrad_step_
 
 from .optimizer import Optimizer, OptimizerError
 
@@ -76,14 +79,15 @@ class Adagrad(Optimizer):
             group["eps"],
             group["weight_decay"],
         )
-        for p, grad, state in self._steps(
+        for p, grad, state, step in self._steps(
             group, sum=lambda p: tl.full_like(p, group["initial_accumulator_value"])
         ):
-            step = state["step"]
-            if weight_decay != 0:
-                grad = grad + p * weight_decay
             clr = lr / (1 + (step - 1) * lr_decay)
             state_sum = state["sum"]
+            if adagrad_step_(p, grad, state_sum, clr=clr, weight_decay=weight_decay, eps=eps):
+                continue  # the backend's one-pass kernel did the update below
+            if weight_decay != 0:
+                grad = grad + p * weight_decay
             state_sum.add_(grad * grad)
             std = state_sum.sqrt().add_(eps)
             p.add_(grad / std, alpha=-clr)

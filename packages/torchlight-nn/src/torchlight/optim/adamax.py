@@ -47,13 +47,15 @@ class Adamax(Optimizer):
             group["eps"],
             group["weight_decay"],
         )
-        for p, grad, state in self._steps(group, exp_avg=tl.zeros_like, exp_inf=tl.zeros_like):
+        for p, grad, state, step in self._steps(
+            group, exp_avg=tl.zeros_like, exp_inf=tl.zeros_like
+        ):
             if weight_decay != 0:
                 grad = grad + p * weight_decay
             exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
             _lerp_(exp_avg, grad, 1 - beta1)
             exp_inf.copy_(tl.maximum(exp_inf * beta2, grad.abs() + eps))
-            p.add_(exp_avg / exp_inf, alpha=-lr / (1 - beta1 ** state["step"]))
+            p.add_(exp_avg / exp_inf, alpha=-lr / (1 - beta1**step))
 
 
 def _check_betas_eps(group):

@@ -70,7 +70,7 @@ class NAdam(Optimizer):
             group["weight_decay"],
         )
         psi = group["momentum_decay"]
-        for p, grad, state in self._steps(
+        for p, grad, state, _ in self._steps(
             group, mu_product=1.0, exp_avg=tl.zeros_like, exp_avg_sq=tl.zeros_like
         ):
             t = state["step"]

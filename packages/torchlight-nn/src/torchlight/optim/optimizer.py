@@ -195,10 +195,13 @@ class Optimizer:
                 yield p, p.grad
 
     def _steps(self, group, **initial):
-        """Each parameter of ``group`` that has a gradient, as ``(p, grad, state)``, for the
-        update rules that keep per-parameter state: ``grad`` is negated when the group maximizes,
-        and ``state["step"]`` is counted up — from 0 on first use, when each ``initial`` entry
-        starts the state (a value, or a callable of ``p`` for a buffer like ``tl.zeros_like``)."""
+        """Each parameter of ``group`` that has a gradient, as ``(p, grad, state, step)``, for
+        the update rules that keep per-parameter state: ``grad`` is negated when the group
+        maximizes, and ``state["step"]`` is counted up — from 0 on first use, when each
+        ``initial`` entry starts the state (a value, or a callable of ``p`` for a buffer like
+        ``tl.zeros_like``). ``step`` is the new count, live inside a captured step: numbers
+        computed from it are computed again on each replay (``state["step"]`` read as an int
+        would be frozen at the captured value)."""
         for p, grad in self._params_with_grad(group):
             if group["maximize"]:
                 grad = -grad
@@ -207,8 +210,7 @@ class Optimizer:
                 state["step"] = 0
                 for name, start in initial.items():
                     state[name] = start(p) if callable(start) else start
-            count_up(state, "step")  # a live count inside a captured step (torchlight.jit)
-            yield p, grad, state
+            yield p, grad, state, count_up(state, "step")
 
     # --- state dicts -----------------------------------------------------------------------
     def state_dict(self) -> dict:

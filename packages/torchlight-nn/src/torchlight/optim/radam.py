@@ -72,7 +72,9 @@ class RAdam(Optimizer):
             group["weight_decay"],
         )
         rho_inf = 2 / (1 - beta2) - 1
-        for p, grad, state in self._steps(group, exp_avg=tl.zeros_like, exp_avg_sq=tl.zeros_like):
+        for p, grad, state, _ in self._steps(
+            group, exp_avg=tl.zeros_like, exp_avg_sq=tl.zeros_like
+        ):
             t = state["step"]
             if wd != 0:
                 if group["decoupled_weight_decay"]:

@@ -82,7 +82,7 @@ class RMSprop(Optimizer):
             buffers["momentum_buffer"] = tl.zeros_like
         if centered:
             buffers["grad_avg"] = tl.zeros_like
-        for p, grad, state in self._steps(group, **buffers):
+        for p, grad, state, _ in self._steps(group, **buffers):
             if weight_decay != 0:
                 grad = grad + p * weight_decay
             square_avg = state["square_avg"]

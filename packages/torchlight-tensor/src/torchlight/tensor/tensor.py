@@ -35,6 +35,8 @@ from .functions import (
     sorting,
     special,
 )
+from .functions.positions import host_positions as positions_of
+from .functions.positions import storage_offsets
 from .printing import format_values
 from .random import rng_of
 from .sampling import bernoulli, multinomial
@@ -1550,11 +1552,17 @@ class Tensor(TensorConveniences, TensorBase):
         if not advanced:
             self._write(index.basic_view(self._td, norm), value)
             return
-        # Advanced assignment goes through the host: correct on every backend, if not fast. The
-        # positions are computed (and every index checked) as for reading x[idx].
-        positions = index.host_positions(self, norm)
+        # The positions are computed (and every index checked) as for reading x[idx]. In host
+        # memory the values go straight into the storage at the selected elements (O(selection);
+        # numpy's casting, broadcasting and last-write-wins for repeats); device memory takes a
+        # round trip through the host, correct if not fast.
+        positions = positions_of(self, norm)
+        new = value.to_numpy() if isinstance(value, Tensor) else value
+        if host_memory(self.backend):
+            self._td.storage[storage_offsets(self._td, positions)] = new
+            return
         arr = self.to_numpy()
-        arr.reshape(-1)[positions] = value.to_numpy() if isinstance(value, Tensor) else value
+        arr.reshape(-1)[positions] = new
         self.copy_(_host(arr, self))
         self._version[0] -= 1
 

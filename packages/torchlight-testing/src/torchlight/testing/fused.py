@@ -416,16 +416,50 @@ class FusedConformance:
             v = beta2 * v + (1 - beta2) * gg * gg
             p = p - lr / (1 - beta1**step) * m / (np.sqrt(v) / (1 - beta2**step) ** 0.5 + eps)
             want = [p, m, v]
-            for name, view, ref in zip(("param", "exp_avg", "exp_avg_sq"), views, want):
-                np.testing.assert_allclose(
-                    read(be, view),
-                    ref,
-                    rtol=tol,
-                    atol=tol,
-                    err_msg=f"adam_step {dtype} step {step}: {name}",
-                )
+            _check_update(
+                be,
+                views,
+                want,
+                ("param", "exp_avg", "exp_avg_sq"),
+                tol,
+                f"adam_step {dtype} step {step}",
+            )
         for view in views:
             assert outside_untouched(be, view, dtype), "adam_step wrote outside its views"
+
+    # --- fused capabilities: adagrad -------------------------------------------------------
+    @pytest.mark.parametrize("dtype", FLOAT)
+    @pytest.mark.parametrize("weight_decay", [0.0, 0.1], ids=["plain", "l2"])
+    def test_adagrad_step(self, dtype, weight_decay):
+        """Three steps in place on offset and contiguous views against the float64 formula of
+        ``torchlight.tensor.functions.updates`` (a decaying ``clr``); storage around the views
+        stays untouched."""
+        self._need("adagrad")
+        be = self.be
+        rng = _rng("adagrad", dtype, weight_decay)
+        shape = self.P.shape
+        eps = 1e-10
+        p0 = sample(rng, shape, dtype)
+        s0 = np.abs(sample(rng, shape, dtype)) * 0.1  # initial_accumulator_value > 0 included
+        want = [_f64(p0), _f64(s0)]
+        views = [make_view(be, p0, "offset")[0], make_view(be, s0, "contiguous")[0]]
+        tol = 2e-6 if dtype == "float32" else 1e-13
+        for step in (1, 2, 3):
+            clr = 0.05 / (1 + (step - 1) * 0.5)
+            g = sample(rng, shape, dtype)
+            be.adagrad_step(
+                views[0], make_view(be, g, "offset")[0], views[1], clr=clr, l2=weight_decay, eps=eps
+            )
+            p, acc = want
+            gg = _f64(g) + weight_decay * p
+            acc = acc + gg * gg
+            p = p - clr * gg / (np.sqrt(acc) + eps)
+            want = [p, acc]
+            _check_update(
+                be, views, want, ("param", "sum"), tol, f"adagrad_step {dtype} step {step}"
+            )
+        for view in views:
+            assert outside_untouched(be, view, dtype), "adagrad_step wrote outside its views"
 
     # --- fused capabilities: recurrent cells -------------------------------------------------
     def _cell_inputs(self, gates, dtype):
@@ -681,3 +715,11 @@ def _ref_layernorm_backward(g, x, w, mu, r):
     )
     lead = tuple(range(g.ndim - 1))
     return dx, (g * xhat).sum(axis=lead), g.sum(axis=lead)
+
+
+def _check_update(be, views, want, names, tol, what):
+    """Each view of a fused update's state equals its float64 reference."""
+    for name, view, ref in zip(names, views, want):
+        np.testing.assert_allclose(
+            read(be, view), ref, rtol=tol, atol=tol, err_msg=f"{what}: {name}"
+        )

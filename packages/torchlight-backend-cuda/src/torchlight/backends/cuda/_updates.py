@@ -1,4 +1,5 @@
-"""Fused optimizer update on the GPU: one Adam/AdamW step of a contiguous parameter per launch.
+"""Fused optimizer updates on the GPU: one Adam/AdamW or Adagrad step of a contiguous parameter
+per launch.
 
 One thread per element in a grid-stride loop reads ``p``, ``g``, ``m``, ``v`` once and writes
 ``p``, ``m``, ``v`` once (formula: ``torchlight.tensor.functions.updates``), instead of the
@@ -11,7 +12,7 @@ import math
 
 from numba import cuda
 
-__all__ = ["adam_kernel"]
+__all__ = ["adam_kernel", "adagrad_kernel"]
 
 
 def adam_kernel(acc):
@@ -39,6 +40,26 @@ def adam_kernel(acc):
             m[mo + i] = mi
             v[vo + i] = vi
             p[po + i] = pi - step_size * (mi / (math.sqrt(vi) / bc2_sqrt + eps))
+            i += stride
+
+    return k
+
+
+def adagrad_kernel(acc):
+    """The Adagrad kernel for parameters of float type ``acc`` (``clr`` the decayed learning
+    rate, ``l2`` = λ)."""
+
+    @cuda.jit
+    def k(p, po, g, go, s, so, n, clr, l2, eps):
+        clr, l2, eps = acc(clr), acc(l2), acc(eps)
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        while i < n:
+            pi = p[po + i]
+            gi = g[go + i] + l2 * pi
+            si = s[so + i] + gi * gi
+            s[so + i] = si
+            p[po + i] = pi - clr * (gi / (math.sqrt(si) + eps))
             i += stride
 
     return k

@@ -95,6 +95,7 @@ class CudaBackend:
             "layernorm",
             "cross_entropy",
             "adam",
+            "adagrad",
             "fill",
             "dlpack",
             "gru_cell",
@@ -841,14 +842,7 @@ class CudaBackend:
         launch(
             k,
             *grid_1d(n),
-            p.storage,
-            p.offset,
-            g.storage,
-            g.offset,
-            m.storage,
-            m.offset,
-            v.storage,
-            v.offset,
+            *_storages_and_offsets(p, g, m, v),
             n,
             -1.0 if maximize else 1.0,
             decay,
@@ -859,6 +853,18 @@ class CudaBackend:
             step_size,
             bias_correction2_sqrt,
         )
+
+    def adagrad_step(self, p, g, s, *, clr, l2, eps):
+        """Capability ``adagrad``: one Adagrad update of ``p`` and ``s`` in place (formula in ``torchlight/tensor/functions/updates.py``), with CUDA kernels on device memory.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        n = p.size
+        if n == 0:
+            return
+        acc = _acc(p.storage.dtype)
+        k = cached(("adagrad", str(acc)), lambda: U.adagrad_kernel(acc))
+        launch(k, *grid_1d(n), *_storages_and_offsets(p, g, s), n, clr, l2, eps)
 
     # --- fused recurrent cells (_recurrent.py) ----------------------------------------------------
     def gru_cell(self, gi, gh, h, out, ws):
@@ -992,3 +998,8 @@ class CudaBackend:
         ):  # simulated threads hash in numpy uint64: the wrap-around is meant
             warnings.simplefilter("ignore", RuntimeWarning)
             launch(*args)
+
+
+def _storages_and_offsets(*views):
+    """``storage, offset`` of each contiguous view in turn: the fused updates' kernel arguments."""
+    return [x for v in views for x in (v.storage, v.offset)]

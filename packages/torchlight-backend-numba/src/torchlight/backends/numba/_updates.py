@@ -1,4 +1,5 @@
-"""Fused optimizer update: one Adam/AdamW step of a contiguous parameter in one ``prange`` pass.
+"""Fused optimizer updates: one Adam/AdamW or Adagrad step of a contiguous parameter in one
+``prange`` pass.
 
 The composite update is ~a dozen elementwise ops per parameter, each a pass over memory and a
 trip through torchlight's Python dispatch; here each element is read once, updated in
@@ -13,7 +14,7 @@ from numba import prange
 
 from ._jit import kernel
 
-__all__ = ["adam_kernel"]
+__all__ = ["adam_kernel", "adagrad_kernel"]
 
 
 @kernel
@@ -47,3 +48,18 @@ def adam_kernel(
         ms[i] = mi
         vs[i] = vi
         ps[i] = pi - step_size * (mi / (math.sqrt(vi) / bc2_sqrt + eps))
+
+
+@kernel
+def adagrad_kernel(p, po, g, go, s, so, n, clr, l2, eps):
+    """``p``, ``g``, ``s``: storages with the parameter's ``n`` values from their offsets;
+    ``clr`` the decayed learning rate, ``l2`` = λ."""
+    ps = p[po : po + n]  # sliced first, one statement each: see adam_kernel
+    gs = g[go : go + n]
+    ss = s[so : so + n]
+    for i in prange(n):
+        pi = ps[i]
+        gi = gs[i] + l2 * pi
+        si = ss[i] + gi * gi
+        ss[i] = si
+        ps[i] = pi - clr * (gi / (math.sqrt(si) + eps))

@@ -266,6 +266,7 @@ class NumbaBackend:
             "layernorm",
             "cross_entropy",
             "adam",
+            "adagrad",
             "host_memory",
             "compile",
             "gru_cell",
@@ -756,14 +757,7 @@ class NumbaBackend:
         if n == 0:
             return
         U.adam_kernel.pick(n)(
-            p.storage,
-            p.offset,
-            g.storage,
-            g.offset,
-            m.storage,
-            m.offset,
-            v.storage,
-            v.offset,
+            *_storages_and_offsets(p, g, m, v),
             n,
             -1.0 if maximize else 1.0,
             decay,
@@ -774,6 +768,16 @@ class NumbaBackend:
             step_size,
             bias_correction2_sqrt,
         )
+
+    def adagrad_step(self, p, g, s, *, clr, l2, eps):
+        """Capability ``adagrad``: one Adagrad update of ``p`` and ``s`` in place (formula in ``torchlight/tensor/functions/updates.py``), with numba-compiled CPU kernels.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        n = p.size
+        if n == 0:
+            return
+        U.adagrad_kernel.pick(n)(*_storages_and_offsets(p, g, s), n, clr, l2, eps)
 
     # --- fused recurrent cells (_recurrent.py) ----------------------------------------------------
     def gru_cell(self, gi, gh, h, out, ws):
@@ -845,3 +849,8 @@ class NumbaBackend:
             n,
             hid,
         )
+
+
+def _storages_and_offsets(*views):
+    """``storage, offset`` of each contiguous view in turn: the fused updates' kernel arguments."""
+    return [x for v in views for x in (v.storage, v.offset)]

@@ -102,6 +102,7 @@ class NumpyBackend:
             "layernorm",
             "cross_entropy",
             "adam",
+            "adagrad",
             "host_memory",
             "gru_cell",
             "lstm_cell",
@@ -427,6 +428,19 @@ class NumpyBackend:
         denom = np.sqrt(va) / bias_correction2_sqrt
         denom += eps
         pa += ma / denom * -step_size
+
+    def adagrad_step(self, p, g, s, *, clr, l2, eps):
+        """Capability ``adagrad``: one Adagrad update of ``p`` and ``s`` in place (formula in ``torchlight/tensor/functions/updates.py``), with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        pa, ga, sa = as_array(p), as_array(g), as_array(s)
+        if l2:
+            ga = ga + l2 * pa
+        sa += ga * ga
+        denom = np.sqrt(sa)
+        denom += eps
+        pa += ga / denom * -clr
 
     # --- fused recurrent cells (numpy_rnn.py) ----------------------------------------------------
     def gru_cell(self, gi, gh, h, out, ws):

@@ -37,6 +37,9 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  bias_correction2_sqrt): one Adam/AdamW update of p, m, v in place (contiguous
                  views of one shape and float dtype; decay = 1 - lr·λ for AdamW else 1, l2 = λ for
                  Adam else 0; formula in functions/updates.py)
+    "adagrad":   adagrad_step(p, g, s, *, clr, l2, eps): one Adagrad update of p and the sum of
+                 squares s in place (contiguous views of one shape and float dtype; clr the decayed
+                 learning rate, l2 = λ; formula in functions/updates.py)
     "gru_cell":  gru_cell(gi, gh, h, out, ws); gru_cell_backward(g, h, ws, dgi, dgh, dh)
                  gi, gh (N, 3H) gate pre-activations x·W_ihᵀ + b_ih and h·W_hhᵀ + b_hh (gates r, z, n),
                  h (N, H), any strides, one float dtype; out (N, H) = h', ws (N, 4H) = [r, z, n, gh_n];

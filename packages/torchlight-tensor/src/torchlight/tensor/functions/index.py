@@ -21,12 +21,15 @@ from ..dispatch import (
     broadcast_shape,
     index_range,
     scalar_like,
+    set_index_range,
+    value_range,
     view_of,
     where_op,
 )
 from ..errors import DTypeError, ShapeError, TensorIndexError
-from .gathering import add_at_index
+from .gathering import IndexSelect, add_at_index
 from .pointwise import where_in_backward
+from .positions import host_positions
 
 __all__ = [
     "getitem",
@@ -37,7 +40,6 @@ __all__ = [
     "AdvancedIndex",
     "masked_fill",
     "expand_index",
-    "host_positions",
     "nonzero",
     "masked_select",
 ]
@@ -227,17 +229,6 @@ class AdvancedIndex(Function):
         return out.reshape(ctx.shape), None
 
 
-def _host_index(item, x_shape_dim=None):
-    if isinstance(item, TensorBase):
-        if not (item.dtype is dtypes.int64 or item.dtype is dtypes.bool_):
-            raise DTypeError(f"tensors used as indices must be int64 or bool, got {item.dtype}")
-        return item.backend.to_numpy(item._td)
-    arr = np.asarray(item)
-    if arr.dtype != bool and arr.dtype.kind not in "iu":
-        raise DTypeError(f"index arrays must be integer or bool, got {arr.dtype}")
-    return arr
-
-
 def getitem(x, index):
     """``x[index]`` with numpy's rules: basic indexing (ints, slices, ``None``, ``...``) returns a view;
     advanced indexing (int or bool tensors, lists) gathers a copy. Gradients flow either way.
@@ -245,46 +236,59 @@ def getitem(x, index):
     index, advanced = expand_index(x, index)
     if not advanced:
         return BasicIndex.apply(x, index)
+    rows = _rows(x, index)
+    if rows is not None:
+        return rows
     return AdvancedIndex.apply(x, index)
+
+
+def _rows(x, index):
+    """``x[idx]`` as :class:`~torchlight.tensor.functions.gathering.IndexSelect` along dim 0 when
+    ``idx`` is an int64 tensor of in-range rows followed by full slices only (a batch drawn from a
+    dataset, a lookup table's rows); None otherwise.
+
+    The general gather computes the flat position of every element it selects; whole rows need
+    only the row numbers (measured: 64 rows of a 5000-element tensor 46 -> 20 µs). A negative or
+    out-of-range index, a mix of backends, or a trace (whose replay may see other values) takes
+    the general path, which wraps negatives and reports a bad index.
+    """
+    idx = index[0]
+    if (
+        not isinstance(idx, TensorBase)
+        or idx.dtype is not dtypes.int64
+        or not idx.shape
+        or idx.backend is not x.backend
+        or Function.tracers
+    ):
+        return None
+    for item in index[1:]:
+        if not isinstance(item, slice) or item != _ALL:
+            return None
+    td = idx._td
+    if len(td.shape) == 1:
+        flat = idx
+    elif td.is_contiguous():  # the index needs no node of its own: it has no gradient
+        flat = view_of(idx, td.reshaped((td.size,)))
+    else:
+        flat = idx.reshape(-1)
+    if td.size:
+        # the values as they are now, not the recorded range: x[idx] has always read its index
+        # back (one changed behind the core's back through a shared numpy view included)
+        lo, hi = value_range(idx.backend.to_numpy(td))
+        if lo < 0 or hi >= x.shape[0]:
+            return None
+        set_index_range(flat, lo, hi)  # IndexSelect's check then reads nothing again
+    rows = IndexSelect.apply(x, 0, flat)
+    return rows if flat is idx else rows.reshape(idx.shape + x.shape[1:])
+
+
+_ALL = slice(None)
 
 
 def _positions(x, index):
     """The flat positions (an int64 tensor) that an expanded advanced ``index`` selects in ``x``."""
     # np.array(order="C"), not np.ascontiguousarray, which turns a 0-d result into shape (1,)
     return from_numpy_on(np.array(host_positions(x, index), order="C"), x.backend, like=x)
-
-
-def host_positions(x, index):
-    """The flat positions (an ndarray) that an expanded advanced ``index`` selects in ``x``, every
-    index checked against its dimension first (``TensorIndexError``)."""
-    host = []
-    dim = 0
-    for item in index:
-        if item is None:
-            host.append(None)
-            continue
-        if isinstance(item, (int, np.integer, slice)):
-            host.append(item)
-            dim += 1
-            continue
-        arr = _host_index(item)
-        if arr.dtype == bool:
-            want = x.shape[dim : dim + arr.ndim]
-            if arr.shape != want:
-                raise TensorIndexError(
-                    f"boolean mask of shape {arr.shape} does not match the indexed dims {want} of shape {x.shape}"
-                )
-            dim += arr.ndim
-        else:
-            size = x.shape[dim]
-            if arr.size and (arr.max() >= size or arr.min() < -size):
-                bad = arr.max() if arr.max() >= size else arr.min()
-                raise TensorIndexError(
-                    f"index {int(bad)} is out of range for dimension {dim} with size {size}"
-                )
-            dim += 1
-        host.append(arr)
-    return np.arange(x.numel(), dtype=np.int64).reshape(x.shape)[tuple(host)]
 
 
 def nonzero(x, as_tuple=False):

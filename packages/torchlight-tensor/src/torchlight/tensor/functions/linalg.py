@@ -98,7 +98,12 @@ class Linear(Function):
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad
-        gb = g.sum(0) if need_b else None
+        if not need_b:
+            gb = None
+        elif g.shape[0] == 1:  # one row (a model fed one example at a time): the sum is the row
+            gb = g.reshape(g.shape[1:])
+        else:
+            gb = g.sum(0)
         if GradMode.enabled:  # create_graph
             gx = g @ w if need_x else None
             gw = g.transpose(0, 1) @ x if need_w else None
