@@ -70,6 +70,7 @@ def storage_offsets(td, positions):
 
     >>> import numpy as np
     >>> from torchlight.tensor.storage import TensorData
+    >>> from torchlight.tensor.functions.positions import storage_offsets
     >>> t = TensorData(np.arange(6.0), (2, 3)).permute((1, 0))  # shape (3, 2), strides (1, 3)
     >>> storage_offsets(t, np.array([1, 2]))
     array([3, 1])
