@@ -149,6 +149,11 @@ CASES = {
         lambda x, i, v: x.__setitem__(i, v), m.zeros(1000000, 4), m.arange(64) * 997, m.ones(64, 4)
     ),
     "Adagrad step, 4 tables (200x8, 100x8, 200x1, 100x1)": lambda m: _adagrad_step(m),
+    # a GPT's attention dropout (batch 32, 4 heads, context 128): the mask's draw is the cost
+    "rand (2097152)": lambda m: _call(m.rand, 2097152),
+    "dropout(p=0.1), training (32x4x128x128)": lambda m: _call(
+        lambda x: m.nn.functional.dropout(x, p=0.1), m.ones(32, 4, 128, 128)
+    ),
 }
 
 

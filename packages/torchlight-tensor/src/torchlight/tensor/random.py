@@ -1,19 +1,28 @@
 """torchlight's random number generator: seeded, reproducible, independent of numpy's global state.
 
-Random tensors are drawn on the host from a PCG64 stream and moved to the tensor's backend, so the
-same seed gives the same numbers on every host backend. A backend with the ``"random"``
-capability (the GPU) fills ``rand``/``randn`` tensors on the device instead, from its own
-generator keyed by ``(seed, k)`` — the generator's seed and the number of device fills drawn
-since it was seeded (:func:`device_stream`) — so ``manual_seed`` makes device randomness
-reproducible too, with numbers that differ from the host stream's (as PyTorch's CPU and CUDA
-streams differ).
+Random tensors are drawn on the host from a PCG64 stream and moved to the tensor's backend. A
+backend with the ``"random"`` capability (the numba and CUDA backends) fills ``rand``/``randn``
+tensors itself instead, from numbers keyed by ``(seed, k)`` — the generator's seed and the number
+of such fills drawn since it was seeded (:func:`device_stream`, :func:`stream_base`) — so
+``manual_seed`` makes those reproducible too, with numbers that differ from the host stream's (as
+PyTorch's CPU and CUDA streams differ). ``uniform_``, ``normal_``, ``randint`` and the rest always
+draw from the host stream.
 """
 
 from typing import cast
 
 import numpy as np
 
-__all__ = ["Generator", "manual_seed", "default_generator", "seed", "initial_seed", "device_stream"]
+__all__ = [
+    "Generator",
+    "manual_seed",
+    "default_generator",
+    "seed",
+    "initial_seed",
+    "device_stream",
+    "stream_base",
+    "GOLDEN",
+]
 
 
 class Generator:
@@ -113,3 +122,23 @@ def device_stream(generator=None) -> tuple:
     k = gen._device_draws
     gen._device_draws = k + 1
     return gen._seed, k
+
+
+GOLDEN = 0x9E3779B97F4A7C15
+"""2⁶⁴/φ, SplitMix64's increment: consecutive multiples of it are far apart modulo 2⁶⁴."""
+
+_MASK = (1 << 64) - 1
+
+
+def stream_base(seed: int, k: int) -> int:
+    """The 64-bit number from which a backend's fill ``k`` after seeding with ``seed`` derives all
+    its draws (``seed`` any Python int): the one place the pair is mixed, so every backend with
+    the ``random`` capability keys its fills alike.
+
+    >>> from torchlight.tensor.random import stream_base
+    >>> stream_base(0, 0) != stream_base(0, 1) != stream_base(1, 0)
+    True
+    >>> 0 <= stream_base(-5, 3) < 2**64
+    True
+    """
+    return ((seed & _MASK) * GOLDEN + (k + 1) * (GOLDEN ^ 0xBF58476D1CE4E5B9)) & _MASK

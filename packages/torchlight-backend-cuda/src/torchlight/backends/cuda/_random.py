@@ -21,10 +21,9 @@ from numba.cuda.random import (
     xoroshiro128p_uniform_float64,
 )
 
-__all__ = ["GOLDEN", "stream_base", "random_kernel"]
+from torchlight.tensor.random import GOLDEN, stream_base
 
-GOLDEN = 0x9E3779B97F4A7C15  # 2⁶⁴/φ: consecutive multiples are far apart, SplitMix64's increment
-_MASK = (1 << 64) - 1
+__all__ = ["GOLDEN", "stream_base", "random_kernel"]
 
 _DRAW = {
     ("uniform", "float32"): xoroshiro128p_uniform_float32,
@@ -32,11 +31,6 @@ _DRAW = {
     ("normal", "float32"): xoroshiro128p_normal_float32,
     ("normal", "float64"): xoroshiro128p_normal_float64,
 }
-
-
-def stream_base(seed, k):
-    """The 64-bit base of fill ``k`` after seeding with ``seed`` (any Python int)."""
-    return ((seed & _MASK) * GOLDEN + (k + 1) * (GOLDEN ^ 0xBF58476D1CE4E5B9)) & _MASK
 
 
 def random_kernel(kind, dtype_name):

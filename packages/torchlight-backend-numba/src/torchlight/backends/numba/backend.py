@@ -23,6 +23,7 @@ from torchlight.tensor.backend.numpy import NumpyBackend, as_array
 from torchlight.tensor.backend.protocol import API_VERSION
 from torchlight.tensor.errors import BackendError
 from torchlight.tensor.indexing import coalesce, prod, row_layout
+from torchlight.tensor.random import stream_base
 
 from . import _blas as B
 from . import _cross_entropy as CE
@@ -31,6 +32,7 @@ from . import _flat32 as L
 from . import _fused as F
 from . import _index as X
 from . import _matmul as M
+from . import _random as RND
 from . import _recurrent as RNN
 from . import _reduce as R
 from . import _tiled as T
@@ -272,6 +274,7 @@ class NumbaBackend:
             "gru_cell",
             "lstm_cell",
             "join",
+            "random",
         }
     )
 
@@ -778,6 +781,29 @@ class NumbaBackend:
         if n == 0:
             return
         U.adagrad_kernel.pick(n)(*_storages_and_offsets(p, g, s), n, clr, l2, eps)
+
+    def random_(self, out, kind, seed, k):
+        """Capability ``random``: fill the contiguous float view ``out`` with ``kind`` ("uniform" in
+        [0, 1), or "normal") draws of fill ``k`` after seeding with ``seed``, counter-based
+        SplitMix64 numbers (``_random.py``), with numba-compiled CPU kernels.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        n = out.size
+        if not out.is_contiguous() or out.storage.dtype.kind != "f":
+            raise BackendError("numba backend: random_ needs a contiguous float view")
+        if kind not in ("uniform", "normal"):
+            raise BackendError(
+                f"numba backend: random_ kind must be 'uniform' or 'normal', got {kind!r}"
+            )
+        if n == 0:
+            return
+        base = np.uint64(stream_base(seed, k))
+        if kind == "uniform":
+            bits = 24 if out.storage.dtype.itemsize == 4 else 53
+            RND.uniform_kernel.pick(n)(out.storage, out.offset, n, base, bits)
+        else:
+            RND.normal_kernel.pick(n)(out.storage, out.offset, n, base)
 
     # --- fused recurrent cells (_recurrent.py) ----------------------------------------------------
     def gru_cell(self, gi, gh, h, out, ws):

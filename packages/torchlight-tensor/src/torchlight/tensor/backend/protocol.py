@@ -52,9 +52,10 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  g with contiguous rows but their h and c halves any distance apart (a packed
                  batch's step writes the first N rows of each half of a larger buffer)
     "random":    random_(out, kind, seed, k): fill the contiguous float view ``out`` with independent
-                 draws, kind "uniform" ([0, 1)) or "normal" (mean 0, variance 1), on the device; the
+                 draws, kind "uniform" ([0, 1)) or "normal" (mean 0, variance 1), by the backend; the
                  numbers are a function of (seed, k, out.size) only — the generator's seed and how
-                 many device fills it made since seeding (random.device_stream). Without it,
+                 many such fills it made since seeding (random.device_stream; random.stream_base
+                 mixes the pair into one 64-bit key, for every backend alike). Without it,
                  rand/randn are drawn on the host and uploaded
     "dlpack":    dlpack_source(view) -> an object with __dlpack__/__dlpack_device__ describing the
                  view's memory (no copy); from_dlpack(obj, copy) -> (TensorData, dtype) on a DLPack
