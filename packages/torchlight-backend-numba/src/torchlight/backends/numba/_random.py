@@ -26,12 +26,13 @@ import math
 import numpy as np
 
 from numba import njit, prange
+from torchlight.tensor.random import GOLDEN
 
 from ._jit import JIT_OPTIONS, kernel
 
 __all__ = ["uniform_kernel", "normal_kernel"]
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_GOLDEN = np.uint64(GOLDEN)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 
