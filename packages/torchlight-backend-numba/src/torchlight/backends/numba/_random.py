@@ -17,8 +17,9 @@ the target dtype. ``normal`` is Marsaglia's polar method on pairs of elements: p
 Every attempt has counters of its own, so the result still depends on ``(s, k, size)`` only;
 one logarithm per pair, where Box–Muller's cosine and sine made it 1.4× slower.
 
-Measured against numpy's PCG64 draws, which the host path takes (``rng.random`` in float64, then
-a float32 copy): 2M float32 uniforms in 1.25 ms against 13.5 ms on one core.
+Against numpy's PCG64 draws, which the host path takes (``rng.random`` in float64, then a float32
+copy): 2M float32 uniforms in 1.4–1.9 ms against 13.2–13.6 ms on one core (``bench_ops.py
+--device numba --only "rand (2097152)"``).
 """
 
 import math
