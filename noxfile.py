@@ -558,12 +558,15 @@ def conformance(session: nox.Session) -> None:
 def gpu(session: nox.Session) -> None:
     """The real-GPU check, on a machine with an NVIDIA GPU: the conformance kit on the device, then
     the GPT training step and 4096x4096 matmul benchmarks (PyTorch beside when installed), all
-    figures in one JSON file. ``nox -s gpu -- --out gpu_check.json``; the CUDA wheels are
-    ``numba-cuda[$TORCHLIGHT_CUDA_EXTRA]`` (``cu12`` by default, ``cu13`` for newer drivers)."""
+    figures in one JSON file; then the profile of the GPT step by backend method and of matmul
+    shapes and tile sizes (``gpu_profile.json``). ``nox -s gpu -- --out gpu_check.json``; the CUDA
+    wheels are ``numba-cuda[$TORCHLIGHT_CUDA_EXTRA]`` (``cu12`` by default, ``cu13`` for newer
+    drivers)."""
     extra = os.environ.get("TORCHLIGHT_CUDA_EXTRA", "cu12")
     session.install("pytest", "hypothesis", f"numba-cuda[{extra}]")
     install_editable(session)
     session.run("python", "tests-integration/gpu_check.py", *session.posargs)
+    session.run("python", "tests-integration/gpu_profile.py", "--out", "gpu_profile.json")
 
 
 # --- documentation ---------------------------------------------------------------------------

@@ -65,7 +65,12 @@ class TensorBase(_Slots):
     Not instantiated directly: :class:`~torchlight.Tensor` is the class users meet.
     """
 
-    __slots__ = (*STATE, "_hooks", "__weakref__", "__dict__")
+    __slots__ = (*STATE, "__weakref__", "__dict__")
+
+    # Post-accumulate-grad hooks: rare, so a class default, and the list in the instance's
+    # __dict__ once one is registered (an unset slot would raise inside every leaf's
+    # accumulate_grad: 0.4 µs per leaf per backward).
+    _hooks = None  # type: list | None
 
     # The class of tensors that ops on instances of this class return (None: this class). No
     # annotation here (see _Slots): it would give every tensor class an ``__annotations__``.

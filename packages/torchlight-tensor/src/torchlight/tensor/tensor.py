@@ -335,7 +335,7 @@ class Tensor(TensorConveniences, TensorBase):
         >>> (w * 3).sum().backward()
         grad ready: tensor([3., 3.])
         """
-        hooks = getattr(self, "_hooks", None)
+        hooks = self._hooks
         if hooks is None:
             hooks = self._hooks = []
         hooks.append(hook)
@@ -343,7 +343,7 @@ class Tensor(TensorConveniences, TensorBase):
 
     def accumulate_grad(self, g):
         """Engine protocol: add ``g`` into ``.grad`` (a private, contiguous copy the first time)."""
-        if g.shape != self.shape:
+        if g._td.shape != self._td.shape:
             g = (
                 dispatch.sum_to(g, self.shape)
                 if len(g.shape) >= len(self.shape)
@@ -357,7 +357,7 @@ class Tensor(TensorConveniences, TensorBase):
             self.grad = self.grad + g
         else:
             self.backend.zip("add", self.grad._td, g._td, self.grad._td)
-        hooks = getattr(self, "_hooks", None)
+        hooks = self._hooks
         if hooks:
             for hook in hooks:
                 hook(self)

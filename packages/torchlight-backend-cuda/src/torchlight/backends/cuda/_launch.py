@@ -23,16 +23,22 @@ import sys
 from typing import Any
 
 import numpy as np
-from numba import config, cuda
 
-from torchlight.tensor import indexing
-from torchlight.tensor.errors import BackendError
+from ._numpy_compat import restore_numpy_aliases
+
+restore_numpy_aliases()  # before numba-cuda compiles anything (see _numpy_compat)
+
+from numba import config, cuda  # noqa: E402
+
+from torchlight.tensor import indexing  # noqa: E402
+from torchlight.tensor.errors import BackendError  # noqa: E402
 
 __all__ = [
     "SIMULATOR",
     "BLOCK",
     "ROW_BLOCK",
     "MAX_BLOCKS",
+    "MULTIPROCESSORS",
     "WARP_SHUFFLE",
     "grid_1d",
     "grid_rows",
@@ -71,6 +77,7 @@ else:  # pragma: no cover - needs a GPU
     except Exception:
         _sm = 80
 
+MULTIPROCESSORS = _sm  # the simulator's one: it runs at most a couple of blocks at a time
 BLOCK = _pow2(_env_int("TORCHLIGHT_CUDA_BLOCK", 16 if SIMULATOR else 256))
 ROW_BLOCK = _pow2(_env_int("TORCHLIGHT_CUDA_ROW_BLOCK", 4 if SIMULATOR else 256))
 MAX_BLOCKS = _env_int("TORCHLIGHT_CUDA_MAX_BLOCKS", 2 if SIMULATOR else 32 * _sm)

@@ -34,7 +34,17 @@ from . import _reduce as R
 from . import _scalar as S
 from . import _updates as U
 from . import dlpack as _dlpack
-from ._launch import MAX_BLOCKS, ROW_BLOCK, SIMULATOR, cached, coalesce, grid_1d, grid_rows, launch
+from ._launch import (
+    MAX_BLOCKS,
+    MULTIPROCESSORS,
+    ROW_BLOCK,
+    SIMULATOR,
+    cached,
+    coalesce,
+    grid_1d,
+    grid_rows,
+    launch,
+)
 
 __all__ = ["CudaBackend"]
 
@@ -52,6 +62,9 @@ _UNARY = {"f": S.unary_float, "i": S.unary_int, "b": S.unary_bool}
 _BINARY = {"f": S.binary_float, "i": S.binary_int}
 # tiled matmul shape: (BM, BN, BK, TM, TN)
 MATMUL_TILE = (16, 16, 8, 4, 4) if SIMULATOR else (64, 64, 16, 4, 4)
+# a matmul with fewer blocks than this splits its k loop (``_matmul.split_k``): a few blocks per
+# multiprocessor keep it busy while others wait on memory
+SPLIT_K_BLOCKS = 4 * MULTIPROCESSORS
 
 
 def _kind(dtype):
@@ -386,41 +399,67 @@ class CudaBackend:
         m = b.shape[-1]
         batch = out.shape[:-2]
         nbatch = prod(batch)
+        BM, BN, BK, _, _ = MATMUL_TILE
+        tiles = -(-n // BM) * -(-m // BN) * nbatch
+        s = M.split_k(tiles, kk, BK, SPLIT_K_BLOCKS) if nbatch == 1 else 1
+        if s > 1:
+            self._matmul_split_k(a, b, out, s)
+            return
         bshape, (abs_, bbs, obs) = coalesce(
             batch, (a.strides[:-2], b.strides[:-2], out.strides[:-2])
         )
-        acc = _acc(out.storage.dtype)
-        BM, BN, BK, TM, TN = MATMUL_TILE
-        k = cached(
-            ("matmul", str(acc), len(bshape), MATMUL_TILE),
-            lambda: M.matmul_kernel(acc, len(bshape), BM, BN, BK, TM, TN),
-        )
-        grid = ((m + BN - 1) // BN, (n + BM - 1) // BM, min(nbatch, 65535))
-        launch(
-            k,
-            grid,
-            (BN // TN, BM // TM),
-            a.storage,
-            abs_,
-            a.offset,
-            a.strides[-2],
-            a.strides[-1],
-            b.storage,
-            bbs,
-            b.offset,
-            b.strides[-2],
-            b.strides[-1],
-            out.storage,
-            obs,
-            out.offset,
-            out.strides[-2],
-            out.strides[-1],
+        self._launch_matmul(
+            (a.storage, abs_, a.offset, a.strides[-2], a.strides[-1]),
+            (b.storage, bbs, b.offset, b.strides[-2], b.strides[-1]),
+            (out.storage, obs, out.offset, out.strides[-2], out.strides[-1]),
             bshape,
             nbatch,
             n,
             kk,
             m,
         )
+
+    def _matmul_split_k(self, a, b, out, s):
+        """One ``n x k @ k x m`` product as ``s`` slices of ``k`` (see ``_matmul.split_k``): the
+        slices are a strided batch of ``a``'s columns and ``b``'s rows, each writes its partial
+        product into a scratch ``(s, n, m)``, and a sum over the slices fills ``out``."""
+        from torchlight.tensor.storage import TensorData
+
+        n, kk = a.shape[-2:]
+        m = b.shape[-1]
+        ks = kk // s
+        asr, asc = a.strides[-2:]
+        bsr, bsc = b.strides[-2:]
+        part = cuda.device_array(s * n * m, dtype=out.storage.dtype)
+        self._launch_matmul(
+            (a.storage, (ks * asc,), a.offset, asr, asc),
+            (b.storage, (ks * bsr,), b.offset, bsr, bsc),
+            (part, (n * m,), 0, m, 1),
+            (s,),
+            s,
+            n,
+            ks,
+            m,
+        )
+        osr, osc = out.strides[-2:]
+        self.reduce(
+            "sum",
+            TensorData(part, (s, n, m)),
+            (0,),
+            TensorData(out.storage, (1, n, m), (0, osr, osc), out.offset),
+        )
+
+    def _launch_matmul(self, a, b, out, bshape, nbatch, n, kk, m):
+        """Launch the tiled kernel; ``a``, ``b``, ``out`` are ``(storage, batch strides, offset,
+        row stride, column stride)``, the batch of shape ``bshape`` (``nbatch`` elements)."""
+        acc = _acc(out[0].dtype)
+        BM, BN, BK, TM, TN = MATMUL_TILE
+        k = cached(
+            ("matmul", str(acc), len(bshape), MATMUL_TILE),
+            lambda: M.matmul_kernel(acc, len(bshape), BM, BN, BK, TM, TN),
+        )
+        grid = ((m + BN - 1) // BN, (n + BM - 1) // BM, min(nbatch, 65535))
+        launch(k, grid, (BN // TN, BM // TM), *a, *b, *out, bshape, nbatch, n, kk, m)
 
     # --- indexing ------------------------------------------------------------------------------
     def _gather(self, a, dim, index_strides, index, out, op):
