@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import math
 import os
 import statistics
 import sys
@@ -86,25 +87,12 @@ MAX_THREADS = 1024
 MAX_SHARED_BYTES = 48 * 1024  # static shared memory per block
 
 
-def _sync():
-    from numba import cuda
-
-    cuda.synchronize()
-
-
 def _error(exc):
     return {
         "status": "error",
         "error": f"{type(exc).__name__}: {exc}",
         "traceback": traceback.format_exc()[-3000:],
     }
-
-
-def _prod(xs):
-    p = 1
-    for x in xs:
-        p *= int(x)
-    return p
 
 
 def _layout(view):
@@ -162,7 +150,13 @@ class MethodTimer:
         try:
             a, b, out = args[:3]
             n, k = a.shape[-2:]
-            key = (_prod(out.shape[:-2]), int(n), int(k), int(b.shape[-1]), _layout(a) + _layout(b))
+            key = (
+                math.prod(out.shape[:-2]),
+                int(n),
+                int(k),
+                int(b.shape[-1]),
+                _layout(a) + _layout(b),
+            )
         except Exception:
             key = (0, 0, 0, 0, "?")
         rec = self.matmuls.setdefault(key, [0, 0.0])
@@ -238,10 +232,10 @@ def profile_gpt(tl, steps, deadline, publish):
         return loss
 
     def timed_step():
-        _sync()
+        gpu_check._sync()
         t0 = time.perf_counter()
         loss = step()
-        _sync()
+        gpu_check._sync()
         return time.perf_counter() - t0, loss
 
     warm = []
@@ -385,17 +379,11 @@ class Operand:
         return as_strided(base, shape=(r, c), strides=(rs * item, cs * item), writeable=False)
 
 
-def _contiguous_strides(shape):
-    strides, acc = [], 1
-    for s in reversed(shape):
-        strides.append(acc)
-        acc *= s
-    return tuple(reversed(strides))
-
-
 def matmul_cases(tiny):
     """The products of the sweep: ``name -> (a, b)`` operands (host data only)."""
     import numpy as np
+
+    from torchlight.tensor.indexing import contiguous_strides
 
     N = 32 if tiny else SQUARE_N
     g = gpu_check.GPT_SHAPE
@@ -414,7 +402,7 @@ def matmul_cases(tiny):
         return pool[off : off + n]
 
     def dense(*shape):
-        return Operand(buf(_prod(shape)), shape, _contiguous_strides(shape))
+        return Operand(buf(math.prod(shape)), shape, contiguous_strides(shape))
 
     def transposed(rows, cols):
         """The (rows, cols) transposed view of a contiguous (cols, rows) matrix."""
@@ -447,14 +435,15 @@ class Case:
         from numba import cuda
 
         from torchlight.backends.cuda._launch import coalesce
+        from torchlight.tensor.indexing import contiguous_strides
 
         self.name, self.a, self.b = name, a, b
         self.batch = a.shape[:-2]
         self.n, self.k = a.shape[-2:]
         self.m = b.shape[-1]
-        self.nbatch = _prod(self.batch)
+        self.nbatch = math.prod(self.batch)
         self.out_shape = self.batch + (self.n, self.m)
-        self.out_strides = _contiguous_strides(self.out_shape)
+        self.out_strides = contiguous_strides(self.out_shape)
         self.flops = 2.0 * self.nbatch * self.n * self.k * self.m
         self.layout = _layout(a) + _layout(b)
         self.label = (
@@ -465,7 +454,7 @@ class Case:
             a.dev = b.dev = cuda.to_device(a.host)
         else:
             a.dev, b.dev = cuda.to_device(a.host), cuda.to_device(b.host)
-        size = _prod(self.out_shape)
+        size = math.prod(self.out_shape)
         self.nan = np.full(size, np.nan, dtype=np.float32)
         self.out = cuda.to_device(self.nan)
         self.bshape, (self.abs_, self.bbs, self.obs) = coalesce(
@@ -486,23 +475,12 @@ class Case:
         self.ref_scale = max(float(np.max(np.abs(w))) for _, _, w in self.ref) or 1.0
 
     def args(self):
+        """The arguments of ``CudaBackend._launch_matmul`` (before its ``tile``)."""
         a, b = self.a, self.b
         return (
-            a.dev,
-            self.abs_,
-            int(a.offset),
-            int(a.strides[-2]),
-            int(a.strides[-1]),
-            b.dev,
-            self.bbs,
-            int(b.offset),
-            int(b.strides[-2]),
-            int(b.strides[-1]),
-            self.out,
-            self.obs,
-            0,
-            int(self.out_strides[-2]),
-            int(self.out_strides[-1]),
+            (a.dev, self.abs_, int(a.offset), int(a.strides[-2]), int(a.strides[-1])),
+            (b.dev, self.bbs, int(b.offset), int(b.strides[-2]), int(b.strides[-1])),
+            (self.out, self.obs, 0, int(self.out_strides[-2]), int(self.out_strides[-1])),
             self.bshape,
             self.nbatch,
             int(self.n),
@@ -581,25 +559,14 @@ def _time_runs(timer, fn, reps):
     return statistics.median(dev), statistics.median(r[1] for r in runs), dev
 
 
-def _bench_kernel(case, tile, timer, reps):
-    from numba import float32
-
-    from torchlight.backends.cuda import _matmul as M
-    from torchlight.backends.cuda._launch import cached, launch
-
-    BM, BN, BK, TM, TN = tile
-    ndb = len(case.bshape)
-    kernel = cached(
-        ("matmul", str(float32), ndb, tile), lambda: M.matmul_kernel(float32, ndb, *tile)
-    )
-    grid = ((case.m + BN - 1) // BN, (case.n + BM - 1) // BM, min(case.nbatch, 65535))
-    block = (BN // TN, BM // TM)
+def _bench_kernel(be, case, tile, timer, reps):
+    """The tiled kernel at ``tile``, launched through the backend's own ``_launch_matmul``."""
     args = case.args()
 
     def run():
-        launch(kernel, grid, block, *args)
+        be._launch_matmul(*args, tile=tile)
 
-    return {**_measure(case, run, timer, reps), "grid": grid, "block": block, "batch_ndim": ndb}
+    return {**_measure(case, run, timer, reps), "batch_ndim": len(case.bshape)}
 
 
 def _measure(case, run, timer, reps):
@@ -608,7 +575,7 @@ def _measure(case, run, timer, reps):
     case.reset_out()
     t0 = time.perf_counter()
     run()
-    _sync()
+    gpu_check._sync()
     first = time.perf_counter() - t0
     err = case.max_rel_err()
     ms, host_ms, all_ms = _time_runs(timer, run, reps)
@@ -766,17 +733,17 @@ def sweep_matmul(tl, tiles, max_configs, reps, deadline, tiny, publish):
             est = durations[0] + (0.0 if SIMULATOR else 10.0)
         return time.perf_counter() + est < deadline
 
+    be = tl.get_backend("cuda")
     for i, tile in enumerate(valid):
         label = _tile_name(tile) + (" (current)" if tile == current else "")
         if not fits():
             configs[label] = {"status": "skipped", "reason": "time budget spent"}
             continue
         durations.append(
-            run_config(label, lambda case, tile=tile: _bench_kernel(case, tile, timer, reps))
+            run_config(label, lambda case, tile=tile: _bench_kernel(be, case, tile, timer, reps))
         )
         if i == 0:
-            be = tl.get_backend("cuda")
-            run_config("backend.matmul", lambda case, be=be: _bench_backend(be, case, timer, reps))
+            run_config("backend.matmul", lambda case: _bench_backend(be, case, timer, reps))
             device, why = _torch_device(tiny)
             if device is None:
                 configs["torch"] = {"status": "skipped", "reason": why}

@@ -449,13 +449,14 @@ class CudaBackend:
             TensorData(out.storage, (1, n, m), (0, osr, osc), out.offset),
         )
 
-    def _launch_matmul(self, a, b, out, bshape, nbatch, n, kk, m):
+    def _launch_matmul(self, a, b, out, bshape, nbatch, n, kk, m, tile=MATMUL_TILE):
         """Launch the tiled kernel; ``a``, ``b``, ``out`` are ``(storage, batch strides, offset,
-        row stride, column stride)``, the batch of shape ``bshape`` (``nbatch`` elements)."""
+        row stride, column stride)``, the batch of shape ``bshape`` (``nbatch`` elements).
+        ``tile`` is ``(BM, BN, BK, TM, TN)`` (another than ``MATMUL_TILE``: a tile sweep)."""
         acc = _acc(out[0].dtype)
-        BM, BN, BK, TM, TN = MATMUL_TILE
+        BM, BN, BK, TM, TN = tile
         k = cached(
-            ("matmul", str(acc), len(bshape), MATMUL_TILE),
+            ("matmul", str(acc), len(bshape), tile),
             lambda: M.matmul_kernel(acc, len(bshape), BM, BN, BK, TM, TN),
         )
         grid = ((m + BN - 1) // BN, (n + BM - 1) // BM, min(nbatch, 65535))
