@@ -204,6 +204,46 @@ def test_zero_dim_index_out_of_range_and_wrong_kinds():
     assert x[tl.tensor(False)].shape == (0, 3, 2)
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_an_int_index_reads_and_writes_as_the_general_path(layout):
+    # x[i] and x[i] = v with a plain int skip expanding the index: same view, same checks
+    a, x = Maker(21).build((4, 3, 2), layout)
+    for i in range(-4, 4):
+        assert_close(x[i], a[i])
+        assert x[i]._td.storage is x._td.storage  # a view, not a copy
+    for bad in (4, -5):
+        with pytest.raises(tl.TensorIndexError, match="out of range"):
+            x[bad]
+    with pytest.raises(tl.TensorIndexError, match="too many indices"):
+        tl.tensor(3.0)[0]
+    for mask in (True, False, (0, True), (Ellipsis, np.False_)):  # a 0-d mask, not 1 or 0
+        assert x[mask].shape == a[mask].shape
+    if layout != "expanded":  # an expanded view's elements alias: writes are not well defined
+        y, want = x.clone(), a.copy()
+        before = y._version[0]
+        y[-1] = 7.5
+        y[1][2][0] = -2
+        want[-1] = 7.5
+        want[1, 2, 0] = -2
+        np.testing.assert_array_equal(y.numpy(), want)
+        assert y._version[0] == before + 2
+        with pytest.raises(tl.TensorIndexError, match="out of range"):
+            y[4] = 1.0
+    w = _f64(4, 3, seed=22).requires_grad_()
+    assert tl.gradcheck(lambda t: t[1] * t[-1] + t[1], (w,))
+
+
+@pytest.mark.parametrize("dtype", [tl.float32, tl.float64, tl.int64, tl.bool])
+def test_item_reads_the_one_element_of_any_view(dtype):
+    a = (np.arange(24).reshape(4, 6) % 5).astype(dtype.np)
+    x = tl.tensor(a).t()[3:4, 2:3]  # one element at an offset, through a transposed view
+    got = x.item()
+    assert got == a.T[3, 2] and type(got) is type(a.T[3, 2].item())
+    assert tl.tensor(a)[2, 5].item() == a[2, 5]
+    with pytest.raises(tl.ShapeError, match="one-element"):
+        tl.tensor(a).item()
+
+
 def test_zero_dim_index_gradient_and_setitem():
     x = _f64(3, 4, seed=16).requires_grad_()
     i = tl.tensor(1)

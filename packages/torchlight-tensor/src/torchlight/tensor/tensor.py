@@ -502,7 +502,7 @@ class Tensor(TensorConveniences, TensorBase):
             raise ShapeError(
                 f"item(): only one-element tensors can be converted to Python scalars, shape is {self.shape}"
             )
-        return self.numpy_view().reshape(-1)[0].item()
+        return dispatch.item_of(self)
 
     def tolist(self):
         """The data as (nested) Python lists of Python numbers.
@@ -1548,6 +1548,9 @@ class Tensor(TensorConveniences, TensorBase):
 
     def __setitem__(self, idx, value):
         self._check_inplace("__setitem__")
+        if type(idx) is int and self._td.shape:  # x[i] = v: nothing to expand
+            self._write(index.basic_view(self._td, (idx,)), value)
+            return
         norm, advanced = index.expand_index(self, idx)
         if not advanced:
             self._write(index.basic_view(self._td, norm), value)

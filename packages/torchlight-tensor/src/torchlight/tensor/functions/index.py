@@ -20,6 +20,7 @@ from ..dispatch import (
     alloc,
     broadcast_shape,
     index_range,
+    item_of,
     scalar_like,
     set_index_range,
     value_range,
@@ -59,6 +60,12 @@ def expand_index(x, index):
     ellipses = 0
     items = None
     for k, item in enumerate(index):
+        if isinstance(item, (bool, np.bool_)):
+            # x[True] adds a dim of 1, x[False] one of 0 (a 0-d mask, as in PyTorch and numpy),
+            # where an int check would take it for the index 1 or 0
+            if items is None:
+                items = list(index)
+            items[k] = item = from_numpy_on(np.array(item), x.backend, like=x)
         if (
             isinstance(item, TensorBase)
             and not item.shape
@@ -104,7 +111,7 @@ def expand_index(x, index):
 def _scalar_value(t):
     # A view keeps its base's bounds, so only a single-valued record is this tensor's value.
     lo, hi = index_range(t)
-    return lo if lo == hi else int(t.backend.to_numpy(t._td))
+    return lo if lo == hi else item_of(t)
 
 
 def basic_view(td, index):
@@ -233,6 +240,8 @@ def getitem(x, index):
     """``x[index]`` with numpy's rules: basic indexing (ints, slices, ``None``, ``...``) returns a view;
     advanced indexing (int or bool tensors, lists) gathers a copy. Gradients flow either way.
     """
+    if type(index) is int and x._td.shape:  # x[i], the commonest index: nothing to expand
+        return BasicIndex.apply(x, (index,))
     index, advanced = expand_index(x, index)
     if not advanced:
         return BasicIndex.apply(x, index)
