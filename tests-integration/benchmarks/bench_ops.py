@@ -47,6 +47,11 @@ CASES = {
     "x[i, j] (0-d int tensors)": lambda m: _call(
         lambda x, i, j: x[i, j], m.ones(5, 5), m.tensor(2), m.tensor(3)
     ),
+    "x[2] (int)": lambda m: _call(lambda x: x[2], m.ones(5, 5)),
+    "x[3][0][5] = 1 (a one-hot letter)": lambda m: _call(
+        lambda x: x[3][0].__setitem__(5, 1), m.zeros(7, 1, 57)
+    ),
+    "x.item()": lambda m: _call(lambda x: x.item(), m.ones(1)),
     "x[1:11] = ix (int64)": lambda m: _call(
         lambda x, ix: x.__setitem__(slice(1, 11), ix), m.zeros(17, dtype=m.long), m.arange(10)
     ),

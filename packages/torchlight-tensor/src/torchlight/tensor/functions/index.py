@@ -60,12 +60,6 @@ def expand_index(x, index):
     ellipses = 0
     items = None
     for k, item in enumerate(index):
-        if isinstance(item, (bool, np.bool_)):
-            # x[True] adds a dim of 1, x[False] one of 0 (a 0-d mask, as in PyTorch and numpy),
-            # where an int check would take it for the index 1 or 0
-            if items is None:
-                items = list(index)
-            items[k] = item = from_numpy_on(np.array(item), x.backend, like=x)
         if (
             isinstance(item, TensorBase)
             and not item.shape
@@ -90,8 +84,15 @@ def expand_index(x, index):
             continue
         elif item is Ellipsis:
             ellipses += 1
-        elif isinstance(item, (int, np.integer, slice)):
+        elif isinstance(item, (int, np.integer, slice)) and type(item) is not bool:
             used += 1
+        elif isinstance(item, (bool, np.bool_)):
+            # x[True] adds a dim of 1, x[False] one of 0: a 0-d mask, as in PyTorch and numpy
+            # (not the index 1 or 0, which bool's being an int would make it)
+            if items is None:
+                items = list(index)
+            items[k] = from_numpy_on(np.array(item), x.backend, like=x)
+            advanced = True
         else:
             raise DTypeError(
                 f"unsupported index type {type(item).__name__}: use ints, slices, None, ..., int64 or bool tensors"
