@@ -46,6 +46,9 @@ __all__ = [
 ]
 
 
+_ALL = slice(None)  # x[:]: the whole of a dimension
+
+
 def expand_index(x, index):
     """Normalise ``index`` to a tuple with Ellipsis expanded; report whether it is basic only.
 
@@ -60,6 +63,9 @@ def expand_index(x, index):
     ellipses = 0
     items = None
     for k, item in enumerate(index):
+        if type(item) is int or type(item) is slice:  # the usual items, before the checks below
+            used += 1
+            continue
         if (
             isinstance(item, TensorBase)
             and not item.shape
@@ -123,7 +129,8 @@ def basic_view(td, index):
             td = td.unsqueeze(dim)
             dim += 1
         elif isinstance(item, slice):
-            td = td.slice(dim, item.start, item.stop, item.step)
+            if item != _ALL:  # a full slice (x[:, i]) leaves its dim as it is
+                td = td.slice(dim, item.start, item.stop, item.step)
             dim += 1
         else:
             size = td.shape[dim]
@@ -290,9 +297,6 @@ def _rows(x, index):
         set_index_range(flat, lo, hi)  # IndexSelect's check then reads nothing again
     rows = IndexSelect.apply(x, 0, flat)
     return rows if flat is idx else rows.reshape(idx.shape + x.shape[1:])
-
-
-_ALL = slice(None)
 
 
 def _positions(x, index):
