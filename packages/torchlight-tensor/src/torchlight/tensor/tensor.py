@@ -1548,9 +1548,6 @@ class Tensor(TensorConveniences, TensorBase):
 
     def __setitem__(self, idx, value):
         self._check_inplace("__setitem__")
-        if type(idx) is int and self._td.shape:  # x[i] = v: nothing to expand
-            self._write(index.basic_view(self._td, (idx,)), value)
-            return
         norm, advanced = index.expand_index(self, idx)
         if not advanced:
             self._write(index.basic_view(self._td, norm), value)

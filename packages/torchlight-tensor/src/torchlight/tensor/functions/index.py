@@ -56,6 +56,8 @@ def expand_index(x, index):
     (select), not a gather. Not while a tape is being traced, where the tensor must stay an input
     so that a replay indexes with its new value (PyTorch's tracer makes the same exception).
     """
+    if type(index) is int and x._td.shape:  # x[i], the commonest index: nothing to expand
+        return (index,), False
     if not isinstance(index, tuple):
         index = (index,)
     advanced = False
@@ -90,8 +92,6 @@ def expand_index(x, index):
             continue
         elif item is Ellipsis:
             ellipses += 1
-        elif isinstance(item, (int, np.integer, slice)) and type(item) is not bool:
-            used += 1
         elif isinstance(item, (bool, np.bool_)):
             # x[True] adds a dim of 1, x[False] one of 0: a 0-d mask, as in PyTorch and numpy
             # (not the index 1 or 0, which bool's being an int would make it)
@@ -99,6 +99,8 @@ def expand_index(x, index):
                 items = list(index)
             items[k] = from_numpy_on(np.array(item), x.backend, like=x)
             advanced = True
+        elif isinstance(item, (int, np.integer, slice)):
+            used += 1
         else:
             raise DTypeError(
                 f"unsupported index type {type(item).__name__}: use ints, slices, None, ..., int64 or bool tensors"
@@ -248,8 +250,6 @@ def getitem(x, index):
     """``x[index]`` with numpy's rules: basic indexing (ints, slices, ``None``, ``...``) returns a view;
     advanced indexing (int or bool tensors, lists) gathers a copy. Gradients flow either way.
     """
-    if type(index) is int and x._td.shape:  # x[i], the commonest index: nothing to expand
-        return BasicIndex.apply(x, (index,))
     index, advanced = expand_index(x, index)
     if not advanced:
         return BasicIndex.apply(x, index)
