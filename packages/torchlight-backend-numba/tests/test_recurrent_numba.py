@@ -1,6 +1,7 @@
 """The numba backend's fused GRU/LSTM cells through autograd: finite differences in float64 on
 strided gate blocks, and nn.GRU / nn.LSTM equal to the cpu backend (values and gradients), on
-both the serial and the parallel compilations. (The kernels' contract itself is checked by the
+both the serial and the parallel compilations, through the whole-sequence kernels and, at a
+hidden size they decline, through the core's step loop. (The kernels' contract itself is checked by the
 conformance kit in ``test_conformance_numba.py``.)"""
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 import torchlight as tl
 import torchlight.nn as nn
 from torchlight.backends.numba import _jit
+from torchlight.backends.numba._recurrent import SEQUENCE_MAX_WORK
 from torchlight.tensor.functions.recurrent import gru_cell_gates, lstm_cell_gates
 
 
@@ -39,11 +41,15 @@ def test_gradcheck_strided(path):
     assert tl.gradcheck(lstm, (gi_t, gh, s))
 
 
+@pytest.mark.parametrize("hidden", [6, 64], ids=["whole-sequence", "declined"])
 @pytest.mark.parametrize("cls", [nn.GRU, nn.LSTM])
-def test_module_matches_cpu(path, cls):
+def test_module_matches_cpu(path, cls, hidden):
+    gates = 4 if cls is nn.LSTM else 3
+    # the batch of 3 times one step's product h W_hhᵀ decides whether the kernel takes the layer
+    assert (3 * gates * hidden * hidden > SEQUENCE_MAX_WORK) == (hidden == 64)
     tl.manual_seed(1)
-    cpu = cls(4, 6, num_layers=2, batch_first=True)
-    dev = cls(4, 6, num_layers=2, batch_first=True).to("numba")
+    cpu = cls(4, hidden, num_layers=2, batch_first=True)
+    dev = cls(4, hidden, num_layers=2, batch_first=True).to("numba")
     dev.load_state_dict(cpu.state_dict())
     x = tl.randn(3, 5, 4)
     results = []

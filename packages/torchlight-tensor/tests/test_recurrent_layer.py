@@ -1,6 +1,8 @@
 """``recurrent_layer``: a GRU or LSTM layer over a whole sequence as one autograd node, against a
 numpy re-derivation of the forward recursion, finite differences (``gradcheck``) and the
-step-by-step graph of fused cells it replaces; both directions, strided inputs, bad input."""
+step-by-step graph of fused cells it replaces; both directions, strided inputs, bad input. Each
+of the first three runs twice: through the backend's ``cell_sequence`` capability (all steps in
+one call) and with it hidden, through the core's loop of one cell call per step."""
 
 import numpy as np
 import pytest
@@ -71,6 +73,16 @@ def _stepwise(kind, gi, h, c, w, b, reverse):
     return tl.stack(hs), (tl.stack(cs) if kind == "lstm" else None)
 
 
+@pytest.fixture(params=["whole sequence", "step loop"])
+def path(request, monkeypatch):
+    """Runs a test through the default backend's ``cell_sequence`` and again without it."""
+    be = tl.ones(1).backend
+    assert "cell_sequence" in be.capabilities
+    if request.param == "step loop":
+        monkeypatch.setattr(be, "capabilities", be.capabilities - {"cell_sequence"})
+    return request.param
+
+
 def _split(kind, states, reverse):
     out = states[:T, 0] if reverse else states[1:, 0]
     return out, (states[:T, 1] if reverse else states[1:, 1]) if kind == "lstm" else None
@@ -78,7 +90,7 @@ def _split(kind, states, reverse):
 
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("kind", ["gru", "lstm"])
-def test_forward_matches_numpy_and_keeps_the_initial_state(kind, reverse):
+def test_forward_matches_numpy_and_keeps_the_initial_state(kind, reverse, path):
     wide, h0, c0, w, b = _inputs(kind)
     gi = wide[:, :, ::2]
     states = recurrent_layer(kind, gi, h0, c0, w, b, reverse)
@@ -103,7 +115,7 @@ def test_forward_matches_numpy_and_keeps_the_initial_state(kind, reverse):
 
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("kind", ["gru", "lstm"])
-def test_gradcheck(kind, reverse):
+def test_gradcheck(kind, reverse, path):
     wide, h0, c0, w, b = _inputs(kind)
 
     def f(wide, h0, w, b, *c):
@@ -119,7 +131,7 @@ def test_gradcheck(kind, reverse):
 
 
 @pytest.mark.parametrize("kind", ["gru", "lstm"])
-def test_gradients_equal_the_stepwise_graph(kind):
+def test_gradients_equal_the_stepwise_graph(kind, path):
     wide, h0, c0, w, b = _inputs(kind)
     gi = wide[:, :, ::2]
     leaves = [x for x in (wide, h0, c0, w, b) if x is not None]
@@ -136,7 +148,7 @@ def test_gradients_equal_the_stepwise_graph(kind):
         np.testing.assert_allclose(got, x.grad.detach().numpy(), rtol=1e-10, atol=1e-12)
 
 
-def test_without_bias_and_without_weight_gradients():
+def test_without_bias_and_without_weight_gradients(path):
     wide, h0, _, w, _ = _inputs("gru")
     w.requires_grad = False
     states = recurrent_layer("gru", wide[:, :, ::2], h0, None, w)

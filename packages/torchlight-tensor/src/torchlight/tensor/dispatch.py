@@ -300,6 +300,8 @@ def sum_to(g: _Tensor, shape: tuple[int, ...]) -> _Tensor:
     if GradMode.enabled:  # create_graph: a recorded sum, so the gradient stays differentiable
         return g.sum(dims, keepdim=True).reshape(shape)
     out = reduce_op("sum", g, dims, keepdim=True)
+    if not lead:  # the kept shape is the input's already
+        return out
     return wrap(TensorData(out._td.storage, shape), out.backend, out.dtype, out)
 
 

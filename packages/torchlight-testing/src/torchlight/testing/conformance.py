@@ -40,6 +40,7 @@ from .catalog import (
 from .fused import FusedConformance, _f64, _rng
 from .joins import JoinConformance
 from .profiles import resolve_profile
+from .sequences import SequenceConformance
 from .strategies import (
     LAYOUTS,
     OUT_LAYOUTS,
@@ -77,7 +78,7 @@ def assert_close(got, want, dtype, spec=None, what=""):
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=atol, err_msg=what)
 
 
-class BackendConformance(FusedConformance, JoinConformance, BoundsConformance):
+class BackendConformance(FusedConformance, JoinConformance, SequenceConformance, BoundsConformance):
     """Subclass with ``backend_name`` (and optionally ``size_profile``); pytest collects it."""
 
     backend_name: str = "numpy"

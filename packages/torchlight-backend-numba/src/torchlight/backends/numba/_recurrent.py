@@ -1,4 +1,5 @@
-"""Fused GRU and LSTM cells (capabilities ``gru_cell``, ``lstm_cell``): one ``prange`` pass over rows.
+"""Fused GRU and LSTM cells (capabilities ``gru_cell``, ``lstm_cell``): one ``prange`` pass over
+rows; and whole layers (``cell_sequence``): every step of a sequence in one compiled call.
 
 Formulas: ``torchlight.tensor.functions.recurrent``. Each element of the state reads its gates
 once, computes in registers and writes the new state and the saved activations once — where the
@@ -8,6 +9,13 @@ transposed and sliced gate blocks need no copy. σ is computed without overflow;
 tanh come from the vectorisable ``exp_nonpos`` (~1e-7 absolute error), and rows whose operands
 have unit column stride (the usual case) run a helper over unit-stride slices that LLVM turns
 into SIMD code (measured: the GRU forward at 256 × 256, 1.7 ms -> 0.25 ms on one core).
+
+A whole layer (:func:`gru_sequence`, :func:`lstm_sequence` and their backwards) loops over the
+steps inside one compiled function: ``gh = h W_hhᵀ + b_hh`` as plain loops, then the serial copy
+of the cell kernel above, so a step costs no Python at all. The plain-loop product is slower than
+BLAS per multiply-add, so it runs only while a step's product is small
+(:data:`SEQUENCE_MAX_WORK`); above, the backend declines and the core calls the cell and BLAS
+step by step.
 """
 
 import math
@@ -20,7 +28,17 @@ from numba.extending import overload
 from ._fastexp import exp_nonpos
 from ._jit import JIT_OPTIONS, helper, kernel
 
-__all__ = ["gru_forward", "gru_backward", "lstm_forward", "lstm_backward"]
+__all__ = [
+    "gru_forward",
+    "gru_backward",
+    "lstm_forward",
+    "lstm_backward",
+    "gru_sequence",
+    "gru_sequence_backward",
+    "lstm_sequence",
+    "lstm_sequence_backward",
+    "SEQUENCE_MAX_WORK",
+]
 
 _F32 = np.float32
 _ZERO, _ONE, _TWO, _TINY = _F32(0.0), _F32(1.0), _F32(2.0), _F32(0.0004)
@@ -225,3 +243,117 @@ def lstm_backward(g, go, gr, gplane, c, co, cr, cc, ws, wo, wr, dg, dgo, dgr, dc
             dg[a + 2 * H + j] = dcn * ig * (1.0 - gg * gg)
             dg[a + 3 * H + j] = gh * tc * og * (1.0 - og)
             dc[q + j] = dcn * fg
+
+
+# --- whole layers (capability ``cell_sequence``) ---------------------------------------------------
+#: the largest per-step product N·G·H·H (multiply-adds of ``h W_hhᵀ``) a whole-sequence kernel
+#: takes; above, the per-step loop of BLAS products and cell kernels is as fast or faster
+#: (``tests-integration/benchmarks/bench_cell_sequence.py``, one core, forward + backward: whole
+#: sequence / step loop 0.41 for an LSTM with N=1 H=2, 0.69 at 12,288, 0.91-0.97 at 2^14, 1.0
+#: from ~2.8e4 on)
+SEQUENCE_MAX_WORK = 1 << 14
+
+# the cells' serial compilations, called from the sequence loops (one formula for both paths)
+_gru_step, _gru_back_step = gru_forward.ser, gru_backward.ser
+_lstm_step, _lstm_back_step = lstm_forward.ser, lstm_backward.ser
+
+
+@helper
+def _hidden_gates(h, ho, w, wo, wr, wc, b, bo, bs, gh, N, H, G):
+    """``gh (N, G) = h (N, H) · W_hhᵀ + b_hh``, ``h`` contiguous rows, ``gh`` contiguous."""
+    for i in range(N):
+        for j in range(G):
+            acc = b[bo + j * bs]
+            for k in range(H):
+                acc += h[ho + i * H + k] * w[wo + j * wr + k * wc]
+            gh[i * G + j] = acc
+
+
+@helper
+def _back_through_w(d, do, w, wo, wr, wc, out, oo, N, H, G, accumulate):
+    """``out (N, H) = d (N, G) · W_hh`` (``accumulate``: added to ``out``); contiguous rows."""
+    for i in range(N):
+        for k in range(H):
+            acc = d[do + i * G] * w[wo + k * wc]
+            for j in range(1, G):
+                acc += d[do + i * G + j] * w[wo + j * wr + k * wc]
+            if accumulate:
+                out[oo + i * H + k] += acc
+            else:
+                out[oo + i * H + k] = acc
+
+
+@helper
+def gru_sequence(gi, gio, w, wo, wr, wc, b, bo, bs, st, sto, ws, wso, T, N, H, reverse):
+    """Every step of a GRU layer: ``st`` (T + 1, 1, N, H) and ``ws`` (T, N, 4H) contiguous, the
+    initial state in slot 0 (slot T with ``reverse``), ``gi`` (T, N, 3H) contiguous."""
+    G, plane = 3 * H, N * H
+    gh = np.empty(N * G, st.dtype)
+    for s in range(T):
+        t = T - 1 - s if reverse else s
+        read = t + 1 if reverse else t
+        write = t if reverse else t + 1
+        _hidden_gates(st, sto + read * plane, w, wo, wr, wc, b, bo, bs, gh, N, H, G)
+        _gru_step(
+            gi, gio + t * N * G, G, 1, gh, 0, G, 1, st, sto + read * plane, H, 1,
+            st, sto + write * plane, H, ws, wso + t * N * 4 * H, 4 * H, N, H,
+        )  # fmt: skip
+
+
+@helper
+def gru_sequence_backward(
+    g, go, st, sto, w, wo, wr, wc, ws, wso, dgi, dio, dgh, dho, carry, co, T, N, H, reverse
+):
+    """The steps of :func:`gru_sequence` in reverse; ``carry`` (1, N, H), zeros on entry, ends
+    holding what the steps send to the initial state."""
+    G, plane = 3 * H, N * H
+    total = np.empty(plane, st.dtype)
+    for s in range(T):
+        t = s if reverse else T - 1 - s
+        read = t + 1 if reverse else t
+        write = t if reverse else t + 1
+        for e in range(plane):
+            total[e] = g[go + write * plane + e] + carry[co + e]
+        _gru_back_step(
+            total, 0, H, st, sto + read * plane, H, 1, ws, wso + t * N * 4 * H, 4 * H,
+            dgi, dio + t * N * G, G, dgh, dho + t * N * G, G, carry, co, H, N, H,
+        )  # fmt: skip
+        _back_through_w(dgh, dho + t * N * G, w, wo, wr, wc, carry, co, N, H, G, True)
+
+
+@helper
+def lstm_sequence(gi, gio, w, wo, wr, wc, b, bo, bs, st, sto, ws, wso, T, N, H, reverse):
+    """Every step of an LSTM layer: ``st`` (T + 1, 2, N, H) (h then c per slot) and ``ws`` (T, N,
+    5H) contiguous, ``gi`` (T, N, 4H) contiguous."""
+    G, plane = 4 * H, N * H
+    gh = np.empty(N * G, st.dtype)
+    for s in range(T):
+        t = T - 1 - s if reverse else s
+        read = t + 1 if reverse else t
+        write = t if reverse else t + 1
+        prev = sto + read * 2 * plane
+        _hidden_gates(st, prev, w, wo, wr, wc, b, bo, bs, gh, N, H, G)
+        _lstm_step(
+            gi, gio + t * N * G, G, 1, gh, 0, G, 1, st, prev + plane, H, 1,
+            st, sto + write * 2 * plane, H, plane, ws, wso + t * N * 5 * H, 5 * H, N, H,
+        )  # fmt: skip
+
+
+@helper
+def lstm_sequence_backward(
+    g, go, st, sto, w, wo, wr, wc, ws, wso, dg, dgo, carry, co, T, N, H, reverse
+):
+    """The steps of :func:`lstm_sequence` in reverse; ``carry`` (2, N, H) as in the GRU's."""
+    G, plane = 4 * H, N * H
+    total = np.empty(2 * plane, st.dtype)
+    for s in range(T):
+        t = s if reverse else T - 1 - s
+        read = t + 1 if reverse else t
+        write = t if reverse else t + 1
+        for e in range(2 * plane):
+            total[e] = g[go + write * 2 * plane + e] + carry[co + e]
+        _lstm_back_step(
+            total, 0, H, plane, st, sto + read * 2 * plane + plane, H, 1, ws,
+            wso + t * N * 5 * H, 5 * H, dg, dgo + t * N * G, G, carry, co + plane, H, N, H,
+        )  # fmt: skip
+        _back_through_w(dg, dgo + t * N * G, w, wo, wr, wc, carry, co, N, H, G, False)

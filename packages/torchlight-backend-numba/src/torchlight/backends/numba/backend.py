@@ -273,6 +273,7 @@ class NumbaBackend:
             "compile",
             "gru_cell",
             "lstm_cell",
+            "cell_sequence",
             "join",
             "random",
         }
@@ -875,6 +876,47 @@ class NumbaBackend:
             n,
             hid,
         )
+
+    def cell_sequence(self, kind, gi, w_hh, b_hh, states, ws, reverse):
+        """The ``cell_sequence`` capability: every step of a GRU or LSTM layer in one compiled
+        call (``_recurrent.gru_sequence`` / ``lstm_sequence``); declines (returns False) when a
+        step's product ``h W_hhᵀ`` exceeds ``SEQUENCE_MAX_WORK`` multiply-adds, where the core's
+        loop of BLAS products and cell kernels is faster.
+
+        The contract is in :mod:`torchlight.tensor.backend.protocol`."""
+        steps, n, width = gi.shape
+        hid = states.shape[-1]
+        if n * width * hid > RNN.SEQUENCE_MAX_WORK:
+            return False
+        if b_hh is None:  # the kernel always adds a bias
+            b, bo, bs = np.zeros(width, states.storage.dtype), 0, 1
+        else:
+            b, bo, bs = b_hh.storage, b_hh.offset, b_hh.strides[0]
+        run = RNN.gru_sequence if kind == "gru" else RNN.lstm_sequence
+        run(
+            gi.storage, gi.offset, *_mat(w_hh), b, bo, bs, states.storage, states.offset,
+            ws.storage, ws.offset, steps, n, hid, reverse,
+        )  # fmt: skip
+        return True
+
+    def cell_sequence_backward(self, kind, g, states, w_hh, ws, dgi, dgh, carry, reverse):
+        """Backward of ``cell_sequence`` in one compiled call (the steps in reverse); declines
+        the sizes the forward declines."""
+        steps, _, n, hid = states.shape
+        steps -= 1
+        width = dgi.shape[-1]
+        if n * width * hid > RNN.SEQUENCE_MAX_WORK:
+            return False
+        head = (g.storage, g.offset, states.storage, states.offset, *_mat(w_hh))
+        tail = (carry.storage, carry.offset, steps, n, hid, reverse)
+        if kind == "gru":
+            RNN.gru_sequence_backward(
+                *head, ws.storage, ws.offset, dgi.storage, dgi.offset, dgh.storage, dgh.offset,
+                *tail,
+            )  # fmt: skip
+        else:
+            RNN.lstm_sequence_backward(*head, ws.storage, ws.offset, dgi.storage, dgi.offset, *tail)
+        return True
 
 
 def _storages_and_offsets(*views):

@@ -106,6 +106,7 @@ class NumpyBackend:
             "host_memory",
             "gru_cell",
             "lstm_cell",
+            "cell_sequence",
             "join",
         }
     )
@@ -471,6 +472,34 @@ class NumpyBackend:
         numpy_rnn.lstm_cell_backward(
             as_array(g), as_array(c), as_array(ws), as_array(dgates), as_array(dc)
         )
+
+    def cell_sequence(self, kind, gi, w_hh, b_hh, states, ws, reverse):
+        """The ``cell_sequence`` capability: every step of a GRU or LSTM layer in one call, the
+        same numpy calls as the core's step loop on ndarray views of its buffers; never declines.
+
+        The contract is in :mod:`torchlight.tensor.backend.protocol`.
+        """
+        b = None if b_hh is None else as_array(b_hh)
+        numpy_rnn.sequence(
+            kind, as_array(gi), as_array(w_hh), b, as_array(states), as_array(ws), reverse
+        )
+        return True
+
+    def cell_sequence_backward(self, kind, g, states, w_hh, ws, dgi, dgh, carry, reverse):
+        """Backward of ``cell_sequence``: the steps in reverse, writing ``dgi``, ``dgh`` and the
+        initial state's gradient from the steps into ``carry``; never declines."""
+        numpy_rnn.sequence_backward(
+            kind,
+            as_array(g),
+            as_array(states),
+            as_array(w_hh),
+            as_array(ws),
+            as_array(dgi),
+            as_array(dgh),
+            as_array(carry),
+            reverse,
+        )
+        return True
 
 
 def _load():

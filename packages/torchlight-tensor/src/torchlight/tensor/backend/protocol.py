@@ -51,6 +51,20 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  -> dgates (N, 4H) (= ∂gi = ∂gh), dc (N, H); ws and the gradients contiguous; out and
                  g with contiguous rows but their h and c halves any distance apart (a packed
                  batch's step writes the first N rows of each half of a larger buffer)
+    "cell_sequence": cell_sequence(kind, gi, w_hh, b_hh, states, ws, reverse) -> bool;
+                 cell_sequence_backward(kind, g, states, w_hh, ws, dgi, dgh, carry, reverse) -> bool
+                 every step of a GRU (kind "gru") or LSTM ("lstm") layer in one call, each step
+                 gh = h·W_hhᵀ + b_hh then the cell of "gru_cell"/"lstm_cell" (whose workspace
+                 layout ws[t] keeps). gi (T, N, G·H) contiguous, w_hh (G·H, H) and b_hh (G·H,) or
+                 None any strides; states (T + 1, S, N, H) contiguous (S = 1 GRU, 2 LSTM: h, c)
+                 with the initial state in slot 0 (slot T when reverse); step t reads slot t and
+                 writes t + 1 (reverse: reads t + 1, writes t); ws (T, N, 4H or 5H) contiguous.
+                 Backward: g (T + 1, S, N, H) = ∂L/∂states, contiguous; writes dgi, dgh (T, N,
+                 G·H) contiguous (one buffer for an LSTM) and ∂L/∂(initial state) through the
+                 steps into carry (S, N, H), zeros on entry (the initial slot's own g not added).
+                 False declines, writing nothing, and the core runs the steps one cell call each
+                 (a compiled backend declines sizes where a BLAS product per step is faster); the
+                 backward declines exactly the sizes the forward declines
     "random":    random_(out, kind, seed, k): fill the contiguous float view ``out`` with independent
                  draws, kind "uniform" ([0, 1)) or "normal" (mean 0, variance 1), by the backend; the
                  numbers are a function of (seed, k, out.size) only — the generator's seed and how

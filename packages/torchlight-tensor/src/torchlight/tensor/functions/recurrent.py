@@ -45,7 +45,9 @@ and its backward walks them in reverse, carrying ``∂L/∂h`` (and ``∂L/∂c`
 
 so a sequence of T steps costs one node instead of 3T (an index, a linear and a cell per step),
 and the gradient of the input projection ``gi`` is written in place instead of T zero-filled
-copies of it being added up.
+copies of it being added up. A backend with the ``cell_sequence`` capability runs all T steps
+in one call each way (a compiled backend: one kernel, with no Python between the steps); it may
+decline a size, and a packed batch always takes the step loop here.
 """
 
 from typing import NamedTuple
@@ -258,6 +260,17 @@ class CellSequence(Function):
         w_t = w_hh._td.permute((1, 0))
         bias = None if b_hh is None else b_hh._td.expand((n, width))
         step = be.gru_cell if kind == "gru" else be.lstm_cell
+        whole = sizes is None and "cell_sequence" in be.capabilities
+        if whole and be.cell_sequence(
+            kind,
+            gi.contiguous()._td,
+            w_hh._td,
+            None if b_hh is None else b_hh._td,
+            st,
+            ws._td,
+            reverse,
+        ):
+            order = ()  # the backend ran every step
         for t in order:
             prev, out = st.select(0, t + read), st.select(0, t + write)
             rows = n if sizes is None else sizes[t]
@@ -307,6 +320,11 @@ class CellSequence(Function):
         back_all = alloc((n, hid), dtype, be, states)._td if kind == "gru" else None
         ct_all, w = carry._td, w_hh._td
         order, read, write, init = _slots(steps, reverse)
+        whole = sizes is None and "cell_sequence" in be.capabilities
+        if whole and be.cell_sequence_backward(
+            kind, g, st, w, ws, dgi._td, dgh._td, ct_all, reverse
+        ):
+            order = ()  # the backend ran every step
         for t in reversed(order):
             be.zip("add", g.select(0, t + write), ct_all, total_all)
             prev, total, ct, back = st.select(0, t + read), total_all, ct_all, back_all

@@ -6,6 +6,7 @@ broadcast dims, ``view`` by a reshape, a slice by writing the gradient into a ze
 import numpy as np
 
 from torchlight.autograd import Function
+from torchlight.autograd.grad_mode import GradMode
 
 from ..creation import filled, from_numpy_on
 from ..dispatch import contiguous, normalize_dim, sum_to, view_of
@@ -54,6 +55,10 @@ class View(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if not GradMode.enabled:  # nothing to record: the view of g built directly
+            td = g._td.reshaped(ctx.shape)
+            if td is not None:
+                return view_of(g, td), None
         return g.reshape(ctx.shape), None
 
 
