@@ -319,6 +319,16 @@ def test_ignore_index_inside_the_targets_range(reduction, t, ignore):
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_nll_loss_gradient_with_weights_and_an_ignored_target(reduction):
+    """Class weights and an ignored entry on every reduction (the weighted mean's divisor is a
+    tensor, the others' backward is the direct one), against finite differences."""
+    x = tl.randn(5, 4, dtype=tl.float64, requires_grad=True)
+    t = tl.tensor([3, -100, 0, 2, 1])
+    w = tl.tensor([0.5, 1.0, 2.0, 1.5], dtype=tl.float64)
+    assert tl.gradcheck(lambda a: F.nll_loss(a, t, weight=w, reduction=reduction), (x,))
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_nll_loss_common_case(reduction):
     lp = np.log(rng2.dirichlet(np.ones(4), size=6))
     t = rng2.integers(0, 4, 6)

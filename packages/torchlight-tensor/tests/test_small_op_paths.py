@@ -381,3 +381,34 @@ def test_tensor_of_a_list_records_the_range_of_its_stored_values():
     t = tl.tensor([3.9, -2.5, 7.0], dtype=tl.long)  # stored as 3, -2, 7
     assert t.__dict__["_index_range"][:2] == (-2, 7)
     assert t.tolist() == [3, -2, 7]
+
+
+# --- ops that record nothing ----------------------------------------------------------------------
+
+
+def test_basic_index_of_a_tensor_without_grad_is_a_plain_view():
+    x = tl.arange(12.0).view(3, 4)
+    v = x[1]
+    assert v._history is None and not v.requires_grad
+    assert v._version is x._version and v._base is x._base
+    v[2] = -1.0  # a view: the write reaches x, and both see the new version
+    assert x[1, 2].item() == -1.0 and x._version[0] == v._version[0] > 0
+    w = tl.ones(3, 4, requires_grad=True)
+    with tl.no_grad():
+        assert w[0]._history is None
+    assert w[0]._history is not None
+
+
+def test_one_row_linear_and_logsumexp_gradients():
+    from torchlight.tensor.functions.linalg import linear
+
+    x, w, b = (_f64(*s, seed=20 + k).requires_grad_() for k, s in enumerate([(1, 5), (3, 5), (3,)]))
+    assert tl.gradcheck(linear, (x, w, b))
+    y = _f64(4, 5, seed=30).requires_grad_()
+    assert tl.gradcheck(lambda t: t.logsumexp(1) * 2 + t.logsumexp(0, keepdim=True).sum(), (y,))
+    b.grad = None  # gradcheck's own backward passes left theirs
+    linear(x, w, b).sum().backward()
+    np.testing.assert_allclose(b.grad.numpy(), np.ones(3))
+    linear(x, w, b).sum().backward()  # the view of the incoming gradient was copied, not kept
+    np.testing.assert_allclose(b.grad.numpy(), 2 * np.ones(3))
+    assert tl.ones(1, 3).sum().item() == 3.0

@@ -231,15 +231,18 @@ class NumpyBackend:
 
         The contract is :meth:`Backend.scatter_add <torchlight.tensor.backend.protocol.Backend.scatter_add>`.
         """
-        idx = as_array(index)
-        check_host("scatter_add", idx, as_array(out).shape[dim])
+        idx, o = as_array(index), as_array(out)
+        check_host("scatter_add", idx, o.shape[dim])
+        s = as_array(src)[tuple(slice(0, n) for n in idx.shape)]
+        if o.ndim == 2 and dim == 1 and idx.shape[1] == 1:  # a loss's picked class per row: the
+            o[np.arange(idx.shape[0])[:, None], idx] += s  # row grid of gather's (no repeats)
+            return
         grid = list(np.indices(idx.shape, sparse=True))
         grid[dim] = idx
-        s = as_array(src)[tuple(slice(0, n) for n in idx.shape)]
-        if idx.shape[dim] == 1:  # one index per slice along dim (a loss's picked class): no
-            as_array(out)[tuple(grid)] += s  # position repeats, so a buffered += is exact
+        if idx.shape[dim] == 1:  # one index per slice along dim: no position repeats, so a
+            o[tuple(grid)] += s  # buffered += is exact
         else:
-            np.add.at(as_array(out), tuple(grid), s)
+            np.add.at(o, tuple(grid), s)
 
     # --- fused capabilities ------------------------------------------------------------------
     def join(self, srcs, dim, out, new_dim):

@@ -8,6 +8,7 @@ gradients, which is why an embedding's repeated tokens accumulate.
 """
 
 from torchlight.autograd import Function
+from torchlight.autograd.grad_mode import GradMode
 
 from .. import dtypes
 from ..base import TensorBase
@@ -194,10 +195,32 @@ class NLLRows(Function):
     @staticmethod
     def backward(ctx, g):
         (index,) = ctx.saved_tensors
+        if not GradMode.enabled and not isinstance(ctx.total, TensorBase):
+            return _nll_gradient(g, ctx, index), None, None, None
         g = rows_gradient(g, ctx.shape[0], ctx.reduction, ctx.total)
         src = -g if ctx.weight is None else -(g * ctx.weight)
         grad = add_at_index(src.unsqueeze(1), ctx.shape, 1, index, "scatter_add")
         return grad, None, None, None
+
+
+def _nll_gradient(g, ctx, index):
+    """:class:`NLLRows`' gradient with nothing to record (no ``create_graph``) and a divisor that
+    is a number (no weighted mean): the same arithmetic as the recorded path, in the same order
+    (``g / total``, times the weights, negated, scattered into zeros), as backend calls on one
+    ``(N, 1)`` buffer instead of five ops."""
+    n, c = ctx.shape
+    be = g.backend
+    src = alloc((n, 1), g.dtype, be, g)
+    rows = g._td.reshaped((n, 1)) if ctx.reduction == "none" else g._td.expand((n, 1))
+    be.map("copy", rows, src._td)
+    if ctx.reduction == "mean":
+        zip_into("div", src, scalar_like(ctx.total, src))
+    if ctx.weight is not None:
+        zip_into("mul", src, view_of(ctx.weight, ctx.weight._td.reshaped((n, 1))))
+    be.map("neg", src._td, src._td)
+    out = filled(ctx.shape, 0, g.dtype, be, like=g)
+    be.scatter_add(out._td, 1, index._td, src._td)
+    return out
 
 
 def nll_rows(x, target, weight=None, reduction="none"):

@@ -144,6 +144,11 @@ def basic_view(td, index):
     return td
 
 
+def _basic(x, index):
+    """``x[index]`` for an expanded basic index: a view of ``x``, with no node."""
+    return view_of(x, basic_view(x._td, index))
+
+
 class BasicIndex(Function):
     """``x[index]`` for an expanded basic ``index`` (ints, slices, ``None``): a view; the
     gradient is written back at the same view of zeros (:class:`BasicIndexBackward`)."""
@@ -151,7 +156,7 @@ class BasicIndex(Function):
     @staticmethod
     def forward(ctx, x, index):
         ctx.shape, ctx.index = x.shape, index
-        return view_of(x, basic_view(x._td, index))
+        return _basic(x, index)
 
     @staticmethod
     def backward(ctx, g):
@@ -252,6 +257,8 @@ def getitem(x, index):
     """
     index, advanced = expand_index(x, index)
     if not advanced:
+        if not (x.requires_grad and GradMode.enabled or Function.tracers):
+            return _basic(x, index)  # nothing records it: BasicIndex's forward alone
         return BasicIndex.apply(x, index)
     rows = _rows(x, index)
     if rows is not None:

@@ -12,7 +12,7 @@ from torchlight.autograd.grad_mode import GradMode
 
 from ..base import TensorBase
 from ..creation import filled, from_numpy_on
-from ..dispatch import alloc, common_backend, same_backend
+from ..dispatch import alloc, common_backend, same_backend, view_of
 from ..errors import ShapeError
 from ..indexing import shape_broadcast
 from .pointwise import ndarray_operand, operands
@@ -101,7 +101,7 @@ class Linear(Function):
         if not need_b:
             gb = None
         elif g.shape[0] == 1:  # one row (a model fed one example at a time): the sum is the row
-            gb = g.reshape(g.shape[1:])
+            gb = g.reshape(g.shape[1:]) if GradMode.enabled else view_of(g, g._td.select(0, 0))
         else:
             gb = g.sum(0)
         if GradMode.enabled:  # create_graph

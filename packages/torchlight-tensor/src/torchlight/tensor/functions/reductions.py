@@ -371,7 +371,9 @@ class LogSumExp(Function):
         if not ctx.keepdim:  # nothing to record: three backend calls on the kept-dim views
             d = ctx.dims[0]
             g, y = view_of(g, g._td.unsqueeze(d)), view_of(y, y._td.unsqueeze(d))
-        return zip_into("mul", map_op("exp", zip_op("sub", x, y)), g), None, None
+        e = zip_op("sub", x, y)
+        e.backend.map("exp", e._td, e._td)  # in place: nothing else holds e
+        return zip_into("mul", e, g), None, None
 
 
 def logsumexp(x, dim=None, keepdim=False):
