@@ -137,6 +137,11 @@ CASES = {
         m.ones(1, 18, requires_grad=True),
         m.tensor([3]),
     ),
+    "LSTM(5, 2, bidirectional) forward + backward (11x1x5)": lambda m: _call(
+        lambda lstm, x: lstm(x)[0].sum().backward(),
+        m.nn.LSTM(5, 2, bidirectional=True),
+        m.ones(11, 1, 5, requires_grad=True),
+    ),
     "mse_loss (8x8, grad)": lambda m: _call(
         m.nn.functional.mse_loss, m.ones(8, 8, requires_grad=True), m.zeros(8, 8)
     ),
