@@ -7,7 +7,8 @@ For each case (kind, steps T, batch N, hidden H) and backend (``cpu``, ``numba``
 ``recurrent_layer(...)`` plus ``(states * states).sum().backward()``, the best of ``--repeat``
 timings of ``--number`` calls, float32, one thread. The work column is one step's product
 ``N·G·H·H`` (G = 3 gates for a GRU, 4 for an LSTM), the size the numba backend's
-``SEQUENCE_MAX_WORK`` compares; a declined case runs the step loop in both columns.
+``SEQUENCE_MAX_WORK`` compares; a declined case runs the step loop in both columns
+(``TORCHLIGHT_NUMBA_SEQUENCE_MAX_WORK=1048576`` makes the kernel take every case).
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ def test_gradcheck_strided(path):
 def test_module_matches_cpu(path, cls, hidden):
     gates = 4 if cls is nn.LSTM else 3
     # the batch of 3 times one step's product h W_hhᵀ decides whether the kernel takes the layer
-    assert (3 * gates * hidden * hidden > SEQUENCE_MAX_WORK) == (hidden == 64)
+    if (3 * gates * hidden * hidden > SEQUENCE_MAX_WORK) != (hidden == 64):
+        pytest.skip("TORCHLIGHT_NUMBA_SEQUENCE_MAX_WORK moved the threshold this test straddles")
     tl.manual_seed(1)
     cpu = cls(4, hidden, num_layers=2, batch_first=True)
     dev = cls(4, hidden, num_layers=2, batch_first=True).to("numba")

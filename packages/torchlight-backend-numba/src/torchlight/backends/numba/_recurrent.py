@@ -19,6 +19,7 @@ step by step.
 """
 
 import math
+import os
 
 import numpy as np
 
@@ -247,15 +248,24 @@ def lstm_backward(g, go, gr, gplane, c, co, cr, cc, ws, wo, wr, dg, dgo, dgr, dc
 
 # --- whole layers (capability ``cell_sequence``) ---------------------------------------------------
 #: the largest per-step product N·G·H·H (multiply-adds of ``h W_hhᵀ``) a whole-sequence kernel
-#: takes; above, the per-step loop of BLAS products and cell kernels is as fast or faster
-#: (``tests-integration/benchmarks/bench_cell_sequence.py``, one core, forward + backward: whole
-#: sequence / step loop 0.41 for an LSTM with N=1 H=2, 0.69 at 12,288, 0.91-0.97 at 2^14, 1.0
-#: from ~2.8e4 on)
-SEQUENCE_MAX_WORK = 1 << 14
+#: takes; above, the per-step loop of BLAS products and cell kernels is faster
+#: (``tests-integration/benchmarks/bench_cell_sequence.py``, one core, forward + backward, whole
+#: sequence / step loop: 0.42 for an LSTM with N=1 H=2, 0.67 at 12,288, 0.86-0.88 at 2^14; the
+#: kernel forced on larger layers: 1.06 at 27,648, 1.31 at 32,768)
+SEQUENCE_MAX_WORK = int(os.environ.get("TORCHLIGHT_NUMBA_SEQUENCE_MAX_WORK", str(1 << 14)))
 
 # the cells' serial compilations, called from the sequence loops (one formula for both paths)
 _gru_step, _gru_back_step = gru_forward.ser, gru_backward.ser
 _lstm_step, _lstm_back_step = lstm_forward.ser, lstm_backward.ser
+
+
+@helper
+def _slots(s, T, reverse, backward):
+    """The ``s``-th step a pass runs, as ``(t, read slot, write slot)``: step ``t`` reads slot
+    ``t`` and writes ``t + 1``, or in reverse reads ``t + 1`` and writes ``t``; a backward pass
+    runs the steps in the opposite order."""
+    t = T - 1 - s if reverse != backward else s
+    return t, (t + 1 if reverse else t), (t if reverse else t + 1)
 
 
 @helper
@@ -290,9 +300,7 @@ def gru_sequence(gi, gio, w, wo, wr, wc, b, bo, bs, st, sto, ws, wso, T, N, H, r
     G, plane = 3 * H, N * H
     gh = np.empty(N * G, st.dtype)
     for s in range(T):
-        t = T - 1 - s if reverse else s
-        read = t + 1 if reverse else t
-        write = t if reverse else t + 1
+        t, read, write = _slots(s, T, reverse, False)
         _hidden_gates(st, sto + read * plane, w, wo, wr, wc, b, bo, bs, gh, N, H, G)
         _gru_step(
             gi, gio + t * N * G, G, 1, gh, 0, G, 1, st, sto + read * plane, H, 1,
@@ -309,9 +317,7 @@ def gru_sequence_backward(
     G, plane = 3 * H, N * H
     total = np.empty(plane, st.dtype)
     for s in range(T):
-        t = s if reverse else T - 1 - s
-        read = t + 1 if reverse else t
-        write = t if reverse else t + 1
+        t, read, write = _slots(s, T, reverse, True)
         for e in range(plane):
             total[e] = g[go + write * plane + e] + carry[co + e]
         _gru_back_step(
@@ -328,9 +334,7 @@ def lstm_sequence(gi, gio, w, wo, wr, wc, b, bo, bs, st, sto, ws, wso, T, N, H, 
     G, plane = 4 * H, N * H
     gh = np.empty(N * G, st.dtype)
     for s in range(T):
-        t = T - 1 - s if reverse else s
-        read = t + 1 if reverse else t
-        write = t if reverse else t + 1
+        t, read, write = _slots(s, T, reverse, False)
         prev = sto + read * 2 * plane
         _hidden_gates(st, prev, w, wo, wr, wc, b, bo, bs, gh, N, H, G)
         _lstm_step(
@@ -347,9 +351,7 @@ def lstm_sequence_backward(
     G, plane = 4 * H, N * H
     total = np.empty(2 * plane, st.dtype)
     for s in range(T):
-        t = s if reverse else T - 1 - s
-        read = t + 1 if reverse else t
-        write = t if reverse else t + 1
+        t, read, write = _slots(s, T, reverse, True)
         for e in range(2 * plane):
             total[e] = g[go + write * 2 * plane + e] + carry[co + e]
         _lstm_back_step(

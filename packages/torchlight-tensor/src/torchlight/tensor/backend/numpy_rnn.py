@@ -9,7 +9,7 @@ and ``g`` are contiguous (the core allocates them).
 
 :func:`sequence` and :func:`sequence_backward` run a whole layer's steps on ndarray views of the
 core's buffers: the same numpy calls as the core's step loop, without a ``TensorData`` and a
-backend call around each (forward + backward of an LSTM layer of 11 steps with H = 2: 0.72× the
+backend call around each (forward + backward of an LSTM layer of 11 steps with H = 2: 0.74× the
 core's loop; 0.57-0.90× over the cases of ``tests-integration/benchmarks/bench_cell_sequence.py``).
 """
 
