@@ -1,8 +1,9 @@
 """``recurrent_layer``: a GRU or LSTM layer over a whole sequence as one autograd node, against a
 numpy re-derivation of the forward recursion, finite differences (``gradcheck``) and the
-step-by-step graph of fused cells it replaces; both directions, strided inputs, bad input. Each
-of the first three runs twice: through the backend's ``cell_sequence`` capability (all steps in
-one call) and with it hidden, through the core's loop of one cell call per step."""
+step-by-step graph of fused cells it replaces; both directions, strided inputs, bad input. The
+tests of an unpacked layer (``path``) run twice: through the backend's ``cell_sequence``
+capability (all steps in one call) and with it hidden, through the core's loop of one cell call
+per step."""
 
 import numpy as np
 import pytest
