@@ -20,7 +20,7 @@ import timeit
 import numpy as np
 
 import torchlight as tl
-from torchlight.tensor.functions.recurrent import recurrent_layer
+from torchlight.tensor.functions.recurrent import CELLS, recurrent_layer
 
 #: (kind, T, N, H): the BiLSTM-CRF tutorial's layer, small and mid-sized batches, near the threshold
 CASES = [
@@ -33,13 +33,12 @@ CASES = [
     ("lstm", 16, 8, 32),
     ("lstm", 16, 64, 64),
 ]
-GATES = {"gru": 3, "lstm": 4}
 
 
 def time_layer(kind, steps, n, hid, device, number, repeat):
     """Best µs per forward + backward of one layer on ``device``."""
     rng = np.random.default_rng(0)
-    g = GATES[kind] * hid
+    g = CELLS[kind].gates * hid
 
     def leaf(*shape):
         return tl.tensor(
@@ -74,7 +73,7 @@ def main(argv=None):
                 loop = time_layer(kind, steps, n, hid, device, args.number, args.repeat)
             finally:
                 be.capabilities = shipped
-            work = n * GATES[kind] * hid * hid
+            work = n * CELLS[kind].gates * hid * hid
             print(
                 f"| {kind} ({steps}, {n}, {hid}) | {work} | {device} | {whole:.0f} | {loop:.0f} "
                 f"| {whole / loop:.2f} |"

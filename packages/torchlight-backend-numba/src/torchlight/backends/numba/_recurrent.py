@@ -39,6 +39,7 @@ __all__ = [
     "lstm_sequence",
     "lstm_sequence_backward",
     "SEQUENCE_MAX_WORK",
+    "takes_layer",
 ]
 
 _F32 = np.float32
@@ -254,6 +255,13 @@ def lstm_backward(g, go, gr, gplane, c, co, cr, cc, ws, wo, wr, dg, dgo, dgr, dc
 #: kernel forced on larger layers: 1.06 at 27,648, 1.31 at 32,768)
 SEQUENCE_MAX_WORK = int(os.environ.get("TORCHLIGHT_NUMBA_SEQUENCE_MAX_WORK", str(1 << 14)))
 
+
+def takes_layer(n, width, hid):
+    """Whether the whole-sequence kernels run a layer of batch ``n``, gate width ``width`` (G·H)
+    and hidden size ``hid``, forward and backward alike (else the backend declines)."""
+    return n * width * hid <= SEQUENCE_MAX_WORK
+
+
 # the cells' serial compilations, called from the sequence loops (one formula for both paths)
 _gru_step, _gru_back_step = gru_forward.ser, gru_backward.ser
 _lstm_step, _lstm_back_step = lstm_forward.ser, lstm_backward.ser
@@ -261,9 +269,10 @@ _lstm_step, _lstm_back_step = lstm_forward.ser, lstm_backward.ser
 
 @helper
 def _slots(s, T, reverse, backward):
-    """The ``s``-th step a pass runs, as ``(t, read slot, write slot)``: step ``t`` reads slot
-    ``t`` and writes ``t + 1``, or in reverse reads ``t + 1`` and writes ``t``; a backward pass
-    runs the steps in the opposite order."""
+    """The ``s``-th step a pass runs, as ``(t, read slot, write slot)``: the compiled twin of
+    ``torchlight.tensor.backend.protocol.sequence_slots`` (step ``t`` reads slot ``t`` and writes
+    ``t + 1``, or in reverse reads ``t + 1`` and writes ``t``); a backward pass runs the steps in
+    the opposite order."""
     t = T - 1 - s if reverse != backward else s
     return t, (t + 1 if reverse else t), (t if reverse else t + 1)
 

@@ -886,7 +886,7 @@ class NumbaBackend:
         The contract is in :mod:`torchlight.tensor.backend.protocol`."""
         steps, n, width = gi.shape
         hid = states.shape[-1]
-        if n * width * hid > RNN.SEQUENCE_MAX_WORK:
+        if not RNN.takes_layer(n, width, hid):
             return False
         if b_hh is None:  # the kernel always adds a bias
             b, bo, bs = np.zeros(width, states.storage.dtype), 0, 1
@@ -904,8 +904,7 @@ class NumbaBackend:
         the sizes the forward declines."""
         steps, _, n, hid = states.shape
         steps -= 1
-        width = dgi.shape[-1]
-        if n * width * hid > RNN.SEQUENCE_MAX_WORK:
+        if not RNN.takes_layer(n, dgi.shape[-1], hid):
             return False
         head = (g.storage, g.offset, states.storage, states.offset, *_mat(w_hh))
         tail = (carry.storage, carry.offset, steps, n, hid, reverse)

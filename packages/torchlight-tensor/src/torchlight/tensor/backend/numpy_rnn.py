@@ -16,6 +16,7 @@ core's loop; 0.57-0.90× over the cases of ``tests-integration/benchmarks/bench_
 import numpy as np
 
 from .numpy_ops import sigmoid
+from .protocol import sequence_slots
 
 __all__ = [
     "gru_cell",
@@ -117,29 +118,22 @@ def lstm_cell_backward(g, c, ws, dgates, dc):
     dc *= f
 
 
-def _steps(steps, reverse):
-    """``(t, read, write)`` for each step in the order it runs: step ``t`` reads the states of slot
-    ``read`` and writes slot ``write`` (the layout of ``functions.recurrent.CellSequence``)."""
-    if reverse:
-        return [(t, t + 1, t) for t in range(steps - 1, -1, -1)]
-    return [(t, t, t + 1) for t in range(steps)]
-
-
 def sequence(kind, gi, w, b, st, ws, reverse):
     """Every step of a GRU (``kind="gru"``) or LSTM layer: ``gh = h W_hhᵀ + b_hh``, then the cell,
     writing the states ``st`` (T + 1, S, N, H) (the initial one already in its slot) and each
     step's workspace ``ws[t]``."""
     gh = np.empty(gi.shape[1:], gi.dtype)
     wt = w.T
-    for t, read, write in _steps(gi.shape[0], reverse):
-        prev = st[read]
+    order, read, write, _ = sequence_slots(gi.shape[0], reverse)
+    for t in order:
+        prev = st[t + read]
         np.matmul(prev[0], wt, out=gh)
         if b is not None:
             gh += b
         if kind == "gru":
-            gru_cell(gi[t], gh, prev[0], st[write, 0], ws[t])
+            gru_cell(gi[t], gh, prev[0], st[t + write, 0], ws[t])
         else:
-            lstm_cell(gi[t], gh, prev[1], st[write], ws[t])
+            lstm_cell(gi[t], gh, prev[1], st[t + write], ws[t])
 
 
 def sequence_backward(kind, g, st, w, ws, dgi, dgh, carry, reverse):
@@ -148,12 +142,13 @@ def sequence_backward(kind, g, st, w, ws, dgi, dgh, carry, reverse):
     gradient the steps send to the initial state."""
     total = np.empty_like(carry)
     back = np.empty_like(carry[0]) if kind == "gru" else None
-    for t, read, write in reversed(_steps(g.shape[0] - 1, reverse)):
-        np.add(g[write], carry, out=total)
+    order, read, write, _ = sequence_slots(g.shape[0] - 1, reverse)
+    for t in reversed(order):
+        np.add(g[t + write], carry, out=total)
         if kind == "gru":
-            gru_cell_backward(total[0], st[read, 0], ws[t], dgi[t], dgh[t], carry[0])
+            gru_cell_backward(total[0], st[t + read, 0], ws[t], dgi[t], dgh[t], carry[0])
             np.matmul(dgh[t], w, out=back)
             carry[0] += back
         else:
-            lstm_cell_backward(total, st[read, 1], ws[t], dgi[t], carry[1])
+            lstm_cell_backward(total, st[t + read, 1], ws[t], dgi[t], carry[1])
             np.matmul(dgi[t], w, out=carry[0])

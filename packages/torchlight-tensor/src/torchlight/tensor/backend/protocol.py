@@ -58,7 +58,7 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  layout ws[t] keeps). gi (T, N, G·H) contiguous, w_hh (G·H, H) and b_hh (G·H,) or
                  None any strides; states (T + 1, S, N, H) contiguous (S = 1 GRU, 2 LSTM: h, c)
                  with the initial state in slot 0 (slot T when reverse); step t reads slot t and
-                 writes t + 1 (reverse: reads t + 1, writes t); ws (T, N, 4H or 5H) contiguous.
+                 writes t + 1 (reverse: reads t + 1, writes t: ``sequence_slots`` below); ws (T, N, 4H or 5H) contiguous.
                  Backward: g (T + 1, S, N, H) = ∂L/∂states, contiguous; writes dgi, dgh (T, N,
                  G·H) contiguous (one buffer for an LSTM) and ∂L/∂(initial state) through the
                  steps into carry (S, N, H), zeros on entry (the initial slot's own g not added).
@@ -129,6 +129,7 @@ __all__ = [
     "Backend",
     "BackendSpec",
     "host_memory",
+    "sequence_slots",
 ]
 
 API_VERSION = 1
@@ -257,6 +258,22 @@ def host_memory(backend: Any) -> bool:
     True
     """
     return HOST_MEMORY in getattr(backend, "capabilities", ())
+
+
+def sequence_slots(steps: int, reverse: bool) -> tuple:
+    """The slot layout of ``cell_sequence``'s ``(T + 1, S, N, H)`` states, written once for the
+    core and the backends: ``(order, read, write, init)`` — the steps in the order they run,
+    the offsets of the slot step ``t`` reads (``t + read``) and writes (``t + write``), and the
+    initial state's slot (the final state's is the other end). A backward runs ``order``
+    reversed.
+
+    >>> order, read, write, init = sequence_slots(3, reverse=True)
+    >>> list(order), read, write, init
+    ([2, 1, 0], 1, 0, 3)
+    """
+    if reverse:
+        return range(steps - 1, -1, -1), 1, 0, steps
+    return range(steps), 0, 1, 0
 
 
 class BackendSpec:

@@ -55,6 +55,7 @@ from typing import NamedTuple
 from torchlight.autograd import Function
 from torchlight.autograd.grad_mode import GradMode
 
+from ..backend.protocol import sequence_slots
 from ..creation import filled
 from ..dispatch import alloc, same_backend, view_of
 from ..errors import ShapeError
@@ -195,15 +196,6 @@ class _Cell(NamedTuple):
 CELLS = {"gru": _Cell("gru_cell", 3, 1, 4), "lstm": _Cell("lstm_cell", 4, 2, 5)}
 
 
-def _slots(steps, reverse):
-    """Where a layer's states live in its ``(T + 1, S, N, H)`` buffer: the steps in the order they
-    run, the offsets of the slot step ``t`` reads (``t + read``) and writes (``t + write``), and the
-    initial state's slot (the final state's is the other end)."""
-    if reverse:
-        return range(steps - 1, -1, -1), 1, 0, steps
-    return range(steps), 0, 1, 0
-
-
 def layer_outputs(states, reverse=False):
     """The ``(T, S, N, H)`` view of every step's states in time order and the final ``(S, N, H)``
     state, from the buffer :func:`recurrent_layer` returns.
@@ -216,8 +208,14 @@ def layer_outputs(states, reverse=False):
     ((5, 1, 2, 1), (1, 2, 1))
     """
     steps = states.shape[0] - 1
-    _, _, write, init = _slots(steps, reverse)
+    _, _, write, init = sequence_slots(steps, reverse)
     return states[write : write + steps], states[steps - init]
+
+
+def _whole_layer(be, sizes):
+    """Whether to offer the backend the whole layer (``cell_sequence``): a packed batch
+    (``sizes``) always takes the step loop here."""
+    return sizes is None and "cell_sequence" in be.capabilities
 
 
 def _rows(view, rows, n):
@@ -228,6 +226,75 @@ def _rows(view, rows, n):
 
 def _zeros(shape, dtype, backend, like):
     return filled(shape, 0, dtype, backend, like=like)
+
+
+def _steps_forward(be, kind, gi, w_hh, b_hh, st, ws, sizes, reverse):
+    """The core's step loop of :class:`CellSequence`'s forward (views throughout): per step
+    ``gh = h W_hhᵀ + b_hh`` (one BLAS product) and one cell call; a packed batch's finished
+    sequences copy their state through."""
+    steps, n, width = gi.shape
+    order, read, write, _ = sequence_slots(steps, reverse)
+    gh_all = alloc((n, width), w_hh.dtype, be, w_hh)._td
+    w_t = w_hh._td.permute((1, 0))
+    bias = None if b_hh is None else b_hh._td.expand((n, width))
+    step = be.gru_cell if kind == "gru" else be.lstm_cell
+    for t in order:
+        prev, out = st.select(0, t + read), st.select(0, t + write)
+        rows = n if sizes is None else sizes[t]
+        if rows < n:  # a packed batch: sequences without step t keep their state
+            be.map("copy", prev.slice(1, rows, n, 1), out.slice(1, rows, n, 1))
+            if not rows:
+                continue
+            prev, out = prev.slice(1, 0, rows, 1), out.slice(1, 0, rows, 1)
+        gh = _rows(gh_all, rows, n)
+        be.matmul(prev.select(0, 0), w_t, gh)
+        if bias is not None:
+            be.zip("add", gh, _rows(bias, rows, n), gh)
+        gi_t, ws_t = _rows(gi.select(0, t), rows, n), _rows(ws.select(0, t), rows, n)
+        if kind == "gru":
+            step(gi_t, gh, prev.select(0, 0), out.select(0, 0), ws_t)
+        else:
+            step(gi_t, gh, prev.select(0, 1), out, ws_t)
+
+
+def _steps_backward(be, kind, g, states, w, ws, dgi, dgh, ct_all, sizes, reverse):
+    """The core's step loop of :class:`CellSequence`'s backward: the steps in reverse, carrying
+    ``∂L/∂state`` in ``ct_all``; a packed batch's finished sequences pass their gradient through."""
+    st, (_, n, hid) = states._td, ct_all.shape
+    order, read, write, _ = sequence_slots(g.shape[0] - 1, reverse)
+    total_all = alloc(ct_all.shape, states.dtype, be, states)._td
+    back_all = alloc((n, hid), states.dtype, be, states)._td if kind == "gru" else None
+    for t in reversed(order):
+        be.zip("add", g.select(0, t + write), ct_all, total_all)
+        prev, total, ct, back = st.select(0, t + read), total_all, ct_all, back_all
+        rows = n if sizes is None else sizes[t]
+        if rows < n:  # finished sequences copied their state: its gradient passes unchanged
+            be.map("copy", total.slice(1, rows, n, 1), ct.slice(1, rows, n, 1))
+            if not rows:
+                continue
+            prev, total, ct = (v.slice(1, 0, rows, 1) for v in (prev, total, ct))
+            back = None if back is None else _rows(back, rows, n)
+        dgh_t = _rows(dgh.select(0, t), rows, n)
+        if kind == "gru":
+            be.gru_cell_backward(
+                total.select(0, 0),
+                prev.select(0, 0),
+                _rows(ws.select(0, t), rows, n),
+                _rows(dgi.select(0, t), rows, n),
+                dgh_t,
+                ct.select(0, 0),
+            )
+            be.matmul(dgh_t, w, back)
+            be.zip("add", ct.select(0, 0), back, ct.select(0, 0))
+        else:
+            be.lstm_cell_backward(
+                total,
+                prev.select(0, 1),
+                _rows(ws.select(0, t), rows, n),
+                dgh_t,
+                ct.select(0, 1),
+            )
+            be.matmul(dgh_t, w, ct.select(0, 0))
 
 
 class CellSequence(Function):
@@ -250,44 +317,24 @@ class CellSequence(Function):
         be = h0.backend
         states = alloc((steps + 1, cell.slots, n, hid), h0.dtype, be, h0)
         st = states._td
-        order, read, write, first = _slots(steps, reverse)
-        init = st.select(0, first)
+        init = st.select(0, sequence_slots(steps, reverse)[3])
         be.map("copy", h0._td, init.select(0, 0))
         if c0 is not None:
             be.map("copy", c0._td, init.select(0, 1))
         ws = alloc((steps, n, cell.workspace * hid), h0.dtype, be, h0)
-        gh_all = alloc((n, width), h0.dtype, be, h0)._td
-        w_t = w_hh._td.permute((1, 0))
-        bias = None if b_hh is None else b_hh._td.expand((n, width))
-        step = be.gru_cell if kind == "gru" else be.lstm_cell
-        whole = sizes is None and "cell_sequence" in be.capabilities
-        if whole and be.cell_sequence(
-            kind,
-            gi.contiguous()._td,
-            w_hh._td,
-            None if b_hh is None else b_hh._td,
-            st,
-            ws._td,
-            reverse,
+        if not (
+            _whole_layer(be, sizes)
+            and be.cell_sequence(
+                kind,
+                gi.contiguous()._td,
+                w_hh._td,
+                None if b_hh is None else b_hh._td,
+                st,
+                ws._td,
+                reverse,
+            )
         ):
-            order = ()  # the backend ran every step
-        for t in order:
-            prev, out = st.select(0, t + read), st.select(0, t + write)
-            rows = n if sizes is None else sizes[t]
-            if rows < n:  # a packed batch: sequences without step t keep their state
-                be.map("copy", prev.slice(1, rows, n, 1), out.slice(1, rows, n, 1))
-                if not rows:
-                    continue
-                prev, out = prev.slice(1, 0, rows, 1), out.slice(1, 0, rows, 1)
-            gh = _rows(gh_all, rows, n)
-            be.matmul(prev.select(0, 0), w_t, gh)
-            if bias is not None:
-                be.zip("add", gh, _rows(bias, rows, n), gh)
-            gi_t, ws_t = _rows(gi._td.select(0, t), rows, n), _rows(ws._td.select(0, t), rows, n)
-            if kind == "gru":
-                step(gi_t, gh, prev.select(0, 0), out.select(0, 0), ws_t)
-            else:
-                step(gi_t, gh, prev.select(0, 1), out, ws_t)
+            _steps_forward(be, kind, gi._td, w_hh, b_hh, st, ws._td, sizes, reverse)
         ctx.save_for_backward(states, w_hh)
         ctx.ws, ctx.kind, ctx.reverse, ctx.sizes = ws, kind, reverse, sizes
         return states
@@ -316,47 +363,13 @@ class CellSequence(Function):
         # the LSTM's two pre-activation blocks share one gradient; the GRU's differ in the n gate
         dgh = dgi if kind == "lstm" else buf((steps, n, width), dtype, be, states)
         carry = filled((slots, n, hid), 0, dtype, be, like=states)  # ∂L/∂state from later steps
-        total_all = alloc((slots, n, hid), dtype, be, states)._td
-        back_all = alloc((n, hid), dtype, be, states)._td if kind == "gru" else None
-        ct_all, w = carry._td, w_hh._td
-        order, read, write, init = _slots(steps, reverse)
-        whole = sizes is None and "cell_sequence" in be.capabilities
-        if whole and be.cell_sequence_backward(
-            kind, g, st, w, ws, dgi._td, dgh._td, ct_all, reverse
+        ct, w = carry._td, w_hh._td
+        _, read, _, init = sequence_slots(steps, reverse)
+        if not (
+            _whole_layer(be, sizes)
+            and be.cell_sequence_backward(kind, g, st, w, ws, dgi._td, dgh._td, ct, reverse)
         ):
-            order = ()  # the backend ran every step
-        for t in reversed(order):
-            be.zip("add", g.select(0, t + write), ct_all, total_all)
-            prev, total, ct, back = st.select(0, t + read), total_all, ct_all, back_all
-            rows = n if sizes is None else sizes[t]
-            if rows < n:  # finished sequences copied their state: its gradient passes unchanged
-                be.map("copy", total.slice(1, rows, n, 1), ct.slice(1, rows, n, 1))
-                if not rows:
-                    continue
-                prev, total, ct = (v.slice(1, 0, rows, 1) for v in (prev, total, ct))
-                back = None if back is None else _rows(back, rows, n)
-            dgh_t = _rows(dgh._td.select(0, t), rows, n)
-            if kind == "gru":
-                be.gru_cell_backward(
-                    total.select(0, 0),
-                    prev.select(0, 0),
-                    _rows(ws.select(0, t), rows, n),
-                    _rows(dgi._td.select(0, t), rows, n),
-                    dgh_t,
-                    ct.select(0, 0),
-                )
-                be.matmul(dgh_t, w, back)
-                be.zip("add", ct.select(0, 0), back, ct.select(0, 0))
-            else:
-                be.lstm_cell_backward(
-                    total,
-                    prev.select(0, 1),
-                    _rows(ws.select(0, t), rows, n),
-                    dgh_t,
-                    ct.select(0, 1),
-                )
-                be.matmul(dgh_t, w, ct.select(0, 0))
-        ct = ct_all
+            _steps_backward(be, kind, g, states, w, ws, dgi._td, dgh._td, ct, sizes, reverse)
         # the initial state's slot holds a copy of h0 (and c0): its own gradient is theirs too
         be.zip("add", ct, g.select(0, init), ct)
         need = ctx.needs_input_grad
