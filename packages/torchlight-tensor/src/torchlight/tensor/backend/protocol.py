@@ -267,6 +267,7 @@ def sequence_slots(steps: int, reverse: bool) -> tuple:
     initial state's slot (the final state's is the other end). A backward runs ``order``
     reversed.
 
+    >>> from torchlight.tensor.backend.protocol import sequence_slots
     >>> order, read, write, init = sequence_slots(3, reverse=True)
     >>> list(order), read, write, init
     ([2, 1, 0], 1, 0, 3)
