@@ -210,10 +210,10 @@ def test_new_batch_size_raises_and_reset_recaptures():
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("opt", ["adam", "adamw"])
-def test_learning_rate_schedule_is_followed_by_adam(device, opt):
-    """The fused Adam update takes lr as a live number: a schedule set every step (the mini-GPT
-    training loop's warmup and cosine) and a StepLR scheduler both reach the replays."""
+@pytest.mark.parametrize("opt", ["adam", "adamw", "sgd_momentum", "nesterov_wd"])
+def test_learning_rate_schedule_is_followed_by_fused_updates(device, opt):
+    """The fused Adam and SGD updates take lr as a live number: a schedule set every step (the
+    mini-GPT training loop's warmup and cosine) and a StepLR scheduler both reach the replays."""
     batches = _mlp_batches()
     runs = []
     for captured in (False, True):
@@ -237,8 +237,12 @@ def test_learning_rate_schedule_is_followed_by_adam(device, opt):
         np.testing.assert_allclose(a, b, rtol=TOL, atol=TOL)
 
 
-def test_learning_rate_change_is_not_ignored_by_sgd():
-    """SGD scales by lr in a host-built constant: a new lr stops the replay."""
+def test_learning_rate_change_is_not_ignored_by_composite_sgd(monkeypatch):
+    """Without the fused update (a backend lacking the ``sgd`` capability) SGD scales by lr in a
+    host-built constant: a new lr stops the replay instead of being ignored."""
+    from torchlight.tensor.backend.numpy import NumpyBackend
+
+    monkeypatch.setattr(NumpyBackend, "capabilities", NumpyBackend.capabilities - {"sgd"})
     model, opt, step, batches = _captured_mlp("sgd_momentum")
     tl.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5).step()
     with pytest.raises(tl.jit.TraceError, match=r"param_groups\[0\]\['lr'\]"):

@@ -161,11 +161,20 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("cls, kw", [(Adam, {}), (AdamW, {}), (Adagrad, {"lr_decay": 0.1})])
+@pytest.mark.parametrize(
+    "cls, kw",
+    [
+        (Adam, {}),
+        (AdamW, {}),
+        (Adagrad, {"lr_decay": 0.1}),
+        (SGD, {}),
+        (SGD, {"momentum": 0.9, "weight_decay": 0.1}),
+    ],
+)
 def test_fused_update_runs_one_backend_call_per_parameter(cls, kw, monkeypatch):
     from torchlight.tensor.backend.numpy import NumpyBackend
 
-    name = FUSED[Adagrad if cls is Adagrad else Adam] + "_step"
+    name = next(cap for opt, cap in FUSED.items() if issubclass(cls, opt)) + "_step"
     calls = []
     fused = getattr(NumpyBackend, name)
     monkeypatch.setattr(
@@ -177,13 +186,14 @@ def test_fused_update_runs_one_backend_call_per_parameter(cls, kw, monkeypatch):
     assert len(calls) == STEPS * len(params)
 
 
-FUSED = {Adam: "adam", Adagrad: "adagrad"}  # optimizers with a fused update capability
+FUSED = {Adam: "adam", Adagrad: "adagrad", SGD: "sgd"}  # optimizers with a fused update
 
 
 @pytest.fixture(params=["fused", "composite"])
 def update_path(request, monkeypatch):
-    """Adam/AdamW and Adagrad run the backend's fused ``adam_step``/``adagrad_step`` when it has
-    the capability, else the composite ops: both must follow the reference."""
+    """Adam/AdamW, Adagrad and SGD run the backend's fused ``adam_step``/``adagrad_step``/
+    ``sgd_step`` when it has the capability, else the composite ops: both must follow the
+    reference."""
     if request.param == "composite":
         from torchlight.tensor.backend.numpy import NumpyBackend
 
@@ -204,7 +214,7 @@ def update_path(request, monkeypatch):
 )
 def test_update_rule_matches_numpy(cls, ref, kw, update_path):
     if update_path == "composite" and not issubclass(cls, tuple(FUSED)):
-        pytest.skip("only Adam and Adagrad have a fused path")
+        pytest.skip("only Adam, Adagrad and SGD have a fused path")
     rng = np.random.default_rng(0)
     arrays, params = _make(rng)
     grads = _grads(rng)
@@ -488,3 +498,30 @@ def test_adam_takes_the_fused_kernel_for_contiguous_params(monkeypatch):
     assert len(calls) == 3  # only b's update was fused
     Adam([w], lr=0.1, amsgrad=True).step()
     assert len(calls) == 3
+
+
+def test_sgd_fused_and_composite_steps_share_the_momentum_buffer(monkeypatch):
+    """A parameter whose gradient is sometimes not contiguous takes the composite ops on those
+    steps and the fused kernel on the others: one momentum buffer runs through both, and the
+    result follows the reference; a fused first step stores the buffer in the state."""
+    from torchlight.tensor.backend.numpy import NumpyBackend
+
+    calls = []
+    real = NumpyBackend.sgd_step
+    monkeypatch.setattr(
+        NumpyBackend, "sgd_step", lambda self, *a, **k: calls.append(1) or real(self, *a, **k)
+    )
+    rng = np.random.default_rng(5)
+    w0 = rng.standard_normal((4, 3))
+    grads = [rng.standard_normal((4, 3)) for _ in range(4)]
+    w = tl.tensor(w0, requires_grad=True)
+    kw = dict(lr=0.05, momentum=0.9, weight_decay=0.1, nesterov=True)
+    opt = SGD([w], **kw)
+    for k, g in enumerate(grads):
+        # steps 1 and 3 (0-based) hand over a transposed copy: a non-contiguous gradient
+        w.grad = tl.tensor(g.T.copy()).t() if k % 2 else tl.tensor(g)
+        opt.step()
+        if k == 0:
+            assert opt.state[w]["momentum_buffer"].shape == (4, 3)
+    assert len(calls) == 2
+    np.testing.assert_allclose(w.to_numpy(), ref_sgd(w0, grads, **kw), rtol=1e-12, atol=1e-14)

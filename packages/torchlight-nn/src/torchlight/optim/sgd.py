@@ -15,6 +15,9 @@ The Nesterov form is ``g + μ·buf`` (Sutskever et al. rewritten for the current
 
 from __future__ import annotations
 
+import torchlight as tl
+from torchlight.tensor.extension import sgd_step_
+
 from .optimizer import Optimizer, OptimizerError
 
 __all__ = ["SGD"]
@@ -74,14 +77,32 @@ class SGD(Optimizer):
             group["maximize"],
         )
         for p, grad in self._params_with_grad(group):
+            state = self.state.setdefault(p, {}) if momentum != 0 else {}
+            buf = state.get("momentum_buffer")
+            first = momentum != 0 and buf is None
+            if first:
+                buf = tl.zeros_like(p)  # the fused step sets a new buffer to the gradient
+            if sgd_step_(
+                p,
+                grad,
+                buf,
+                lr=lr,
+                momentum=momentum,
+                dampening=dampening,
+                weight_decay=weight_decay,
+                nesterov=nesterov,
+                maximize=maximize,
+                first=first,
+            ):
+                if first:
+                    state["momentum_buffer"] = buf
+                continue  # the backend's one-pass kernel did the update below
             if maximize:
                 grad = -grad
             if weight_decay != 0:
                 grad = grad + p * weight_decay
             if momentum != 0:
-                state = self.state.setdefault(p, {})
-                buf = state.get("momentum_buffer")
-                if buf is None:
+                if first:
                     buf = state["momentum_buffer"] = grad.detach().clone()
                 else:
                     buf.mul_(momentum).add_(grad, alpha=1 - dampening)

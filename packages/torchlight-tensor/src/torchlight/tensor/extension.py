@@ -18,7 +18,7 @@ reorganised without breaking them. Everything here keeps its signature within an
   (the same for ``nn.functional.nll_loss`` on log-probabilities), :func:`linear`
   (``x @ w.T + b`` as one autograd node; ``nn.functional.linear`` checks the shapes),
   :func:`adam_step_` (one in-place Adam/AdamW update; ``optim.Adam`` keeps the state),
-  :func:`adagrad_step_` (likewise for Adagrad).
+  :func:`adagrad_step_` (likewise for Adagrad), :func:`sgd_step_` (and for SGD).
 
 >>> import torchlight as tl
 >>> from torchlight.tensor.extension import host_memory, tensor_data, wrap
@@ -38,7 +38,7 @@ from .dispatch import index_range, ones_cached, set_index_range
 from .functions.activation import cross_entropy_rows
 from .functions.gathering import nll_rows
 from .functions.linalg import linear
-from .functions.updates import adagrad_step_, adam_step_
+from .functions.updates import adagrad_step_, adam_step_, sgd_step_
 from .storage import TensorData
 from .tensor import Tensor
 
@@ -56,6 +56,7 @@ __all__ = [
     "linear",
     "adam_step_",
     "adagrad_step_",
+    "sgd_step_",
 ]
 
 

@@ -461,6 +461,71 @@ class FusedConformance:
         for view in views:
             assert outside_untouched(be, view, dtype), "adagrad_step wrote outside its views"
 
+    # --- fused capabilities: sgd -----------------------------------------------------------
+    @pytest.mark.parametrize("dtype", FLOAT)
+    @pytest.mark.parametrize(
+        "momentum, dampening, weight_decay, nesterov, maximize",
+        [
+            (0.0, 0.0, 0.0, False, False),
+            (0.0, 0.0, 0.1, False, True),
+            (0.9, 0.0, 0.0, False, False),
+            (0.8, 0.3, 0.1, False, False),
+            (0.9, 0.0, 0.01, True, True),
+        ],
+        ids=["plain", "l2-maximize", "momentum", "dampening-l2", "nesterov"],
+    )
+    def test_sgd_step(self, dtype, momentum, dampening, weight_decay, nesterov, maximize):
+        """Three steps in place on offset and contiguous views against the float64 formula of
+        ``torchlight.tensor.functions.updates``, the first step setting a new momentum buffer
+        (its content, garbage here, must not be read); storage around the views stays
+        untouched."""
+        self._need("sgd")
+        be = self.be
+        rng = _rng("sgd", dtype, momentum, dampening, weight_decay, nesterov, maximize)
+        shape = self.P.shape
+        lr = 0.05
+        p0 = sample(rng, shape, dtype)
+        views = [make_view(be, p0, "offset")[0]]
+        want = [_f64(p0)]
+        if momentum:
+            junk = np.full(shape, np.nan, dtype)  # a new buffer is written before it is read
+            views.append(make_view(be, junk, "contiguous")[0])
+            want.append(None)
+        tol = 2e-6 if dtype == "float32" else 1e-13
+        for step in (1, 2, 3):
+            g = sample(rng, shape, dtype)
+            be.sgd_step(
+                views[0],
+                make_view(be, g, "offset")[0],
+                views[1] if momentum else None,
+                lr=lr,
+                momentum=momentum,
+                dampening=dampening,
+                l2=weight_decay,
+                nesterov=nesterov,
+                maximize=maximize,
+                first=step == 1,
+            )
+            p = want[0]
+            gg = -_f64(g) if maximize else _f64(g)
+            gg = gg + weight_decay * p
+            if momentum:
+                buf = gg if step == 1 else momentum * want[1] + (1 - dampening) * gg
+                gg = gg + momentum * buf if nesterov else buf
+                want = [p - lr * gg, buf]
+            else:
+                want = [p - lr * gg]
+            _check_update(
+                be,
+                views,
+                want,
+                ("param", "momentum_buffer")[: len(views)],
+                tol,
+                f"sgd_step {dtype} step {step}",
+            )
+        for view in views:
+            assert outside_untouched(be, view, dtype), "sgd_step wrote outside its views"
+
     # --- fused capabilities: recurrent cells -------------------------------------------------
     def _cell_inputs(self, gates, dtype):
         """(name, gi, gh, state, layouts): pre-activations (N, gates·H) and a state (N, H);

@@ -1,5 +1,5 @@
-"""Fused optimizer updates on the GPU: one Adam/AdamW or Adagrad step of a contiguous parameter
-per launch.
+"""Fused optimizer updates on the GPU: one Adam/AdamW, Adagrad or SGD step of a contiguous
+parameter per launch.
 
 One thread per element in a grid-stride loop reads ``p``, ``g``, ``m``, ``v`` once and writes
 ``p``, ``m``, ``v`` once (formula: ``torchlight.tensor.functions.updates``), instead of the
@@ -12,7 +12,7 @@ import math
 
 from numba import cuda
 
-__all__ = ["adam_kernel", "adagrad_kernel"]
+__all__ = ["adam_kernel", "adagrad_kernel", "sgd_kernel"]
 
 
 def adam_kernel(acc):
@@ -60,6 +60,37 @@ def adagrad_kernel(acc):
             si = s[so + i] + gi * gi
             s[so + i] = si
             p[po + i] = pi - clr * (gi / (math.sqrt(si) + eps))
+            i += stride
+
+    return k
+
+
+def sgd_kernel(acc):
+    """The SGD kernel for parameters of float type ``acc`` (see the numba backend's
+    ``sgd_kernel`` for the arguments; ``first`` and ``nesterov`` are 0 or 1)."""
+
+    @cuda.jit
+    def k(p, po, g, go, b, bo, n, sign, l2, momentum, w, first, nesterov, neg_lr):
+        sign, l2, momentum, w, neg_lr = acc(sign), acc(l2), acc(momentum), acc(w), acc(neg_lr)
+        zero = acc(0.0)
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        while i < n:
+            pi = p[po + i]
+            gi = sign * g[go + i]
+            if l2 != zero:
+                gi = gi + pi * l2
+            if momentum != zero:
+                if first:
+                    bi = gi
+                else:
+                    bi = b[bo + i] * momentum + gi * w
+                b[bo + i] = bi
+                if nesterov:
+                    gi = gi + bi * momentum
+                else:
+                    gi = bi
+            p[po + i] = pi + gi * neg_lr
             i += stride
 
     return k

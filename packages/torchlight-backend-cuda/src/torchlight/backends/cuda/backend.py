@@ -109,6 +109,7 @@ class CudaBackend:
             "cross_entropy",
             "adam",
             "adagrad",
+            "sgd",
             "fill",
             "dlpack",
             "gru_cell",
@@ -905,6 +906,32 @@ class CudaBackend:
         acc = _acc(p.storage.dtype)
         k = cached(("adagrad", str(acc)), lambda: U.adagrad_kernel(acc))
         launch(k, *grid_1d(n), *_storages_and_offsets(p, g, s), n, clr, l2, eps)
+
+    def sgd_step(self, p, g, buf, *, lr, momentum, dampening, l2, nesterov, maximize, first):
+        """Capability ``sgd``: one SGD update of ``p`` and the momentum buffer ``buf`` (None
+        without momentum) in place (formula in ``torchlight/tensor/functions/updates.py``), with
+        CUDA kernels on device memory.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        n = p.size
+        if n == 0:
+            return
+        acc = _acc(p.storage.dtype)
+        k = cached(("sgd", str(acc)), lambda: U.sgd_kernel(acc))
+        launch(
+            k,
+            *grid_1d(n),
+            *_storages_and_offsets(p, g, p if buf is None else buf),
+            n,
+            -1.0 if maximize else 1.0,
+            float(l2),
+            0.0 if buf is None else float(momentum),
+            1.0 - float(dampening),
+            int(bool(first)),
+            int(bool(nesterov)),
+            -float(lr),
+        )
 
     # --- fused recurrent cells (_recurrent.py) ----------------------------------------------------
     def gru_cell(self, gi, gh, h, out, ws):

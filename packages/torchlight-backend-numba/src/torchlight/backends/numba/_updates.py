@@ -1,5 +1,5 @@
-"""Fused optimizer updates: one Adam/AdamW or Adagrad step of a contiguous parameter in one
-``prange`` pass.
+"""Fused optimizer updates: one Adam/AdamW, Adagrad or SGD step of a contiguous parameter in
+one ``prange`` pass.
 
 The composite update is ~a dozen elementwise ops per parameter, each a pass over memory and a
 trip through torchlight's Python dispatch; here each element is read once, updated in
@@ -14,7 +14,7 @@ from numba import prange
 
 from ._jit import kernel
 
-__all__ = ["adam_kernel", "adagrad_kernel"]
+__all__ = ["adam_kernel", "adagrad_kernel", "sgd_kernel"]
 
 
 @kernel
@@ -63,3 +63,27 @@ def adagrad_kernel(p, po, g, go, s, so, n, clr, l2, eps):
         si = ss[i] + gi * gi
         ss[i] = si
         ps[i] = pi - clr * (gi / (math.sqrt(si) + eps))
+
+
+@kernel
+def sgd_kernel(p, po, g, go, b, bo, n, sign, l2, momentum, w, first, nesterov, neg_lr):
+    """``p``, ``g``, ``b``: storages with the parameter's ``n`` values from their offsets; ``b``
+    the momentum buffer, read and written only when ``momentum`` is not 0 (without one the
+    caller passes ``p`` again). ``sign`` −1 maximises; ``w`` = 1 − dampening; ``first``: the
+    buffer takes the gradient; ``neg_lr`` = −lr (the composite's ``p.add_(g, alpha=-lr)``)."""
+    ps = p[po : po + n]  # sliced first, one statement each: see adam_kernel
+    gs = g[go : go + n]
+    bs = b[bo : bo + n]
+    for i in prange(n):
+        pi = ps[i]
+        gi = sign * gs[i]
+        if l2 != 0.0:  # 0·p would turn an inf parameter's gradient into NaN
+            gi = gi + pi * l2
+        if momentum != 0.0:
+            if first:
+                bi = gi
+            else:
+                bi = bs[i] * momentum + gi * w
+            bs[i] = bi
+            gi = gi + bi * momentum if nesterov else bi
+        ps[i] = pi + gi * neg_lr

@@ -269,6 +269,7 @@ class NumbaBackend:
             "cross_entropy",
             "adam",
             "adagrad",
+            "sgd",
             "host_memory",
             "compile",
             "gru_cell",
@@ -782,6 +783,28 @@ class NumbaBackend:
         if n == 0:
             return
         U.adagrad_kernel.pick(n)(*_storages_and_offsets(p, g, s), n, clr, l2, eps)
+
+    def sgd_step(self, p, g, buf, *, lr, momentum, dampening, l2, nesterov, maximize, first):
+        """Capability ``sgd``: one SGD update of ``p`` and the momentum buffer ``buf`` (None
+        without momentum) in place (formula in ``torchlight/tensor/functions/updates.py``), with
+        numba-compiled CPU kernels.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        n = p.size
+        if n == 0:
+            return
+        U.sgd_kernel.pick(n)(
+            *_storages_and_offsets(p, g, p if buf is None else buf),
+            n,
+            -1.0 if maximize else 1.0,
+            float(l2),
+            0.0 if buf is None else float(momentum),
+            1.0 - float(dampening),
+            bool(first),
+            bool(nesterov),
+            -float(lr),
+        )
 
     def random_(self, out, kind, seed, k):
         """Capability ``random``: fill the contiguous float view ``out`` with ``kind`` ("uniform" in

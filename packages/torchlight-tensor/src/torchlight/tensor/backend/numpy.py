@@ -103,6 +103,7 @@ class NumpyBackend:
             "cross_entropy",
             "adam",
             "adagrad",
+            "sgd",
             "host_memory",
             "gru_cell",
             "lstm_cell",
@@ -445,6 +446,28 @@ class NumpyBackend:
         denom = np.sqrt(sa)
         denom += eps
         pa += ga / denom * -clr
+
+    def sgd_step(self, p, g, buf, *, lr, momentum, dampening, l2, nesterov, maximize, first):
+        """Capability ``sgd``: one SGD update of ``p`` and the momentum buffer ``buf`` (None
+        without momentum) in place (formula in ``torchlight/tensor/functions/updates.py``), with
+        numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        pa, ga = as_array(p), as_array(g)
+        if maximize:
+            ga = -ga
+        if l2:
+            ga = ga + pa * l2
+        if buf is not None:
+            ba = as_array(buf)
+            if first:
+                ba[...] = ga
+            else:
+                ba *= momentum
+                ba += ga if dampening == 0 else ga * (1 - dampening)
+            ga = ga + ba * momentum if nesterov else ba
+        pa += ga * -lr
 
     # --- fused recurrent cells (numpy_rnn.py) ----------------------------------------------------
     def gru_cell(self, gi, gh, h, out, ws):

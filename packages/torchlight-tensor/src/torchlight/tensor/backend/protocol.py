@@ -40,6 +40,10 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
     "adagrad":   adagrad_step(p, g, s, *, clr, l2, eps): one Adagrad update of p and the sum of
                  squares s in place (contiguous views of one shape and float dtype; clr the decayed
                  learning rate, l2 = λ; formula in functions/updates.py)
+    "sgd":       sgd_step(p, g, buf, *, lr, momentum, dampening, l2, nesterov, maximize, first): one SGD
+                 update of p, and of the momentum buffer buf (None when momentum is 0), in place
+                 (contiguous views of one shape and float dtype; first: buf is new, set to the
+                 gradient, not read; l2 = λ; formula in functions/updates.py)
     "gru_cell":  gru_cell(gi, gh, h, out, ws); gru_cell_backward(g, h, ws, dgi, dgh, dh)
                  gi, gh (N, 3H) gate pre-activations x·W_ihᵀ + b_ih and h·W_hhᵀ + b_hh (gates r, z, n),
                  h (N, H), any strides, one float dtype; out (N, H) = h', ws (N, 4H) = [r, z, n, gh_n];
