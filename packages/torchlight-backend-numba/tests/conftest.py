@@ -10,8 +10,6 @@ def fresh_routes():
     """Forget remembered routing decisions around every test: tests move the table's
     thresholds (``monkeypatch.setattr(routing, "TILE_MIN", ...)``), which a program never does,
     and a decision remembered under other thresholds would hide the one under test."""
-    routing._ROUTES.clear()
-    routing._SMALL_ROUTES.clear()
+    routing.clear_routes()
     yield
-    routing._ROUTES.clear()
-    routing._SMALL_ROUTES.clear()
+    routing.clear_routes()

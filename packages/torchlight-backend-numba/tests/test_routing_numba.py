@@ -227,3 +227,29 @@ def test_small_reductions_remember_numpy_by_op_dtype_and_dims():
     assert routing._SMALL_ROUTES[("reduce", "sum", f, f, (1,))] == ("numpy.reduce", (1,))
     np.testing.assert_array_equal(a.argmax(1).numpy(), x.argmax(1))  # the arg kernel: not kept
     assert not any(k[0] == "reduce" and k[1] == "argmax" for k in routing._SMALL_ROUTES)
+
+
+def test_remembered_numpy_routes_are_asked_directly_below_their_size(kernels_only, monkeypatch):
+    """A small op that routed to numpy once goes straight to the numpy backend (``NUMPY_SMALL``)
+    with the same answer; a large one of the same op and dtype still asks the table, and a
+    backend built with ``numpy_ufuncs=False`` never takes the shortcut."""
+    x, y = f32(3, 4), f32(3, 4)
+    a, b = nb(x), nb(y)
+    np.testing.assert_array_equal((a * b).numpy(), x * y)  # routed: remembered
+    f = np.dtype(np.float32)
+    bound = min(routing.FLAT_MIN, routing.FLAT_ZIP_MIN, routing.TILE_ZIP_MIN)
+    assert routing.NUMPY_SMALL[("zip", "mul", f, f)] == bound
+    np.testing.assert_allclose(a.sum(1).numpy(), x.sum(1), rtol=1e-6)
+    assert routing.NUMPY_SMALL[("reduce", "sum", f, f, (1,))] == routing.COLS_NUMBA_MIN
+    asked = []
+    real = routing.route
+    monkeypatch.setattr(B, "route", lambda *args, **kw: asked.append(args[0]) or real(*args, **kw))
+    np.testing.assert_array_equal((a * b).numpy(), x * y)
+    np.testing.assert_allclose(a.sum(1).numpy(), x.sum(1), rtol=1e-6)
+    assert asked == []  # both answered by the shortcut
+    big = f32(bound)
+    np.testing.assert_array_equal((nb(big) * nb(big)).numpy(), big * big)
+    assert asked == ["zip"]
+    k = nb(x, kernels_only)
+    np.testing.assert_allclose((k * nb(y, kernels_only)).numpy(), x * y, rtol=1e-6)
+    assert asked[-1] == "zip" and len(asked) == 2  # the kernels-only backend asked the table

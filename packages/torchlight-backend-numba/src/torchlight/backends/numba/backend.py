@@ -37,7 +37,7 @@ from . import _recurrent as RNN
 from . import _reduce as R
 from . import _tiled as T
 from . import _updates as U
-from .routing import SPLIT_CHUNK, route
+from .routing import NUMPY_SMALL, SPLIT_CHUNK, route
 
 __all__ = ["NumbaBackend"]
 
@@ -327,7 +327,13 @@ class NumbaBackend:
 
         The contract is :meth:`Backend.map <torchlight.tensor.backend.protocol.Backend.map>`.
         """
-        if out.size:
+        n = out.size
+        if n:
+            # (NUMPY_SMALL is shared: an instance built with numpy_ufuncs=False never reads it)
+            if self.numpy_ufuncs and n < NUMPY_SMALL.get(
+                ("map", op, a.storage.dtype, out.storage.dtype), 0
+            ):
+                return self._np.map(op, a, out)  # route's remembered answer, asked directly
             self._launch("map", op, (a,), out)
 
     def zip(self, op, a, b, out):
@@ -336,7 +342,12 @@ class NumbaBackend:
 
         The contract is :meth:`Backend.zip <torchlight.tensor.backend.protocol.Backend.zip>`.
         """
-        if out.size:
+        n = out.size
+        if n:
+            dt = a.storage.dtype
+            key = ("zip", op, dt, out.storage.dtype)
+            if self.numpy_ufuncs and n < NUMPY_SMALL.get(key, 0) and dt == b.storage.dtype:
+                return self._np.zip(op, a, b, out)  # route's remembered answer, asked directly
             self._launch("zip", op, (a, b), out)
 
     def where(self, cond, a, b, out):
@@ -354,8 +365,13 @@ class NumbaBackend:
 
         The contract is :meth:`Backend.reduce <torchlight.tensor.backend.protocol.Backend.reduce>`.
         """
-        if out.size:
-            self._launch("reduce", op, (a,), out, tuple(dims))
+        if not out.size:
+            return
+        dims = tuple(dims)
+        key = ("reduce", op, a.storage.dtype, out.storage.dtype, dims)
+        if self.numpy_ufuncs and a.size < NUMPY_SMALL.get(key, 0):
+            return self._np.reduce(op, a, dims, out)  # route's remembered answer, asked directly
+        self._launch("reduce", op, (a,), out, dims)
 
     # --- matmul --------------------------------------------------------------------------------
     def matmul(self, a, b, out):

@@ -41,6 +41,8 @@ __all__ = [
     "SPLIT_CHUNK",
     "COLS_MIN",
     "COLS_NUMBA_MIN",
+    "NUMPY_SMALL",
+    "clear_routes",
     "Rule",
     "TABLE",
     "route",
@@ -478,6 +480,21 @@ _ROUTES: dict = {}
 #: (family, op, input dtype, output dtype[, dims]) -> a hit that hands the op to numpy
 _SMALL_ROUTES: dict = {}
 _SMALL_FAMILIES = ("map", "zip")  # below their size thresholds, no map/zip row asks the size
+#: the short keys of ``_SMALL_ROUTES`` whose kernel is numpy's own map, zip or reduce, each with
+#: the size below which it holds (outputs of a map or zip, inputs of a reduction): the backend
+#: hands such a call straight to its numpy backend without calling ``route`` (~0.5 us a small op)
+NUMPY_SMALL: dict = {}
+_NUMPY_KERNELS = ("numpy", "numpy.reduce")
+
+
+def clear_routes() -> None:
+    """Forget every remembered routing decision (after changing a threshold: the decisions were
+    taken under the old one)."""
+    _ROUTES.clear()
+    _SMALL_ROUTES.clear()
+    NUMPY_SMALL.clear()
+
+
 # kernels whose plans hold the operands' memory (``_tiled.plan`` slices the storages): routed
 # afresh on every call, never remembered
 _PLANS_HOLD_DATA = ("_tiled.",)
@@ -501,16 +518,12 @@ def route(family, op, views, out, numpy_ufuncs=True, dims=()):
     # comes before the numpy row, whose plan is the dims, so (op, dtypes, dims) decides it.
     n = out.size
     if family == "reduce":
-        small = numpy_ufuncs and views[0].size < COLS_NUMBA_MIN
+        bound = COLS_NUMBA_MIN
+        small = numpy_ufuncs and views[0].size < bound
         skey = (family, op, views[0].storage.dtype, out.storage.dtype, dims)
     else:
-        small = (
-            family in _SMALL_FAMILIES
-            and numpy_ufuncs
-            and n < FLAT_MIN
-            and n < FLAT_ZIP_MIN
-            and n < TILE_ZIP_MIN
-        )
+        bound = min(FLAT_MIN, FLAT_ZIP_MIN, TILE_ZIP_MIN)
+        small = family in _SMALL_FAMILIES and numpy_ufuncs and n < bound
         skey = (family, op, views[0].storage.dtype, out.storage.dtype)
     if small:
         hit = _SMALL_ROUTES.get(skey)
@@ -541,6 +554,8 @@ def route(family, op, views, out, numpy_ufuncs=True, dims=()):
                 _ROUTES[key] = hit
             if small and (hit[1] is None or hit[0] == "numpy.reduce"):
                 _SMALL_ROUTES[skey] = hit
+                if hit[0] in _NUMPY_KERNELS:
+                    NUMPY_SMALL[skey] = bound
             return hit
     raise BackendError(
         f"numba backend: {family} op {op!r} is not defined for dtype {views[0].storage.dtype}"
@@ -601,7 +616,9 @@ def format_table():
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:6], widths)) + "  " + r[6] for r in rows]
     lines.insert(1, "-" * len(lines[0]))
     lines += ["", "First matching row of a family wins. Thresholds (elements):"]
-    lines += [f"  {k} = {globals()[k]}" for k in __all__ if k.isupper() and k != "TABLE"]
+    lines += [  # the thresholds (NUMPY_SMALL, a cache filled as routes are asked, is not one)
+        f"  {k} = {globals()[k]}" for k in __all__ if isinstance(globals()[k], int)
+    ]
     return "\n".join(lines)
 
 
