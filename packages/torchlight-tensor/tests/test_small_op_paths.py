@@ -412,3 +412,96 @@ def test_one_row_linear_and_logsumexp_gradients():
     linear(x, w, b).sum().backward()  # the view of the incoming gradient was copied, not kept
     np.testing.assert_allclose(b.grad.numpy(), 2 * np.ones(3))
     assert tl.ones(1, 3).sum().item() == 3.0
+
+
+# --- gradients of chained basic indices and of size-1 broadcasts -------------------------------
+
+
+def _chained_cases(x):
+    """Sums of chained basic reads of ``x`` (3, 4, 5): rows of rows, negative ints, a None, a
+    slice after an int, a 0-d int64 index tensor, a numpy int, and a prefix with a slice (which
+    must not be chained)."""
+    rows = [x[i] for i in range(3)]
+    yield rows[1][2][3] * 3
+    yield rows[-1][-2][0] + rows[0][1][4] * 2
+    yield (rows[2][None, 1, 2:4] * tl.tensor([1.0, -1.0], dtype=x.dtype)).sum()
+    yield (rows[0][:, 1] ** 2).sum()
+    yield rows[1][tl.tensor(3)][np.int64(2)] * 5
+    yield (x[:, 1][2][1:3] * 4).sum()
+
+
+def test_gradients_of_chained_basic_indices_match_numpy():
+    a = np.random.default_rng(4).standard_normal((3, 4, 5))
+    x = tl.tensor(a, requires_grad=True)
+    loss = sum(_chained_cases(x))
+    loss.backward()
+    want = np.zeros_like(a)
+    want[1, 2, 3] += 3
+    want[-1, -2, 0] += 1
+    want[0, 1, 4] += 2
+    want[2, 1, 2:4] += [1.0, -1.0]
+    want[0, :, 1] += 2 * a[0, :, 1]
+    want[1, 3, 2] += 5
+    want[2, 1, 1:3] += 4
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-12)
+
+
+def test_reading_one_element_of_each_row_builds_one_dense_gradient(monkeypatch):
+    """``for i, row in enumerate(x): s = s + row[t[i]]`` (a CRF's gold path): each row's
+    gradient reaches ``x`` as the part at ``(i, t[i])``, not as zeros of a row's size."""
+    from torchlight.tensor.functions.index import IndexedGradient
+
+    built = []
+    dense = IndexedGradient.dense
+    monkeypatch.setattr(IndexedGradient, "dense", lambda self: built.append(1) or dense(self))
+    x = tl.tensor(np.random.default_rng(9).standard_normal((6, 4)), requires_grad=True)
+    picks = tl.tensor([3, 0, 2, 2, 1, 0])
+    s = tl.zeros(1, dtype=x.dtype)
+    for i, row in enumerate(x):
+        s = s + row[picks[i]] * (i + 1)
+    s.backward()
+    want = np.zeros((6, 4))
+    want[np.arange(6), picks.numpy()] = np.arange(1, 7)
+    np.testing.assert_array_equal(x.grad.numpy(), want)
+    assert len(built) == 1  # x's first part, once a second one arrives
+
+
+def test_a_retained_row_gradient_is_dense_when_only_a_part_of_it_was_read():
+    x = tl.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    row = x[1]
+    row.retain_grad()
+    (row[2] * 7).backward()
+    np.testing.assert_array_equal(row.grad.numpy(), [0.0, 0.0, 7.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [[0.0, 0.0, 0.0], [0.0, 0.0, 7.0]])
+
+
+def test_chained_index_gradient_is_differentiable_twice():
+    a = np.random.default_rng(5).standard_normal((2, 3))
+    x = tl.tensor(a, requires_grad=True)
+    (x[1][2] ** 3).backward(create_graph=True)
+    g = x.grad
+    np.testing.assert_allclose(g.detach().numpy()[1, 2], 3 * a[1, 2] ** 2)
+    x.grad = None
+    g.sum().backward()
+    want = np.zeros_like(a)
+    want[1, 2] = 6 * a[1, 2]
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "shapes", [((1,), ()), ((1, 5), (5,)), ((1, 1), (1,)), ((1, 3, 1), (3, 1))]
+)
+def test_adding_a_size_one_broadcast_back_is_a_view_with_the_right_gradient(shapes):
+    big, small = shapes
+    a = tl.tensor(np.random.default_rng(6).standard_normal(big), requires_grad=True)
+    b = tl.tensor(np.random.default_rng(7).standard_normal(small), requires_grad=True)
+    w = tl.tensor(np.random.default_rng(8).standard_normal(big))
+    ((a + b) * w).sum().backward()
+    np.testing.assert_allclose(b.grad.numpy(), w.numpy().reshape(small), rtol=1e-12)
+    np.testing.assert_allclose(a.grad.numpy(), w.numpy(), rtol=1e-12)
+    b.grad = None
+    (((a + b) * w).sum() ** 2).backward(create_graph=True)  # sum_to recorded as a reshape
+    gb = b.grad
+    b.grad = None
+    gb.sum().backward()  # gb = 2 s w (s the sum), so d(sum gb)/db sums to 2 (sum w)^2
+    np.testing.assert_allclose(b.grad.numpy().sum(), 2 * w.numpy().sum() ** 2, rtol=1e-12)

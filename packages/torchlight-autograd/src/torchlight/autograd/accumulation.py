@@ -13,6 +13,9 @@ then never written when the variable has other gradients too, because the part i
 the sum's buffer where it belongs; only a variable whose sole gradient is partial gets the dense
 form built (zeros, then the part copied in, what the backward would have returned). Iterating
 over a sequence ``for x_t in x`` thus costs one buffer for ``x``'s gradient, not one per step.
+A node whose Function sets ``partial_grad = True`` is handed such a sole partial gradient as it
+is, not built: ``x[i]``'s backward turns the gradient of ``x[i][j]`` into that of ``x[i, j]``
+(no zeros of ``x[i]``'s size built in between).
 
 Nothing is done in place under ``create_graph=True``: there the sums are recorded ops of the
 graph, which in-place updates would corrupt.
@@ -25,7 +28,8 @@ class PartialGradient:
     """The protocol of a gradient that is zero outside a part of its variable.
 
     A backward may return one in place of a dense gradient (only outside ``create_graph``; the
-    engine never passes one on to a backward or to ``accumulate_grad``). Subclasses define:
+    engine passes one on only to the backward of a Function that sets ``partial_grad = True``,
+    never to ``accumulate_grad``). Subclasses define:
 
     - :meth:`dense`: the whole gradient, a fresh value of the variable's shape;
     - :meth:`add_into`: add the part into ``buffer`` (a gradient of the variable's shape that the
@@ -98,11 +102,13 @@ class GradientSums:
                 sums[key] = acc + g
             self._own.add(key)
 
-    def pop(self, var):
-        """The total gradient of ``var`` (dense), removed from the pending ones; ``None`` if none."""
+    def pop(self, var, partial_ok: bool = False):
+        """The total gradient of ``var``, removed from the pending ones; ``None`` if none. Dense,
+        unless ``partial_ok`` (the backward of ``var``'s node takes a :class:`PartialGradient`
+        as it is) and the only gradient that reached ``var`` was partial."""
         key = id(var)
         g = self._sums.pop(key, None)
         if g is None:
             return None
         self._own.discard(key)  # handed on: a backward may pass it to its inputs as it is
-        return g.dense() if isinstance(g, PartialGradient) else g
+        return g.dense() if not partial_ok and isinstance(g, PartialGradient) else g

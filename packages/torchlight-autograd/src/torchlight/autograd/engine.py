@@ -14,7 +14,7 @@ Given a root variable ``y`` and ``dL/dy`` the engine
 
 import weakref
 
-from .accumulation import GradientSums
+from .accumulation import GradientSums, PartialGradient
 from .errors import AutogradError
 from .function import Context, Function, History
 from .grad_mode import GradMode
@@ -75,12 +75,12 @@ def backward(root, grad, retain_graph: bool = False, create_graph: bool = False)
     GradMode.enabled = create_graph
     try:
         for var in order:
-            g = pop(var)
+            hist = var._history
+            g = pop(var, hist is not None and hist.fn.partial_grad)
             if g is None:
                 continue
-            hist = var._history
             if hist is None or getattr(var, "_retains_grad", False):
-                var.accumulate_grad(g)
+                var.accumulate_grad(g.dense() if isinstance(g, PartialGradient) else g)
             if hist is None:
                 continue
             pairs = hist.backprop(g)

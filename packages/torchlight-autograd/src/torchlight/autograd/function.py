@@ -177,6 +177,9 @@ class Function:
 
     tracers: list = []
     nesting = _Nesting()  # depth > 0 inside some forward, where nested applies are details
+    #: True: ``backward`` may be handed a :class:`~torchlight.autograd.PartialGradient` (the
+    #: only gradient of the output was one) instead of its dense form
+    partial_grad = False
 
     @staticmethod
     def forward(ctx, *args, **kwargs):

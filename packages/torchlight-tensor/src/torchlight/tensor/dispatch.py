@@ -293,6 +293,14 @@ def sum_to(g: _Tensor, shape: tuple[int, ...]) -> _Tensor:
     gshape = g._td.shape
     if gshape == shape:
         return g
+    if g._td.size == math.prod(shape):
+        # only dims of size 1 differ (a (1,) gradient of a 0-d input): nothing to sum, the same
+        # values seen with ``shape``
+        if GradMode.enabled:
+            return g.reshape(shape)
+        td = g._td.reshaped(shape)
+        if td is not None:
+            return view_of(g, td)
     lead = len(gshape) - len(shape)
     dims = tuple(range(lead)) + tuple(
         lead + k for k, s in enumerate(shape) if s == 1 and gshape[lead + k] != 1

@@ -299,8 +299,9 @@ class NumpyBackend:
             return
         o = as_array(out)
         m = _lse_shift(x, dim, keepdims=True)  # a slice of -inf gives -inf, one of +inf +inf
-        with np.errstate(divide="ignore"):  # log 0 = -inf: a slice of -inf
-            np.log(np.add.reduce(np.exp(x - m), axis=dim, keepdims=True), out=o)
+        # log 0 = -inf for a slice of -inf: numpy's warning is filtered for this module (above);
+        # an errstate block here cost 1.3 us a call
+        np.log(np.add.reduce(np.exp(x - m), axis=dim, keepdims=True), out=o)
         o += m
 
     def layernorm(self, x, w, b, eps, out, mean, rstd):

@@ -151,7 +151,14 @@ def _basic(x, index):
 
 class BasicIndex(Function):
     """``x[index]`` for an expanded basic ``index`` (ints, slices, ``None``): a view; the
-    gradient is written back at the same view of zeros (:class:`BasicIndexBackward`)."""
+    gradient is written back at the same view of zeros (:class:`BasicIndexBackward`).
+
+    Handed the partial gradient of ``x[i][j]`` (``partial_grad``) when ``index`` is ints only,
+    its gradient is that of ``x[i, j]``: the indices chain (the ints consume the leading dims, so
+    ``j`` indexes what is left), and no zeros of ``x[i]``'s size are built in between.
+    """
+
+    partial_grad = True
 
     @staticmethod
     def forward(ctx, x, index):
@@ -160,6 +167,10 @@ class BasicIndex(Function):
 
     @staticmethod
     def backward(ctx, g):
+        if isinstance(g, PartialGradient):
+            if isinstance(g, IndexedGradient) and all(type(i) is int for i in ctx.index):
+                return IndexedGradient(g.g, ctx.shape, ctx.index + g.index), None
+            g = g.dense()
         if GradMode.enabled:  # create_graph: a recorded node, differentiable again
             return BasicIndexBackward.apply(g, ctx.shape, ctx.index), None
         return IndexedGradient(g, ctx.shape, ctx.index), None
