@@ -197,6 +197,21 @@ class TensorData:
         strides = self.strides[:dim] + self.strides[dim + 1 :]
         return self._new(shape, strides, self.offset + index * self.strides[dim])
 
+    def select_leading(self, indices: Sequence[int]) -> TensorData:
+        """Drop the first ``len(indices)`` dimensions at those positions (``x[i, j]``): one view,
+        not one per index as chained :meth:`select` calls would make."""
+        shape, strides = self.shape, self.strides
+        offset = self.offset
+        for dim, index in enumerate(indices):
+            size = shape[dim]
+            if not -size <= index < size:
+                raise TensorIndexError(
+                    f"index {index} is out of range for dimension {dim} with size {size}"
+                )
+            offset += (index % size) * strides[dim]
+        n = len(indices)
+        return self._new(shape[n:], strides[n:], offset)
+
     def slice(self, dim: int, start: int | None, stop: int | None, step: int | None) -> TensorData:
         """``x[start:stop:step]`` along ``dim``, Python semantics (negative and clipped bounds)."""
         if step is not None and step <= 0:

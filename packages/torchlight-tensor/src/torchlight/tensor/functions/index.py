@@ -125,6 +125,12 @@ def _scalar_value(t):
 
 def basic_view(td, index):
     """Apply a basic index (ints, slices, None) to a TensorData; returns the new view."""
+    if len(index) <= len(td.shape):
+        for item in index:
+            if type(item) is not int:
+                break
+        else:  # ints only (x[i, j], a chained gradient's part): one view
+            return td.select_leading(index)
     dim = 0
     for item in index:
         if item is None:
