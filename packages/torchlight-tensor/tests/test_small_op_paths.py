@@ -505,3 +505,35 @@ def test_adding_a_size_one_broadcast_back_is_a_view_with_the_right_gradient(shap
     b.grad = None
     gb.sum().backward()  # gb = 2 s w (s the sum), so d(sum gb)/db sums to 2 (sum w)^2
     np.testing.assert_allclose(b.grad.numpy().sum(), 2 * w.numpy().sum() ** 2, rtol=1e-12)
+
+
+# --- the "broadcast" capability: operands handed over as they are ---------------------------
+
+
+@pytest.mark.parametrize("capable", [True, False], ids=["broadcast", "expanded-by-core"])
+def test_broadcast_ops_and_gradients_with_and_without_the_capability(capable, monkeypatch):
+    """A backend with ``broadcast`` gets each zip's operands as they are; one without it gets
+    them expanded to the output's shape by the core. Values and gradients agree with numpy."""
+    from torchlight.tensor.backend.numpy import NumpyBackend
+
+    if not capable:
+        monkeypatch.setattr(NumpyBackend, "capabilities", NumpyBackend.capabilities - {"broadcast"})
+    shapes = []
+    real = NumpyBackend.zip
+    monkeypatch.setattr(
+        NumpyBackend,
+        "zip",
+        lambda self, op, a, b, out: (
+            shapes.append((a.shape, b.shape, out.shape)) or real(self, op, a, b, out)
+        ),
+    )
+    rng = np.random.default_rng(10)
+    a_np, b_np, c_np = (rng.standard_normal(s) for s in [(1, 5), (4, 5), (4, 1)])
+    a, b, c = (tl.tensor(v, requires_grad=True) for v in (a_np, b_np, c_np))
+    y = (a + b) * c - 2.0
+    assert_close(y, (a_np + b_np) * c_np - 2.0)
+    y.sum().backward()
+    assert_close(a.grad, np.broadcast_to(c_np, (4, 5)).sum(0, keepdims=True))
+    assert_close(c.grad, (a_np + b_np).sum(1, keepdims=True))
+    first = shapes[0]  # a + b
+    assert first == (((1, 5), (4, 5), (4, 5)) if capable else ((4, 5), (4, 5), (4, 5)))

@@ -85,7 +85,11 @@ class _Run:
         sid = id(v.storage)
         if _dtype_of(v.storage) is not self.dtype:
             return None
-        if v.shape == self.shape and v.size > 1 and not any(v.strides):  # a broadcast scalar
+        # a broadcast scalar: expanded by the core (strides all 0) or, on a backend with the
+        # "broadcast" capability, as it is (one element of a smaller shape)
+        if (v.shape == self.shape and v.size > 1 and not any(v.strides)) or (
+            v.size == 1 and v.shape != self.shape
+        ):
             if sid in self.written:  # read once before the loop: it must not change in the run
                 return None
             key = (sid, v.offset, True)

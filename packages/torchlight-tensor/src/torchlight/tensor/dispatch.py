@@ -17,7 +17,7 @@ import numpy as np
 
 from torchlight.autograd.grad_mode import GradMode
 
-from .backend.protocol import HOST_MEMORY, host_memory
+from .backend.protocol import BROADCAST, HOST_MEMORY, host_memory
 from .backend.registry import get_backend
 from .errors import BackendError, DTypeError, OutOfMemoryError, ShapeError, TensorIndexError
 from .indexing import contiguous_strides, shape_broadcast
@@ -210,11 +210,13 @@ def broadcast_shape(
 def zip_op(op: str, a: _Tensor, b: _Tensor, dtype: DType | None = None) -> _Tensor:
     """Elementwise ``op(a, b)`` with broadcasting; inputs must already share a dtype."""
     backend = a.backend if a.backend is b.backend else same_backend(a, b)
-    if a._td.shape == b._td.shape:
-        shape, ta, tb = a._td.shape, a._td, b._td
+    ta, tb = a._td, b._td
+    if ta.shape == tb.shape:
+        shape = ta.shape
     else:
-        shape = broadcast_shape(a._td.shape, b._td.shape, op)
-        ta, tb = _expanded(a, shape), _expanded(b, shape)
+        shape = broadcast_shape(ta.shape, tb.shape, op)
+        if BROADCAST not in backend.capabilities:
+            ta, tb = _expanded(a, shape), _expanded(b, shape)
     out = alloc(shape, dtype or a.dtype, backend, a)
     backend.zip(op, ta, tb, out._td)
     return out
@@ -223,7 +225,9 @@ def zip_op(op: str, a: _Tensor, b: _Tensor, dtype: DType | None = None) -> _Tens
 def zip_into(op: str, a: _Tensor, b: _Tensor) -> _Tensor:
     """``a = op(a, b)`` in place, ``b`` broadcast to ``a``'s shape; returns ``a``. For a result
     that nothing else has seen yet (it saves allocating another)."""
-    a.backend.zip(op, a._td, _expanded(b, a._td.shape), a._td)
+    be = a.backend
+    tb = b._td if BROADCAST in be.capabilities else _expanded(b, a._td.shape)
+    be.zip(op, a._td, tb, a._td)
     return a
 
 

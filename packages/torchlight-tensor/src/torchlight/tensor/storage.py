@@ -131,8 +131,11 @@ class TensorData:
         return self._remember(key, td)
 
     def expand(self, shape: Iterable[int]) -> TensorData:
-        """Broadcast to ``shape``: new leading dims and size-1 dims get stride 0."""
+        """Broadcast to ``shape``: new leading dims and size-1 dims get stride 0 (the view itself
+        when it has ``shape`` already)."""
         shape = tuple(shape)
+        if shape == self.shape:
+            return self
         key = (1, shape)
         if self.views is not None:
             td = self.views.get(key)

@@ -56,6 +56,17 @@ __all__ = ["BackendConformance"]
 EDGE_SHAPES = ((), (1,), (0,), (2, 0, 3), (1, 1, 1))
 _MAP_CASES = [(op, dt) for op in MAP_OPS for dt in MAP_CATALOG[op].dtypes]
 _ZIP_CASES = [(op, dt) for op in ZIP_OPS for dt in ZIP_CATALOG[op].dtypes]
+#: operand shapes of the ``broadcast`` capability's test: a row, a column, a scalar each side,
+#: missing leading dims, both operands smaller than ``out``, and equal shapes
+_BROADCAST_PAIRS = [
+    ((1, 5), (4, 5)),
+    ((4, 5), (4, 1)),
+    ((), (3, 4)),
+    ((2, 3, 4), ()),
+    ((4,), (3, 4)),
+    ((2, 1, 4), (3, 1)),
+    ((3, 4), (3, 4)),
+]
 _RED_CASES = [(op, dt) for op in REDUCE_OPS for dt in REDUCE_CATALOG[op].dtypes]
 _ZIP_LAYOUTS = [  # (a, b, out)
     ("contiguous", "contiguous", "contiguous"),
@@ -270,6 +281,54 @@ class BackendConformance(FusedConformance, JoinConformance, SequenceConformance,
             be.zip(op, a.expand(shape), b.expand(shape), out)
             want = spec.ref(np.broadcast_to(_f64(xv), shape), np.broadcast_to(_f64(yv), shape))
             assert_close(read(be, out), want, out_dtype, spec, f"{op} {dtype} {sa}x{sb} {la}/{lb}")
+
+        run()
+
+    @pytest.mark.parametrize("op,dtype", _ZIP_CASES)
+    def test_zip_broadcast_capability_every_op(self, op, dtype):
+        """Capability ``broadcast``: each binary op handed operands of smaller shapes (a row, a
+        column, a scalar, missing leading dims, both sides at once) in several layouts matches
+        numpy's broadcasting."""
+        self._need("broadcast")
+        be, spec = self.be, ZIP_CATALOG[op]
+        out_dtype = spec.out or dtype
+        for k, (sa, sb) in enumerate(_BROADCAST_PAIRS):
+            shape = np.broadcast_shapes(sa, sb)
+            rng = _rng("broadcast", op, dtype, k)
+            la, lb = LAYOUTS[k % 4], LAYOUTS[(k + 1) % 4]  # no "broadcast" layout: kept simple
+            a, xv = make_view(be, sample(rng, sa, dtype, spec.domain), la)
+            b, yv = make_view(be, sample(rng, sb, dtype, spec.second or spec.domain), lb)
+            out = empty_view(be, shape, out_dtype, OUT_LAYOUTS[k % len(OUT_LAYOUTS)])
+            be.zip(op, a, b, out)
+            want = spec.ref(np.broadcast_to(_f64(xv), shape), np.broadcast_to(_f64(yv), shape))
+            what = f"broadcast zip {op} {dtype} {sa}x{sb} {la}/{lb}"
+            assert_close(read(be, out), want, out_dtype, spec, what)
+            assert outside_untouched(be, out, out_dtype), f"{what}: wrote outside the out view"
+
+    def test_zip_broadcast_capability(self):
+        """Capability ``broadcast`` (hypothesis): every binary op handed its operands as they
+        are, of random shapes that broadcast to ``out``'s and in random layouts, matches numpy."""
+        self._need("broadcast")
+        be = self.be
+
+        @self._settings()
+        @given(st.data())
+        def run(data):
+            sa, sb = data.draw(broadcastable_pair(max_dims=4, max_side=5))
+            shape = np.broadcast_shapes(sa, sb)
+            op, dtype = data.draw(st.sampled_from(_ZIP_CASES))
+            spec = ZIP_CATALOG[op]
+            la, lb = data.draw(st.sampled_from(LAYOUTS)), data.draw(st.sampled_from(LAYOUTS))
+            rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+            a, xv = make_view(be, sample(rng, sa, dtype, spec.domain), la)
+            b, yv = make_view(be, sample(rng, sb, dtype, spec.second or spec.domain), lb)
+            out_dtype = spec.out or dtype
+            out = empty_view(be, shape, out_dtype, data.draw(st.sampled_from(OUT_LAYOUTS)))
+            be.zip(op, a, b, out)
+            want = spec.ref(np.broadcast_to(_f64(xv), shape), np.broadcast_to(_f64(yv), shape))
+            what = f"broadcast zip {op} {dtype} {sa}x{sb} {la}/{lb}"
+            assert_close(read(be, out), want, out_dtype, spec, what)
+            assert outside_untouched(be, out, out_dtype), f"{what}: wrote outside the out view"
 
         run()
 

@@ -270,6 +270,7 @@ class NumbaBackend:
             "adam",
             "adagrad",
             "sgd",
+            "broadcast",
             "host_memory",
             "compile",
             "gru_cell",
@@ -337,8 +338,9 @@ class NumbaBackend:
             self._launch("map", op, (a,), out)
 
     def zip(self, op, a, b, out):
-        """Binary elementwise ``out = op(a, b)``, ``op`` one of ``ZIP_OPS`` (inputs already broadcast
-        to ``out``'s shape), on the kernel the routing table picks.
+        """Binary elementwise ``out = op(a, b)``, ``op`` one of ``ZIP_OPS``, on the kernel the
+        routing table picks; ``a`` and ``b`` of ``out``'s shape or broadcasting to it (capability
+        ``broadcast``: numpy's ufuncs take them as they are, a kernel gets them expanded).
 
         The contract is :meth:`Backend.zip <torchlight.tensor.backend.protocol.Backend.zip>`.
         """
@@ -348,7 +350,8 @@ class NumbaBackend:
             key = ("zip", op, dt, out.storage.dtype)
             if self.numpy_ufuncs and n < NUMPY_SMALL.get(key, 0) and dt == b.storage.dtype:
                 return self._np.zip(op, a, b, out)  # route's remembered answer, asked directly
-            self._launch("zip", op, (a, b), out)
+            shape = out.shape  # capability "broadcast": the kernels take operands of out's shape
+            self._launch("zip", op, (a.expand(shape), b.expand(shape)), out)
 
     def where(self, cond, a, b, out):
         """``out = a`` where ``cond`` is true, else ``b`` (one shape), on the kernel the routing

@@ -104,6 +104,7 @@ class NumpyBackend:
             "adam",
             "adagrad",
             "sgd",
+            "broadcast",
             "host_memory",
             "gru_cell",
             "lstm_cell",
@@ -143,7 +144,9 @@ class NumpyBackend:
         MAP[op](as_array(a), as_array(out))
 
     def zip(self, op, a, b, out):
-        """Binary elementwise ``out = op(a, b)``, ``op`` one of ``ZIP_OPS`` (inputs already broadcast to ``out``'s shape), with numpy on the host.
+        """Binary elementwise ``out = op(a, b)``, ``op`` one of ``ZIP_OPS``, with numpy on the
+        host; ``a`` and ``b`` of ``out``'s shape or of shapes that broadcast to it (capability
+        ``broadcast``: numpy broadcasts them, in the chain-rule formulas of ``numpy_ops`` too).
 
         The contract is :meth:`Backend.zip <torchlight.tensor.backend.protocol.Backend.zip>`.
         """
