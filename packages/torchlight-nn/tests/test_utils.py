@@ -77,3 +77,24 @@ def test_clipping_is_safe_when_leaves_share_a_gradient_tensor():
     q = nn.Parameter(tl.ones(2))
     (q * 2).sum().backward()
     np.testing.assert_allclose(q.grad.numpy(), [2.0, 2.0])  # the implicit seed was not modified
+
+
+def test_clip_grad_norm_two_norm_of_mixed_layouts_and_dtypes():
+    """The 2-norm (one float64 dot product per gradient) of a transposed float32 gradient and a
+    float64 one equals numpy's over all elements; below the limit each gradient is left as the
+    very tensor it was, above it every one is scaled."""
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((4, 3)).astype(np.float32)
+    b = rng.standard_normal(5)
+    pa, pb = nn.Parameter(tl.zeros(3, 4)), nn.Parameter(tl.zeros(5, dtype=tl.float64))
+    pa.grad, pb.grad = tl.tensor(a).t(), tl.tensor(b)
+    want = np.sqrt((a.astype(np.float64) ** 2).sum() + (b**2).sum())
+    before = (pa.grad, pb.grad)
+    total = clip_grad_norm_([pa, pb], want * 2)
+    assert total.dtype == tl.float32
+    np.testing.assert_allclose(total.item(), want, rtol=1e-6)
+    assert pa.grad is before[0] and pb.grad is before[1]
+    clip_grad_norm_([pa, pb], 1.0)
+    coef = 1.0 / (want + 1e-6)
+    np.testing.assert_allclose(pa.grad.numpy(), a.T * coef, rtol=1e-5)
+    np.testing.assert_allclose(pb.grad.numpy(), b * coef, rtol=1e-12)

@@ -296,6 +296,28 @@ def test_integer_division_and_remainder_are_exact_and_pythonic():
         ta // tl.tensor([1, 0, 1, 1])
 
 
+@pytest.mark.parametrize(
+    "fn, ref",
+    [
+        (lambda x: x // 2, lambda v: np.floor_divide(v, 2)),
+        (lambda x: x % 3, lambda v: np.remainder(v, 3)),
+        (tl.floor, np.floor),
+        (tl.ceil, np.ceil),
+        (tl.round, np.round),
+        (tl.trunc, np.trunc),
+        (lambda x: tl.div(x, 2, rounding_mode="floor"), lambda v: np.floor_divide(v, 2)),
+        (lambda x: tl.div(x, 2, rounding_mode="trunc"), lambda v: np.trunc(v / 2)),
+    ],
+)
+@pytest.mark.parametrize("value", [5, 5.5, -7.25])
+def test_rounding_ops_keep_a_0d_tensor_0d(fn, ref, value):
+    """numpy hands these results back as scalars; they must stay 0-d, as in PyTorch (they came
+    back with shape (1,))."""
+    out = fn(tl.tensor(value))
+    assert out.shape == ()
+    assert out.item() == ref(value)
+
+
 def test_float_floor_divide_and_remainder_match_numpy():
     a, t = _pair((2, 3), "permuted", seed=12)
     np.testing.assert_allclose((t // 0.7).numpy(), np.floor_divide(a, 0.7))

@@ -57,6 +57,9 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     with tl.no_grad():
         if norm_type == math.inf:
             total = tl.stack([g.detach().abs().amax().to(tl.float64) for g in grads]).amax()
+        elif norm_type == 2.0:  # the usual case: each square sum one dot product, in float64
+            flat = [g.detach().reshape(-1).to(tl.float64) for g in grads]
+            total = tl.stack([v @ v for v in flat]).sum() ** 0.5
         else:
             parts = [(g.detach().abs().to(tl.float64) ** norm_type).sum() for g in grads]
             total = tl.stack(parts).sum() ** (1.0 / norm_type)
@@ -68,6 +71,8 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
                 "anyway, set `error_if_nonfinite=False`"
             )
         coef = min(float(max_norm) / (value + 1e-6), 1.0)
+        if coef == 1.0:  # below the limit: a product by 1 changes no value, so none is made
+            return total.to(grads[0].dtype)
         for p in params:
             # Out of place, then re-assigned: after backward(create_graph=True) torchlight-tensor
             # 0.1.0 can give several leaves one shared gradient tensor, which an in-place

@@ -298,6 +298,9 @@ _BINARY = {
 }
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def binary(op, a, b, reverse=False):
     """``a op b`` (or ``b op a`` when ``reverse``) for a tensor ``a`` and a tensor/scalar ``b``."""
     if (
@@ -308,6 +311,10 @@ def binary(op, a, b, reverse=False):
         x, y = a, b  # the common case, two tensors of one dtype: nothing to promote
     elif (type(b) is float or type(b) is int) and a.dtype.is_floating_point:
         x, y = a, scalar_like(b, a)  # x * 0.5: a number takes a float tensor's dtype
+    elif (
+        type(b) is int and a.dtype is dtypes.int64 and op != "div" and _INT64_MIN <= b <= _INT64_MAX
+    ):
+        x, y = a, scalar_like(b, a)  # i + 16: an int keeps an int64 tensor's dtype
     else:
         x, y = operands(a, b, floating=(op == "div"))
     if reverse:

@@ -24,7 +24,11 @@ _OPS = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.round
 
 
 def _host(arr, backend, dtype, like):
-    return from_numpy_on(np.ascontiguousarray(arr), backend, dtype, like=like)
+    # numpy hands a 0-d result back as a scalar, and ascontiguousarray makes that 1-d: the shape
+    # is restored, so tl.tensor(5.0) // 2 is 0-d as in PyTorch, not of shape (1,)
+    return from_numpy_on(
+        np.ascontiguousarray(arr).reshape(np.shape(arr)), backend, dtype, like=like
+    )
 
 
 class Rounding(Function):
