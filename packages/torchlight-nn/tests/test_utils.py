@@ -80,7 +80,7 @@ def test_clipping_is_safe_when_leaves_share_a_gradient_tensor():
 
 
 def test_clip_grad_norm_two_norm_of_mixed_layouts_and_dtypes():
-    """The 2-norm (one float64 dot product per gradient) of a transposed float32 gradient and a
+    """The 2-norm (float64 squares summed per gradient) of a transposed float32 gradient and a
     float64 one equals numpy's over all elements; below the limit each gradient is left as the
     very tensor it was, above it every one is scaled."""
     rng = np.random.default_rng(11)
