@@ -159,6 +159,15 @@ CASES = {
         lambda x, i, v: x.__setitem__(i, v), m.zeros(1000000, 4), m.arange(64) * 997, m.ones(64, 4)
     ),
     "Adagrad step, 4 tables (200x8, 100x8, 200x1, 100x1)": lambda m: _adagrad_step(m),
+    "SGD step, weight decay, 12 params (a BiLSTM-CRF's)": lambda m: _sgd_step(m),
+    "clip_grad_norm_, 15 gradients (a one-layer GPT's)": lambda m: _clip(m),
+    "CRF forward algorithm, 11 steps, backward (5 tags)": lambda m: _call(
+        _crf_forward, m, m.ones(5, 5, requires_grad=True), m.ones(11, 5, requires_grad=True)
+    ),
+    "row[t] of each of 11 rows, summed, backward (a CRF's gold path)": lambda m: _call(
+        _gold_path, m, m.ones(11, 5, requires_grad=True), m.tensor([0, 1, 1, 2, 0, 4] * 2)
+    ),
+    "i + 16 (0-d int64)": lambda m: _call(lambda i: i + 16, m.tensor(5)),
     # a GPT's attention dropout (batch 32, 4 heads, context 128): the mask's draw is the cost
     "rand (2097152)": lambda m: _call(m.rand, 2097152),
     "dropout(p=0.1), training (32x4x128x128)": lambda m: _call(
@@ -191,6 +200,60 @@ def _adagrad_step(m):
     for p in params:
         p.grad = m.ones(*p.shape)
     return m.optim.Adagrad(params, lr=0.1).step
+
+
+#: parameter shapes of the compatibility suite's BiLSTM-CRF tagger and one-layer nanoGPT
+_TAGGER_SHAPES = [
+    (5, 5),
+    (20, 5),
+    (8, 5),
+    (8, 2),
+    (8,),
+    (8,),
+    (8, 5),
+    (8, 2),
+    (8,),
+    (8,),
+    (5, 4),
+    (5,),
+]
+_GPT_SHAPES = [(12, 16), (16, 48), (16,), (16,), (48, 16), (16, 16), (16,), (64, 16), (16, 64)] + [
+    (16,)
+] * 6
+
+
+def _with_grads(m, shapes):
+    params = [m.nn.Parameter(m.zeros(*shape)) for shape in shapes]
+    for k, p in enumerate(params):
+        p.grad = m.ones(*p.shape) * (0.01 * (k + 1))
+    return params
+
+
+def _sgd_step(m):
+    """``optimizer.step()`` of SGD with weight decay over the BiLSTM-CRF tagger's parameters."""
+    return m.optim.SGD(_with_grads(m, _TAGGER_SHAPES), lr=0.01, weight_decay=1e-4).step
+
+
+def _clip(m):
+    """``clip_grad_norm_(params, 1.0)`` of the one-layer GPT's gradients (norm below the limit)."""
+    params = _with_grads(m, _GPT_SHAPES)
+    return lambda: m.nn.utils.clip_grad_norm_(params, 1.0)
+
+
+def _crf_forward(m, trans, feats):
+    """The BiLSTM-CRF program's forward algorithm (log Z), then its backward."""
+    alpha = m.zeros(1, 5)
+    for feat in feats:
+        alpha = m.logsumexp(alpha + trans + feat.view(-1, 1), dim=1).view(1, -1)
+    m.logsumexp(alpha, dim=1).sum().backward()
+
+
+def _gold_path(m, feats, tags):
+    """One element of each row, summed (the program's gold-path score), then the backward."""
+    score = m.zeros(1)
+    for i, feat in enumerate(feats):
+        score = score + feat[tags[i]]
+    score.sum().backward()
 
 
 def per_call_us(fn, number: int, repeat: int) -> float:

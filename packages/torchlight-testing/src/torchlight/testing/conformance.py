@@ -56,6 +56,7 @@ __all__ = ["BackendConformance"]
 EDGE_SHAPES = ((), (1,), (0,), (2, 0, 3), (1, 1, 1))
 _MAP_CASES = [(op, dt) for op in MAP_OPS for dt in MAP_CATALOG[op].dtypes]
 _ZIP_CASES = [(op, dt) for op in ZIP_OPS for dt in ZIP_CATALOG[op].dtypes]
+_BASIC = ("float32", "float64", "int64")  # the dtypes of the expanded broadcasting property
 #: operand shapes of the ``broadcast`` capability's test: a row, a column, a scalar each side,
 #: missing leading dims, both operands smaller than ``out``, and equal shapes
 _BROADCAST_PAIRS = [
@@ -260,8 +261,11 @@ class BackendConformance(FusedConformance, JoinConformance, SequenceConformance,
             read(be, a), spec.ref(_f64(xv), _f64(y)), "float32", spec, f"in-place {op} {layout}"
         )
 
-    def test_zip_broadcasting_property(self):
-        """Property test (hypothesis): binary ops on random broadcast shapes and layouts match numpy."""
+    def _zip_on_broadcast_shapes(self, cases, expand):
+        """Property test (hypothesis): ``zip`` of an op and dtype drawn from ``cases`` on operands
+        of random shapes that broadcast together, in random layouts, matches numpy; the
+        operands expanded to the output's shape first (``expand``, the contract) or as they are
+        (the ``broadcast`` capability)."""
         be = self.be
 
         @self._settings()
@@ -269,20 +273,27 @@ class BackendConformance(FusedConformance, JoinConformance, SequenceConformance,
         def run(data):
             sa, sb = data.draw(broadcastable_pair(max_dims=4, max_side=5))
             shape = np.broadcast_shapes(sa, sb)
-            op = data.draw(st.sampled_from(["add", "mul", "sub", "maximum", "lt"]))
-            dtype = data.draw(st.sampled_from(["float32", "float64", "int64"]))
+            op, dtype = data.draw(st.sampled_from(cases))
+            spec = ZIP_CATALOG[op]
             la, lb = data.draw(st.sampled_from(LAYOUTS)), data.draw(st.sampled_from(LAYOUTS))
             rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
-            spec = ZIP_CATALOG[op]
-            a, xv = make_view(be, sample(rng, sa, dtype), la)
-            b, yv = make_view(be, sample(rng, sb, dtype), lb)
+            a, xv = make_view(be, sample(rng, sa, dtype, spec.domain), la)
+            b, yv = make_view(be, sample(rng, sb, dtype, spec.second or spec.domain), lb)
             out_dtype = spec.out or dtype
             out = empty_view(be, shape, out_dtype, data.draw(st.sampled_from(OUT_LAYOUTS)))
-            be.zip(op, a.expand(shape), b.expand(shape), out)
+            be.zip(op, *((a.expand(shape), b.expand(shape)) if expand else (a, b)), out)
             want = spec.ref(np.broadcast_to(_f64(xv), shape), np.broadcast_to(_f64(yv), shape))
-            assert_close(read(be, out), want, out_dtype, spec, f"{op} {dtype} {sa}x{sb} {la}/{lb}")
+            what = f"{op} {dtype} {sa}x{sb} {la}/{lb} expanded={expand}"
+            assert_close(read(be, out), want, out_dtype, spec, what)
+            assert outside_untouched(be, out, out_dtype), f"{what}: wrote outside the out view"
 
         run()
+
+    def test_zip_broadcasting_property(self):
+        """Property test (hypothesis): binary ops on random broadcast shapes and layouts, the
+        operands expanded to the output's shape, match numpy."""
+        cases = [(op, dt) for op in ("add", "mul", "sub", "maximum", "lt") for dt in _BASIC]
+        self._zip_on_broadcast_shapes(cases, expand=True)
 
     @pytest.mark.parametrize("op,dtype", _ZIP_CASES)
     def test_zip_broadcast_capability_every_op(self, op, dtype):
@@ -309,28 +320,7 @@ class BackendConformance(FusedConformance, JoinConformance, SequenceConformance,
         """Capability ``broadcast`` (hypothesis): every binary op handed its operands as they
         are, of random shapes that broadcast to ``out``'s and in random layouts, matches numpy."""
         self._need("broadcast")
-        be = self.be
-
-        @self._settings()
-        @given(st.data())
-        def run(data):
-            sa, sb = data.draw(broadcastable_pair(max_dims=4, max_side=5))
-            shape = np.broadcast_shapes(sa, sb)
-            op, dtype = data.draw(st.sampled_from(_ZIP_CASES))
-            spec = ZIP_CATALOG[op]
-            la, lb = data.draw(st.sampled_from(LAYOUTS)), data.draw(st.sampled_from(LAYOUTS))
-            rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
-            a, xv = make_view(be, sample(rng, sa, dtype, spec.domain), la)
-            b, yv = make_view(be, sample(rng, sb, dtype, spec.second or spec.domain), lb)
-            out_dtype = spec.out or dtype
-            out = empty_view(be, shape, out_dtype, data.draw(st.sampled_from(OUT_LAYOUTS)))
-            be.zip(op, a, b, out)
-            want = spec.ref(np.broadcast_to(_f64(xv), shape), np.broadcast_to(_f64(yv), shape))
-            what = f"broadcast zip {op} {dtype} {sa}x{sb} {la}/{lb}"
-            assert_close(read(be, out), want, out_dtype, spec, what)
-            assert outside_untouched(be, out, out_dtype), f"{what}: wrote outside the out view"
-
-        run()
+        self._zip_on_broadcast_shapes(_ZIP_CASES, expand=False)
 
     # --- where -------------------------------------------------------------------------------
     @pytest.mark.parametrize("dtype", ALL)
