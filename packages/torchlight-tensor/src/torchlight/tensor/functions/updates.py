@@ -8,8 +8,8 @@ the mini-GPT benchmark: 6 ms for 52 parameters, ~300 backend calls). A backend t
 given, ``adam_step_`` returns False and the optimizer runs its composite code, which is also
 the reference the conformance kit checks the fused kernels against. Adagrad's update (six ops
 per parameter, a quarter of a recommender's training step) is the ``"adagrad"`` capability, and
-SGD's (weight decay and momentum: up to seven ops and three allocations per parameter, a
-twentieth of a small tagger's step) the ``"sgd"`` capability.
+SGD's (weight decay and momentum: up to seven ops and three allocations per parameter, 7 %
+of a small tagger's step) the ``"sgd"`` capability.
 
 SGD, PyTorch's formulation (``buf`` the momentum buffer, absent when μ = 0)::
 
