@@ -168,6 +168,17 @@ CASES = {
         _gold_path, m, m.ones(11, 5, requires_grad=True), m.tensor([0, 1, 1, 2, 0, 4] * 2)
     ),
     "i + 16 (0-d int64)": lambda m: _call(lambda i: i + 16, m.tensor(5)),
+    "sigmoid (16x16, grad)": lambda m: _call(m.sigmoid, m.ones(16, 16, requires_grad=True)),
+    "(1 - z) * h, backward (16x16, a GRU's blend)": lambda m: _call(
+        lambda z, h: ((1 - z) * h).sum().backward(),
+        m.ones(16, 16, requires_grad=True),
+        m.ones(16, 16, requires_grad=True),
+    ),
+    "cross_entropy, backward (512x65, a GPT's logits)": lambda m: _call(
+        lambda x, y: m.nn.functional.cross_entropy(x, y).backward(),
+        m.ones(512, 65, requires_grad=True),
+        m.arange(512) % 65,
+    ),
     # a GPT's attention dropout (batch 32, 4 heads, context 128): the mask's draw is the cost
     "rand (2097152)": lambda m: _call(m.rand, 2097152),
     "dropout(p=0.1), training (32x4x128x128)": lambda m: _call(

@@ -82,14 +82,21 @@ def test_leaf_and_non_leaf_grads():
 
 def test_retains_grad_keeps_a_non_leaf_gradient():
     x = leaf(2.0)
-    h = x * 3.0
-    h._retains_grad = True
-    y = h * h
-    y._retains_grad = True
+    h = (x * 3.0).retain_grad()
+    y = (h * h).retain_grad()
     y.backward()
     assert h.grad == 2 * 6.0
     assert y.grad == 1.0
     assert x.grad == 36.0
+
+
+def test_only_a_retained_node_remembers_its_variable():
+    x = leaf(2.0)
+    h = x * 3.0
+    assert h._history.output is None  # no reference, weak or strong, unless asked
+    assert h.retain_grad() is h and h._history.output() is h
+    (h * h).backward()
+    assert h.grad == 12.0
 
 
 def test_leaf_root():
@@ -136,7 +143,7 @@ def test_the_graph_does_not_keep_computed_values_alive():
     assert ref() is None
     kept = x * 5.0
     z = y + kept
-    kept._retains_grad = True  # asked after it was used: the node passes the gradient on
+    kept.retain_grad()  # asked after it was used: the node passes the gradient on
     z.backward()
     assert x.grad == 4.0 + 5.0 and kept.grad == 1.0
 

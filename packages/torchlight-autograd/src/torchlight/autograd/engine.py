@@ -12,8 +12,6 @@ Given a root variable ``y`` and ``dL/dy`` the engine
    frees the saved values unless ``retain_graph=True``.
 """
 
-import weakref
-
 from .accumulation import GradientSums, PartialGradient
 from .errors import AutogradError
 from .function import Context, Function, History
@@ -79,7 +77,7 @@ def backward(root, grad, retain_graph: bool = False, create_graph: bool = False)
             g = pop(var, hist is not None and hist.fn.partial_grad)
             if g is None:
                 continue
-            if hist is None or getattr(var, "_retains_grad", False):
+            if hist is None or hist.output is not None:  # a leaf, or a node asked to retain
                 var.accumulate_grad(g.dense() if isinstance(g, PartialGradient) else g)
             if hist is None:
                 continue
@@ -118,7 +116,7 @@ class SecondOrderError(Function):
         """``g`` as a variable that requires grad and raises when backpropagated into."""
         ctx = Context()
         out = cls.forward(ctx, g, name)
-        out._history = History(cls, ctx, (), weakref.ref(out))
+        out._history = History(cls, ctx, ())
         out.requires_grad = True
         return out
 

@@ -16,8 +16,8 @@ A differentiable operation is a pair of static methods::
 gradient, attaches a :class:`History` to the output: the function, its context and its inputs.
 Those links are the edges of the dynamic graph that :mod:`torchlight.autograd.engine` walks
 backwards. The engine is generic: a *variable* only needs the attributes ``requires_grad`` and
-``_history``, a method ``accumulate_grad(g)`` for leaves, weak references, and gradients that
-support ``+``. A computed input is linked through its ``History`` (the graph's node for it), so
+``_history``, a method ``accumulate_grad(g)`` for leaves, weak references (for
+``retain_grad``, see :meth:`History.retain`), and gradients that support ``+``. A computed input is linked through its ``History`` (the graph's node for it), so
 the graph holds only what ``forward`` saved.
 """
 
@@ -103,6 +103,18 @@ class Context:
     _own = frozenset(("needs_input_grad", "_saved", "_versions", "_freed"))
 
 
+class _ScratchContext(Context):
+    """The context of a forward that nothing records (a backward formula's ops, code under
+    ``no_grad``): no backward will read what it saves, so no version counters are taken."""
+
+    def save_for_backward(self, *values):
+        self._saved = values
+
+
+#: ``needs_input_grad`` of an unrecorded op, by its number of inputs
+_NOTHING_NEEDED = [(False,) * n for n in range(8)]
+
+
 class History:
     """The edge record of a computed variable: which function made it, with which inputs.
 
@@ -111,33 +123,37 @@ class History:
     they receive ``.grad``), so the graph never keeps a computed value's memory alive: it is
     freed as soon as the program drops the variable, and backward still finds everything it
     needs (the chain rule reads only what ``forward`` saved in ``ctx``). To the engine a node
-    looks like a variable: it requires grad and is its own ``_history``; it remembers its
-    variable weakly (``output``), so a variable that still exists and asked to keep its gradient
-    (``_retains_grad``) receives it through the node.
+    looks like a variable: it requires grad and is its own ``_history``. A variable that asks
+    to keep its gradient (``retain_grad``) registers with its node (:meth:`retain`), which then
+    remembers it weakly (``output``) and hands it the gradient while it exists; other nodes
+    hold no reference to their variable at all (one object fewer per recorded op).
     """
 
     __slots__ = ("fn", "ctx", "inputs", "output")
 
     requires_grad = True  # only variables that require grad get a History
 
-    def __init__(self, fn, ctx, inputs, output=None):
+    def __init__(self, fn, ctx, inputs):
         self.fn = fn
         self.ctx = ctx
         self.inputs = inputs
-        self.output = output  # a weak reference to the variable, or None
+        self.output = None  # a weak reference to the variable that asked to retain its grad
 
     @property
     def _history(self):
         return self
 
-    @property
-    def _retains_grad(self):
-        out = self.output() if self.output is not None else None
-        return out is not None and getattr(out, "_retains_grad", False)
+    def retain(self, var):
+        """Remember ``var``, the variable this node computed, so that backward gives it its
+        gradient (``accumulate_grad``) as to a leaf."""
+        self.output = weakref.ref(var)
 
     def accumulate_grad(self, g):
-        """Engine protocol: the gradient of the variable that asked to retain it."""
-        self.output().accumulate_grad(g)
+        """Engine protocol: the gradient of the variable that asked to retain it (dropped when
+        that variable no longer exists)."""
+        out = self.output() if self.output is not None else None
+        if out is not None:
+            out.accumulate_grad(g)
 
     @property
     def parents(self):
@@ -225,7 +241,9 @@ class Function:
         if not prev and not Function.tracers:
             # nothing records this op (a backward formula, code under no_grad): it is its
             # forward alone, with a scratch context (no node, nothing to nest or report)
-            return cls.forward(Context((False,) * len(args)), *args, **kwargs)
+            n = len(args)
+            needs = _NOTHING_NEEDED[n] if n < 8 else (False,) * n
+            return cls.forward(_ScratchContext(needs), *args, **kwargs)
         needs = edges = None
         if prev:
             for a in args:
@@ -249,7 +267,7 @@ class Function:
             mode.enabled = prev
             nesting.depth -= 1
         if edges is not None:
-            out._history = History(cls, ctx, tuple(edges), weakref.ref(out))
+            out._history = History(cls, ctx, tuple(edges))
             out.requires_grad = True
         if tracing:
             for tracer in Function.tracers:

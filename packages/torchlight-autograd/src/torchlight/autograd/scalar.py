@@ -53,6 +53,22 @@ class Scalar:
         g = g.data if isinstance(g, Scalar) else float(g)
         self.grad = g if self.grad is None else self.grad + g
 
+    def retain_grad(self):
+        """Ask :meth:`backward` to keep ``.grad`` on this computed value too (leaves always
+        get it). Returns ``self``.
+
+        >>> from torchlight.autograd import Scalar
+        >>> x = Scalar(2.0, requires_grad=True)
+        >>> h = (x * 3.0).retain_grad()
+        >>> (h * h).backward()
+        >>> h.grad
+        12.0
+        """
+        if self._history is not None:
+            self._retains_grad = True
+            self._history.retain(self)
+        return self
+
     def backward(self, grad=1.0, retain_graph=False):
         r"""Backpropagate from this value: afterwards every leaf ``x`` it depends on holds
         :math:`\partial\,\text{self}/\partial x` (times ``grad``) in ``x.grad``.

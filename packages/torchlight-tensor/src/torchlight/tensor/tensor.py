@@ -325,6 +325,7 @@ class Tensor(TensorConveniences, TensorBase):
         """
         if self._history is not None:
             self._retains_grad = True
+            self._history.retain(self)
         return self
 
     def register_post_accumulate_grad_hook(self, hook):

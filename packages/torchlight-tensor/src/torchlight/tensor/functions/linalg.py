@@ -12,7 +12,7 @@ from torchlight.autograd.grad_mode import GradMode
 
 from ..base import TensorBase
 from ..creation import filled, from_numpy_on
-from ..dispatch import alloc, common_backend, same_backend, view_of
+from ..dispatch import alloc, common_backend, reduce_op, same_backend, view_of
 from ..errors import ShapeError
 from ..indexing import shape_broadcast
 from .pointwise import ndarray_operand, operands
@@ -102,8 +102,10 @@ class Linear(Function):
             gb = None
         elif g.shape[0] == 1:  # one row (a model fed one example at a time): the sum is the row
             gb = g.reshape(g.shape[1:]) if GradMode.enabled else view_of(g, g._td.select(0, 0))
-        else:
+        elif GradMode.enabled:
             gb = g.sum(0)
+        else:  # nothing to record: the reduction alone (Tensor.sum's checks cost as much)
+            gb = reduce_op("sum", g, (0,))
         if GradMode.enabled:  # create_graph
             gx = g @ w if need_x else None
             gw = g.transpose(0, 1) @ x if need_w else None

@@ -183,8 +183,10 @@ class Add(Function):
 
     @staticmethod
     def backward(ctx, g):
+        # an operand that needs no gradient (``x + 1.0``'s constant) gets no sum over g
         sa, sb = ctx.shapes
-        return sum_to(g, sa), sum_to(g, sb)
+        need_a, need_b = ctx.needs_input_grad
+        return sum_to(g, sa) if need_a else None, sum_to(g, sb) if need_b else None
 
 
 class Sub(Function):
@@ -198,7 +200,8 @@ class Sub(Function):
     @staticmethod
     def backward(ctx, g):
         sa, sb = ctx.shapes
-        return sum_to(g, sa), sum_to(-g, sb) if ctx.needs_input_grad[1] else None
+        need_a, need_b = ctx.needs_input_grad
+        return sum_to(g, sa) if need_a else None, sum_to(-g, sb) if need_b else None
 
 
 class Mul(Function):

@@ -1,0 +1,167 @@
+"""The cheaper forms of the numpy backend's formulas and of the paths around them, each against an
+independent oracle: the sigmoid as ``1 / (1 + e^{-x})`` in four in-place passes, row sums as a
+product with ones from :data:`ROW_SUMS_BLAS` elements on, fill factories writing with
+``ndarray.fill``, and backward formulas that skip the gradient of an operand that needs none."""
+
+import math
+
+import numpy as np
+import pytest
+
+import torchlight as tl
+from torchlight.autograd.function import Context
+from torchlight.tensor.backend import numpy as numpy_backend
+from torchlight.tensor.backend.numpy_ops import sigmoid
+from torchlight.tensor.errors import ShapeError
+from torchlight.tensor.functions.pointwise import Add, Sub
+
+# --- sigmoid --------------------------------------------------------------------------------------
+
+
+def _sigmoid64(x):
+    """The float64 reference, element by element with ``math`` (no numpy formula shared)."""
+    return np.array([1.0 / (1.0 + math.exp(-v)) if v > -700 else 0.0 for v in x.astype(float)])
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in exp")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sigmoid_is_within_three_ulp_of_the_float64_value_across_the_range(dtype):
+    x = np.concatenate([np.linspace(-120, 120, 4801), [0.0, -0.0, 1e-30, -1e-30]]).astype(dtype)
+    out = np.empty_like(x)
+    sigmoid(x, out)
+    ref = _sigmoid64(x)
+    tiny = np.finfo(dtype).tiny
+    normal = ref >= tiny
+    ulp = np.spacing(ref[normal].astype(dtype)).astype(float)
+    assert np.all(np.abs(out[normal] - ref[normal]) <= 3 * ulp)
+    # below the smallest normal float the answer is 0 or that tiny value, never more
+    assert np.all((out[~normal] >= 0) & (out[~normal] <= tiny))
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered in exp")
+def test_sigmoid_of_infinities_and_nan():
+    x = np.array([np.inf, -np.inf, np.nan], np.float32)
+    out = np.empty_like(x)
+    sigmoid(x, out)
+    assert out[0] == 1.0 and out[1] == 0.0 and np.isnan(out[2])
+
+
+def test_sigmoid_in_place_on_a_strided_view():
+    base = np.linspace(-8, 8, 40).astype(np.float32).reshape(5, 8)
+    view = base[:, ::2]
+    expected = _sigmoid64(view.reshape(-1)).reshape(view.shape)
+    sigmoid(view, view)
+    np.testing.assert_allclose(view, expected, rtol=2e-7)
+    assert np.array_equal(
+        base[:, 1::2], np.linspace(-8, 8, 40).astype(np.float32).reshape(5, 8)[:, 1::2]
+    )
+
+
+# --- row sums ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(4, 5), (64, 65), (3, 40, 33)])
+def test_row_sums_match_float64_sums_on_both_sides_of_the_threshold(shape):
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    assert (x.size >= numpy_backend.ROW_SUMS_BLAS) == (x.size > 1000)
+    got = numpy_backend._sums(x, -1)
+    ref = x.astype(np.float64).sum(axis=-1, keepdims=True)
+    assert got.shape == ref.shape and got.dtype == np.float32
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * shape[-1])
+    inner = numpy_backend._sums(x, 0)  # another axis: numpy's reduction
+    np.testing.assert_allclose(
+        inner, x.astype(np.float64).sum(0, keepdims=True), rtol=1e-5, atol=1e-4
+    )
+
+
+def test_softmax_family_and_cross_entropy_above_the_threshold_match_float64():
+    """(64, 65) logits take the product-with-ones sums: softmax, log_softmax, logsumexp and
+    cross-entropy (value and gradient) against float64 numpy formulas."""
+    rng = np.random.default_rng(1)
+    a = (rng.standard_normal((64, 65)) * 3).astype(np.float32)
+    t = rng.integers(0, 65, 64)
+    a64 = a.astype(np.float64)
+    m = a64.max(1, keepdims=True)
+    lse = m + np.log(np.exp(a64 - m).sum(1, keepdims=True))
+    p = np.exp(a64 - lse)
+    x = tl.tensor(a, requires_grad=True)
+    np.testing.assert_allclose(tl.softmax(x, 1).to_numpy(), p, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(tl.log_softmax(x, 1).to_numpy(), a64 - lse, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(tl.logsumexp(x, 1).to_numpy(), lse[:, 0], rtol=1e-6)
+    loss = tl.nn.functional.cross_entropy(x, tl.tensor(t))
+    ref = (lse[:, 0] - a64[np.arange(64), t]).mean()
+    assert abs(loss.item() - ref) <= 1e-5 * abs(ref)
+    loss.backward()
+    onehot = np.zeros_like(p)
+    onehot[np.arange(64), t] = 1
+    np.testing.assert_allclose(x.grad.to_numpy(), (p - onehot) / 64, rtol=1e-4, atol=1e-8)
+
+
+# --- fill factories -------------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast")
+@pytest.mark.parametrize(
+    ("value", "dtype", "expected"),
+    [
+        (0, tl.int64, [0, 0, 0]),
+        (-1, tl.int64, [-1, -1, -1]),
+        (1.7, tl.int64, [1, 1, 1]),  # truncated toward zero, as PyTorch's full
+        (-1.7, tl.int64, [-1, -1, -1]),
+        (True, tl.float32, [1.0, 1.0, 1.0]),
+        (2.5, tl.float64, [2.5, 2.5, 2.5]),
+        (-1, tl.bool, [True, True, True]),
+        (float("nan"), tl.int64, [np.iinfo(np.int64).min] * 3),  # numpy's unsafe cast
+        (1e20, tl.int64, [np.iinfo(np.int64).min] * 3),
+    ],
+)
+def test_full_writes_the_value_numpy_casts(value, dtype, expected):
+    out = tl.full((3,), value, dtype=dtype)
+    assert out.dtype is dtype
+    assert out.tolist() == expected
+
+
+def test_int64_fill_records_the_value_as_its_index_range():
+    from torchlight.tensor.dispatch import index_range
+
+    assert index_range(tl.full((4,), 7)) == (7, 7)
+    assert index_range(tl.zeros(5, dtype=tl.int64)) == (0, 0)
+
+
+@pytest.mark.parametrize("size", [(-1,), (2, -3), (-2, -3), ((4, -1),)])
+def test_negative_sizes_are_refused(size):
+    with pytest.raises(ShapeError, match="negative dimension"):
+        tl.zeros(*size)
+
+
+def test_zero_sized_and_scalar_fills():
+    assert tl.zeros(0, 3).shape == (0, 3)
+    assert tl.ones(()).item() == 1.0
+    assert tl.full((), 3).item() == 3
+
+
+# --- gradients of operands that need none ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", [Add, Sub])
+@pytest.mark.parametrize("needs", [(True, False), (False, True), (True, True)])
+def test_add_and_sub_compute_only_the_gradients_asked_for(fn, needs):
+    ctx = Context(needs)
+    ctx.shapes = ((), (3, 4))
+    g = tl.tensor(np.arange(12.0).reshape(3, 4))
+    ga, gb = fn.backward(ctx, g)
+    sign = -1.0 if fn is Sub else 1.0
+    assert (ga is None) == (not needs[0]) and (gb is None) == (not needs[1])
+    if ga is not None:
+        assert ga.shape == () and ga.item() == 66.0
+    if gb is not None:
+        np.testing.assert_array_equal(gb.to_numpy(), sign * np.arange(12.0).reshape(3, 4))
+
+
+def test_one_minus_z_times_h_gradients_match_the_hand_derivation():
+    rng = np.random.default_rng(2)
+    z0, h0 = rng.random((4, 5)), rng.standard_normal((4, 5))
+    z, h = tl.tensor(z0, requires_grad=True), tl.tensor(h0, requires_grad=True)
+    ((1 - z) * h + 1.0).sum().backward()
+    np.testing.assert_allclose(z.grad.to_numpy(), -h0)
+    np.testing.assert_allclose(h.grad.to_numpy(), 1 - z0)
