@@ -8,10 +8,11 @@ op names, dims and Python constants. The backend is watched by shadowing its met
 instance attributes, which keeps the core unaware of capture (no hook in the dispatch code, and
 kernels called from anywhere in the core are seen).
 
-Storage allocated during the step (``empty``, ``from_numpy``) is numbered in allocation order and
-kept alive: it becomes the capture's preallocated buffers. Storage that existed before the step
-(parameters, optimizer state, the capture's input buffers) is named by identity. Two recordings
-of consecutive steps can therefore be compared call by call (:func:`first_difference`).
+Storage allocated during the step (``empty``, ``empty_handle``, ``from_numpy``) is numbered in
+allocation order and kept alive: it becomes the capture's preallocated buffers. Storage that
+existed before the step (parameters, optimizer state, the capture's input buffers) is named by
+identity. Two recordings of consecutive steps can therefore be compared call by call
+(:func:`first_difference`).
 
 A device→host read (``to_numpy``: ``.item()``, ``.tolist()``, ``.numpy()``) stops the recording
 with a :class:`~torchlight.jit.TraceError`: what the step does with a host value cannot be
@@ -181,6 +182,8 @@ class Recording:
                 self._depth -= 1
             if name == "empty":
                 self._created(result, backend)
+            elif name == "empty_handle":  # (storage, the backend's handle on its view)
+                self._created(result[0], backend)
             elif name == "from_numpy":
                 k = self._created(result, backend)
                 self.host_data[k] = np.array(args[0], copy=True)

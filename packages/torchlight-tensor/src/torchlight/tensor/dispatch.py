@@ -17,7 +17,7 @@ import numpy as np
 
 from torchlight.autograd.grad_mode import GradMode
 
-from .backend.protocol import BROADCAST, HOST_MEMORY, host_memory
+from .backend.protocol import BROADCAST, EMPTY_HANDLE, HOST_MEMORY, host_memory
 from .backend.registry import get_backend
 from .errors import BackendError, DTypeError, OutOfMemoryError, ShapeError, TensorIndexError
 from .indexing import contiguous_strides, shape_broadcast
@@ -92,8 +92,12 @@ def wrap(td: TensorData, backend: Any, dtype: DType, like: Any) -> _Tensor:
 def alloc(shape: tuple[int, ...], dtype: DType, backend: Any, like: Any) -> _Tensor:
     """An uninitialised contiguous tensor (of ``like``'s class, see :func:`wrap`)."""
     n = math.prod(shape)
+    handle = None
     try:
-        storage = backend.empty(n, dtype)
+        if EMPTY_HANDLE in backend.capabilities:
+            storage, handle = backend.empty_handle(shape, dtype)
+        else:
+            storage = backend.empty(n, dtype)
     except (
         MemoryError,
         ValueError,
@@ -101,6 +105,7 @@ def alloc(shape: tuple[int, ...], dtype: DType, backend: Any, like: Any) -> _Ten
     ) as exc:  # numpy: "Maximum allowed dimension exceeded"
         raise too_big(shape, dtype, backend, exc) from exc
     td = TensorData.of(storage, shape, contiguous_strides(shape), 0, n)
+    td.cache = handle
     return wrap(td, backend, dtype, like)
 
 

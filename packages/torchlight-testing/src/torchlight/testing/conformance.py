@@ -175,6 +175,27 @@ class BackendConformance(FusedConformance, JoinConformance, SequenceConformance,
         be.zip("mul", ref_td, td, out)  # and this backend reads the reference backend's storage
         np.testing.assert_array_equal(read(be, out), (x + 1) * x)
 
+    @pytest.mark.parametrize("shape", [(3, 4), (5,), (), (0, 3), (2, 1, 3)])
+    def test_empty_handle(self, shape):
+        """``empty_handle``: storage like ``empty``'s for ``shape``'s element count, and a handle
+        that kernels given the view (handle in its ``cache``) read and write as the storage."""
+        self._need("empty_handle")
+        be = self.be
+        storage, handle = be.empty_handle(shape, _dt("float64"))
+        n = int(np.prod(shape))
+        x = np.arange(n, dtype=np.float64).reshape(shape) - 2.0
+        src = TensorData(be.from_numpy(x.reshape(-1)), shape)
+        out = TensorData(storage, shape)
+        out.cache = handle
+        be.map("neg", src, out)
+        np.testing.assert_array_equal(read(be, out), -x)
+        # the same storage seen through a view the core built itself (no handle): same values
+        np.testing.assert_array_equal(read(be, TensorData(storage, shape)), -x)
+        be.zip("mul", out, out, out)  # in place through the handle
+        np.testing.assert_array_equal(read(be, TensorData(storage, shape)), x * x)
+        if self.be.capabilities & {"host_memory"}:
+            assert isinstance(storage, np.ndarray) and storage.ndim == 1 and storage.size == n
+
     # --- map ---------------------------------------------------------------------------------
     @pytest.mark.parametrize("op,dtype", _MAP_CASES)
     def test_map(self, op, dtype):

@@ -278,6 +278,7 @@ class NumbaBackend:
             "cell_sequence",
             "join",
             "random",
+            "empty_handle",
         }
     )
 
@@ -295,6 +296,14 @@ class NumbaBackend:
         The contract is :meth:`Backend.empty <torchlight.tensor.backend.protocol.Backend.empty>`.
         """
         return np.empty(n, dtype=dtype.np)
+
+    def empty_handle(self, shape, dtype):
+        """Capability ``empty_handle``: :meth:`empty` storage for a contiguous view of ``shape``
+        and that view's ndarray, as the numpy backend's (the kernels read the same handles).
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        return self._np.empty_handle(shape, dtype)
 
     def from_numpy(self, array):
         """Storage holding the data of the C-contiguous ndarray ``array`` (shared where the device allows), with numba-compiled CPU kernels.

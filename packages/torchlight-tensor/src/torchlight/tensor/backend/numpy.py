@@ -11,6 +11,7 @@ list, set at import; ``np.errstate`` around every call would cost more than many
 A user's own numpy code keeps numpy's settings.
 """
 
+import math
 import warnings
 
 import numpy as np
@@ -131,6 +132,7 @@ class NumpyBackend:
             "lstm_cell",
             "cell_sequence",
             "join",
+            "empty_handle",
         }
     )
 
@@ -141,6 +143,15 @@ class NumpyBackend:
         The contract is :meth:`Backend.empty <torchlight.tensor.backend.protocol.Backend.empty>`.
         """
         return np.empty(n, dtype=dtype.np)
+
+    def empty_handle(self, shape, dtype):
+        """Capability ``empty_handle``: :meth:`empty` storage for a contiguous view of ``shape``
+        and that view's ndarray (what :func:`as_array` would build for it), with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        storage = np.empty(math.prod(shape), dtype=dtype.np)
+        return storage, storage.reshape(shape)
 
     def from_numpy(self, array):
         """Storage holding the data of the C-contiguous ndarray ``array`` (shared where the device allows), with numpy on the host.

@@ -91,6 +91,11 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  third of its time (a (1, 5) + (5, 5) add in a recurrence: 16 -> 11 us)
     "fill":      fill(out, value): out[...] = value written where the storage lives (no host
                  round trip); out is contiguous or 1-D, value a Python number of out's dtype kind
+    "empty_handle": empty_handle(shape, dtype) -> (storage, handle): what empty(prod(shape),
+                 dtype) gives, with the backend's own handle on the contiguous view of ``shape``
+                 over it, which the core keeps in that view's ``cache`` (numpy: the ndarray of
+                 that shape, which the first kernel on a new tensor would otherwise build: 0.4-0.6
+                 µs of a small op's 5). Without it the core calls empty and the cache starts empty
     "compile":   compile_elementwise(chain) -> kernel | None: ``chain`` an ElementwiseChain
                  (torchlight.jit.fusion: ops from FUSABLE_MAP/FUSABLE_ZIP on one float dtype);
                  kernel(input_views, output_views) writes every output of the chain, inputs of
@@ -136,6 +141,7 @@ __all__ = [
     "REDUCE_OPS",
     "HOST_MEMORY",
     "BROADCAST",
+    "EMPTY_HANDLE",
     "Backend",
     "BackendSpec",
     "host_memory",
@@ -204,6 +210,9 @@ HOST_MEMORY = "host_memory"
 
 BROADCAST = "broadcast"
 """Capability name: ``zip`` broadcasts its operands itself (see the module docstring)."""
+
+EMPTY_HANDLE = "empty_handle"
+"""Capability name: ``empty_handle`` allocates with the view's handle (see the module docstring)."""
 
 
 View = Any
