@@ -173,8 +173,9 @@ class History:
 
 
 class _Nesting:
-    """How many ``Function.forward`` calls are running (an instance attribute, written twice per
-    op: see ``grad_mode._Flag`` for why not a class attribute)."""
+    """How many ``Function.forward`` calls are running while tracers are installed (an instance
+    attribute, written twice per such op: see ``grad_mode._Flag`` for why not a class attribute).
+    Without tracers nothing counts: the depth only decides which applies a tracer sees."""
 
     __slots__ = ("depth",)
 
@@ -192,7 +193,9 @@ class Function:
     """
 
     tracers: list = []
-    nesting = _Nesting()  # depth > 0 inside some forward, where nested applies are details
+    #: depth > 0 inside some forward, where nested applies are details (counted only while
+    #: tracers are installed: the only readers are tracing and replay)
+    nesting = _Nesting()
     #: True: ``backward`` may be handed a :class:`~torchlight.autograd.PartialGradient` (the
     #: only gradient of the output was one) instead of its dense form
     partial_grad = False
@@ -236,38 +239,67 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run ``forward`` and, when recording and some input requires grad, link the output."""
-        mode, nesting = GradMode, Function.nesting  # locals: each is read twice below
+        mode = GradMode
         prev = mode.enabled
-        if not prev and not Function.tracers:
-            # nothing records this op (a backward formula, code under no_grad): it is its
-            # forward alone, with a scratch context (no node, nothing to nest or report)
-            n = len(args)
-            needs = _NOTHING_NEEDED[n] if n < 8 else (False,) * n
-            return cls.forward(_ScratchContext(needs), *args, **kwargs)
+        if Function.tracers:
+            return cls._apply_traced(prev, args, kwargs)
+        n = len(args)
+        if prev:
+            for a in args:
+                if getattr(a, "requires_grad", False):
+                    break
+            else:
+                prev = None  # recording, but no input requires grad: nothing to link
+        if not prev:
+            # nothing records this op (a backward formula, code under no_grad, constants): it
+            # is its forward alone, with a scratch context (no node, nothing to report)
+            ctx = _ScratchContext(_NOTHING_NEEDED[n] if n < 8 else (False,) * n)
+            if prev is None:
+                mode.enabled = False  # ops inside forward are details, never recorded
+                try:
+                    return cls.forward(ctx, *args, **kwargs)
+                finally:
+                    mode.enabled = True
+            return cls.forward(ctx, *args, **kwargs)
+        # one loop for both lists (two comprehensions cost more on every op); a computed input
+        # is linked through its node, so the graph does not hold its memory
+        flags, edges = [], []
+        for x in args:
+            flags.append(getattr(x, "requires_grad", False))
+            edges.append(getattr(x, "_history", None) or x)
+        ctx = Context(tuple(flags))
+        mode.enabled = False
+        try:
+            out = cls.forward(ctx, *args, **kwargs)
+        finally:
+            mode.enabled = True
+        out._history = History(cls, ctx, tuple(edges))
+        out.requires_grad = True
+        return out
+
+    @classmethod
+    def _apply_traced(cls, prev, args, kwargs):
+        """:meth:`apply` while ``tracers`` are installed: the same, and a top-level op (not one
+        nested inside another Function's forward) is reported to every tracer."""
+        nesting = Function.nesting
         needs = edges = None
         if prev:
             for a in args:
                 if getattr(a, "requires_grad", False):
-                    # one loop for both lists (two comprehensions cost more on every op); a
-                    # computed input is linked through its node, so the graph does not hold its
-                    # memory
-                    flags, edges = [], []
-                    for x in args:
-                        flags.append(getattr(x, "requires_grad", False))
-                        edges.append(getattr(x, "_history", None) or x)
-                    needs = tuple(flags)
+                    needs = tuple([getattr(x, "requires_grad", False) for x in args])
+                    edges = tuple([getattr(x, "_history", None) or x for x in args])
                     break
-        tracing = Function.tracers and not nesting.depth
-        mode.enabled = False
+        tracing = not nesting.depth
+        GradMode.enabled = False
         nesting.depth += 1
         try:
             ctx = Context(needs or (False,) * len(args))
             out = cls.forward(ctx, *args, **kwargs)
         finally:
-            mode.enabled = prev
+            GradMode.enabled = prev
             nesting.depth -= 1
         if edges is not None:
-            out._history = History(cls, ctx, tuple(edges))
+            out._history = History(cls, ctx, edges)
             out.requires_grad = True
         if tracing:
             for tracer in Function.tracers:
