@@ -17,8 +17,9 @@ gradient, attaches a :class:`History` to the output: the function, its context a
 Those links are the edges of the dynamic graph that :mod:`torchlight.autograd.engine` walks
 backwards. The engine is generic: a *variable* only needs the attributes ``requires_grad`` and
 ``_history``, a method ``accumulate_grad(g)`` for leaves, weak references (for
-``retain_grad``, see :meth:`History.retain`), and gradients that support ``+``. A computed input is linked through its ``History`` (the graph's node for it), so
-the graph holds only what ``forward`` saved.
+``retain_grad``, see :meth:`History.retain`), and gradients that support ``+``. A computed
+input is linked through its ``History`` (the graph's node for it), so the graph holds only what
+``forward`` saved.
 """
 
 import weakref

@@ -1,0 +1,140 @@
+"""Where the step of makemore (karpathy/makemore, the compatibility suite's ``makemore_<type>``
+cases) goes, phase by phase, on torchlight and on PyTorch.
+
+    taskset -c 1 python tests-integration/benchmarks/bench_makemore_phases.py [--type gru] [--device numba]
+
+The verbatim program (``tests-integration/compat/public/makemore/makemore.py``, imported
+unchanged: on torchlight through ``torchlight.compat.install()``) is set up as its case runs it
+(one layer, 2 heads, embeddings of 16, batch 16, names of the case's syllables, AdamW at 1e-2);
+each step is cut into the batch (its ``InfiniteDataLoader``: a random sampler, the dataset's
+``__getitem__`` per name, the collation), the forward with the loss, ``zero_grad`` and
+``backward``, and AdamW's step. Each framework runs in a child process of its own with one
+thread; µs per step, the median over ``--steps`` steps after 50 unmeasured ones. PyTorch's
+column is left out when it is not importable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PUBLIC = Path(__file__).resolve().parents[1] / "compat" / "public" / "makemore"
+PHASES = ("batch", "forward", "backward", "AdamW step", "whole step")
+TYPES = ("transformer", "gru", "mlp", "bow")
+WARMUP = 50
+
+
+def _makemore():
+    spec = importlib.util.spec_from_file_location("makemore", PUBLIC / "makemore.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _case():
+    spec = importlib.util.spec_from_file_location("makemore_case", PUBLIC / "case.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def measure(kind: str, steps: int) -> dict:
+    """µs per step of each phase in this process (``torch`` already aliased or real)."""
+    import torch
+
+    mm, case = _makemore(), _case()
+    with tempfile.TemporaryDirectory() as folder:
+        case.setup(Path(folder))  # names.txt, as the suite's run writes it
+        random.seed(0)
+        torch.manual_seed(0)
+        train, _ = mm.create_datasets(str(Path(folder) / "names.txt"))
+    config = mm.ModelConfig(
+        vocab_size=train.get_vocab_size(),
+        block_size=train.get_output_length(),
+        n_layer=1,
+        n_head=2,
+        n_embd=16,
+        n_embd2=16,
+    )
+    if kind == "transformer":
+        model = mm.Transformer(config)
+    elif kind == "gru":
+        model = mm.RNN(config, cell_type="gru")
+    else:
+        model = {"mlp": mm.MLP, "bow": mm.BoW}[kind](config)
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=1e-2, weight_decay=0.01, betas=(0.9, 0.99), eps=1e-8
+    )
+    loader = mm.InfiniteDataLoader(train, batch_size=16, pin_memory=True, num_workers=0)
+    times = {p: [] for p in PHASES}
+    for step in range(WARMUP + steps):
+        t0 = time.perf_counter()
+        x, y = loader.next()
+        t1 = time.perf_counter()
+        _, loss = model(x, y)
+        t2 = time.perf_counter()
+        model.zero_grad(set_to_none=True)
+        loss.backward()
+        t3 = time.perf_counter()
+        opt.step()
+        t4 = time.perf_counter()
+        if step >= WARMUP:
+            for phase, (a, b) in zip(PHASES, [(t0, t1), (t1, t2), (t2, t3), (t3, t4), (t0, t4)]):
+                times[phase].append(b - a)
+    return {p: statistics.median(v) * 1e6 for p, v in times.items()}
+
+
+def child(framework: str, kind: str, steps: int, device: str) -> dict | None:
+    """Run :func:`measure` in a fresh process on ``framework``; None if it cannot import."""
+    env = dict(os.environ, TORCHLIGHT_DEVICE=device)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        env[var] = "1"
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", framework, "--type", kind, "--steps", str(steps)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        if framework == "torch" and "No module named 'torch'" in done.stderr:
+            return None
+        raise RuntimeError(f"{framework} child failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--type", choices=TYPES, default="gru", help="the model (default gru)")
+    parser.add_argument("--device", default="cpu", help="torchlight's device (default cpu)")
+    parser.add_argument("--steps", type=int, default=250)
+    parser.add_argument("--child", choices=["torchlight", "torch"], help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        if args.child == "torchlight":
+            import torchlight.compat
+
+            torchlight.compat.install()
+        print(json.dumps(measure(args.type, args.steps)))
+        return 0
+    ours = child("torchlight", args.type, args.steps, args.device)
+    peer = child("torch", args.type, args.steps, args.device)
+    print(f"| phase ({args.type}) | µs torchlight ({args.device}) | µs PyTorch | ratio |")
+    print("|---|---:|---:|---:|")
+    for phase in PHASES:
+        theirs = "—" if peer is None else f"{peer[phase]:.0f}"
+        ratio = "—" if peer is None else f"{ours[phase] / peer[phase]:.2f}"
+        print(f"| {phase} | {ours[phase]:.0f} | {theirs} | {ratio} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
