@@ -1,5 +1,6 @@
 """The cheaper forms of the numpy backend's formulas and of the paths around them, each against an
-independent oracle: the sigmoid as ``1 / (1 + e^{-x})`` in four in-place passes, row sums as a
+independent oracle: the sigmoid as ``1 / (1 + e^{-x})`` in four in-place passes, powers by
+products and roots (:data:`POWER_FORMS`), row sums as a
 product with ones from :data:`ROW_SUMS_BLAS` elements on, fill factories writing with
 ``ndarray.fill``, and backward formulas that skip the gradient of an operand that needs none."""
 
@@ -11,7 +12,7 @@ import pytest
 import torchlight as tl
 from torchlight.autograd.function import Context
 from torchlight.tensor.backend import numpy as numpy_backend
-from torchlight.tensor.backend.numpy_ops import sigmoid
+from torchlight.tensor.backend.numpy_ops import POWER_FORMS, ZIP, sigmoid
 from torchlight.tensor.errors import ShapeError
 from torchlight.tensor.functions.pointwise import Add, Sub
 
@@ -55,6 +56,58 @@ def test_sigmoid_in_place_on_a_strided_view():
     assert np.array_equal(
         base[:, 1::2], np.linspace(-8, 8, 40).astype(np.float32).reshape(5, 8)[:, 1::2]
     )
+
+
+# --- powers by their forms ------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")
+@pytest.mark.filterwarnings("ignore:divide by zero encountered")
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+@pytest.mark.parametrize("exponent", sorted(POWER_FORMS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("expanded", [False, True], ids=["0-d", "expanded"])
+def test_a_power_by_its_form_is_within_two_ulp_of_the_float64_power(exponent, dtype, expanded):
+    x = np.concatenate([np.linspace(-30, 30, 2401), [0.0, 1e-20, np.inf, np.nan]]).astype(dtype)
+    out = np.empty_like(x)
+    e = np.array(exponent, dtype)
+    ZIP["pow"](x, np.broadcast_to(e, x.shape) if expanded else e, out=out)
+    ref = np.array([_pow64(v, exponent) for v in x.astype(float)])
+    finite = np.isfinite(ref) & (np.abs(ref) < np.finfo(dtype).max)
+    ulp = np.spacing(np.abs(ref[finite]).astype(dtype)).astype(float)
+    assert np.all(np.abs(out[finite] - ref[finite]) <= 2 * ulp)
+    assert np.array_equal(np.isnan(out), np.isnan(ref))
+    assert np.array_equal(out[np.isinf(ref)], ref[np.isinf(ref)].astype(dtype))
+
+
+def _pow64(v, e):
+    """``v ** e`` in Python floats (``math``, no numpy): nan where the real power has no value."""
+    if math.isnan(v) or (v < 0 and e != int(e)):
+        return math.nan
+    if v == 0 and e < 0:
+        return math.inf
+    return math.pow(v, e) if not math.isinf(v) else (math.inf if e > 0 else 0.0)
+
+
+def test_a_cube_in_place_is_not_the_fourth_power():
+    x = tl.tensor([-2.0, 0.5, 3.0])
+    x.pow_(3.0)
+    assert x.tolist() == [-8.0, 0.125, 27.0]
+
+
+def test_other_exponents_ints_and_tensor_exponents_take_the_general_power():
+    x = np.array([1.5, 2.0, 4.0], np.float32)
+    out = np.empty_like(x)
+    ZIP["pow"](x, np.array(1.5, np.float32), out=out)
+    np.testing.assert_allclose(out, [1.5**1.5, 2.0**1.5, 8.0], rtol=1e-6)
+    assert (tl.tensor([2, 3]) ** 3).tolist() == [8, 27]
+    assert (tl.tensor([2.0, 3.0]) ** tl.tensor([3.0, 2.0])).tolist() == [8.0, 9.0]
+
+
+def test_the_gradient_of_a_cube_is_three_squares():
+    x = tl.tensor([-2.0, 0.5, 3.0], requires_grad=True)
+    (x**3.0).sum().backward()
+    assert x.grad.tolist() == [12.0, 0.75, 27.0]
 
 
 # --- row sums ------------------------------------------------------------------------------------
