@@ -1,10 +1,11 @@
 """The cheaper forms of the numpy backend's formulas and of the paths around them, each against an
 independent oracle: the sigmoid as ``1 / (1 + e^{-x})`` in four in-place passes, powers by
-products and roots (:data:`POWER_FORMS`), row sums as a
+products and roots (:data:`POWER_FORMS`, whole exponents by squaring), row sums as a
 product with ones from :data:`ROW_SUMS_BLAS` elements on, fill factories writing with
 ``ndarray.fill``, and backward formulas that skip the gradient of an operand that needs none."""
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ import pytest
 import torchlight as tl
 from torchlight.autograd.function import Context
 from torchlight.tensor.backend import numpy as numpy_backend
-from torchlight.tensor.backend.numpy_ops import POWER_FORMS, ZIP, sigmoid
+from torchlight.tensor.backend.numpy_ops import POWER_FORMS, WHOLE_POWER_MAX, ZIP, sigmoid
 from torchlight.tensor.errors import ShapeError
 from torchlight.tensor.functions.pointwise import Add, Sub
 
@@ -87,6 +88,34 @@ def _pow64(v, e):
     if v == 0 and e < 0:
         return math.inf
     return math.pow(v, e) if not math.isinf(v) else (math.inf if e > 0 else 0.0)
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero encountered")
+@pytest.mark.filterwarnings("ignore:overflow encountered")
+@pytest.mark.parametrize("n", [4, 5, -3, 7, WHOLE_POWER_MAX, -WHOLE_POWER_MAX])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_whole_power_is_the_rounded_exact_power_in_float32(n, dtype):
+    x = np.concatenate([np.linspace(-9, 9, 1801), [0.0, np.inf, -np.inf, np.nan]]).astype(dtype)
+    out = np.empty_like(x)
+    ZIP["pow"](x, np.array(float(n), dtype), out=out)
+    exact = [_exact_pow(v, n) for v in x.astype(float)]
+    ref = np.array([float(v) for v in exact])  # the exact rational, rounded to float64 once
+    tiny, big = np.finfo(dtype).tiny, np.finfo(dtype).max
+    normal = np.isfinite(ref) & (np.abs(ref) >= tiny) & (np.abs(ref) <= big)
+    ulp = np.spacing(np.abs(ref[normal]).astype(dtype)).astype(float)
+    bound = 0.51 if dtype == np.float32 else abs(n)
+    assert np.all(np.abs(out[normal] - ref[normal]) <= bound * ulp)
+    assert np.array_equal(np.isnan(out), np.isnan(ref))
+    assert np.array_equal(out[np.isinf(ref)], ref[np.isinf(ref)].astype(dtype))
+
+
+def _exact_pow(v, n):
+    """``v ** n`` as an exact rational (``fractions``), or the IEEE answer at 0, inf and nan."""
+    if math.isnan(v):
+        return math.nan
+    if math.isinf(v) or v == 0:
+        return math.pow(v, n) if not (v == 0 and n < 0) else math.inf
+    return Fraction(v) ** n
 
 
 def test_a_cube_in_place_is_not_the_fourth_power():

@@ -12,7 +12,17 @@ import numpy as np
 
 from ..formulas import INV_SQRT_2PI, SQRT1_2, gelu_tanh_arg, gelu_tanh_slope
 
-__all__ = ["MAP", "ZIP", "REDUCE", "POWER_FORMS", "erf", "erf_libm", "sigmoid"]
+__all__ = [
+    "MAP",
+    "ZIP",
+    "REDUCE",
+    "POWER_FORMS",
+    "WHOLE_POWER_MAX",
+    "erf",
+    "erf_libm",
+    "sigmoid",
+    "whole_power",
+]
 
 
 _erf_py = np.frompyfunc(math.erf, 1, 1)
@@ -90,13 +100,45 @@ POWER_FORMS = {
 }
 
 
+#: whole exponents up to this size (other than :data:`POWER_FORMS`') are raised by squaring
+WHOLE_POWER_MAX = 16
+
+
+def whole_power(x, n, out):
+    r"""``out = x ** n`` for a whole ``n``, :math:`1 < |n| \le` :data:`WHOLE_POWER_MAX`, by
+    squaring and multiplying in float64 and rounding once into ``out``.
+
+    powf takes 60 ns an element for ``x ** 4.0`` with negative ``x`` (20x this). The relative
+    error of the float64 product is at most :math:`(|n| - 1)\,2^{-53}`, so a float32 result is
+    the exact power rounded (within 0.51 ulp) and a float64 result is within :math:`|n|` ulp.
+    """
+    base = x.astype(np.float64)  # a copy, squared in place
+    acc = None
+    k = abs(n)
+    while True:
+        if k & 1:
+            acc = base.copy() if acc is None else np.multiply(acc, base, out=acc)
+        k >>= 1
+        if not k:
+            break
+        np.square(base, out=base)
+    if n < 0:
+        np.reciprocal(acc, out=acc)
+    np.copyto(out, acc, casting="same_kind")
+
+
 def _power(a, b, out):
-    """``out = a ** b``; a float tensor to one of :data:`POWER_FORMS`' exponents by its form
-    (``b`` one number: 0-d, or expanded with zero strides, as the numba backend hands it)."""
+    """``out = a ** b``; a float tensor to one number (``b`` 0-d, or expanded with zero strides
+    as the numba backend hands it) by the exponent's form in :data:`POWER_FORMS`, or by
+    :func:`whole_power` for a whole exponent; anything else by numpy's power."""
     if not any(b.strides) and b.size and a.dtype == out.dtype and out.dtype.kind == "f":
-        form = POWER_FORMS.get(float(b.flat[0]))
+        e = float(b.flat[0])
+        form = POWER_FORMS.get(e)
         if form is not None:
             form(a, out)
+            return
+        if e.is_integer() and 1 < abs(e) <= WHOLE_POWER_MAX:
+            whole_power(a, int(e), out)
             return
     np.power(a, b, out=out)
 
