@@ -1,7 +1,8 @@
 """The cheaper forms of the numpy backend's formulas and of the paths around them, each against an
 independent oracle: the sigmoid as ``1 / (1 + e^{-x})`` in four in-place passes, powers by
 products and roots (:data:`POWER_FORMS`, whole exponents by squaring), row sums as a
-product with ones from :data:`ROW_SUMS_BLAS` elements on, fill factories writing with
+product with ones from :data:`ROW_SUMS_BLAS` elements on, maxima over many narrow rows by the
+transposed copy, a product over one column as the outer product, fill factories writing with
 ``ndarray.fill``, and backward formulas that skip the gradient of an operand that needs none."""
 
 import math
@@ -12,8 +13,15 @@ import pytest
 
 import torchlight as tl
 from torchlight.autograd.function import Context
-from torchlight.tensor.backend import numpy as numpy_backend
 from torchlight.tensor.backend.numpy_ops import POWER_FORMS, WHOLE_POWER_MAX, ZIP, sigmoid
+from torchlight.tensor.backend.numpy_rows import (
+    MANY_ROWS,
+    NARROW_ROW,
+    ROW_SUMS_BLAS,
+    lse_shift,
+    row_maxes,
+    row_sums,
+)
 from torchlight.tensor.errors import ShapeError
 from torchlight.tensor.functions.pointwise import Add, Sub
 
@@ -142,18 +150,95 @@ def test_the_gradient_of_a_cube_is_three_squares():
 # --- row sums ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("shape", [(4, 5), (64, 65), (3, 40, 33)])
+@pytest.mark.parametrize("shape", [(4, 5), (16, 27), (64, 65), (3, 40, 33)])
 def test_row_sums_match_float64_sums_on_both_sides_of_the_threshold(shape):
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
-    assert (x.size >= numpy_backend.ROW_SUMS_BLAS) == (x.size > 1000)
-    got = numpy_backend._sums(x, -1)
+    assert (x.size >= ROW_SUMS_BLAS) == (x.size > 1000)
+    got = row_sums(x, -1)
     ref = x.astype(np.float64).sum(axis=-1, keepdims=True)
     assert got.shape == ref.shape and got.dtype == np.float32
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5 * shape[-1])
-    inner = numpy_backend._sums(x, 0)  # another axis: numpy's reduction
+    inner = row_sums(x, 0)  # another axis: numpy's reduction
     np.testing.assert_allclose(
         inner, x.astype(np.float64).sum(0, keepdims=True), rtol=1e-5, atol=1e-4
     )
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [(16, 9), (MANY_ROWS, NARROW_ROW), (MANY_ROWS, NARROW_ROW + 1), (16, 2, 9, 9), (300, 1), (5,)],
+)
+def test_row_maxes_are_numpys_maxima_on_both_sides_of_the_thresholds(shape):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal(shape).astype(np.float32)
+    specials = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e30, -1e30]
+    at = rng.choice(x.size, min(len(specials), x.size), replace=False)
+    x.reshape(-1)[at] = specials[: len(at)]
+    for view in (x, np.swapaxes(x, 0, -1)):  # contiguous, and a strided view
+        got = row_maxes(view, -1)
+        ref = np.array([max_or_nan(row) for row in view.reshape(-1, view.shape[-1])])
+        assert got.shape == view.shape[:-1] + (1,)
+        np.testing.assert_array_equal(got.reshape(-1), ref)
+    np.testing.assert_array_equal(row_maxes(x, 0), x.max(0, keepdims=True))  # another axis
+
+
+def max_or_nan(row):
+    """A row's maximum in Python floats (no numpy reduction): nan if it holds a nan."""
+    values = [float(v) for v in row]
+    return math.nan if any(math.isnan(v) for v in values) else max(values)
+
+
+def test_the_shift_of_a_row_of_infinities_is_zero():
+    x = np.full((MANY_ROWS, 3), -np.inf, np.float32)
+    x[1] = [np.inf, 0.0, 1.0]
+    x[2] = [1.0, 5.0, -2.0]
+    m = lse_shift(x, -1)[:, 0]
+    assert m[0] == 0 and m[1] == 0 and m[2] == 5.0
+
+
+@pytest.mark.parametrize("shape", [(16, 2, 9, 9), (144, 15)])
+def test_softmax_and_cross_entropy_over_narrow_rows_match_float64(shape):
+    """Many narrow rows take the transposed maxima: softmax and its gradient, cross-entropy."""
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal(shape) * 3).astype(np.float32)
+    a64 = a.astype(np.float64)
+    p = np.exp(a64 - a64.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    x = tl.tensor(a, requires_grad=True)
+    y = tl.softmax(x, -1)
+    np.testing.assert_allclose(y.to_numpy(), p, rtol=1e-5, atol=1e-7)
+    g = rng.standard_normal(shape)
+    y.backward(tl.tensor(g.astype(np.float32)))
+    ref = p * (g - (g * p).sum(-1, keepdims=True))
+    np.testing.assert_allclose(x.grad.to_numpy(), ref, rtol=1e-4, atol=1e-6)
+    rows = a.reshape(-1, shape[-1])
+    t = rng.integers(0, shape[-1], len(rows))
+    loss = tl.nn.functional.cross_entropy(tl.tensor(rows), tl.tensor(t))
+    r64 = rows.astype(np.float64)
+    lse = np.log(np.exp(r64 - r64.max(1, keepdims=True)).sum(1)) + r64.max(1)
+    assert abs(loss.item() - (lse - r64[np.arange(len(rows)), t]).mean()) <= 1e-5
+
+
+def test_layer_norm_over_many_short_rows_matches_float64():
+    rng = np.random.default_rng(4)
+    a = (rng.standard_normal((16, 9, 16)) * 2 + 1).astype(np.float32)
+    w = rng.standard_normal(16).astype(np.float32)
+    x = tl.tensor(a, requires_grad=True)
+    wt = tl.tensor(w, requires_grad=True)
+    bt = tl.zeros(16, requires_grad=True)
+    y = tl.nn.functional.layer_norm(x, (16,), wt, bt)
+    a64 = a.astype(np.float64)
+    mu, var = a64.mean(-1, keepdims=True), a64.var(-1, keepdims=True)
+    xhat = (a64 - mu) / np.sqrt(var + 1e-5)
+    np.testing.assert_allclose(y.to_numpy(), xhat * w, rtol=1e-5, atol=1e-5)
+    g = rng.standard_normal(a.shape)
+    y.backward(tl.tensor(g.astype(np.float32)))
+    dxhat = g * w
+    dx = dxhat - dxhat.mean(-1, keepdims=True) - xhat * (dxhat * xhat).mean(-1, keepdims=True)
+    dx /= np.sqrt(var + 1e-5)
+    np.testing.assert_allclose(x.grad.to_numpy(), dx, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(wt.grad.to_numpy(), (g * xhat).sum((0, 1)), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(bt.grad.to_numpy(), g.sum((0, 1)), rtol=1e-4, atol=1e-4)
 
 
 def test_softmax_family_and_cross_entropy_above_the_threshold_match_float64():
@@ -177,6 +262,26 @@ def test_softmax_family_and_cross_entropy_above_the_threshold_match_float64():
     onehot = np.zeros_like(p)
     onehot[np.arange(64), t] = 1
     np.testing.assert_allclose(x.grad.to_numpy(), (p - onehot) / 64, rtol=1e-4, atol=1e-8)
+
+
+# --- outer products -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape"), [((97, 1), (1, 128)), ((3, 5, 1), (3, 1, 4))])
+def test_a_product_over_one_column_is_the_outer_product(a_shape, b_shape):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    b = rng.standard_normal(b_shape).astype(np.float32)
+    x, y = tl.tensor(a, requires_grad=True), tl.tensor(b, requires_grad=True)
+    z = x @ y
+    exact = a.astype(np.float64) * b.astype(np.float64)  # one product: rounded once to float32
+    np.testing.assert_array_equal(z.to_numpy(), exact.astype(np.float32))
+    g = rng.standard_normal(z.shape).astype(np.float32)
+    z.backward(tl.tensor(g))
+    np.testing.assert_allclose(x.grad.to_numpy(), (g @ np.swapaxes(b, -1, -2)), rtol=1e-5)
+    np.testing.assert_allclose(y.grad.to_numpy(), (np.swapaxes(a, -1, -2) @ g), rtol=1e-5)
+    t = tl.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2))).transpose(-1, -2)  # strided
+    np.testing.assert_array_equal((t @ y).to_numpy(), exact.astype(np.float32))
 
 
 # --- fill factories -------------------------------------------------------------------------------

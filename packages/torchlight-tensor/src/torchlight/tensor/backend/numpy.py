@@ -20,6 +20,7 @@ from ..indexing import contiguous_strides
 from . import numpy_rnn
 from .bounds import check_host
 from .numpy_ops import MAP, REDUCE, ZIP
+from .numpy_rows import lse_shift, row_maxes, row_sums
 from .protocol import API_VERSION, BackendSpec
 
 __all__ = ["NumpyBackend", "SPEC", "as_array", "blas_operands"]
@@ -72,36 +73,6 @@ def blas_operands(x, y):
         if y.ndim > 2 and not y.flags.c_contiguous:
             y = np.ascontiguousarray(y)
     return x, y
-
-
-def _lse_shift(x, axis=1, keepdims=False):
-    """Each slice's max along ``axis``, or 0 where that is ±inf (as PyTorch's logsumexp): the
-    shift of ``logsumexp`` and of cross-entropy's rows."""
-    m = np.maximum.reduce(x, axis=axis, keepdims=keepdims)
-    if not np.isfinite(m).all():
-        m = np.where(np.isinf(m), 0, m).astype(x.dtype)
-    return m
-
-
-ROW_SUMS_BLAS = 2048
-"""From this many elements on, a float32/float64 array's sums over its last axis are a product
-with a vector of ones (BLAS) instead of ``np.add.reduce``, which is slow over short rows but
-cheaper to call: (16, 27) 1.8 µs reduce vs 2.9 µs product; (144, 27) 5.5 vs 3.1; (512, 65) 19.0
-vs 5.5 (one thread)."""
-
-
-def _sums(x, axis):
-    """``np.add.reduce(x, axis, keepdims=True)``, over a large array's last axis as a product
-    with ones (see :data:`ROW_SUMS_BLAS`; the two add in different orders, both to within the
-    rounding of a float sum)."""
-    if (
-        x.size >= ROW_SUMS_BLAS
-        and (axis == -1 or axis == x.ndim - 1)
-        and x.dtype.kind == "f"
-        and x.dtype.itemsize >= 4
-    ):
-        return (x @ np.ones(x.shape[-1], x.dtype))[..., None]
-    return np.add.reduce(x, axis=axis, keepdims=True)
 
 
 ONEHOT_MAX = 1 << 18
@@ -210,7 +181,11 @@ class NumpyBackend:
 
         The contract is :meth:`Backend.matmul <torchlight.tensor.backend.protocol.Backend.matmul>`.
         """
-        x, y = blas_operands(as_array(a), as_array(b))
+        x, y = as_array(a), as_array(b)
+        if x.shape[-1] == 1:  # an outer product: one rounding either way, 3-4x faster than gemm
+            np.multiply(x, y, out=as_array(out))
+            return
+        x, y = blas_operands(x, y)
         np.matmul(x, y, out=as_array(out))
 
     # Indexing primitives check their index on the host first (bounds.py): numpy would wrap a
@@ -302,13 +277,13 @@ class NumpyBackend:
         if x.size == 0:  # numpy's max has no identity for an empty row
             return
         o = as_array(out)  # the shifted input, then the result: no temporaries of x's size
-        np.subtract(x, np.maximum.reduce(x, axis=dim, keepdims=True), out=o)
+        np.subtract(x, row_maxes(x, dim), out=o)
         if log:
-            s = _sums(np.exp(o), dim)
+            s = row_sums(np.exp(o), dim)
             np.subtract(o, np.log(s, out=s), out=o)
         else:
             np.exp(o, out=o)
-            np.divide(o, _sums(o, dim), out=o)
+            np.divide(o, row_sums(o, dim), out=o)
 
     def softmax_backward(self, y, g, dim, out, log=False):
         """Capability ``softmax``: the input gradient ``out`` of softmax (or log-softmax) from its output ``y`` and gradient ``g``, with numpy on the host.
@@ -319,9 +294,9 @@ class NumpyBackend:
         if yv.size == 0:
             return
         if log:  # dx = g - softmax(x) * sum(g)
-            np.subtract(gv, np.exp(yv) * _sums(gv, dim), out=as_array(out))
+            np.subtract(gv, np.exp(yv) * row_sums(gv, dim), out=as_array(out))
         else:  # dx = y * (g - sum(g * y))
-            np.multiply(yv, gv - _sums(gv * yv, dim), out=as_array(out))
+            np.multiply(yv, gv - row_sums(gv * yv, dim), out=as_array(out))
 
     def logsumexp(self, a, dim, out):
         """Capability ``logsumexp``: ``out = m + log Σ exp(a - m)`` along ``dim`` (``out`` keeps
@@ -333,10 +308,10 @@ class NumpyBackend:
         if x.size == 0:  # numpy's max has no identity for an empty row (the core refuses those)
             return
         o = as_array(out)
-        m = _lse_shift(x, dim, keepdims=True)  # a slice of -inf gives -inf, one of +inf +inf
+        m = lse_shift(x, dim)  # a slice of -inf gives -inf, one of +inf +inf
         # log 0 = -inf for a slice of -inf: numpy's warning is filtered for this module (above);
         # an errstate block here cost 1.3 us a call
-        np.log(_sums(np.exp(x - m), dim), out=o)
+        np.log(row_sums(np.exp(x - m), dim), out=o)
         o += m
 
     def layernorm(self, x, w, b, eps, out, mean, rstd):
@@ -346,17 +321,16 @@ class NumpyBackend:
         """
         xv = as_array(x)
         d = xv.shape[-1]
-        # (np.add.reduce and a division, not .mean: the same arithmetic without numpy's Python
+        # (row sums and a division, not .mean: the same arithmetic without numpy's Python
         # wrapper, which cost ~5 µs a call, more than the sums on a transformer's rows)
-        # accumulated in float64: a float32 mean of equal values can miss them by an ulp, which
+        # the mean in float64: a float32 mean of equal values can miss them by an ulp, which
         # 1/sqrt(eps) then magnifies (a constant row gave 4e-5 instead of 0 at eps = 1e-5)
         mu = as_array(mean)
-        s = np.add.reduce(xv, axis=-1, keepdims=True, dtype=np.float64)
-        np.divide(s, d, out=mu, casting="same_kind")
+        np.divide(row_sums(xv.astype(np.float64), -1), d, out=mu, casting="same_kind")
         y = as_array(out)  # x - μ, then the result, in place: no temporaries of x's size
         np.subtract(xv, mu, out=y)
         r = as_array(rstd)  # 1 / sqrt(mean((x - μ)²) + eps)
-        np.divide(np.add.reduce(y * y, axis=-1, keepdims=True), d, out=r)
+        np.divide(row_sums(y * y, -1), d, out=r)
         r += eps
         np.sqrt(r, out=r)
         np.divide(1.0, r, out=r)
@@ -376,16 +350,14 @@ class NumpyBackend:
         xhat = (as_array(x) - as_array(mean)) * r
         dxhat = gv * as_array(w) if w is not None else gv
         lead = tuple(range(gv.ndim - 1))
-        add = np.add.reduce  # means as sums / d (see layernorm)
+        # means as sums / d (see layernorm)
         as_array(dx)[...] = r * (
-            dxhat
-            - add(dxhat, axis=-1, keepdims=True) / d
-            - xhat * (add(dxhat * xhat, axis=-1, keepdims=True) / d)
+            dxhat - row_sums(dxhat, -1) / d - xhat * (row_sums(dxhat * xhat, -1) / d)
         )
         if dw is not None:
-            as_array(dw)[...] = (gv * xhat).sum(axis=lead)
+            np.add.reduce(gv * xhat, axis=lead, out=as_array(dw))
         if db is not None:
-            as_array(db)[...] = gv.sum(axis=lead)
+            np.add.reduce(gv, axis=lead, out=as_array(db))
 
     def cross_entropy(self, x, target, weight, loss, logs):
         """Capability ``cross_entropy``: per-row losses of logits ``x`` (N, C),
@@ -398,13 +370,13 @@ class NumpyBackend:
         if xv.shape[0] == 0:
             return
         check_host("cross_entropy", t, xv.shape[1])
-        m = _lse_shift(xv)
+        m = lse_shift(xv)[:, 0]
         picked = xv[np.arange(xv.shape[0]), t]  # t is checked: a third the cost of take_along_axis
         # inf - inf = NaN and log 0 = -inf (rows holding ±inf) are PyTorch's answers too (numpy's
         # warnings about them are filtered for this module, see the module docstring)
         e = np.subtract(xv, m[:, None])
         np.exp(e, out=e)
-        log_s = np.log(_sums(e, 1)[:, 0], out=as_array(logs))
+        log_s = np.log(row_sums(e, 1)[:, 0], out=as_array(logs))
         # (m - x_t) + log_s, not lse - x_t: with |x| ~ 1e4 in float32, lse = m + log_s has
         # already lost the low digits of log_s that the loss consists of (near 3e38, all)
         out = as_array(loss)
@@ -423,7 +395,7 @@ class NumpyBackend:
             return
         check_host("cross_entropy_backward", t, xv.shape[1])
         d = as_array(dx)  # written in place: this is the biggest array of a language model's step
-        np.subtract(xv, _lse_shift(xv)[:, None], out=d)
+        np.subtract(xv, lse_shift(xv), out=d)
         d -= as_array(logs)[:, None]
         np.exp(d, out=d)
         d[np.arange(xv.shape[0]), t] -= 1
