@@ -261,12 +261,20 @@ class NumpyBackend:
 
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
         """
-        if new_dim:  # np.stack's own checks cost as much as the copies: index a new axis in
-            axis = (slice(None),) * dim + (None,)
-            arrays = [as_array(v)[axis] for v in srcs]
-        else:
-            arrays = [as_array(v) for v in srcs]
-        np.concatenate(arrays, dim, out=as_array(out))
+        o = as_array(out)
+        arrays = [as_array(v) for v in srcs]
+        if new_dim:
+            shape = arrays[0].shape
+            if dim < len(shape):
+                # stacked along dim is concatenated along dim into out with dims dim and dim + 1
+                # merged (a view: out is new and contiguous); np.stack's checks and a new axis
+                # indexed into each input cost as much as the copies
+                merged = shape[:dim] + (len(arrays) * shape[dim],) + shape[dim + 1 :]
+                np.concatenate(arrays, dim, out=o.reshape(merged))
+                return
+            axis = (slice(None),) * dim + (None,)  # at the end, or 0-d inputs: a new axis each
+            arrays = [a[axis] for a in arrays]
+        np.concatenate(arrays, dim, out=o)
 
     def softmax(self, a, dim, out, log=False):
         """Capability ``softmax``: ``out = softmax(a, dim)`` (``log_softmax`` with ``log=True``), max-shifted, with numpy on the host.
