@@ -34,10 +34,14 @@ ROW_SUMS_BLAS = 512
 """From this many elements on, a float32/float64 array's sums over its last axis are a product
 with ones: below it the product costs more to call than numpy's reduction takes."""
 
-NARROW_ROW, MANY_ROWS = 32, 64
-"""A maximum over the last axis takes the transposed copy when its rows hold at most
-``NARROW_ROW`` values and there are at least ``MANY_ROWS`` of them: wider, the copy costs more
-than it saves ((144, 64): 9.4 against 7.0 µs; (144, 128): 10.7 against 17.6); fewer, the same."""
+NARROW_ROW = 32
+"""A maximum over the last axis takes the transposed copy when its rows hold at most this many
+values (and there are :data:`MANY_ROWS` of them): wider, the copy costs more than it saves
+((144, 64): 9.4 against 7.0 µs; (144, 128): 10.7 against 17.6)."""
+
+MANY_ROWS = 64
+"""... and when there are at least this many rows: with fewer, numpy's reduction costs as much
+((16, 16): 1.7 µs either way)."""
 
 
 @lru_cache(maxsize=64)
