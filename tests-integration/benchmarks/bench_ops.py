@@ -179,6 +179,21 @@ CASES = {
         m.ones(512, 65, requires_grad=True),
         m.arange(512) % 65,
     ),
+    "torch.pow(x, 3.0) (16x9x64, a tanh GELU's cube)": lambda m: _call(
+        lambda x: m.pow(x, 3.0), m.linspace(-3, 3, 9216).reshape(16, 9, 64)
+    ),
+    "x ** 4 (2000, a polynomial's term)": lambda m: _call(lambda x: x**4, m.linspace(-3, 3, 2000)),
+    "softmax(-1) (16x2x9x9, attention scores)": lambda m: _call(
+        lambda x: m.softmax(x, -1), m.linspace(-3, 3, 2592).reshape(16, 2, 9, 9)
+    ),
+    "LayerNorm(16), backward (16x9x16)": lambda m: _call(
+        lambda ln, x: ln(x).sum().backward(),
+        m.nn.LayerNorm(16),
+        m.linspace(-3, 3, 2304).reshape(16, 9, 16).requires_grad_(),
+    ),
+    "a @ b (97x1 @ 1x128, an outer product)": lambda m: _call(
+        lambda a, b: a @ b, m.ones(97, 1), m.ones(1, 128)
+    ),
     # a GPT's attention dropout (batch 32, 4 heads, context 128): the mask's draw is the cost
     "rand (2097152)": lambda m: _call(m.rand, 2097152),
     "dropout(p=0.1), training (32x4x128x128)": lambda m: _call(
