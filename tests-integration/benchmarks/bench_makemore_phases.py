@@ -15,17 +15,15 @@ column is left out when it is not importable.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
-import json
-import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import phase_children
 
 PUBLIC = Path(__file__).resolve().parents[1] / "compat" / "public" / "makemore"
 PHASES = ("batch", "forward", "backward", "AdamW step", "whole step")
@@ -93,47 +91,11 @@ def measure(kind: str, steps: int) -> dict:
     return {p: statistics.median(v) * 1e6 for p, v in times.items()}
 
 
-def child(framework: str, kind: str, steps: int, device: str) -> dict | None:
-    """Run :func:`measure` in a fresh process on ``framework``; None if it cannot import."""
-    env = dict(os.environ, TORCHLIGHT_DEVICE=device)
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-        env[var] = "1"
-    done = subprocess.run(
-        [sys.executable, __file__, "--child", framework, "--type", kind, "--steps", str(steps)],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        if framework == "torch" and "No module named 'torch'" in done.stderr:
-            return None
-        raise RuntimeError(f"{framework} child failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--type", choices=TYPES, default="gru", help="the model (default gru)")
-    parser.add_argument("--device", default="cpu", help="torchlight's device (default cpu)")
-    parser.add_argument("--steps", type=int, default=250)
-    parser.add_argument("--child", choices=["torchlight", "torch"], help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.child:
-        if args.child == "torchlight":
-            import torchlight.compat
-
-            torchlight.compat.install()
-        print(json.dumps(measure(args.type, args.steps)))
-        return 0
-    ours = child("torchlight", args.type, args.steps, args.device)
-    peer = child("torch", args.type, args.steps, args.device)
-    print(f"| phase ({args.type}) | µs torchlight ({args.device}) | µs PyTorch | ratio |")
-    print("|---|---:|---:|---:|")
-    for phase in PHASES:
-        theirs = "—" if peer is None else f"{peer[phase]:.0f}"
-        ratio = "—" if peer is None else f"{ours[phase] / peer[phase]:.2f}"
-        print(f"| {phase} | {ours[phase]:.0f} | {theirs} | {ratio} |")
-    return 0
+    options = {"--type": dict(choices=TYPES, default="gru", help="the model (default gru)")}
+    return phase_children.main(
+        __file__, __doc__, argv, lambda a: measure(a.type, a.steps), PHASES, "µs", 0, options
+    )
 
 
 if __name__ == "__main__":
