@@ -10,18 +10,20 @@ scores (rows of 9), a cross-entropy over a small vocabulary (rows of 15) or a la
   where numpy's inner loop runs along a whole column of values at once.
 
 Both give what ``np.add.reduce`` / ``np.maximum.reduce`` give: the maximum exactly, the sum to
-within the rounding of a float sum (the two add in different orders). The thresholds are
-measured on one thread (``python -m timeit``, float32, in µs: reduce / this form):
+within the rounding of a float sum (the two add in different orders). Measured on one thread
+(``timeit``, float32, µs, numpy's reduction / the other form, both forms at every shape):
 
 =============  ==============  ==============
 shape          sum             max
 =============  ==============  ==============
-(16, 27)       1.3 / 1.2       1.7 / 2.3
-(144, 15)      4.2 / 1.6       7.9 / 2.7
-(2304, 9)      44 / 2.5        99 / 10
-(512, 65)      15 / 3.4        24 / 17
-(64, 2048)     23 / 6          11 / 438
+(16, 27)       1.3 / 1.0       1.8 / 2.6
+(144, 15)      4.2 / 1.3       8.0 / 3.1
+(2304, 9)      44 / 5.7        99 / 11
+(512, 65)      15 / 3.2        24 / 17
+(64, 2048)     22 / 7.2        11 / 426
 =============  ==============  ==============
+
+The thresholds below choose between the two forms from such measurements.
 """
 
 from functools import lru_cache
@@ -75,7 +77,7 @@ def row_maxes(x, axis):
 
 def lse_shift(x, axis=-1):
     """Each row's maximum along ``axis`` (kept, size 1), or 0 where that is ±inf (as PyTorch's
-    logsumexp): the shift of ``logsumexp``, of softmax's log form and of cross-entropy's rows."""
+    logsumexp): the shift of ``logsumexp`` and of cross-entropy's rows."""
     m = row_maxes(x, axis)
     if not np.isfinite(m).all():
         m = np.where(np.isinf(m), 0, m).astype(x.dtype)
