@@ -314,8 +314,7 @@ def _exit(status=None):
             file=sys.stderr,
             flush=True,
         )
-        _flush()
-        _MPI.COMM_WORLD.Abort(code)
+        _abort_world(_MPI, code)  # with the grace that lets the launcher forward the message
     _ORIGINAL["exit"](status)
 
 
