@@ -241,7 +241,7 @@ class Function:
     def apply(cls, *args, **kwargs):
         """Run ``forward`` and, when recording and some input requires grad, link the output."""
         mode = GradMode
-        prev = mode.enabled
+        prev: bool | None = mode.enabled
         if Function.tracers:
             return cls._apply_traced(prev, args, kwargs)
         n = len(args)
@@ -254,14 +254,14 @@ class Function:
         if not prev:
             # nothing records this op (a backward formula, code under no_grad, constants): it
             # is its forward alone, with a scratch context (no node, nothing to report)
-            ctx = _ScratchContext(_NOTHING_NEEDED[n] if n < 8 else (False,) * n)
+            scratch = _ScratchContext(_NOTHING_NEEDED[n] if n < 8 else (False,) * n)
             if prev is None:
                 mode.enabled = False  # ops inside forward are details, never recorded
                 try:
-                    return cls.forward(ctx, *args, **kwargs)
+                    return cls.forward(scratch, *args, **kwargs)
                 finally:
                     mode.enabled = True
-            return cls.forward(ctx, *args, **kwargs)
+            return cls.forward(scratch, *args, **kwargs)
         # one loop for both lists (two comprehensions cost more on every op); a computed input
         # is linked through its node, so the graph does not hold its memory
         flags, edges = [], []
