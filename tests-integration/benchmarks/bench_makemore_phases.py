@@ -31,15 +31,9 @@ TYPES = ("transformer", "gru", "mlp", "bow")
 WARMUP = 50
 
 
-def _makemore():
-    spec = importlib.util.spec_from_file_location("makemore", PUBLIC / "makemore.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _case():
-    spec = importlib.util.spec_from_file_location("makemore_case", PUBLIC / "case.py")
+def _module(name: str, filename: str):
+    """The public program's file ``filename`` imported unchanged as module ``name``."""
+    spec = importlib.util.spec_from_file_location(name, PUBLIC / filename)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -49,7 +43,7 @@ def measure(kind: str, steps: int) -> dict:
     """µs per step of each phase in this process (``torch`` already aliased or real)."""
     import torch
 
-    mm, case = _makemore(), _case()
+    mm, case = _module("makemore", "makemore.py"), _module("makemore_case", "case.py")
     with tempfile.TemporaryDirectory() as folder:
         case.setup(Path(folder))  # names.txt, as the suite's run writes it
         random.seed(0)
@@ -63,12 +57,13 @@ def measure(kind: str, steps: int) -> dict:
         n_embd=16,
         n_embd2=16,
     )
-    if kind == "transformer":
-        model = mm.Transformer(config)
-    elif kind == "gru":
-        model = mm.RNN(config, cell_type="gru")
-    else:
-        model = {"mlp": mm.MLP, "bow": mm.BoW}[kind](config)
+    build = {
+        "transformer": mm.Transformer,
+        "gru": lambda c: mm.RNN(c, cell_type="gru"),
+        "mlp": mm.MLP,
+        "bow": mm.BoW,
+    }
+    model = build[kind](config)
     opt = torch.optim.AdamW(
         model.parameters(), lr=1e-2, weight_decay=0.01, betas=(0.9, 0.99), eps=1e-8
     )
