@@ -148,3 +148,57 @@ def test_engine_hands_a_backward_a_dense_sum_of_partials():
     (a * 2.0 + b * 5.0 + c).backward()
     assert x.grad == [3.0, 0.0, 5.0]
     assert len(seen) == 1 and isinstance(seen[0], Box)
+
+
+class Terms(PartialGradient):
+    """A sum of numbers kept as its terms: ``merge`` joins them unbuilt (up to ``cap`` terms)."""
+
+    cap = 3
+
+    def __init__(self, *terms):
+        self.terms = list(terms)
+        self.built = 0
+
+    def merge(self, other):
+        if not isinstance(other, Terms) or len(self.terms) + len(other.terms) > self.cap:
+            return None
+        self.terms += other.terms
+        return self
+
+    def dense(self):
+        self.built += 1
+        return Box(float(sum(self.terms)))
+
+    def add_into(self, buffer):
+        buffer += self.dense()
+        return buffer
+
+
+def test_mergeable_partial_gradients_are_joined_unbuilt():
+    sums, x = GradientSums(in_place=True), Var()
+    first = Terms(1.0)
+    sums.add(x, first)
+    for v in (2.0, 4.0):
+        sums.add(x, Terms(v))
+    total = sums.pop(x, partial_ok=True)
+    assert total is first and total.terms == [1.0, 2.0, 4.0] and total.built == 0
+
+
+def test_past_what_merge_takes_the_sum_is_built_and_owned():
+    sums, x = GradientSums(in_place=True), Var()
+    parts = [Terms(float(v)) for v in (1, 2, 4, 8, 16)]
+    for p in parts:
+        sums.add(x, p)
+    total = sums.pop(x)
+    assert isinstance(total, Box) and total.v == 31.0
+    # the 4th was refused: the three joined ones built into a buffer the engine owns, then the
+    # 4th and the 5th added into it in place
+    assert total.inplace == 2 and parts[0].built == 1
+
+
+def test_merge_is_not_asked_outside_in_place_sums():
+    sums, x = GradientSums(in_place=False), Var()
+    sums.add(x, Terms(1.0))
+    sums.add(x, Terms(2.0))
+    total = sums.pop(x)
+    assert isinstance(total, Box) and total.v == 3.0

@@ -15,7 +15,9 @@ form built (zeros, then the part copied in, what the backward would have returne
 over a sequence ``for x_t in x`` thus costs one buffer for ``x``'s gradient, not one per step.
 A node whose Function sets ``partial_grad = True`` is handed such a sole partial gradient as it
 is, not built: ``x[i]``'s backward turns the gradient of ``x[i][j]`` into that of ``x[i, j]``
-(no zeros of ``x[i]``'s size built in between).
+(no zeros of ``x[i]``'s size built in between). Two partial gradients of one variable may also
+be joined unbuilt (:meth:`PartialGradient.merge`): a linear layer used at every step of a loop
+sums its weight's gradients as one product over all steps.
 
 Nothing is done in place under ``create_graph=True``: there the sums are recorded ops of the
 graph, which in-place updates would corrupt.
@@ -34,7 +36,9 @@ class PartialGradient:
     - :meth:`dense`: the whole gradient, a fresh value of the variable's shape;
     - :meth:`add_into`: add the part into ``buffer`` (a gradient of the variable's shape that the
       engine owns), in place, and return the sum (``buffer`` itself, or a new value where an
-      in-place add cannot keep the result exact).
+      in-place add cannot keep the result exact);
+    - :meth:`merge` (optional): join another gradient of the same variable into this one without
+      computing either (the default joins nothing).
     """
 
     __slots__ = ()
@@ -46,6 +50,12 @@ class PartialGradient:
     def add_into(self, buffer):
         """``buffer + self``, written into ``buffer`` where possible; returns the sum."""
         raise NotImplementedError
+
+    def merge(self, other):
+        """``self + other`` still unbuilt (``self``, extended, or a new partial gradient), or
+        ``None`` when the two cannot be joined; the engine then builds the sum. May take over
+        ``self``: the engine makes one partial gradient per variable and use."""
+        return None
 
 
 def _dense(g):
@@ -95,6 +105,10 @@ class GradientSums:
             # the first sum: build a buffer nobody else holds (``acc`` and ``g`` may be shared,
             # e.g. an add's gradient goes to both of its inputs), add into it from now on
             if isinstance(acc, PartialGradient):
+                joined = acc.merge(g)
+                if joined is not None:  # still unbuilt: nothing owned yet
+                    sums[key] = joined
+                    return
                 sums[key] = _add_own(acc.dense(), g)
             elif isinstance(g, PartialGradient):
                 sums[key] = _add_own(g.dense(), acc)

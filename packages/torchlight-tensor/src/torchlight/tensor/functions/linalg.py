@@ -12,10 +12,11 @@ from torchlight.autograd.grad_mode import GradMode
 
 from ..base import TensorBase
 from ..creation import filled, from_numpy_on
-from ..dispatch import alloc, common_backend, reduce_op, same_backend, view_of
+from ..dispatch import alloc, common_backend, same_backend
 from ..errors import ShapeError
 from ..indexing import shape_broadcast
 from .pointwise import ndarray_operand, operands
+from .weight_gradients import ProductGradient
 
 __all__ = [
     "MatMul",
@@ -98,21 +99,16 @@ class Linear(Function):
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad
-        if not need_b:
-            gb = None
-        elif g.shape[0] == 1:  # one row (a model fed one example at a time): the sum is the row
-            gb = g.reshape(g.shape[1:]) if GradMode.enabled else view_of(g, g._td.select(0, 0))
-        elif GradMode.enabled:
-            gb = g.sum(0)
-        else:  # nothing to record: the reduction alone (Tensor.sum's checks cost as much)
-            gb = reduce_op("sum", g, (0,))
-        if GradMode.enabled:  # create_graph
+        if GradMode.enabled:  # create_graph: the gradients must be recorded ops themselves
             gx = g @ w if need_x else None
             gw = g.transpose(0, 1) @ x if need_w else None
+            gb = (g.reshape(g.shape[1:]) if g.shape[0] == 1 else g.sum(0)) if need_b else None
             return gx, gw, gb
-        gt = g._td
-        gx = _product(gt, w._td, g) if need_x else None
-        gw = _product(gt.permute((1, 0)), x._td, g) if need_w else None
+        # the weight's and bias's gradients stay unbuilt: a layer used at every step of a loop
+        # then gets one product over all its uses (see weight_gradients)
+        gx = _product(g._td, w._td, g) if need_x else None
+        gw = ProductGradient(g, x) if need_w else None
+        gb = ProductGradient(g) if need_b else None
         return gx, gw, gb
 
 
