@@ -537,3 +537,36 @@ def test_broadcast_ops_and_gradients_with_and_without_the_capability(capable, mo
     assert_close(c.grad, (a_np + b_np).sum(1, keepdims=True))
     first = shapes[0]  # a + b
     assert first == (((1, 5), (4, 5), (4, 5)) if capable else ((4, 5), (4, 5), (4, 5)))
+
+
+# --- gradient formulas on the raw ops -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_product_quotient_exp_log_gradients_match_numpy(layout):
+    """Mul, Div, exp and log compute their gradients on the raw ops in a plain backward, and as
+    recorded ops under create_graph: both against the hand derivation."""
+    m = Maker(5)
+    a_np, a = m.build((3, 4), layout)
+    b_np, b = m.build((3, 4), layout)
+    b_np = np.abs(b_np) + 0.5
+    b = tl.tensor(b_np).requires_grad_()
+    a.requires_grad_()
+    ((a * b).exp().sum() + (a / b).sum() + b.log().sum()).backward()
+    e = np.exp(a_np * b_np)
+    assert_close(a.grad, e * b_np + 1 / b_np)
+    assert_close(b.grad, e * a_np - a_np / b_np**2 + 1 / b_np)
+    a.grad = b.grad = None
+    (a * b / 2.0).sum().backward(create_graph=True)  # a.grad = b/2, b.grad = a/2: recorded
+    a.grad.sum().backward()  # d(Σ b/2)/db = 1/2, added to b.grad
+    assert_close(b.grad, a_np / 2 + 0.5)
+
+
+def test_a_seed_of_another_dtype_gives_gradients_of_the_leaves_dtypes():
+    """PyTorch casts a backward seed to the tensor's dtype: a float32 leaf gets a float32 grad."""
+    x = tl.ones(3, requires_grad=True)
+    w = tl.full((3,), 2.0, requires_grad=True)
+    (x * w).exp().backward(tl.ones(3, dtype=tl.float64))
+    assert x.grad.dtype is tl.float32 and w.grad.dtype is tl.float32
+    np.testing.assert_allclose(x.grad.numpy(), 2 * np.exp(2.0) * np.ones(3), rtol=1e-6)
+    np.testing.assert_allclose(w.grad.numpy(), np.exp(2.0) * np.ones(3), rtol=1e-6)

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .errors import ShapeError, TensorIndexError
-from .indexing import contiguous_strides
+from .indexing import _CONTIGUOUS, contiguous_strides
 
 Shape = tuple[int, ...]
 
@@ -93,6 +93,21 @@ class TensorData:
         td.offset = offset
         td.size = size
         td.cache = None
+        td.views = None
+        return td
+
+    @staticmethod
+    def packed(storage: Any, shape: Shape, size: int, cache: Any) -> TensorData:
+        """The C-order view of all of a new ``storage`` of ``size`` elements, with ``cache``
+        its backend handle (or ``None``): what every new tensor gets, so :meth:`of` and
+        :func:`contiguous_strides` are written out here (two calls fewer per op)."""
+        td = _new_view(TensorData)
+        td.storage = storage
+        td.shape = shape
+        td.strides = _CONTIGUOUS.get(shape) or contiguous_strides(shape)
+        td.offset = 0
+        td.size = size
+        td.cache = cache
         td.views = None
         return td
 

@@ -389,6 +389,10 @@ class Tensor(TensorConveniences, TensorBase):
             raise ShapeError(
                 f"backward: gradient shape {gradient.shape} does not match tensor shape {self.shape}"
             )
+        elif gradient.dtype is not self.dtype:
+            # PyTorch's: every gradient takes the dtype of what it is the gradient of, so a
+            # float32 leaf gets a float32 .grad from a float64 seed (and no formula mixes dtypes)
+            gradient = gradient.to(self.dtype)
         engine.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph)
 
     # --- finite-difference protocol (gradcheck) ------------------------------------------------
@@ -1643,6 +1647,14 @@ class Tensor(TensorConveniences, TensorBase):
 
     def _inplace_zip(self, op, other, name):
         self._check_inplace(name)
+        if (
+            isinstance(other, Tensor)
+            and other.dtype is self.dtype
+            and other.backend is self.backend
+            and other._td.shape == self._td.shape
+        ):  # the common case (a gradient summed into a buffer): nothing to convert or broadcast
+            self.backend.zip(op, self._td, other._td, self._td)
+            return self
         other = _P.ndarray_operand(other, self)
         if isinstance(other, Tensor):
             dispatch.same_backend(self, other)

@@ -11,7 +11,6 @@ list, set at import; ``np.errstate`` around every call would cost more than many
 A user's own numpy code keeps numpy's settings.
 """
 
-import math
 import warnings
 
 import numpy as np
@@ -121,8 +120,8 @@ class NumpyBackend:
 
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
         """
-        storage = np.empty(math.prod(shape), dtype=dtype.np)
-        return storage, storage.reshape(shape)
+        handle = np.empty(shape, dtype.np)
+        return handle.reshape(-1), handle
 
     def from_numpy(self, array):
         """Storage holding the data of the C-contiguous ndarray ``array`` (shared where the device allows), with numpy on the host.

@@ -36,6 +36,7 @@ __all__ = [
     "Clamp",
     "Where",
     "where_in_backward",
+    "gradient_op",
     "binary",
     "compare",
     "unary",
@@ -204,6 +205,15 @@ class Sub(Function):
         return sum_to(g, sa) if need_a else None, sum_to(-g, sb) if need_b else None
 
 
+def gradient_op(op, g, x):
+    """``g op x`` (``op`` a ``ZIP_OPS`` name) in a backward formula: recorded under
+    ``create_graph``, else the raw op alone when the dtypes agree (the route through the
+    operator, its promotion and an unrecorded ``apply``, costs as much as a small product)."""
+    if GradMode.enabled or g.dtype is not x.dtype:
+        return binary(op, g, x)
+    return zip_op(op, g, x)
+
+
 class Mul(Function):
     """Autograd function of ``a * b``: gradients ``g * b`` and ``g * a``."""
 
@@ -219,8 +229,8 @@ class Mul(Function):
     def backward(ctx, g):
         a, b = ctx.saved_tensors
         sa, sb = ctx.shapes
-        ga = sum_to(g * b, sa) if ctx.needs_input_grad[0] else None
-        gb = sum_to(g * a, sb) if ctx.needs_input_grad[1] else None
+        ga = sum_to(gradient_op("mul", g, b), sa) if ctx.needs_input_grad[0] else None
+        gb = sum_to(gradient_op("mul", g, a), sb) if ctx.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -238,7 +248,7 @@ class Div(Function):
     def backward(ctx, g):  # d(a/b)/da = 1/b ; d(a/b)/db = -a/b^2
         a, b = ctx.saved_tensors
         sa, sb = ctx.shapes
-        ga = sum_to(g / b, sa) if ctx.needs_input_grad[0] else None
+        ga = sum_to(gradient_op("div", g, b), sa) if ctx.needs_input_grad[0] else None
         gb = sum_to(-g * a / (b * b), sb) if ctx.needs_input_grad[1] else None
         return ga, gb
 
@@ -362,8 +372,8 @@ _FROM_OUTPUT = {"exp", "sqrt", "rsqrt", "tanh", "sigmoid"}
 _RULES = {
     "neg": lambda x, g: -g,
     "abs": lambda x, g: g * x.sign(),
-    "exp": lambda y, g: g * y,
-    "log": lambda x, g: g / x,
+    "exp": lambda y, g: gradient_op("mul", g, y),
+    "log": lambda x, g: gradient_op("div", g, x),
     "sqrt": lambda y, g: g * 0.5 / y,
     "rsqrt": lambda y, g: g * -0.5 * y * y * y,  # d x^(-1/2) = -1/2 x^(-3/2) = -1/2 y^3
     "sin": lambda x, g: g * x.cos(),
