@@ -16,6 +16,7 @@ PACKAGE = "torchlight.tensor"
 # (module, imported name) -> why it is imported inside a function
 LAZY = {
     ("backend.numpy_ops", "scipy.special"): "importing scipy costs most of a second; erf only",
+    ("backend.numpy", "threadpoolctl"): "optional; set_num_threads only",
 }
 
 

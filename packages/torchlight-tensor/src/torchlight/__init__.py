@@ -34,8 +34,10 @@ from .tensor.backend import (  # noqa: E402
     available_backends,
     get_backend,
     get_default_device,
+    get_num_threads,
     register_backend,
     set_default_device,
+    set_num_threads,
 )
 from .tensor.device import device  # noqa: E402
 from .tensor.dtypes import (  # noqa: E402

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from torchlight.tensor.backend.protocol import API_VERSION, MAP_OPS, REDUCE_OPS, ZIP_OPS, Backend
 from torchlight.tensor.backend.registry import backend_status, get_backend
+from torchlight.tensor.backend.threads import get_num_threads
 from torchlight.tensor.storage import TensorData
 
 from .bounds import BoundsConformance
@@ -195,6 +196,27 @@ class BackendConformance(FusedConformance, JoinConformance, SequenceConformance,
         np.testing.assert_array_equal(read(be, TensorData(storage, shape)), x * x)
         if self.be.capabilities & {"host_memory"}:
             assert isinstance(storage, np.ndarray) and storage.ndim == 1 and storage.size == n
+
+    def test_threads(self):
+        """``threads``: ``set_num_threads(n)`` accepts 1 and more than the cores, and a product
+        computed after each gives the reference's values (the count changes speed, never values)."""
+        self._need("threads")
+        be = self.be
+        a = np.arange(64 * 48, dtype=np.float64).reshape(64, 48) / 100.0
+        b = np.cos(np.arange(48 * 32, dtype=np.float64)).reshape(48, 32)
+        want = a @ b
+        try:
+            for n in (1, 2, 1024):
+                be.set_num_threads(n)
+                out = TensorData(be.empty(64 * 32, _dt("float64")), (64, 32))
+                be.matmul(
+                    TensorData(be.from_numpy(a.reshape(-1)), (64, 48)),
+                    TensorData(be.from_numpy(b.reshape(-1)), (48, 32)),
+                    out,
+                )
+                np.testing.assert_allclose(read(be, out), want, rtol=1e-12)
+        finally:
+            be.set_num_threads(get_num_threads())
 
     # --- map ---------------------------------------------------------------------------------
     @pytest.mark.parametrize("op,dtype", _MAP_CASES)

@@ -279,6 +279,7 @@ class NumbaBackend:
             "join",
             "random",
             "empty_handle",
+            "threads",
         }
     )
 
@@ -288,6 +289,17 @@ class NumbaBackend:
         #: route elementwise ops that numpy does faster to the numpy backend (routing.TABLE)
         self.numpy_ufuncs = numpy_ufuncs
         self._np = NumpyBackend()
+
+    def set_num_threads(self, n):
+        """Capability ``threads``: the parallel kernels use at most ``n`` threads of numba's
+        pool from now on (on the calling thread: numba's setting is per thread), no more than
+        the pool has (``NUMBA_NUM_THREADS``, fixed when numba starts: the cores unless the
+        variable says otherwise). BLAS stays at one thread: the products split across the
+        pool themselves (``_blas``).
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        numba.set_num_threads(max(1, min(n, numba.config.NUMBA_NUM_THREADS)))
 
     # --- storage -------------------------------------------------------------------------------
     def empty(self, n, dtype):

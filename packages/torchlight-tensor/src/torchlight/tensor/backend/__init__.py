@@ -9,6 +9,7 @@ from .registry import (
     register_backend,
     set_default_device,
 )
+from .threads import get_num_threads, set_num_threads
 
 __all__ = [
     "API_VERSION",
@@ -21,6 +22,8 @@ __all__ = [
     "backend_status",
     "get_backend",
     "get_default_device",
+    "get_num_threads",
     "register_backend",
     "set_default_device",
+    "set_num_threads",
 ]

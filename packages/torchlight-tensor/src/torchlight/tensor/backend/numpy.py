@@ -103,8 +103,30 @@ class NumpyBackend:
             "cell_sequence",
             "join",
             "empty_handle",
+            "threads",
         }
     )
+
+    def set_num_threads(self, n):
+        """Capability ``threads``: matrix products use at most ``n`` BLAS threads from now on
+        (the library's own pool, through threadpoolctl; numpy's other kernels run on the calling
+        thread). Without threadpoolctl installed the pool cannot be resized while the process
+        runs: a warning says so and how to size it at start.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        try:
+            from threadpoolctl import threadpool_limits
+        except ImportError:
+            warnings.warn(
+                f"torchlight.set_num_threads({n}): the BLAS library's threads cannot be changed "
+                "while Python runs without threadpoolctl (pip install threadpoolctl); start "
+                f"Python with OMP_NUM_THREADS={n} instead",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            return
+        threadpool_limits(n, user_api="blas")
 
     # --- storage -----------------------------------------------------------------------------
     def empty(self, n, dtype):

@@ -102,6 +102,12 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  the full shape or one element, outputs contiguous of the full shape (allocated
                  by the core); None declines and the chain runs op by op
 
+Optional thread control (listed in ``capabilities``; without it the backend's threads are its own)::
+
+    "threads":   set_num_threads(n): from now on one op uses at most n threads (n >= 1), what
+                 ``torchlight.set_num_threads`` asks of every loaded backend and of each one
+                 loaded later (numpy: the BLAS library's threads, numba: its thread pool)
+
 Optional device queries (read with ``getattr``; answered for ``torchlight.cuda``)::
 
     synchronize()                         wait for queued work (absent: nothing is ever queued)
@@ -142,6 +148,7 @@ __all__ = [
     "HOST_MEMORY",
     "BROADCAST",
     "EMPTY_HANDLE",
+    "THREADS",
     "Backend",
     "BackendSpec",
     "host_memory",
@@ -213,6 +220,9 @@ BROADCAST = "broadcast"
 
 EMPTY_HANDLE = "empty_handle"
 """Capability name: ``empty_handle`` allocates with the view's handle (see the module docstring)."""
+
+THREADS = "threads"
+"""Capability name: ``set_num_threads`` caps the threads of one op (see the module docstring)."""
 
 
 View = Any

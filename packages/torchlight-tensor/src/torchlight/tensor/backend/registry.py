@@ -15,6 +15,7 @@ from importlib.metadata import entry_points
 
 from ..device import active_device, as_device_name, device
 from ..errors import BackendError, DeviceUnavailableError
+from . import threads
 from .allocator import keep_freed_memory
 from .numpy import SPEC as NUMPY_SPEC
 from .protocol import API_VERSION, BackendSpec, host_memory
@@ -148,6 +149,7 @@ def get_backend(name=None):
         raise BackendError(f"backend {name!r} failed to load: {type(exc).__name__}: {exc}") from exc
     if host_memory(backend):
         keep_freed_memory()
+    threads.configure(backend)  # a set_num_threads made before this backend loaded
     _loaded[key] = backend
     return backend
 
