@@ -101,6 +101,90 @@ def test_batchnorm_gradcheck_train_mode():
     assert tl.gradcheck(lambda x: bn(x), (x4,))
 
 
+def _np_bn_grads(x, gamma, g, eps=1e-5):
+    """The hand derivation of the train-mode gradient (the module docstring's formula), float64."""
+    axes = (0,) + tuple(range(2, x.ndim))
+    s = (1, -1) + (1,) * (x.ndim - 2)
+    xc = x - x.mean(axis=axes, keepdims=True)
+    r = 1 / np.sqrt((xc * xc).mean(axis=axes, keepdims=True) + eps)
+    xhat = xc * r
+    gh = g * gamma.reshape(s)
+    dx = r * (
+        gh - gh.mean(axis=axes, keepdims=True) - xhat * (gh * xhat).mean(axis=axes, keepdims=True)
+    )
+    return dx, (g * xhat).sum(axis=axes), g.sum(axis=axes)
+
+
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (2, 3, 4, 5)])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+def test_batchnorm_train_gradients_match_the_hand_derivation(shape, layout):
+    """One node (BatchNormTraining) for the whole train-mode expression, on packed and permuted
+    inputs, against the formula written out in numpy."""
+    rng = np.random.default_rng(4)
+    x_np = rng.standard_normal(shape) * 3 + 2
+    g_np = rng.standard_normal(shape)
+    gamma, beta = rng.standard_normal(3), rng.standard_normal(3)
+    if layout == "contiguous":
+        x = tl.tensor(x_np, requires_grad=True)
+        view = x
+    else:  # the channels stored last, seen through a permutation (a strided input)
+        order = (0,) + tuple(range(2, len(shape))) + (1,)
+        x = tl.tensor(np.ascontiguousarray(x_np.transpose(order)), requires_grad=True)
+        back = [order.index(k) for k in range(len(shape))]
+        view = x.permute(*back)
+    w, b = tl.tensor(gamma, requires_grad=True), tl.tensor(beta, requires_grad=True)
+    y = F.batch_norm(view, None, None, w, b, training=True)
+    assert y.grad_fn.__name__ == "BatchNormTraining"  # one node
+    (y * tl.tensor(g_np)).sum().backward()
+    dx, dw, db = _np_bn_grads(x_np, gamma, g_np)
+    got = x.grad.numpy() if layout == "contiguous" else x.grad.permute(*back).numpy()
+    np.testing.assert_allclose(got, dx, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(w.grad.numpy(), dw, rtol=1e-10)
+    np.testing.assert_allclose(b.grad.numpy(), db, rtol=1e-10)
+
+
+def test_batchnorm_train_without_affine_or_with_weight_only():
+    rng = np.random.default_rng(5)
+    x_np, g_np = rng.standard_normal((5, 2, 3)), rng.standard_normal((5, 2, 3))
+    for gamma in (None, rng.standard_normal(2)):
+        x = tl.tensor(x_np, requires_grad=True)
+        w = None if gamma is None else tl.tensor(gamma, requires_grad=True)
+        (F.batch_norm(x, None, None, w, None, training=True) * tl.tensor(g_np)).sum().backward()
+        dx, dw, _ = _np_bn_grads(x_np, np.ones(2) if gamma is None else gamma, g_np)
+        np.testing.assert_allclose(x.grad.numpy(), dx, rtol=1e-9, atol=1e-12)
+        if w is not None:
+            np.testing.assert_allclose(w.grad.numpy(), dw, rtol=1e-10)
+
+
+def test_batchnorm_train_second_derivative_matches_finite_differences():
+    """create_graph through the train-mode node: d/dx of Σ (∂L/∂x)² against central
+    differences of the first gradient (computed in float64)."""
+    rng = np.random.default_rng(6)
+    x_np, c_np = rng.standard_normal((4, 2)), rng.standard_normal((4, 2))
+    gamma = np.array([1.5, -0.7])
+
+    def first_grad(values):
+        x = tl.tensor(values, requires_grad=True)
+        y = F.batch_norm(x, None, None, tl.tensor(gamma), None, training=True)
+        (y * tl.tensor(c_np)).sum().backward(create_graph=True)
+        return x
+
+    x = first_grad(x_np)
+    penalty = (x.grad * x.grad).sum()
+    gx = x.grad.detach().numpy().copy()
+    x.grad = None
+    penalty.backward()
+    h, want = 1e-6, np.zeros_like(x_np)
+    for i in np.ndindex(x_np.shape):
+        up, down = x_np.copy(), x_np.copy()
+        up[i] += h
+        down[i] -= h
+        fu, fd = first_grad(up).grad.detach().numpy(), first_grad(down).grad.detach().numpy()
+        want[i] = ((fu * fu).sum() - (fd * fd).sum()) / (2 * h)
+    np.testing.assert_allclose(gx, _np_bn_grads(x_np, gamma, c_np)[0], rtol=1e-9)
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-5, atol=1e-7)
+
+
 def test_layernorm_matches_numpy_and_gradcheck():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 3, 4))

@@ -12,9 +12,16 @@ convention (``momentum`` is the weight of the *new* value) and the *unbiased* ba
     running_mean ← (1 - momentum) · running_mean + momentum · μ_c
     running_var  ← (1 - momentum) · running_var  + momentum · σ²_c · m / (m - 1)
 
-``momentum=None`` gives the cumulative average: momentum ``1 / num_batches_tracked``. The
-backward pass is autograd through the expression above (so gradients flow through μ and σ²
-too, which is what makes train-mode batch norm's gradient differ from eval mode's).
+``momentum=None`` gives the cumulative average: momentum ``1 / num_batches_tracked``. In
+training the gradient flows through μ and σ² too (which is what makes train-mode batch norm's
+gradient differ from eval mode's); with x̂ = (x - μ)·r, r = 1 / sqrt(σ² + eps) and ĝ = g·γ it
+is, per channel (means over its ``m`` values),
+
+    ∂L/∂x = r · (ĝ - mean(ĝ) - x̂ · mean(ĝ · x̂)),   ∂L/∂γ = Σ g · x̂,   ∂L/∂β = Σ g
+
+computed by one node (``torchlight.tensor.extension.batch_norm_training``, PyTorch's
+``native_batch_norm``) rather than through the dozen ops of the expression; eval mode is those
+ops.
 
 Layer norm normalises over the trailing ``normalized_shape`` dims of every sample and uses the
 backend's fused kernel (``tl.layer_norm``) when it offers one. Group norm splits the ``C``
@@ -27,6 +34,7 @@ per group (optionally tracking running statistics like batch norm). RMS norm onl
 import numpy as np
 
 import torchlight as tl
+from torchlight.tensor.extension import batch_norm_training
 
 from . import init
 from .module import Module
@@ -65,7 +73,6 @@ def batch_norm(
             f"batch_norm: expected at least 2-D input (N, C, ...), got shape {input.shape}"
         )
     c = input.shape[1]
-    dims = (0,) + tuple(range(2, input.ndim))
     stat_shape = (1, c) + (1,) * (input.ndim - 2)
     for name, t in (
         ("running_mean", running_mean),
@@ -83,15 +90,14 @@ def batch_norm(
             raise ValueError(
                 f"Expected more than 1 value per channel when training, got input size {input.shape}"
             )
-        mean = input.mean(dims, keepdim=True)
-        centered = input - mean
-        var = (centered * centered).mean(dims, keepdim=True)
-        if running_mean is not None and running_var is not None:
-            with tl.no_grad():
-                running_mean.mul_(1.0 - momentum).add_(mean.detach().reshape(c) * momentum)
-                running_var.mul_(1.0 - momentum).add_(
-                    var.detach().reshape(c) * (momentum * m / (m - 1))
-                )
+        if running_mean is None or running_var is None:
+            running_mean = running_var = None
+        if not input.dtype.is_floating_point:
+            input = input.to(tl.get_default_dtype())
+        weight, bias = (
+            p if p is None or p.dtype is input.dtype else p.to(input.dtype) for p in (weight, bias)
+        )
+        return batch_norm_training(input, weight, bias, running_mean, running_var, momentum, eps)
     else:
         if running_mean is None or running_var is None:
             raise ValueError(

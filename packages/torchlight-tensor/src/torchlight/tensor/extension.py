@@ -18,7 +18,9 @@ reorganised without breaking them. Everything here keeps its signature within an
   (the same for ``nn.functional.nll_loss`` on log-probabilities), :func:`linear`
   (``x @ w.T + b`` as one autograd node; ``nn.functional.linear`` checks the shapes),
   :func:`adam_step_` (one in-place Adam/AdamW update; ``optim.Adam`` keeps the state),
-  :func:`adagrad_step_` (likewise for Adagrad), :func:`sgd_step_` (and for SGD).
+  :func:`adagrad_step_` (likewise for Adagrad), :func:`sgd_step_` (and for SGD),
+  :func:`batch_norm_training` (train-mode batch norm as one node; ``nn.functional.batch_norm``
+  checks the shapes).
 
 >>> import torchlight as tl
 >>> from torchlight.tensor.extension import host_memory, tensor_data, wrap
@@ -36,6 +38,7 @@ from . import dispatch
 from .backend.protocol import host_memory
 from .dispatch import index_range, ones_cached, set_index_range
 from .functions.activation import cross_entropy_rows
+from .functions.batch_norm import batch_norm_training
 from .functions.gathering import nll_rows
 from .functions.linalg import linear
 from .functions.updates import adagrad_step_, adam_step_, sgd_step_
@@ -57,6 +60,7 @@ __all__ = [
     "adam_step_",
     "adagrad_step_",
     "sgd_step_",
+    "batch_norm_training",
 ]
 
 
