@@ -71,6 +71,40 @@ def test_tensor_dataset_gather_equals_rows():
     assert gy.tolist() == [3, 0, 9] and gy.dtype == tl.int64
 
 
+def test_a_subset_of_a_tensor_dataset_batches_like_its_rows():
+    """``random_split`` pieces (Subsets, nested too) gather their batch in one op: the same
+    values, dtypes and list as default collation of the samples, bad indices refused alike."""
+    from torchlight.data import DataLoader, default_collate, random_split
+    from torchlight.data.dataset import gathers_batches
+
+    x = tl.from_numpy(np.arange(40, dtype=np.float32).reshape(20, 2))
+    y = tl.arange(20)
+    ds = TensorDataset(x, y)
+    part, _ = random_split(ds, [12, 8], generator=tl.Generator().manual_seed(3))
+    inner = Subset(part, [5, 0, 11, 2])
+    for sub in (part, inner):
+        assert gathers_batches(sub)
+        picks = [3, 0, -1, 2]
+        want = default_collate([sub[i] for i in picks])
+        got = list(sub.gather(picks))
+        assert [t.tolist() for t in got] == [t.tolist() for t in want]
+        assert [t.dtype for t in got] == [t.dtype for t in want]
+        with pytest.raises(IndexError):
+            sub.gather([len(sub)])
+    loader = DataLoader(part, batch_size=5, shuffle=False)
+    batches = list(loader)
+    assert [b[1].tolist() for b in batches] == [
+        [part[i][1].item() for i in range(k, min(k + 5, 12))] for k in (0, 5, 10)
+    ]
+    assert not gathers_batches(Subset(Range(4), [0]))  # not a TensorDataset underneath
+
+    class Doubled(TensorDataset):  # a subclass may change what a sample is
+        def __getitem__(self, i):
+            return tuple(2 * t for t in super().__getitem__(i))
+
+    assert not gathers_batches(Subset(Doubled(x, y), [0, 1]))
+
+
 def test_iteration_protocol_stops_at_index_error():
     assert list(TensorDataset(tl.arange(3)))[2][0].tolist() == 2
     assert list(Range(3)) == [0, 1, 2]

@@ -18,7 +18,15 @@ import torchlight as tl
 
 from .seeding import as_numpy_rng, check_seed_args, fresh_seed
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split"]
+__all__ = [
+    "Dataset",
+    "IterableDataset",
+    "TensorDataset",
+    "Subset",
+    "ConcatDataset",
+    "random_split",
+    "gathers_batches",
+]
 
 
 class Dataset:
@@ -145,6 +153,22 @@ class Subset(Dataset):
 
     def __len__(self) -> int:
         return len(self.indices)
+
+    def gather(self, indices: Sequence[int]) -> tuple:
+        """Samples ``indices`` as the underlying dataset's :meth:`TensorDataset.gather` of the
+        rows they stand for (a ``random_split`` of a TensorDataset batches in one gather too);
+        only for a dataset that :func:`gathers_batches`."""
+        n = len(self.indices)
+        return self.dataset.gather([self.indices[_as_index(i, n, "Subset")] for i in indices])
+
+
+def gathers_batches(dataset) -> bool:
+    """True when ``dataset.gather(indices)`` gives what default collation of ``dataset[i]`` for
+    each index would: a :class:`TensorDataset`, or a :class:`Subset` of one (exactly those
+    classes: a subclass may override ``__getitem__``)."""
+    while type(dataset) is Subset:
+        dataset = dataset.dataset
+    return type(dataset) is TensorDataset
 
 
 class ConcatDataset(Dataset):

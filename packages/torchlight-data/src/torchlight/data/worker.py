@@ -59,13 +59,11 @@ class MapFetcher:
         self.auto_collation = auto_collation
         self.collate_fn = collate_fn
         from .collate import default_collate
-        from .dataset import TensorDataset
+        from .dataset import gathers_batches
 
-        # Fast path: a TensorDataset batch under default collation is one gather per tensor, the
-        # same values as stacking the rows (the list matches what default_collate returns).
-        self._gather = (
-            auto_collation and type(dataset) is TensorDataset and collate_fn is default_collate
-        )
+        # Fast path: a TensorDataset batch (or a Subset's) under default collation is one gather
+        # per tensor, the same values as stacking the rows (the list matches default_collate's).
+        self._gather = auto_collation and collate_fn is default_collate and gathers_batches(dataset)
 
     def fetch(self, indices):
         """Load the samples at ``indices`` from the map-style dataset and collate them into a batch."""
