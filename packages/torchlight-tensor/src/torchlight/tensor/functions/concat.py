@@ -48,9 +48,16 @@ class Stack(Cat):
 
 
 def _join(ctx, dim, xs, new_dim):
+    views = [x._td for x in xs]
     ctx.dim = dim
-    ctx.sizes = None if new_dim else [x._td.shape[dim] for x in xs]
-    return join_views([x._td for x in xs], dim, new_dim, xs[0], common_backend(*xs))
+    ctx.sizes = None if new_dim else [v.shape[dim] for v in views]
+    first = xs[0]
+    backend = first.backend
+    for x in xs:
+        if x.backend is not backend:  # a mix of host backends: the op runs where common says
+            backend = common_backend(*xs)
+            break
+    return join_views(views, dim, new_dim, first, backend)
 
 
 def join_views(views, dim, new_dim, like, backend):
@@ -76,13 +83,18 @@ def join_views(views, dim, new_dim, like, backend):
 def _joined_dtype(tensors, dim, new_dim):
     """Check that ``tensors`` can be joined along ``dim`` (normalised; unused when ``new_dim``) and
     return the dtype they are promoted to. ``stack`` needs equal shapes, ``cat`` equal ones
-    outside ``dim``; all must be on one device."""
+    outside ``dim`` and none 0-d; all must be on one device."""
     first = tensors[0]
     shape, backend, dt = first._td.shape, first.backend, first.dtype
     for i, t in enumerate(tensors):
         if t.dtype is not dt:
             dt = dtypes.promote(dt, t.dtype)
         other = t._td.shape
+        if not other and not new_dim:
+            raise ShapeError(
+                f"cat: zero-dimensional tensor (at position {i}) cannot be concatenated; "
+                "use tl.stack to join scalars, or reshape them to (1,) first"
+            )
         if other != shape and (
             new_dim
             or len(other) != len(shape)
@@ -115,15 +127,10 @@ def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
         raise ShapeError("cat: expected a non-empty sequence of tensors")
-    for i, t in enumerate(tensors):
-        if not t.shape:
-            raise ShapeError(
-                f"cat: zero-dimensional tensor (at position {i}) cannot be concatenated; "
-                "use tl.stack to join scalars, or reshape them to (1,) first"
-            )
-    dim = normalize_dim(dim, tensors[0].ndim)
+    rank = len(tensors[0]._td.shape)
+    dim = normalize_dim(dim, rank) if rank else 0  # a 0-d first tensor: refused just below
     dt = _joined_dtype(tensors, dim, False)
-    return Cat.apply(dim, *[t if t.dtype is dt else to_dtype(t, dt) for t in tensors])
+    return Cat.apply(dim, *_promoted(tensors, dt))
 
 
 def stack(tensors, dim=0):
@@ -141,7 +148,15 @@ def stack(tensors, dim=0):
         raise ShapeError("stack: expected a non-empty sequence of tensors")
     dt = _joined_dtype(tensors, None, True)
     dim = normalize_dim(dim, tensors[0].ndim, allow_end=True)
-    return Stack.apply(dim, *[t if t.dtype is dt else to_dtype(t, dt) for t in tensors])
+    return Stack.apply(dim, *_promoted(tensors, dt))
+
+
+def _promoted(tensors, dt):
+    """``tensors`` converted to ``dt`` where they differ (the list itself when none does)."""
+    for t in tensors:
+        if t.dtype is not dt:
+            return [t if t.dtype is dt else to_dtype(t, dt) for t in tensors]
+    return tensors
 
 
 def split(x, split_size_or_sections, dim=0):

@@ -88,11 +88,14 @@ class Linear(Function):
     @staticmethod
     def forward(ctx, x, w, b):
         ctx.save_for_backward(x, w)
-        backend = common_backend(x, w) if b is None else common_backend(x, w, b)
-        out = alloc((x.shape[0], w.shape[0]), x.dtype, backend, x)
+        backend = x.backend
+        if w.backend is not backend or (b is not None and b.backend is not backend):
+            backend = common_backend(x, w) if b is None else common_backend(x, w, b)
+        shape = (x._td.shape[0], w._td.shape[0])
+        out = alloc(shape, x.dtype, backend, x)
         backend.matmul(x._td, w._td.permute((1, 0)), out._td)
         if b is not None:
-            backend.zip("add", out._td, b._td.expand(out.shape), out._td)
+            backend.zip("add", out._td, b._td.expand(shape), out._td)
         return out
 
     @staticmethod
@@ -125,26 +128,27 @@ def linear(x, w, b=None):
     >>> linear(tl.ones(2, 3), tl.ones(4, 3), tl.zeros(4)).tolist()
     [[3.0, 3.0, 3.0, 3.0], [3.0, 3.0, 3.0, 3.0]]
     """
-    if x.shape[-1:] != w.shape[-1:]:
-        have = x.shape[-1] if x.ndim else "no"
+    xs, ws = x._td.shape, w._td.shape  # (the views' shapes: no property call per test)
+    if xs[-1:] != ws[-1:]:
+        have = xs[-1] if xs else "no"
         raise ShapeError(
             f"linear: input has {have} features (shape {x.shape}), the weight expects "
-            f"{w.shape[-1] if w.ndim else 0} (weight shape {w.shape}); the input's last dimension "
+            f"{ws[-1] if ws else 0} (weight shape {w.shape}); the input's last dimension "
             "must be the layer's in_features"
         )
     fused = (
-        x.ndim >= 2
-        and w.ndim == 2
+        len(xs) >= 2
+        and len(ws) == 2
         and x.dtype is w.dtype
         and x.dtype.is_floating_point
-        and (b is None or (b.dtype is x.dtype and b.shape == (w.shape[0],)))
+        and (b is None or (b.dtype is x.dtype and b._td.shape == ws[:1]))
     )
     if not fused:
         y = matmul(x, w.transpose(0, 1) if w.ndim == 2 else w)
         return y if b is None else y + b
-    if x.ndim == 2:
+    if len(xs) == 2:
         return Linear.apply(x, w, b)
-    lead = x.shape[:-1]
+    lead = xs[:-1]
     return Linear.apply(x.reshape(-1, x.shape[-1]), w, b).reshape(lead + (w.shape[0],))
 
 
