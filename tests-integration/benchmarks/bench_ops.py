@@ -194,6 +194,19 @@ CASES = {
     "a @ b (97x1 @ 1x128, an outer product)": lambda m: _call(
         lambda a, b: a @ b, m.ones(97, 1), m.ones(1, 128)
     ),
+    "BatchNorm1d(64), train, backward (32x64)": lambda m: _call(
+        lambda bn, x: bn(x).sum().backward(),
+        m.nn.BatchNorm1d(64),
+        m.linspace(-3, 3, 2048).reshape(32, 64).requires_grad_(),
+    ),
+    "GRU-style cell over 9 steps, backward (16x16, three Linear(32, 16))": lambda m: _call(
+        _gru_steps, m, *[m.nn.Linear(32, 16) for _ in range(3)], m.ones(16, 16)
+    ),
+    "a * b, backward (16x16, both grad)": lambda m: _call(
+        lambda a, b: (a * b).sum().backward(),
+        m.ones(16, 16, requires_grad=True),
+        m.ones(16, 16, requires_grad=True),
+    ),
     # a GPT's attention dropout (batch 32, 4 heads, context 128): the mask's draw is the cost
     "rand (2097152)": lambda m: _call(m.rand, 2097152),
     "dropout(p=0.1), training (32x4x128x128)": lambda m: _call(
@@ -264,6 +277,19 @@ def _clip(m):
     """``clip_grad_norm_(params, 1.0)`` of the one-layer GPT's gradients (norm below the limit)."""
     params = _with_grads(m, _GPT_SHAPES)
     return lambda: m.nn.utils.clip_grad_norm_(params, 1.0)
+
+
+def _gru_steps(m, to_z, to_r, to_hbar, x):
+    """makemore's GRU cell (three linear layers on [x, h]) over 9 steps, then the backward: the
+    layers' weights get nine gradients each."""
+    h = m.zeros(16, 16)
+    for _ in range(9):
+        xh = m.cat([x, h], dim=1)
+        r = m.sigmoid(to_r(xh))
+        hbar = m.tanh(to_hbar(m.cat([x, r * h], dim=1)))
+        z = m.sigmoid(to_z(xh))
+        h = (1 - z) * h + z * hbar
+    h.sum().backward()
 
 
 def _crf_forward(m, trans, feats):

@@ -8,6 +8,7 @@ import torchlight as tl
 import torchlight.nn as nn
 import torchlight.nn.functional as F
 from torchlight import Tensor
+from torchlight.nn import loss as loss_module
 
 rng = np.random.default_rng(0)
 
@@ -430,13 +431,47 @@ def test_the_common_case_builds_no_mask(monkeypatch):
     def refuse(self, other):
         raise AssertionError("built a mask")
 
-    monkeypatch.setattr(Tensor, "__ne__", refuse)
+    monkeypatch.setattr(Tensor, "__ne__", refuse)  # the mask on the device
+    monkeypatch.setattr(loss_module, "_host_mask", lambda *a: refuse(None, None))  # in numpy
     F.cross_entropy(x, tl.tensor([0, 2, 1, 2]))
     F.nll_loss(x, tl.tensor([0, 2, 1, 2]), reduction="sum")
     F.cross_entropy(x, tl.tensor([0, 2, 1, 2]), ignore_index=3)
     for kw in (dict(ignore_index=1), dict(weight=tl.ones(3)), dict(ignore_index=0)):
         with pytest.raises(AssertionError, match="built a mask"):
             F.cross_entropy(x, tl.tensor([0, 2, 1, 2]), **kw)
+
+
+@pytest.mark.parametrize("on_host", [True, False])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_ignored_targets_give_the_same_loss_and_gradient_on_either_mask_path(
+    monkeypatch, on_host, reduction
+):
+    """The mask built in numpy (targets in host memory) or by device ops: the same values,
+    against a numpy oracle of PyTorch's weighted mean; every target ignored gives NaN (mean) and
+    a zero gradient."""
+    if not on_host:
+        monkeypatch.setattr(loss_module, "host_memory", lambda backend: False)
+    rng = np.random.default_rng(8)
+    x_np = rng.standard_normal((6, 4))
+    t_np = np.array([0, -1, 3, -1, 2, 1])
+    x = tl.tensor(x_np, requires_grad=True)
+    loss = F.cross_entropy(x, tl.tensor(t_np), ignore_index=-1, reduction=reduction)
+    logp = x_np - np.log(np.exp(x_np).sum(1, keepdims=True))
+    keep = t_np != -1
+    rows = np.where(keep, -logp[np.arange(6), np.where(keep, t_np, 0)], 0.0)
+    want = {"none": rows, "sum": rows.sum(), "mean": rows.sum() / keep.sum()}[reduction]
+    np.testing.assert_allclose(loss.detach().numpy(), want, rtol=1e-12)
+    loss.sum().backward()
+    scale = 1 / keep.sum() if reduction == "mean" else 1.0
+    onehot = np.eye(4)[np.where(keep, t_np, 0)]
+    grad = (np.exp(logp) - onehot) * keep[:, None] * scale
+    np.testing.assert_allclose(x.grad.numpy(), grad, rtol=1e-12, atol=1e-15)
+    with pytest.raises(tl.TensorIndexError, match="out of bounds"):
+        F.cross_entropy(x, tl.tensor([0, -1, 4, 0, 0, 0]), ignore_index=-1)
+    x.grad = None
+    none = F.cross_entropy(x, tl.tensor([-1] * 6), ignore_index=-1)
+    none.backward()
+    assert np.isnan(none.item()) and not x.grad.numpy().any()
 
 
 def test_a_traced_loss_replays_ignored_targets_and_other_batch_sizes():

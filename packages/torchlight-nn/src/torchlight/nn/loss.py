@@ -26,15 +26,20 @@ Every loss first computes a per-element loss ``ℓ`` and then reduces it with ``
 import functools
 import warnings
 
+import numpy as np
+
 import torchlight as tl
 from torchlight import Tensor
 from torchlight.jit import is_recording
 from torchlight.tensor.extension import (
+    TensorData,
     cross_entropy_rows,
+    host_memory,
     index_range,
     nll_rows,
     ones_cached,
     set_index_range,
+    wrap,
 )
 
 from .module import Module
@@ -206,6 +211,8 @@ def _target_info(input, target, weight, ignore_index, name):
         # the common case: every target is a class and none is ignored, known from the recorded
         # range alone, so no op is spent on masks and weights
         return t, ones_cached(t.shape, input.dtype, input.backend, input), True
+    if weight is None and host_memory(t.backend) and not is_recording():
+        return _host_mask(t, c, ignore_index, lo, hi, input.dtype, name)
     valid = t != ignore_index
     # Values outside [0, C) are fine if ignored. The range alone shows it when what overhangs
     # [0, C) is the one value ignore_index (-1 below, the usual mask; C above); otherwise check
@@ -223,6 +230,28 @@ def _target_info(input, target, weight, ignore_index, name):
             raise tl.ShapeError(f"{name}: weight must have shape ({c},), got {weight.shape}")
         w_t = w_t * weight.detach().to(input.dtype).index_select(0, safe)
     return safe, w_t, False
+
+
+def _host_mask(t, c, ignore_index, lo, hi, dtype, name):
+    """:func:`_target_info`'s mask in numpy, for targets in host memory (outside a recording,
+    which must replay the mask's ops): the same tensors, without three device ops."""
+    tn = t.numpy()
+    valid = tn != ignore_index
+    if (lo < 0 and not lo == ignore_index == -1) or (hi >= c and not hi == ignore_index == c):
+        bad = valid & ((tn < 0) | (tn >= c))
+        if bad.any():
+            raise tl.TensorIndexError(
+                f"{name}: Target {int(tn[bad][0])} is out of bounds for {c} classes"
+            )
+    safe = _on(np.where(valid, tn, 0), t, t.dtype)
+    set_index_range(safe, 0, max(min(hi, c - 1), 0))
+    return safe, _on(valid.astype(dtype.np), t, dtype), False
+
+
+def _on(array, like, dtype):
+    """A tensor of the host array ``array`` (of ``dtype``) on ``like``'s host-memory backend."""
+    backend = like.backend
+    return wrap(TensorData(backend.from_numpy(array), array.shape), backend, dtype)
 
 
 @legacy_reduction_args

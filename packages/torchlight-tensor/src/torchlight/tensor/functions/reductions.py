@@ -164,17 +164,19 @@ def reduce_rows(loss, reduction, weight=None):
     return _over_count(s, n), float("nan") if n is None else n
 
 
-def rows_gradient(g, n, reduction, total):
+def rows_gradient(g, n, reduction, total, zeroes_dropped=False):
     """The gradient of the ``n`` rows of a loss that :func:`reduce_rows` reduced, from ``g``, the
     gradient of its result: ``g`` itself for ``"none"``, else ``g`` (``"sum"``) or ``g / total``
     (``"mean"``) broadcast to ``(n,)`` as a stride-0 view. Recorded under ``create_graph``.
 
     A total weight of 0 means every row was dropped (weight 0): their gradient is 0, as in
-    PyTorch, so the divisor becomes 1 there rather than giving ``0 · ∞ = NaN``."""
+    PyTorch, so the divisor becomes 1 there rather than giving ``0 · ∞ = NaN`` — unless
+    ``zeroes_dropped``: the caller's kernel writes exactly 0 on dropped rows whatever ``g``
+    (cross-entropy's backward capability), and the two ops of that guard are saved."""
     if reduction == "none":
         return g
     if reduction == "mean":
-        if isinstance(total, TensorBase):
+        if isinstance(total, TensorBase) and not zeroes_dropped:
             total = total.where(total != 0, 1.0)
         g = g / total
     return g.expand(n)
