@@ -81,16 +81,11 @@ def backward(root, grad, retain_graph: bool = False, create_graph: bool = False)
                 var.accumulate_grad(g.dense() if isinstance(g, PartialGradient) else g)
             if hist is None:
                 continue
+            pairs = hist.backprop(g)
             if create_graph:
-                for parent, pg in _differentiable(hist, g, hist.backprop(g)):
-                    add(parent, pg)
-            else:  # History.backprop written out: a call and a list fewer per node
-                grads = hist.fn.backward(hist.ctx, g)
-                if type(grads) is not tuple:
-                    grads = (grads,)
-                for parent, pg in zip(hist.inputs, grads):
-                    if pg is not None and getattr(parent, "requires_grad", False):
-                        add(parent, pg)
+                pairs = _differentiable(hist, g, pairs)
+            for parent, pg in pairs:
+                add(parent, pg)
             if not retain_graph:
                 hist.ctx.release()
     finally:

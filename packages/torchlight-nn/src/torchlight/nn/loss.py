@@ -211,20 +211,21 @@ def _target_info(input, target, weight, ignore_index, name):
         # the common case: every target is a class and none is ignored, known from the recorded
         # range alone, so no op is spent on masks and weights
         return t, ones_cached(t.shape, input.dtype, input.backend, input), True
-    if weight is None and host_memory(t.backend) and not is_recording():
-        return _host_mask(t, c, ignore_index, lo, hi, input.dtype, name)
-    valid = t != ignore_index
     # Values outside [0, C) are fine if ignored. The range alone shows it when what overhangs
     # [0, C) is the one value ignore_index (-1 below, the usual mask; C above); otherwise check
-    # exactly, on the device, so that one flag crosses to the host.
-    if (lo < 0 and not lo == ignore_index == -1) or (hi >= c and not hi == ignore_index == c):
-        bad = valid & ((t < 0) | (t >= c))
-        if bad.any().item():
-            first = int(t.to_numpy()[bad.to_numpy()][0])
-            raise tl.TensorIndexError(f"{name}: Target {first} is out of bounds for {c} classes")
-    safe = tl.where(valid, t, 0)
+    # exactly (on the device, so that one flag crosses to the host).
+    exact = (lo < 0 and not lo == ignore_index == -1) or (hi >= c and not hi == ignore_index == c)
+    if weight is None and host_memory(t.backend) and not is_recording():
+        safe, w_t = _host_mask(t, c, ignore_index, exact, input.dtype, name)
+    else:
+        valid = t != ignore_index
+        if exact:
+            bad = valid & ((t < 0) | (t >= c))
+            if bad.any().item():
+                raise _out_of_bounds(name, int(t.to_numpy()[bad.to_numpy()][0]), c)
+        safe = tl.where(valid, t, 0)
+        w_t = valid.to(input.dtype)
     set_index_range(safe, 0, max(min(hi, c - 1), 0))
-    w_t = valid.to(input.dtype)
     if weight is not None:
         if weight.shape != (c,):
             raise tl.ShapeError(f"{name}: weight must have shape ({c},), got {weight.shape}")
@@ -232,20 +233,21 @@ def _target_info(input, target, weight, ignore_index, name):
     return safe, w_t, False
 
 
-def _host_mask(t, c, ignore_index, lo, hi, dtype, name):
-    """:func:`_target_info`'s mask in numpy, for targets in host memory (outside a recording,
-    which must replay the mask's ops): the same tensors, without three device ops."""
+def _out_of_bounds(name, target, c):
+    return tl.TensorIndexError(f"{name}: Target {target} is out of bounds for {c} classes")
+
+
+def _host_mask(t, c, ignore_index, exact, dtype, name):
+    """:func:`_target_info`'s safe targets and weights in numpy, for targets in host memory
+    (outside a recording, which must replay the mask's ops): the same tensors, without three
+    device ops. ``exact``: check each kept target against ``[0, c)``."""
     tn = t.numpy()
     valid = tn != ignore_index
-    if (lo < 0 and not lo == ignore_index == -1) or (hi >= c and not hi == ignore_index == c):
+    if exact:
         bad = valid & ((tn < 0) | (tn >= c))
         if bad.any():
-            raise tl.TensorIndexError(
-                f"{name}: Target {int(tn[bad][0])} is out of bounds for {c} classes"
-            )
-    safe = _on(np.where(valid, tn, 0), t, t.dtype)
-    set_index_range(safe, 0, max(min(hi, c - 1), 0))
-    return safe, _on(valid.astype(dtype.np), t, dtype), False
+            raise _out_of_bounds(name, int(tn[bad][0]), c)
+    return _on(np.where(valid, tn, 0), t, t.dtype), _on(valid.astype(dtype.np), t, dtype)
 
 
 def _on(array, like, dtype):

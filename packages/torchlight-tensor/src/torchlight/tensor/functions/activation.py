@@ -34,6 +34,7 @@ __all__ = [
     "softmax",
     "log_softmax",
     "layer_norm",
+    "normalized",
     "cross_entropy_rows",
     "check_targets",
 ]
@@ -125,7 +126,7 @@ class LayerNorm(Function):
     def backward(ctx, g):
         x, weight, mean, rstd = ctx.saved_tensors
         if GradMode.enabled:  # create_graph: the same gradients as recorded ops
-            xhat, r = _normalized(x, ctx.eps)
+            xhat, r = normalized(x, ctx.eps)
             gh = g if weight is None else g * weight
             mean_gh = gh.mean(-1, keepdim=True)
             dx = r * (gh - mean_gh - xhat * (gh * xhat).mean(-1, keepdim=True))
@@ -193,7 +194,7 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     if "layernorm" in x.backend.capabilities:
         y = LayerNorm.apply(x2, w2, b2, eps)
     else:  # composite fallback
-        y, _ = _normalized(x2, eps)
+        y, _ = normalized(x2, eps)
         if w2 is not None:
             y = y * w2
         if b2 is not None:
@@ -201,12 +202,12 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     return y if k == 1 else y.reshape(x.shape)
 
 
-def _normalized(x, eps):
-    r"""``(x̂, r)`` over the last dim as recorded ops: :math:`r = 1/\sqrt{\mathrm{Var}[x] + \epsilon}`,
-    :math:`\hat x = (x - \mathrm{E}[x])\,r` (the composite layer norm, and its backward under
-    ``create_graph``)."""
-    xc = x - x.mean(-1, keepdim=True)
-    r = ((xc * xc).mean(-1, keepdim=True) + eps).rsqrt()
+def normalized(x, eps, dims=-1):
+    r"""``(x̂, r)`` over ``dims`` (the last dim by default) as recorded ops:
+    :math:`r = 1/\sqrt{\mathrm{Var}[x] + \epsilon}`, :math:`\hat x = (x - \mathrm{E}[x])\,r`
+    (the composite layer norm, and the layer and batch norms' backwards under ``create_graph``)."""
+    xc = x - x.mean(dims, keepdim=True)
+    r = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
     return xc * r, r
 
 

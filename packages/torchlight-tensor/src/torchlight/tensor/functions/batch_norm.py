@@ -29,6 +29,7 @@ from torchlight.autograd import Function
 from torchlight.autograd.grad_mode import GradMode
 
 from ..dispatch import cast, map_op, reduce_op, same_backend, scalar_like, view_of, zip_into, zip_op
+from .activation import normalized
 
 __all__ = ["BatchNormTraining", "batch_norm_training"]
 
@@ -64,9 +65,7 @@ class BatchNormTraining(Function):
         dims = ctx.dims
         need_x, need_w, need_b = ctx.needs_input_grad[:3]
         if GradMode.enabled:  # create_graph: x̂ and r as recorded ops of x
-            xc = x - x.mean(dims, keepdim=True)
-            r = ((xc * xc).mean(dims, keepdim=True) + ctx.eps).rsqrt()
-            xhat = xc * r
+            xhat, r = normalized(x, ctx.eps, dims)
             gh = g if weight is None else g * weight.reshape(r.shape)
             dx = None
             if need_x:

@@ -51,13 +51,7 @@ def _join(ctx, dim, xs, new_dim):
     views = [x._td for x in xs]
     ctx.dim = dim
     ctx.sizes = None if new_dim else [v.shape[dim] for v in views]
-    first = xs[0]
-    backend = first.backend
-    for x in xs:
-        if x.backend is not backend:  # a mix of host backends: the op runs where common says
-            backend = common_backend(*xs)
-            break
-    return join_views(views, dim, new_dim, first, backend)
+    return join_views(views, dim, new_dim, xs[0], common_backend(*xs))
 
 
 def join_views(views, dim, new_dim, like, backend):

@@ -88,9 +88,7 @@ class Linear(Function):
     @staticmethod
     def forward(ctx, x, w, b):
         ctx.save_for_backward(x, w)
-        backend = x.backend
-        if w.backend is not backend or (b is not None and b.backend is not backend):
-            backend = common_backend(x, w) if b is None else common_backend(x, w, b)
+        backend = common_backend(x, w) if b is None else common_backend(x, w, b)
         shape = (x._td.shape[0], w._td.shape[0])
         out = alloc(shape, x.dtype, backend, x)
         backend.matmul(x._td, w._td.permute((1, 0)), out._td)
