@@ -1,5 +1,7 @@
 """``Function.apply``, ``Context`` and ``History``: what gets recorded, saved, checked and freed."""
 
+from contextlib import nullcontext
+
 import pytest
 
 from torchlight.autograd import (
@@ -241,3 +243,84 @@ def test_tracing_depth_is_restored_when_forward_raises(trace):
         Boom.apply(Scalar(1.0))
     Spy.apply(Scalar(1.0))
     assert [c[0] for c in trace] == [Spy]  # still reported: the depth counter went back to 0
+
+
+class KernelMul(Function):
+    """y = a * b whose forward runs no other Function: it may take the short ``apply_binary``."""
+
+    direct_forward = True
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return Scalar(a.data * b.data)
+
+    @staticmethod
+    def backward(ctx, g):
+        a, b = ctx.saved_tensors
+        return g * b.data, g * a.data
+
+
+class KernelScale(Function):
+    """y = k * x for a constant k, by the short ``apply_unary``."""
+
+    direct_forward = True
+
+    @staticmethod
+    def forward(ctx, x, k):
+        ctx.k = k
+        return Scalar(x.data * k)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g * ctx.k, None
+
+
+def _graph(y):
+    """What a recorded output links: comparable between apply and the short forms."""
+    h = y._history
+    if h is None:
+        return (y.data, y.requires_grad, None)
+    return (y.data, y.requires_grad, h.fn, h.inputs, tuple(h.ctx.needs_input_grad))
+
+
+@pytest.mark.parametrize("grad_a", [False, True])
+@pytest.mark.parametrize("grad_b", [False, True])
+@pytest.mark.parametrize("recording", [False, True])
+def test_apply_binary_records_what_apply_records(grad_a, grad_b, recording):
+    a, b = Scalar(2.0, requires_grad=grad_a), Scalar(3.0, requires_grad=grad_b)
+    c = KernelMul.apply(a, Scalar(1.0, requires_grad=True))  # a computed input: linked by node
+    with no_grad() if not recording else nullcontext():
+        long = [KernelMul.apply(a, b), KernelMul.apply(c, b)]
+        short = [KernelMul.apply_binary(a, b), KernelMul.apply_binary(c, b)]
+    assert [_graph(y) for y in short] == [_graph(y) for y in long]
+    assert short[1]._history is None or short[1]._history.inputs[0] is c._history
+    if recording and grad_a:
+        short[0].backward()
+        assert a.grad == 3.0
+
+
+def test_apply_unary_records_what_apply_records():
+    x = Scalar(2.0, requires_grad=True)
+    for source in (x, Scalar(2.0), KernelScale.apply(x, 2.0)):
+        assert _graph(KernelScale.apply_unary(source, 3.0)) == _graph(
+            KernelScale.apply(source, 3.0)
+        )
+    y = KernelScale.apply_unary(x, 3.0)
+    y.backward()
+    assert x.grad == 3.0
+    with no_grad():
+        assert KernelScale.apply_unary(x, 3.0)._history is None
+
+
+def test_short_forms_take_apply_for_other_functions_and_under_tracers(trace):
+    a = Scalar(2.0, requires_grad=True)
+    Spy.apply_unary(a, 3.0)  # not direct_forward: apply switches recording off for forward
+    assert Spy.seen["grad_enabled"] is False
+    KernelMul.apply_binary(a, a)
+    KernelScale.apply_unary(a, 2.0)
+    assert [(c[0], c[1]) for c in trace] == [
+        (Spy, (a, 3.0)),
+        (KernelMul, (a, a)),
+        (KernelScale, (a, 2.0)),
+    ]

@@ -738,7 +738,11 @@ class Tensor(TensorConveniences, TensorBase):
         >>> -tl.tensor([1.0, -2.0])
         tensor([-1.,  2.])
         """
-        return _P.Unary.apply(self, "neg") if self.dtype is not dtypes.bool_ else self.logical_not()
+        return (
+            _P.Unary.apply_unary(self, "neg")
+            if self.dtype is not dtypes.bool_
+            else self.logical_not()
+        )
 
     def __abs__(self):
         """Elementwise ``abs(self)``.

@@ -45,6 +45,8 @@ class Softmax(Function):
     backward is :math:`s \odot (g - \sum g \odot s)` (softmax) or :math:`g - e^{y}\sum g` (log).
     """
 
+    direct_forward = True
+
     @staticmethod
     def forward(ctx, x, dim, log):
         out = alloc(x.shape, x.dtype, x.backend, x)

@@ -21,6 +21,8 @@ __all__ = ["Cat", "Stack", "cat", "stack", "join_views", "split", "chunk"]
 class Cat(Function):
     """Autograd function of :func:`cat`: backward narrows the gradient into each input's slice."""
 
+    direct_forward = True
+
     @staticmethod
     def forward(ctx, dim, *xs):
         return _join(ctx, dim, xs, False)

@@ -164,6 +164,8 @@ class BasicIndex(Function):
     ``j`` indexes what is left), and no zeros of ``x[i]``'s size are built in between.
     """
 
+    direct_forward = True
+
     partial_grad = True
 
     @staticmethod
@@ -276,7 +278,7 @@ def getitem(x, index):
     if not advanced:
         if not (x.requires_grad and GradMode.enabled or Function.tracers):
             return _basic(x, index)  # nothing records it: BasicIndex's forward alone
-        return BasicIndex.apply(x, index)
+        return BasicIndex.apply_unary(x, index)
     rows = _rows(x, index)
     if rows is not None:
         return rows

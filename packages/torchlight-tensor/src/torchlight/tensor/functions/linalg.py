@@ -38,6 +38,8 @@ class MatMul(Function):
     :math:`\partial L/\partial A = G B^\top`, :math:`\partial L/\partial B = A^\top G`.
     """
 
+    direct_forward = True
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.save_for_backward(a, b)
@@ -84,6 +86,8 @@ class Linear(Function):
 
     One node instead of three (transpose, matmul, add): a layer's call costs one ``apply``.
     """
+
+    direct_forward = True
 
     @staticmethod
     def forward(ctx, x, w, b):
@@ -162,7 +166,7 @@ def matmul(a, b):
         and a.backend is b.backend
         and a.shape[1] == b.shape[0]
     ):  # the common case (every backward of a linear layer): nothing to promote or broadcast
-        return MatMul.apply(a, b)
+        return MatMul.apply_binary(a, b)
     if isinstance(a, np.ndarray):
         a = ndarray_operand(a, b)
     b = ndarray_operand(b, a)
@@ -196,9 +200,9 @@ def matmul(a, b):
         # the batch instead would run a gemm per batch element and, in backward, a gemm per
         # element plus a sum for dL/db; folded, dL/db = a2ᵀ g2 is a single product too.
         a2 = a.reshape(-1, a.shape[-1])
-        out = MatMul.apply(a2, b).reshape(a.shape[:-1] + (b.shape[-1],))
+        out = MatMul.apply_binary(a2, b).reshape(a.shape[:-1] + (b.shape[-1],))
     else:
-        out = MatMul.apply(a.expand(batch + a.shape[-2:]), b.expand(batch + b.shape[-2:]))
+        out = MatMul.apply_binary(a.expand(batch + a.shape[-2:]), b.expand(batch + b.shape[-2:]))
     if b_vec:
         out = out.squeeze(-1)
     if a_vec:

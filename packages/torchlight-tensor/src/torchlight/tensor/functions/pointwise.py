@@ -98,6 +98,8 @@ class CastNoGrad(NonDifferentiable):
 class Cast(Function):
     """dtype conversion; the gradient is converted back to the input's dtype."""
 
+    direct_forward = True
+
     @staticmethod
     def forward(ctx, a, dtype):
         ctx.src = a.dtype
@@ -115,7 +117,7 @@ def to_dtype(a, dtype):
         return a
     if a.requires_grad and not dtype.is_floating_point:
         return CastNoGrad.apply(a, dtype)  # integer results carry no gradient
-    return Cast.apply(a, dtype)
+    return Cast.apply_unary(a, dtype)
 
 
 def _category(dt):
@@ -177,6 +179,8 @@ class Add(Function):
     broadcast dimensions).
     """
 
+    direct_forward = True
+
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = (a._td.shape, b._td.shape)
@@ -192,6 +196,8 @@ class Add(Function):
 
 class Sub(Function):
     """Autograd function of ``a - b``: gradients ``g`` and ``-g``."""
+
+    direct_forward = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -217,6 +223,8 @@ def gradient_op(op, g, x):
 class Mul(Function):
     """Autograd function of ``a * b``: gradients ``g * b`` and ``g * a``."""
 
+    direct_forward = True
+
     @staticmethod
     def forward(ctx, a, b):
         # each gradient needs only the other operand: ``x * 0.5`` keeps no copy of x alive
@@ -237,6 +245,8 @@ class Mul(Function):
 class Div(Function):
     r"""Autograd function of ``a / b``: gradients :math:`g/b` and :math:`-g\,a/b^2`."""
 
+    direct_forward = True
+
     @staticmethod
     def forward(ctx, a, b):
         # a is needed only for b's gradient: ``x / 8`` keeps no copy of x alive
@@ -255,6 +265,8 @@ class Div(Function):
 
 class Pow(Function):
     """``a ** b``: d/da = b a^(b-1); d/db = a^b ln a (only where a > 0 contributes sensibly)."""
+
+    direct_forward = True
 
     @staticmethod
     def forward(ctx, a, b):
@@ -275,6 +287,8 @@ class Pow(Function):
 
 class Maximum(Function):
     """Elementwise max; on ties the gradient is split evenly (PyTorch's convention)."""
+
+    direct_forward = True
 
     op = "maximum"
 
@@ -332,7 +346,7 @@ def binary(op, a, b, reverse=False):
         x, y = operands(a, b, floating=(op == "div"))
     if reverse:
         x, y = y, x
-    return _BINARY[op].apply(x, y)
+    return _BINARY[op].apply_binary(x, y)
 
 
 def compare(op, a, b):
@@ -349,6 +363,8 @@ class Unary(Function):
     ``back`` is either a fused backend op ``<f>_back(saved, g) = g·f'(x)`` (``via_output``: the
     saved value is ``y`` instead of ``x``, e.g. tanh' = 1 - y²) or a Python rule on tensors.
     """
+
+    direct_forward = True
 
     @staticmethod
     def forward(ctx, x, op):
@@ -407,7 +423,7 @@ def unary(op, x):
         x = float_operand(x)
     if op == "sign":
         return MapNoGrad.apply(x, "sign")
-    return Unary.apply(x, op)
+    return Unary.apply_unary(x, op)
 
 
 class Clamp(Function):

@@ -122,7 +122,7 @@ def select(x, dim, index):
     [1, 3]
     """
     dim = normalize_dim(dim, x.ndim)
-    return BasicIndex.apply(x, (slice(None),) * dim + (int(index),))
+    return BasicIndex.apply_unary(x, (slice(None),) * dim + (int(index),))
 
 
 def unbind(x, dim=0):

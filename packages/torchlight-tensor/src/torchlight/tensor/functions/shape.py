@@ -42,6 +42,8 @@ class View(Function):
     """A view of ``x`` with ``shape`` (resolved: no -1); the layout is derived from ``x`` inside
     forward (so a traced tape recomputes it for the replayed tensor)."""
 
+    direct_forward = True
+
     @staticmethod
     def forward(ctx, x, shape):
         td = x._td.reshaped(shape)
@@ -68,7 +70,7 @@ def view(x, shape):
     """
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    return View.apply(x, infer_shape(shape, x._td.size, x.shape))
+    return View.apply_unary(x, infer_shape(shape, x._td.size, x.shape))
 
 
 def reshape(x, shape):
@@ -81,11 +83,13 @@ def reshape(x, shape):
     td = x._td
     if not td.is_contiguous() and td.reshaped(shape) is None:
         x = x.contiguous()
-    return View.apply(x, shape)
+    return View.apply_unary(x, shape)
 
 
 class Permute(Function):
     """Autograd function of :func:`permute`: backward applies the inverse permutation."""
+
+    direct_forward = True
 
     @staticmethod
     def forward(ctx, x, dims):
@@ -109,7 +113,7 @@ def permute(x, *dims):
         raise ShapeError(
             f"permute: {dims} is not a permutation of the {x.ndim} dims of shape {x.shape}"
         )
-    return Permute.apply(x, dims)
+    return Permute.apply_unary(x, dims)
 
 
 def transpose(x, d0, d1):
@@ -121,11 +125,13 @@ def transpose(x, d0, d1):
     d0, d1 = normalize_dim(d0, x.ndim), normalize_dim(d1, x.ndim)
     dims = list(range(x.ndim))
     dims[d0], dims[d1] = dims[d1], dims[d0]
-    return Permute.apply(x, tuple(dims))
+    return Permute.apply_unary(x, tuple(dims))
 
 
 class Expand(Function):
     """Autograd function of :func:`expand`: backward sums over the broadcast dimensions."""
+
+    direct_forward = True
 
     @staticmethod
     def forward(ctx, x, shape):
@@ -146,7 +152,7 @@ def expand(x, *shape):
     shape = tuple(shape)
     if shape == x.shape:
         return x
-    return Expand.apply(x, shape)
+    return Expand.apply_unary(x, shape)
 
 
 class Restride(Function):
@@ -267,7 +273,7 @@ def narrow(x, dim, start, length):
             f"narrow: [{start}, {start + length}) is out of range for dim {dim} of size {x.shape[dim]}"
         )
     # the index is basic by construction: straight to its Function, not through getitem's parsing
-    return BasicIndex.apply(x, (slice(None),) * dim + (slice(start, start + length),))
+    return BasicIndex.apply_unary(x, (slice(None),) * dim + (slice(start, start + length),))
 
 
 def _tri_mask(x, diagonal, lower):
