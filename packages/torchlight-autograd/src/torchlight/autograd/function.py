@@ -251,6 +251,12 @@ class Function:
         if Function.tracers:
             return cls._apply_traced(prev, args, kwargs)
         if prev:
+            for a in args:  # stops at the first input that requires grad (none: all of them)
+                if getattr(a, "requires_grad", False):
+                    break
+            else:
+                prev = None  # recording, but no input requires grad: nothing to link
+        if prev:
             # one loop for both lists (two comprehensions cost more on every op); a computed
             # input is linked through its node, so the graph does not hold its memory
             flags, edges = [], []
@@ -261,20 +267,18 @@ class Function:
                 else:
                     flags.append(False)
                     edges.append(x)
-            if True in flags:
-                ctx = Context(tuple(flags))
-                if cls.direct_forward:
+            ctx = Context(tuple(flags))
+            if cls.direct_forward:
+                out = cls.forward(ctx, *args, **kwargs)
+            else:
+                mode.enabled = False  # ops inside forward are details, never recorded
+                try:
                     out = cls.forward(ctx, *args, **kwargs)
-                else:
-                    mode.enabled = False  # ops inside forward are details, never recorded
-                    try:
-                        out = cls.forward(ctx, *args, **kwargs)
-                    finally:
-                        mode.enabled = True
-                out._history = History(cls, ctx, tuple(edges))
-                out.requires_grad = True
-                return out
-            prev = None  # recording, but no input requires grad: nothing to link
+                finally:
+                    mode.enabled = True
+            out._history = History(cls, ctx, tuple(edges))
+            out.requires_grad = True
+            return out
         # nothing records this op (a backward formula, code under no_grad, constants): it is its
         # forward alone, with a scratch context (no node, nothing to report)
         n = len(args)
