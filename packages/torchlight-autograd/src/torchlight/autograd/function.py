@@ -19,7 +19,10 @@ backwards. The engine is generic: a *variable* only needs the attributes ``requi
 ``_history``, a method ``accumulate_grad(g)`` for leaves, weak references (for
 ``retain_grad``, see :meth:`History.retain`), and gradients that support ``+``. A computed
 input is linked through its ``History`` (the graph's node for it), so the graph holds only what
-``forward`` saved.
+``forward`` saved. A Function whose forward applies no other Function may say so
+(``direct_forward = True``): recording then need not be switched off around it, and the short
+forms :meth:`Function.apply_binary` / :meth:`Function.apply_unary` build the same node with less
+bookkeeping.
 """
 
 import weakref
