@@ -14,6 +14,7 @@ import pytest
 import torchlight as tl
 from torchlight.autograd import Function
 from torchlight.tensor.functions import pointwise as P
+from torchlight.tensor.functions.linalg import linear
 
 
 def _subclasses(cls):
@@ -30,9 +31,9 @@ def _exercise():
     b = tl.randn(5, requires_grad=True)
     out = [x + y, x - y, x * y, x / (y.abs() + 1.0), x.abs() ** y, tl.maximum(x, y)]
     out += [tl.minimum(x, y), x.tanh(), -x, x.to(tl.float64), x.view(4, 3), x.permute(1, 0)]
-    out += [x[:, None].expand(3, 2, 4), x[1:], x @ w.t(), tl.nn.functional.linear(x, w, b)]
+    out += [x[:, None].expand(3, 2, 4), x[1:], x @ w.t(), linear(x, w, b)]
     out += [tl.cat([x, y], 1), tl.stack([x, y]), x.softmax(1), x.log_softmax(1), x.narrow(1, 0, 2)]
-    out += [x.select(0, 1), tl.nn.functional.linear(x, w)]
+    out += [x.select(0, 1), linear(x, w)]
     with tl.no_grad():
         out += [x * y, x.view(12), tl.cat([x, y])]
     return out
