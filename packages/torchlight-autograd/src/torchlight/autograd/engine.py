@@ -14,7 +14,7 @@ Given a root variable ``y`` and ``dL/dy`` the engine
 
 from .accumulation import GradientSums, PartialGradient
 from .errors import AutogradError
-from .function import Context, Function, History
+from .function import Context, Function, link_output
 from .grad_mode import GradMode
 
 __all__ = ["topological_order", "backward", "SecondOrderError"]
@@ -116,9 +116,7 @@ class SecondOrderError(Function):
         """``g`` as a variable that requires grad and raises when backpropagated into."""
         ctx = Context()
         out = cls.forward(ctx, g, name)
-        out._history = History(cls, ctx, ())
-        out.requires_grad = True
-        return out
+        return link_output(out, cls, ctx, ())
 
 
 def _differentiable(hist, g, pairs):

@@ -30,7 +30,7 @@ import weakref
 from .errors import AutogradError
 from .grad_mode import GradMode
 
-__all__ = ["Context", "History", "Function"]
+__all__ = ["Context", "History", "Function", "link_output"]
 
 
 class Context:
@@ -178,6 +178,14 @@ class History:
         ]
 
 
+def link_output(out, fn, ctx, inputs):
+    """``out``, made by ``fn`` from ``inputs`` with the context ``ctx``, as a node of the graph:
+    its :class:`History` set and ``requires_grad`` on (every recorded output is linked here)."""
+    out._history = History(fn, ctx, inputs)
+    out.requires_grad = True
+    return out
+
+
 class _Nesting:
     """How many ``Function.forward`` calls are running while tracers are installed (an instance
     attribute, written twice per such op: see ``grad_mode._Flag`` for why not a class attribute).
@@ -279,9 +287,7 @@ class Function:
                     out = cls.forward(ctx, *args, **kwargs)
                 finally:
                     mode.enabled = True
-            out._history = History(cls, ctx, tuple(edges))
-            out.requires_grad = True
-            return out
+            return link_output(out, cls, ctx, tuple(edges))
         # nothing records this op (a backward formula, code under no_grad, constants): it is its
         # forward alone, with a scratch context (no node, nothing to report)
         n = len(args)
@@ -313,10 +319,7 @@ class Function:
         ra, rb = a.requires_grad, b.requires_grad
         if (ra or rb) and GradMode.enabled:
             ctx = Context((ra, rb))
-            out = cls.forward(ctx, a, b)
-            out._history = History(cls, ctx, (a._history or a, b._history or b))
-            out.requires_grad = True
-            return out
+            return link_output(cls.forward(ctx, a, b), cls, ctx, (a._history or a, b._history or b))
         return cls.forward(_ScratchContext(_NOTHING_NEEDED[2]), a, b)
 
     @classmethod
@@ -332,10 +335,7 @@ class Function:
             return cls.apply(x, constant)
         if x.requires_grad and GradMode.enabled:
             ctx = Context(_FIRST_NEEDED)
-            out = cls.forward(ctx, x, constant)
-            out._history = History(cls, ctx, (x._history or x, constant))
-            out.requires_grad = True
-            return out
+            return link_output(cls.forward(ctx, x, constant), cls, ctx, (x._history or x, constant))
         return cls.forward(_ScratchContext(_NOTHING_NEEDED[2]), x, constant)
 
     @classmethod
@@ -360,8 +360,7 @@ class Function:
             GradMode.enabled = prev
             nesting.depth -= 1
         if edges is not None:
-            out._history = History(cls, ctx, edges)
-            out.requires_grad = True
+            link_output(out, cls, ctx, edges)
         if tracing:
             for tracer in Function.tracers:
                 tracer(cls, args, kwargs, out)

@@ -75,8 +75,7 @@ def result_class(like: Any) -> type:
 def wrap(td: TensorData, backend: Any, dtype: DType, like: Any) -> _Tensor:
     """A fresh leaf tensor around ``td`` (no history, its own version counter), of the class of
     a tensor made like ``like`` (a tensor or a tensor class, see :func:`result_class`)."""
-    cls: Any = like if isinstance(like, type) else type(like)
-    cls = cls._results_as or cls  # result_class, written out: this runs for every new tensor
+    cls: Any = result_class(like)
     t = cls.__new__(cls)
     t._td = td
     t.backend = backend
