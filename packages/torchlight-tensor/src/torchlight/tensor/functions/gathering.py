@@ -24,6 +24,7 @@ from ..dispatch import (
 )
 from ..errors import DTypeError, ShapeError, TensorIndexError
 from .reductions import check_reduction, reduce_rows, rows_gradient
+from .weight_gradients import RowsGradient
 
 __all__ = [
     "check_index",
@@ -328,7 +329,9 @@ def scatter(x, dim, index, src):
 class Embedding(Function):
     """Autograd function of :func:`embedding`: ``out[s] = weight[indices[s]]`` for every position
     ``s`` of ``indices``, one ``take`` along dim 0. Backward adds each position's gradient row into
-    zeros at its index (``put_add``), leaving out the positions that hold ``padding_idx``."""
+    zeros at its index (``put_add``), leaving out the positions that hold ``padding_idx``; the
+    rows stay unbuilt until the table's gradient is needed (:class:`~.weight_gradients.RowsGradient`),
+    so a table read at every step of a loop gets one scatter over all its uses."""
 
     @staticmethod
     def forward(ctx, weight, indices, padding_idx):
@@ -349,7 +352,10 @@ class Embedding(Function):
         rows = g.reshape(flat.shape[0], ctx.shape[1])
         if ctx.padding_idx is not None:
             rows = rows * (flat != ctx.padding_idx).unsqueeze(1).to(rows.dtype)
-        return add_at_index(rows, ctx.shape, 0, flat, "put_add"), None, None
+        if GradMode.enabled:  # create_graph: a recorded node, differentiable again
+            return add_at_index(rows, ctx.shape, 0, flat, "put_add"), None, None
+        # unbuilt: a table read at every step gets one scatter over all its uses
+        return RowsGradient(rows, flat, ctx.shape), None, None
 
 
 def embedding(indices, weight, padding_idx=None):
