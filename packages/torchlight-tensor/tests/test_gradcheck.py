@@ -72,6 +72,8 @@ CASES = {
     "Tensor.leaky_relu": [
         Case(lambda x: x.leaky_relu(), In(*M, kind="nonzero")),
         Case(lambda x: x.leaky_relu(0.3), In(*M, kind="nonzero"), id="slope0.3"),
+        Case(lambda x: x.leaky_relu(1.5), In(*M, kind="nonzero"), id="slope1.5"),
+        Case(lambda x: x.leaky_relu(-0.5), In(*M, kind="nonzero"), id="slope-0.5"),
     ],
     "Tensor.gelu": [
         Case(lambda x: x.gelu(), In(*M)),

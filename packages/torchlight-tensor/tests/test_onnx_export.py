@@ -107,6 +107,7 @@ def test_clamp_where_masked_fill():
         return (
             x.clamp(-0.5, 0.5),
             x.clamp(min=0.1),
+            x.leaky_relu(0.2),
             tl.where(m, x, -x),
             x.masked_fill(m, float("-inf")),
         )
@@ -337,6 +338,7 @@ def test_every_table_entry_is_exercised_by_these_tests():
         "Cast",
         "CastNoGrad",
         "Clamp",
+        "LeakyReLU",
         "Where",
         "MaskedFill",
         "View",

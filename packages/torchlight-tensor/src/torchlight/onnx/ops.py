@@ -134,6 +134,11 @@ def _clamp(g, node, a):
     return g.node("Clip", [x.name, *bound], name="clamp")
 
 
+def _leaky_relu(g, node, a):
+    x, slope = a
+    return g.node("LeakyRelu", [x.name], alpha=float(slope), name="leaky_relu")
+
+
 def _where(g, node, a):
     cond, x, y = a
     return g.node("Where", [cond.name, x.name, y.name], name="where")
@@ -478,6 +483,7 @@ OPS = {
     "Cast": _cast,
     "CastNoGrad": _cast,
     "Clamp": _clamp,
+    "LeakyReLU": _leaky_relu,
     "Where": _where,
     "MaskedFill": _masked_fill,
     "View": _view,

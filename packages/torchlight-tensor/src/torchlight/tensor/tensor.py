@@ -1121,7 +1121,7 @@ class Tensor(TensorConveniences, TensorBase):
         >>> tl.tensor([-2.0, 3.0]).leaky_relu(0.1)
         tensor([-0.2,  3. ])
         """
-        return self.where(self > 0, self * negative_slope)
+        return activation.leaky_relu(self, negative_slope)
 
     def clamp(self, min=None, max=None):
         r"""Elementwise :math:`\min(\max(x, \text{min}), \text{max})` (also :meth:`clip`); give at

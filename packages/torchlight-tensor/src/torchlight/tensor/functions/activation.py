@@ -1,4 +1,5 @@
-"""Softmax, log-softmax and layer norm: fused backend kernels when offered, composites otherwise.
+"""Softmax, log-softmax, layer norm and leaky ReLU: fused backend kernels when offered,
+composites otherwise.
 
 Softmax along ``dim``: ``y_i = exp(x_i - m) / sum_j exp(x_j - m)`` with ``m = max_j x_j``; shifting
 by the max changes nothing mathematically and keeps ``exp`` from overflowing, so rows of 1e4 and
@@ -14,6 +15,9 @@ Cross-entropy of rows of logits ``x`` (N, C) against class indices ``t`` with pe
 ``∂ℓ_i/∂x[i, c] = w_i (softmax(x_i)_c - [c = t_i])``. Fused, it is two passes over the logits
 forward (max, then the sum of exponentials) and one backward, with nothing of size N×C saved
 but ``x`` itself; the composite (log-softmax, gather) keeps the N×C log-probabilities.
+
+Leaky ReLU ``y = x`` where ``x > 0``, else ``a·x``, has the gradient ``g`` where ``x > 0``, else
+``a·g``: one node that keeps the mask ``x > 0`` for backward.
 """
 
 import numpy as np
@@ -21,18 +25,30 @@ import numpy as np
 from torchlight.autograd import Function
 from torchlight.autograd.grad_mode import GradMode
 
+from .. import dtypes
 from ..creation import from_numpy_on
-from ..dispatch import alloc, index_range, normalize_dim, ones_cached, same_backend
+from ..dispatch import (
+    alloc,
+    index_range,
+    normalize_dim,
+    ones_cached,
+    same_backend,
+    scalar_like,
+    where_op,
+    zip_op,
+)
 from ..errors import ShapeError, TensorIndexError
-from .pointwise import float_operand
+from .pointwise import float_operand, gradient_op, where_in_backward
 from .reductions import check_reduction, reduce_rows, rows_gradient
 
 __all__ = [
     "Softmax",
     "LayerNorm",
+    "LeakyReLU",
     "CrossEntropyRows",
     "softmax",
     "log_softmax",
+    "leaky_relu",
     "layer_norm",
     "normalized",
     "cross_entropy_rows",
@@ -104,6 +120,40 @@ def log_softmax(x, dim=-1):
     tensor([-0.6931, -0.6931])
     """
     return _softmax(x, dim, True)
+
+
+class LeakyReLU(Function):
+    r"""Autograd function of :func:`leaky_relu`: :math:`y = x` where :math:`x > 0`, else
+    :math:`a x`; :math:`\partial L/\partial x = g` where :math:`x > 0`, else :math:`a g`.
+
+    One node that keeps the 1-byte mask :math:`x > 0`: the composite ``x.where(x > 0, a * x)``
+    recorded two (a product and a select), and its backward took two selects, a product and a
+    sum of the two paths."""
+
+    direct_forward = True
+
+    @staticmethod
+    def forward(ctx, x, slope):
+        mask = zip_op("gt", x, scalar_like(0, x), dtypes.bool_)
+        ctx.save_for_backward(mask)
+        ctx.slope = slope
+        return where_op(mask, x, zip_op("mul", x, scalar_like(slope, x)))
+
+    @staticmethod
+    def backward(ctx, g):
+        (mask,) = ctx.saved_tensors
+        scaled = gradient_op("mul", g, scalar_like(ctx.slope, g))
+        return where_in_backward(mask, g, scaled), None
+
+
+def leaky_relu(x, negative_slope=0.01):
+    r""":math:`x` where :math:`x > 0`, else :math:`\text{negative\_slope} \cdot x` (NaN stays NaN);
+    an integer ``x`` gives a float result.
+
+    >>> tl.tensor([-2.0, 0.0, 3.0]).leaky_relu(0.1)
+    tensor([-0.2,  0. ,  3. ])
+    """
+    return LeakyReLU.apply_unary(float_operand(x), float(negative_slope))
 
 
 class LayerNorm(Function):
