@@ -183,6 +183,30 @@ def test_max_pool2d_on_non_contiguous_input():
     np.testing.assert_array_equal(idx.to_numpy(), ref_idx)
 
 
+@pytest.mark.parametrize(
+    "shape, k, s",
+    [((2, 3, 8, 6), 2, 2), ((2, 3, 7, 5), 2, 2), ((1, 2, 9, 9), 2, 3), ((1, 2, 6, 6), 3, 3)],
+)
+@pytest.mark.parametrize("infinite", [None, "gradient", "input"])
+def test_max_pool_disjoint_windows_gradient(shape, k, s, infinite):
+    """Windows that do not overlap (tiling the map or not) give each window's gradient to its
+    first winner and zeros elsewhere; an infinite gradient or maximum takes the general path
+    (``inf · 0`` would smear NaN over the other elements of its window)."""
+    r = np.random.default_rng(sum(shape) + k + s)
+    x = r.integers(-2, 3, shape).astype(np.float64)  # ties in most windows
+    if infinite == "input":
+        x[0, 0, 0, 0] = np.inf
+    ref, ref_idx = np_max_pool2d(x, (k, k), (s, s), (0, 0))
+    g = r.standard_normal(ref.shape)
+    if infinite == "gradient":
+        g[0, 0, 0, 0] = -np.inf
+    xt = tl.tensor(x, requires_grad=True)
+    F.max_pool2d(xt, k, s).backward(tl.tensor(g))
+    want = np_max_pool2d_grad(x, g, ref_idx)
+    assert not np.isnan(want).any()
+    np.testing.assert_array_equal(xt.grad.to_numpy(), want)
+
+
 def test_max_pool_nan_wins_like_pytorch():
     """A NaN is the maximum of its window, and its gradient and index go to the window's last
     NaN (PyTorch's ``val > max || isnan(val)`` kernel rule)."""

@@ -37,6 +37,7 @@ import math
 from dataclasses import dataclass
 
 from torchlight.autograd import Function
+from torchlight.autograd.grad_mode import GradMode
 
 from .. import dtypes
 from ..creation import filled
@@ -118,6 +119,19 @@ class Windows:
             math.prod(td.shape[:lead] + self.outs + self.kernel),
         )
 
+    def disjoint(self) -> bool:
+        """True when no element lies in two windows: each window's span fits in one stride."""
+        return all(d * (k - 1) < s for k, s, d in zip(self.kernel, self.stride, self.dilation))
+
+    def tiles(self, shape) -> bool:
+        """True when the windows cover the last dims of ``shape`` exactly, every element in one
+        window (a CNN's 2×2 pool of an even-sized map)."""
+        sizes = shape[len(shape) - len(self.kernel) :]
+        return all(
+            k == s and (d == 1 or k == 1) and n * s == size
+            for k, s, d, n, size in zip(self.kernel, self.stride, self.dilation, self.outs, sizes)
+        )
+
     def scatter(self, parts, shape, like):
         """A zero tensor of ``shape`` (``like``'s dtype and backend) with ``parts[j]`` (a view of
         the output's shape) added at the positions of ``V_j``: the adjoint of reading the views."""
@@ -141,7 +155,10 @@ class WindowMax(Function):
     @staticmethod
     def backward(ctx, g):
         x, y = ctx.saved_tensors
-        return WindowScatter.apply(g, winner_masks(x, y, ctx.win), ctx.win, x.shape), None
+        win = ctx.win
+        if not GradMode.enabled and win.disjoint() and _finite(g) and _finite(y):
+            return _to_winners(g, x, y, win), None
+        return WindowScatter.apply(g, winner_masks(x, y, win), win, x.shape), None
 
 
 class WindowScatter(Function):
@@ -243,6 +260,36 @@ def _fold(x, win, op):
     for v in views[1:]:
         backend.zip(op, y._td, v, y._td)
     return y
+
+
+def _to_winners(g, x, y, win):
+    """The gradient of a max pool whose windows do not overlap, for finite ``g`` and ``y``, in
+    ``2·prod(kernel)`` passes over the output with no mask kept: ``left`` holds the gradient of
+    the windows whose winner is still unfound (at first all of ``g``); offset ``j`` takes
+    ``left · [V_j = y]`` straight into its positions of the result and leaves the rest. The last
+    offset takes what is left: with a finite maximum every window has a winner. (Exact: ``left``
+    is multiplied by 0 or 1 and each difference is ``v - v`` or ``v - 0``.) The windows write
+    disjoint positions, so only elements outside every window need zeros."""
+    backend, dtype = g.backend, g.dtype
+    if win.tiles(x.shape):
+        out = alloc(x.shape, dtype, backend, g)
+    else:
+        out = filled(x.shape, 0, dtype, backend, like=g)
+    offsets, views = win.offsets(), win.views(x._td)
+    left = g._td
+    if len(offsets) > 1:
+        hit = alloc(y.shape, dtypes.bool_, backend, y)._td
+        hit_as_value = alloc(y.shape, dtype, backend, g)._td
+        rest = alloc(y.shape, dtype, backend, g)._td
+        for offset, v in zip(offsets[:-1], views):
+            target = win.view(out._td, offset)
+            backend.zip("eq", v, y._td, hit)
+            backend.map("copy", hit, hit_as_value)
+            backend.zip("mul", left, hit_as_value, target)
+            backend.zip("sub", left, target, rest)
+            left = rest
+    backend.map("copy", left, win.view(out._td, offsets[-1]))
+    return out
 
 
 def _finite(t):
