@@ -131,6 +131,43 @@ def test_sdpa_gradcheck():
     )
 
 
+def test_sdpa_causal_gradcheck_and_its_mask_is_built_once(monkeypatch):
+    """``is_causal``: the gradient against finite differences (L != S: the top-left aligned
+    mask), and the mask is built at the first call of a size only."""
+    rng = np.random.default_rng(6)
+    q, k, v = (T(rng.standard_normal(s), True) for s in ((2, 3, 4), (2, 5, 4), (2, 5, 3)))
+    assert tl.gradcheck(
+        lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True), (q, k, v)
+    )
+    built = []
+    original = tl.Tensor.tril
+    monkeypatch.setattr(tl.Tensor, "tril", lambda self, *a: built.append(1) or original(self, *a))
+    x = T(rng.standard_normal((1, 11, 4)))
+    first = F.scaled_dot_product_attention(x, x, x, is_causal=True)
+    again = F.scaled_dot_product_attention(x, x, x, is_causal=True)
+    assert built == [1]
+    causal = np.where(np.tril(np.ones((11, 11), bool)), 0.0, -np.inf)
+    for out in (first, again):
+        np.testing.assert_allclose(A(out), np_sdpa(A(x), A(x), A(x), causal), atol=1e-12)
+
+
+def test_sdpa_causal_in_a_captured_step():
+    """The shared causal mask does not break a captured step (two recordings must allocate
+    alike: a mask first built while recording must not be old storage to the second)."""
+    w = T(np.random.default_rng(7).standard_normal((4, 4)))
+
+    def step(x):
+        h = x @ w
+        return F.scaled_dot_product_attention(h, h, h, is_causal=True).sum()
+
+    captured = tl.jit.capture_step(step, warmup=0)
+    x = T(np.random.default_rng(8).standard_normal((2, 13, 4)))
+    for _ in range(4):
+        got = captured(x)
+    assert captured.state == "captured"
+    np.testing.assert_allclose(got.item(), step(x).item(), rtol=1e-12)
+
+
 def test_sdpa_dropout_keeps_expectation_scale():
     q = tl.zeros(1, 1, 2000, 4, dtype=tl.float64)  # uniform weights 1/4 each
     v = tl.ones(1, 1, 4, 1, dtype=tl.float64)

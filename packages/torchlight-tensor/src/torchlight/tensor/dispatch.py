@@ -47,6 +47,7 @@ __all__ = [
     "item_of",
     "filled_cached",
     "freeze_constants",
+    "constant_cached",
     "ones_cached",
     "set_index_range",
     "index_range",
@@ -351,6 +352,23 @@ def filled_cached(
             td = TensorData(backend.from_numpy(np.full(shape, value, dtype.np)), shape)
         if key is not None and len(_CONSTANTS) < _CONSTANTS_MAX and not frozen:
             _CONSTANTS[key] = td
+    return wrap(td, backend, dtype, like)
+
+
+def constant_cached(key: tuple, dtype: DType, backend: Any, like: Any, build: Any) -> _Tensor:
+    """The tensor ``build()`` returns (of ``dtype`` on ``backend``), built once per ``key`` and
+    shared between calls as :func:`filled_cached`'s constants are (never written to; kept under
+    the same cap, and neither served nor kept while :func:`freeze_constants` holds): a constant
+    that costs several ops to build, such as attention's causal mask. ``key`` names what is built
+    (a tuple starting with a string, so it never meets a filled constant's key); the dtype and
+    backend are added to it."""
+    frozen = _CONSTANTS_FROZEN[0]
+    full = key + (dtype, id(backend))
+    td = None if frozen else _CONSTANTS.get(full)
+    if td is None:
+        td = build()._td
+        if len(_CONSTANTS) < _CONSTANTS_MAX and not frozen:
+            _CONSTANTS[full] = td
     return wrap(td, backend, dtype, like)
 
 
