@@ -82,6 +82,10 @@ CASES = {
         lambda x: m.nn.functional.max_pool2d(x, 3, 2).sum().backward(),
         m.randn(16, 64, 16, 16, requires_grad=True),
     ),
+    "max_pool2d 2x2, backward (16x16x10x10, LeNet's second pool)": lambda m: _call(
+        lambda x: m.nn.functional.max_pool2d(x, 2).sum().backward(),
+        m.randn(16, 16, 10, 10, requires_grad=True),
+    ),
     "avg_pool2d 2x2, backward (32x6x28x28)": lambda m: _call(
         lambda x: m.nn.functional.avg_pool2d(x, 2).sum().backward(),
         m.randn(32, 6, 28, 28, requires_grad=True),
@@ -115,6 +119,26 @@ CASES = {
         lambda emb, ix: emb(ix).sum().backward(),
         m.nn.Embedding(28, 16),
         m.zeros(32, 16, dtype=m.long),
+    ),
+    "Embedding(15, 16) read 9 times, backward (16x9 each, makemore's MLP)": lambda m: _call(
+        lambda emb, ixs: m.cat([emb(ix) for ix in ixs], -1).sum().backward(),
+        m.nn.Embedding(15, 16),
+        [(m.arange(144) * (k + 1) % 15).reshape(16, 9) for k in range(9)],
+    ),
+    "leaky_relu(0.2), backward (32x32, a GAN's hidden layer)": lambda m: _call(
+        lambda x: m.nn.functional.leaky_relu(x, 0.2).sum().backward(),
+        m.linspace(-3, 3, 1024).reshape(32, 32).requires_grad_(),
+    ),
+    "scaled_dot_product_attention, causal, backward (8x2x16x8)": lambda m: _call(
+        lambda q: (
+            m.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True).sum().backward()
+        ),
+        m.linspace(-1, 1, 2048).reshape(8, 2, 16, 8).requires_grad_(),
+    ),
+    "x.masked_fill(mask, -inf) (16x4x32x32, attention scores)": lambda m: _call(
+        lambda x, mask: x.masked_fill(mask, float("-inf")),
+        m.ones(16, 4, 32, 32),
+        m.ones(32, 32, dtype=m.bool).triu(1),
     ),
     "LayerNorm(32) (16x32, grad)": lambda m: _call(
         m.nn.LayerNorm(32), m.ones(16, 32, requires_grad=True)

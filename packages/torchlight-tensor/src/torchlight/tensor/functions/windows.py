@@ -26,7 +26,8 @@ The masks are built with arithmetic, not ``where``: ``M_j = [V_j = y] · R_j`` w
 windows not yet claimed (``R_0 = 1``, ``R_{j+1} = R_j - M_j``). A select with a data-dependent
 mask costs numpy ~10× a multiply (a branch per element); a product does not. A product is
 only exact for finite values (``inf · 0`` is NaN), so a gradient holding ``inf`` or NaN is
-picked with ``where`` instead.
+picked with ``where`` instead. Windows that do not overlap need no masks at all: each offset
+takes what is left of ``g`` where it holds the maximum (:func:`_to_winners`).
 
 All windows at once, ``(..., *outs, *kernel)``, are one strided view too (a convolution's
 im2col); its gradient adds the slice of ``g`` at each offset back at ``V_j``'s positions (col2im).
