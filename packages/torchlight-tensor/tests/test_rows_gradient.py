@@ -129,3 +129,21 @@ def test_second_order_still_records_the_scatter(padding_idx):
     w.grad = None
     gw.sum().backward()
     np.testing.assert_allclose(w.grad.numpy(), 2 * reads * np.ones((2, 2)))
+
+
+def test_a_table_tied_to_a_linear_layer():
+    """Weight tying (a GPT's token embedding is its output layer's weight): the table's rows and
+    the layer's product are two kinds of unbuilt gradient of one leaf, summed when built."""
+    from torchlight.tensor.functions.linalg import linear
+
+    rng = np.random.default_rng(9)
+    w_np, h_np = rng.standard_normal((6, 3)), rng.standard_normal((4, 3))
+    idx = np.array([1, 5, 1, 0])
+    w = tl.tensor(w_np, requires_grad=True)
+    x = embedding(tl.tensor(idx), w)  # (4, 3)
+    logits = linear(x + tl.tensor(h_np), w)  # (4, 6)
+    (logits * tl.tensor(np.arange(24.0).reshape(4, 6))).sum().backward()
+    c = np.arange(24.0).reshape(4, 6)
+    want = c.T @ (w_np[idx] + h_np)  # the product's share
+    np.add.at(want, idx, c @ w_np)  # the rows' share: dL/dx = c w
+    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-12)
