@@ -125,8 +125,8 @@ class RowsGradient(PartialGradient):
     >>> import torchlight as tl
     >>> from torchlight.tensor.functions.gathering import embedding
     >>> w = tl.zeros(3, 2, requires_grad=True)
-    >>> y = embedding(tl.tensor([0, 2]), w) * 2 + embedding(tl.tensor([2]), w)
-    >>> y.sum().backward()
+    >>> y = embedding(tl.tensor([0, 2]), w).sum() * 2 + embedding(tl.tensor([2]), w).sum()
+    >>> y.backward()
     >>> w.grad
     tensor([[2., 2.],
             [0., 0.],
