@@ -350,8 +350,8 @@ def filled_cached(
             backend.fill(td, value)
         else:
             td = TensorData(backend.from_numpy(np.full(shape, value, dtype.np)), shape)
-        if key is not None and len(_CONSTANTS) < _CONSTANTS_MAX and not frozen:
-            _CONSTANTS[key] = td
+        if key is not None:
+            _keep(key, td)
     return wrap(td, backend, dtype, like)
 
 
@@ -362,14 +362,19 @@ def constant_cached(key: tuple, dtype: DType, backend: Any, like: Any, build: An
     that costs several ops to build, such as attention's causal mask. ``key`` names what is built
     (a tuple starting with a string, so it never meets a filled constant's key); the dtype and
     backend are added to it."""
-    frozen = _CONSTANTS_FROZEN[0]
     full = key + (dtype, id(backend))
-    td = None if frozen else _CONSTANTS.get(full)
+    td = None if _CONSTANTS_FROZEN[0] else _CONSTANTS.get(full)
     if td is None:
         td = build()._td
-        if len(_CONSTANTS) < _CONSTANTS_MAX and not frozen:
-            _CONSTANTS[full] = td
+        _keep(full, td)
     return wrap(td, backend, dtype, like)
+
+
+def _keep(key: tuple, td: TensorData) -> None:
+    """Keep the constant ``td`` under ``key`` for later calls: while fewer than
+    ``_CONSTANTS_MAX`` are kept, and not while :func:`freeze_constants` holds."""
+    if len(_CONSTANTS) < _CONSTANTS_MAX and not _CONSTANTS_FROZEN[0]:
+        _CONSTANTS[key] = td
 
 
 def freeze_constants(frozen: bool) -> None:

@@ -276,15 +276,15 @@ def _to_winners(g, x, y, win):
         out = alloc(x.shape, dtype, backend, g)
     else:
         out = filled(x.shape, 0, dtype, backend, like=g)
-    offsets, views = win.offsets(), win.views(x._td)
+    offsets = win.offsets()
     left = g._td
     if len(offsets) > 1:
         hit = alloc(y.shape, dtypes.bool_, backend, y)._td
         hit_as_value = alloc(y.shape, dtype, backend, g)._td
         rest = alloc(y.shape, dtype, backend, g)._td
-        for offset, v in zip(offsets[:-1], views):
+        for offset in offsets[:-1]:
             target = win.view(out._td, offset)
-            backend.zip("eq", v, y._td, hit)
+            backend.zip("eq", win.view(x._td, offset), y._td, hit)
             backend.map("copy", hit, hit_as_value)
             backend.zip("mul", left, hit_as_value, target)
             backend.zip("sub", left, target, rest)
