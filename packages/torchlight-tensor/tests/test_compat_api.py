@@ -415,6 +415,18 @@ def test_from_numpy_follows_a_host_memory_default_device(fresh_registry):
         tl.set_default_device(None)
 
 
+def test_from_numpy_of_a_memmap_shares_its_memory_as_a_plain_array(tmp_path):
+    path = tmp_path / "ids.bin"
+    np.arange(6, dtype=np.int64).tofile(path)
+    mm = np.memmap(path, dtype=np.int64, mode="r+")
+    t = tl.from_numpy(mm[2:5])
+    assert type(t._td.storage) is np.ndarray  # numpy's memmap hooks would run in every op
+    assert t.tolist() == [2, 3, 4] and (t + 1).tolist() == [3, 4, 5]
+    mm[3] = 40  # still the file's memory
+    assert t.tolist() == [2, 40, 4]
+    del t, mm
+
+
 def test_from_numpy_stays_on_cpu_when_the_default_device_is_not_host_memory(fresh_registry):
     tl.register_backend("cuda", _FakeGpu())
     tl.set_default_device("cuda")

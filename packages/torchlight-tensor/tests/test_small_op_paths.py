@@ -399,6 +399,38 @@ def test_basic_index_of_a_tensor_without_grad_is_a_plain_view():
     assert w[0]._history is not None
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_unbind_and_iteration_without_grad_are_plain_views(layout, dim):
+    a, x = Maker(7).build((3, 4, 2), layout)
+    parts = x.unbind(dim)
+    expected = [np.take(a, i, axis=dim) for i in range(a.shape[dim])]
+    assert len(parts) == len(expected)
+    for p, e in zip(parts, expected):
+        assert p._history is None and p._version is x._version
+        assert_close(p, e)
+    rows = list(x)  # iteration is unbind(0), as PyTorch's
+    assert [r.tolist() for r in rows] == [e.tolist() for e in a]
+    rows[1][0, 0] = 5.0  # a view: the write reaches x
+    assert x[1, 0, 0].item() == 5.0
+    with pytest.raises(TypeError, match="0-d"):
+        iter(tl.tensor(1.0))
+
+
+def test_unbind_records_when_it_must():
+    w = _f64(3, 2, seed=40).requires_grad_()
+    parts = w.unbind(1)
+    assert all(p._history is not None for p in parts)
+    (parts[0] * 2 + parts[1] * 3).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.tile([2.0, 3.0], (3, 1)))
+    with tl.no_grad():
+        assert all(p._history is None for p in w.unbind(0))
+    # a trace records the slices even of a tensor without grad, so a replay reads new values
+    tape = tl.jit.trace(lambda t: sum(t.unbind(0)), _f64(3, 2, seed=41))
+    x2 = _f64(3, 2, seed=42)
+    np.testing.assert_allclose(tape(x2).numpy(), x2.numpy().sum(0))
+
+
 def test_one_row_linear_and_logsumexp_gradients():
     from torchlight.tensor.functions.linalg import linear
 

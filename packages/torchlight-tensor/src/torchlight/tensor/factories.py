@@ -100,6 +100,10 @@ def from_numpy(array):
     dt = dtypes.as_dtype(array.dtype)
     if array.dtype != dt.np or not array.flags.c_contiguous:
         array = np.ascontiguousarray(array, dtype=dt.np)
+    elif type(array) is not np.ndarray:
+        # a subclass (np.memmap: nanoGPT's batches) as a plain array over the same memory: a
+        # subclass's hooks would run again in every op on every view of it
+        array = array.view(np.ndarray)
     backend = get_backend()
     if not host_memory(backend):
         backend = get_backend("cpu")

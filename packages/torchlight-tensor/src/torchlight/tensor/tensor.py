@@ -647,7 +647,7 @@ class Tensor(TensorConveniences, TensorBase):
     def __iter__(self):
         if not self.ndim:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self._td.shape[0]))
+        return iter(self.unbind(0))  # as PyTorch: the slices along dim 0
 
     __hash__ = object.__hash__
 

@@ -35,6 +35,7 @@ from .positions import host_positions
 __all__ = [
     "getitem",
     "basic_view",
+    "records_view",
     "BasicIndex",
     "BasicIndexBackward",
     "IndexedGradient",
@@ -148,6 +149,12 @@ def basic_view(td, index):
                 )
             td = td.select(dim, int(item))
     return td
+
+
+def records_view(x):
+    """Whether a view of ``x`` must be recorded (a node for its gradient, or an op on a trace's
+    tape); when not, a view is :func:`~torchlight.tensor.dispatch.view_of` alone."""
+    return x.requires_grad and GradMode.enabled or bool(Function.tracers)
 
 
 def _basic(x, index):
@@ -276,7 +283,7 @@ def getitem(x, index):
     """
     index, advanced = expand_index(x, index)
     if not advanced:
-        if not (x.requires_grad and GradMode.enabled or Function.tracers):
+        if not records_view(x):
             return _basic(x, index)  # nothing records it: BasicIndex's forward alone
         return BasicIndex.apply_unary(x, index)
     rows = _rows(x, index)

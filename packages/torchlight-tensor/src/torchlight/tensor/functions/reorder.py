@@ -14,10 +14,10 @@ from torchlight.autograd import Function
 
 from .. import dtypes
 from ..creation import from_numpy_on
-from ..dispatch import normalize_dim
+from ..dispatch import normalize_dim, view_of
 from ..errors import ShapeError
 from .concat import join_views
-from .index import BasicIndex
+from .index import BasicIndex, records_view
 
 __all__ = ["Roll", "roll", "flip", "repeat_interleave", "unbind", "select", "cumsum"]
 
@@ -133,6 +133,8 @@ def unbind(x, dim=0):
     [[1, 3], [2, 4]]
     """
     dim = normalize_dim(dim, x.ndim)
+    if not records_view(x):  # the slices as views in one pass, no index expanded per slice
+        return tuple([view_of(x, td) for td in x._td.pieces(dim, None)])
     return tuple(select(x, dim, i) for i in range(x.shape[dim]))
 
 
