@@ -1,9 +1,12 @@
 """The large contiguous float32 route (``_flat32``) against the numpy backend's ufuncs, through
 the backend's ``map``/``zip`` with ``TensorData`` views, serial and parallel compilations."""
 
+import math
+
 import numpy as np
 import pytest
 
+import torchlight as tl
 from torchlight.backends.numba import _jit, routing
 from torchlight.backends.numba import backend as B
 from torchlight.backends.numba._flat32 import FLAT_MAP, FLAT_ZIP, map32
@@ -34,7 +37,7 @@ def out_view():
     return buf, TensorData(buf, (N,), (1,), 5)
 
 
-@pytest.mark.parametrize("op", sorted(set(FLAT_MAP) - {"gelu_tanh"}))
+@pytest.mark.parametrize("op", sorted(set(FLAT_MAP) - {"gelu_tanh", "gelu"}))
 def test_map(path, op):
     _, x = values(1)
     got_buf, got = out_view()
@@ -47,7 +50,7 @@ def test_map(path, op):
     assert (got_buf[:5] == 7).all()
 
 
-@pytest.mark.parametrize("op", sorted(set(FLAT_ZIP) - {"gelu_tanh_back"}))
+@pytest.mark.parametrize("op", sorted(set(FLAT_ZIP) - {"gelu_tanh_back", "gelu_back"}))
 @pytest.mark.parametrize("mode", ["array-array", "array-scalar", "scalar-array"])
 def test_zip_is_bit_identical_to_numpy(path, op, mode):
     _, a = values(2)
@@ -62,7 +65,7 @@ def test_zip_is_bit_identical_to_numpy(path, op, mode):
     np.testing.assert_array_equal(got_buf, want_buf)
 
 
-@pytest.mark.parametrize("op", sorted(set(FLAT_ZIP) - {"gelu_tanh_back"}))
+@pytest.mark.parametrize("op", sorted(set(FLAT_ZIP) - {"gelu_tanh_back", "gelu_back"}))
 def test_zip_in_place(path, op):
     abuf, a = values(8)
     _, b = values(9, offset=0)
@@ -109,6 +112,54 @@ def test_gelu_tanh_back_against_float64(path):
     BK.zip("gelu_tanh_back", x, s, got)
     np.testing.assert_allclose(
         got_buf[5:], gelu_tanh_back64(xbuf[3:], np.float32(0.7)), rtol=2e-6, atol=2e-6
+    )
+
+
+_erfc = np.vectorize(math.erfc, otypes=[np.float64])
+
+
+def ncdf64(x):
+    """Φ(x) in float64 from ``math.erfc``: exact in the left tail too."""
+    return 0.5 * _erfc(-x / math.sqrt(2.0))
+
+
+def test_gelu_against_float64(path):
+    # against float64, not numpy's float32 ufuncs: ½x(1 + erf(x/√2)) cancels for x < -3 in float32,
+    # where this loop computes the tail Φ(-|x|) = ½ erfc(|x|/√2) itself
+    xbuf, x = values(10)
+    xbuf[3 : 3 + 7] = [-5.0, -7.5, -10.0, -12.0, -0.7518, 1e-5, -1e-5]
+    got_buf, got = out_view()
+    BK.map("gelu", x, got)
+    x64 = xbuf[3:].astype(np.float64)
+    with np.errstate(all="ignore"):
+        want = x64 * ncdf64(x64)
+    np.testing.assert_allclose(got_buf[5:], want, rtol=5e-7, atol=1e-37)
+
+
+def test_gelu_back_against_float64(path):
+    xbuf, x = values(11)
+    gbuf, g = values(12, offset=0)
+    got_buf, got = out_view()
+    BK.zip("gelu_back", x, g, got)
+    x64, g64 = xbuf[3:].astype(np.float64), gbuf.astype(np.float64)
+    with np.errstate(all="ignore"):
+        want = g64 * (ncdf64(x64) + x64 * np.exp(-0.5 * x64 * x64) / math.sqrt(2 * math.pi))
+    # |g| up to ~16 and a root of the slope at x ≈ -0.75: relative 6e-7, absolute 3e-6
+    np.testing.assert_allclose(got_buf[5:], want, rtol=6e-7, atol=3e-6)
+
+
+def test_gelu_of_small_tensors_takes_the_loop():
+    # erf through libm costs ~6 ns a value; these loops run gelu at every size
+    x = tl.tensor(np.linspace(-3, 3, 48, dtype=np.float32), device="numba").view(6, 8)
+    assert routing.explain("gelu", x) == "_flat32.map32"
+    assert routing.explain("gelu_back", x, x) == "_flat32.zip32"
+    assert routing.explain("erf", x) == "_flat32.map32"
+    assert routing.explain("gelu", x[:, ::2]) == "_elementwise.map_strided"
+    assert routing.explain("gelu", x.double()) == "_elementwise.map_flat"  # float64: libm's erf
+    with tl.no_grad():
+        y = tl.nn.functional.gelu(x)
+    np.testing.assert_allclose(
+        y.numpy(), x.numpy() * ncdf64(x.numpy().astype(np.float64)), rtol=5e-7
     )
 
 

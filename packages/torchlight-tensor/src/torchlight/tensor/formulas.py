@@ -13,6 +13,20 @@ GELU, tanh approximation (PyTorch's ``approximate='tanh'``)::
 
 GELU, exact: ``x Φ(x) = ½ x (1 + erf(x / √2))``, ``Φ'(x) = e^(-x²/2) / √(2π)``.
 
+float32 erf and Φ without libm, for loops that must vectorise (``ERFC32_*``, ``ERF32_*``)::
+
+    erfc(z) ≈ e^(-z²) · t · P(t),   t = 1 / (1 + z/2),   z ≥ 0      (P of degree 10)
+    erf(x)  ≈ x · S(x²)                                   |x| < ½   (S of degree 4)
+    Φ(-y)   = ½ erfc(y/√2),  Φ(y) = 1 - Φ(-y)                      y ≥ 0
+
+``t·P(t)`` is the scaled complementary error function ``e^(z²) erfc(z)``, smooth on the whole
+half-line (``t`` runs over (0, 1]); ``P`` and ``S`` were fitted to ``math.erfc`` / ``math.erf``
+by least squares reweighted toward the largest relative error (Lawson's method; the script is in
+``docs/developer/numba-backend.md``): relative error at most 1.1e-8 for ``t·P(t)`` and 1.4e-9 for
+``S`` in exact arithmetic, far below float32's 6e-8. Because ``erfc`` is computed directly, the
+left tail of Φ keeps its relative accuracy (``½ (1 + erf(x/√2))`` in float32 cancels to 0 below
+x ≈ -5.5); ``test_formulas.py`` checks both fits against ``math``.
+
 float32 tanh as a rational function (Eigen's coefficients, max relative error ~3e-7)::
 
     tanh(x) ≈ x · P(x²) / Q(x²)   for |x| ≤ TANH32_CLAMP, the input clamped beyond
@@ -38,6 +52,12 @@ __all__ = [
     "TANH32_Q",
     "TANH32_CLAMP",
     "TANH32_TINY",
+    "ERFC32_T",
+    "ERFC32_P",
+    "ERF32_SMALL",
+    "ERF32_S",
+    "erfc32_form",
+    "erf32_small_form",
     "gelu_tanh_arg",
     "gelu_tanh_slope",
 ]
@@ -77,6 +97,62 @@ multiplies and adds it would be 7.90531110763549805 (Eigen's older bound), and t
 both sides of the clamp (``test_flat32_*.py`` of the backend that runs it)."""
 TANH32_TINY = 0.0004
 """Below this magnitude float32 tanh(x) rounds to x itself; loops that can afford a select use it."""
+
+ERFC32_T = 0.5
+"""The scale in ``t = 1 / (1 + ERFC32_T · z)`` of the float32 erfc form."""
+ERFC32_P = (
+    0.2820947947957003,
+    0.2820938527918162,
+    0.24688058299537918,
+    0.1753768745108106,
+    0.09300026420765074,
+    -0.05723110909690832,
+    0.1270858848056565,
+    -0.4469716895681258,
+    0.48617330265787606,
+    -0.23085470315961298,
+    0.04235193432800622,
+)
+"""Coefficients of ``P(t)``, lowest first: ``erfc(z) ≈ e^(-z²) t P(t)`` (``P(0) = 1/(2√π)``,
+``P(1) = 1``)."""
+ERF32_SMALL = 0.5
+"""Below this magnitude erf(x) is ``x S(x²)`` (``1 - erfc`` would lose its relative accuracy)."""
+ERF32_S = (
+    1.1283791655674689,
+    -0.3761260857462741,
+    0.11282822849936741,
+    -0.026757187108058016,
+    0.004717996282373551,
+)
+"""Coefficients of ``S(u)``, lowest first: ``erf(x) ≈ x S(x²)`` for ``|x| < ERF32_SMALL``
+(``S(0) = 2/√π``)."""
+
+
+def erfc32_form(z, exp=math.exp):
+    """erfc(z) for z ≥ 0 by the float32 form ``e^(-z²) t P(t)`` (``exp``: the exponential to use;
+    numpy's for arrays). The reference the compiled loops are checked against.
+
+    >>> abs(erfc32_form(1.0) / math.erfc(1.0) - 1) < 2e-8
+    True
+    """
+    t = 1.0 / (1.0 + ERFC32_T * z)
+    p = 0.0
+    for c in reversed(ERFC32_P):
+        p = p * t + c
+    return exp(-z * z) * t * p
+
+
+def erf32_small_form(x):
+    """erf(x) for ``|x| < ERF32_SMALL`` by the float32 form ``x S(x²)``.
+
+    >>> abs(erf32_small_form(0.25) / math.erf(0.25) - 1) < 2e-9
+    True
+    """
+    u = x * x
+    s = 0.0
+    for c in reversed(ERF32_S):
+        s = s * u + c
+    return x * s
 
 
 def gelu_tanh_arg(x):

@@ -26,22 +26,51 @@ import numpy as np
 
 from numba import prange
 from torchlight.tensor.formulas import (
+    ERF32_S,
+    ERF32_SMALL,
+    ERFC32_P,
+    ERFC32_T,
     GELU_TANH_C,
     GELU_TANH_K,
+    INV_SQRT_2PI,
+    SQRT1_2,
     TANH32_CLAMP,
     TANH32_P,
     TANH32_Q,
     TANH32_TINY,
 )
 
-from ._fastexp import exp_fast, madd
+from ._fastexp import exp_fast, exp_nonpos, madd
 from ._jit import helper, kernel
 
-__all__ = ["BLOCK", "FLAT_MAP", "FLAT_ZIP", "map32", "zip32", "tanh32"]
+__all__ = [
+    "BLOCK",
+    "FLAT_MAP",
+    "FLAT_ZIP",
+    "ANY_SIZE",
+    "map32",
+    "zip32",
+    "tanh32",
+    "gelu32",
+    "gelu_back32",
+    "erf32",
+]
 
 BLOCK = 32768
-FLAT_ZIP = {"add": 0, "sub": 1, "mul": 2, "div": 3, "gelu_tanh_back": 4}
-FLAT_MAP = {"neg": 0, "relu": 1, "exp": 2, "sigmoid": 3, "gelu_tanh": 4, "tanh": 5}
+FLAT_ZIP = {"add": 0, "sub": 1, "mul": 2, "div": 3, "gelu_tanh_back": 4, "gelu_back": 5}
+FLAT_MAP = {
+    "neg": 0,
+    "relu": 1,
+    "exp": 2,
+    "sigmoid": 3,
+    "gelu_tanh": 4,
+    "tanh": 5,
+    "gelu": 6,
+    "erf": 7,
+}
+ANY_SIZE = {"gelu", "gelu_back", "erf"}
+"""Ops whose other forms call libm's erf per value (~6 ns; scipy's, numba's ``math.erf``): these
+loops run them at every size, not only from ``FLAT_MIN``."""
 
 f32 = np.float32
 ZERO, ONE, TWO = f32(0.0), f32(1.0), f32(2.0)
@@ -51,6 +80,12 @@ TANH_CLAMP, TANH_TINY = f32(TANH32_CLAMP), f32(TANH32_TINY)
 A1, A3, A5, A7, A9, A11, A13 = (f32(c) for c in TANH32_P)
 B0, B2, B4, B6 = (f32(c) for c in TANH32_Q)
 E_MAX = f32(80.0)  # keeps e^(-2u) finite in gelu_tanh_back, so e·s stays 1 - s instead of NaN
+# erfc(z) ≈ e^(-z²)·t·P(t), t = 1/(1 + z/2); erf(x) ≈ x·S(x²) for |x| < ½ (formulas.ERFC32_P)
+P0, P1, P2, P3, P4, P5, P6, P7, P8, P9, P10 = (f32(c) for c in ERFC32_P)
+S0, S1, S2, S3, S4 = (f32(c) for c in ERF32_S)
+ERFC_T, ERF_SMALL = f32(ERFC32_T), f32(ERF32_SMALL)
+HALF, R2, R2PI = f32(0.5), f32(SQRT1_2), f32(INV_SQRT_2PI)
+Y_MAX = f32(20.0)  # e^(-200) is 0 in float32: beyond, the tail is 0 (and ±inf stays out of y·y)
 
 
 # The block helpers take block slices and loop from 0: with ``range(lo, hi)`` numba cannot prove
@@ -69,9 +104,12 @@ def _zip_vv(op, a, b, out, n):
     elif op == 3:
         for i in range(n):
             out[i] = a[i] / b[i]
-    else:
+    elif op == 4:
         for i in range(n):
             out[i] = b[i] * _gelu_tanh_d(a[i])
+    else:
+        for i in range(n):
+            out[i] = _gelu_back(a[i], b[i])
 
 
 @helper
@@ -161,6 +199,56 @@ def tanh32(v):
 _tanh = helper(tanh32)
 
 
+def _tail32(tl_y, tl_k, tl_k2):
+    """``(erfc(k·y), e^(-k²y²))`` for ``y ≥ 0`` and ``k² ∈ {1, ½}`` (so ``k²·y²`` scales exactly).
+
+    ``y²`` is split as ``s + sl`` with a fused multiply-add (``sl`` exactly ``y·y - s`` where the
+    CPU fuses), and ``e^(-k²(s + sl)) = e^(-k²s)·(1 - k²sl)``: the rounding of ``y·y`` would
+    otherwise cost up to ``y²·6e-8`` of relative error in the far tail."""
+    tl_y = min(tl_y, Y_MAX)  # NaN stays NaN
+    tl_t = ONE / madd(tl_k * ERFC_T, tl_y, ONE)
+    tl_s = tl_y * tl_y
+    tl_sl = madd(tl_y, tl_y, -tl_s)
+    tl_e = exp_nonpos(-tl_k2 * tl_s) * (ONE - tl_k2 * tl_sl)
+    tl_p = madd(madd(madd(madd(P10, tl_t, P9), tl_t, P8), tl_t, P7), tl_t, P6)
+    tl_p = madd(madd(madd(madd(madd(tl_p, tl_t, P5), tl_t, P4), tl_t, P3), tl_t, P2), tl_t, P1)
+    return tl_e * tl_t * madd(tl_p, tl_t, P0), tl_e
+
+
+def _ncdf32(nc_v):
+    """``(Φ(v), e^(-v²/2))``: the left tail ``Φ(-|v|) = ½ erfc(|v|/√2)`` directly, the right
+    side as ``1 -`` it."""
+    nc_c, nc_e = _tail32(abs(nc_v), R2, HALF)
+    nc_c = HALF * nc_c
+    return (nc_c if nc_v < ZERO else ONE - nc_c), nc_e
+
+
+def gelu32(v):
+    """float32 exact GELU ``v Φ(v)`` (``_ncdf32``): multiply-adds, one exp, one divide, selects."""
+    return v * _ncdf32(v)[0]
+
+
+def gelu_back32(v, g):
+    """float32 gradient of exact GELU: ``g (Φ(v) + v φ(v))``, ``φ(v) = e^(-v²/2)/√(2π)``."""
+    gb_c, gb_e = _ncdf32(v)
+    return g * (gb_c + v * (gb_e * R2PI))
+
+
+def erf32(v):
+    """float32 ``erf(v)``: ``v S(v²)`` below ``ERF32_SMALL`` in magnitude, else ``±(1 - erfc|v|)``."""
+    ef_u = v * v
+    ef_small = v * madd(madd(madd(madd(S4, ef_u, S3), ef_u, S2), ef_u, S1), ef_u, S0)
+    ef_big = ONE - _tail32(abs(v), ONE, ONE)[0]
+    return ef_small if abs(v) < ERF_SMALL else (ef_big if v > ZERO else -ef_big)
+
+
+_tail32 = helper(_tail32)
+_ncdf32 = helper(_ncdf32)
+_gelu = helper(gelu32)
+_gelu_back = helper(gelu_back32)
+_erf = helper(erf32)
+
+
 @helper
 def _map_block(op, x, out, n):
     if op == 0:
@@ -179,9 +267,15 @@ def _map_block(op, x, out, n):
         for i in range(n):
             v = x[i]
             out[i] = v / (ONE + exp_fast(-GC * (v + GK * v * v * v)))
-    else:
+    elif op == 5:
         for i in range(n):
             out[i] = _tanh(x[i])
+    elif op == 6:
+        for i in range(n):
+            out[i] = _gelu(x[i])
+    else:
+        for i in range(n):
+            out[i] = _erf(x[i])
 
 
 @kernel

@@ -49,11 +49,11 @@ MAP_EXPR = {
     "tanh": "_tanh({0})",
     "sigmoid": "(ONE / (ONE + math.exp(-{0})))",
     "relu": "_relu({0})",
-    "gelu": "(HALF * {0} * (ONE + math.erf({0} * SQRT1_2)))",
+    "gelu": "_gelu({0})",
     "gelu_tanh": "(HALF * {0} * (ONE + _tanh(TANH_C * ({0} + GELU_K * {0} * {0} * {0}))))",
     "silu": "({0} / (ONE + math.exp(-{0})))",
     "softplus": "(math.log1p(math.exp(-abs({0}))) + _relu({0}))",
-    "erf": "math.erf({0})",
+    "erf": "_erf({0})",
 }
 
 
@@ -129,8 +129,19 @@ def _relu(a):
 
 # libm's tanh is ~15x slower than numpy's SIMD tanh here and LLVM does not vectorise it, so tanh
 # is written out, branch-free (a branch in the loop body stops vectorisation). float32 uses the
-# rational approximation of ``_flat32.tanh32`` (one definition for every float32 loop), inlined.
-_TANH64 = """
+# rational approximation of ``_flat32.tanh32`` (one definition for every float32 loop), inlined;
+# erf and GELU likewise ``_flat32.erf32`` / ``gelu32``, float64 libm's erf (1e-12 is asked there).
+_HELPERS64 = """
+@numba.njit(inline="always", error_model="numpy")
+def _erf(a):
+    return T(math.erf(a))
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _gelu(a):
+    return T(0.5) * a * (T(1.0) + T(math.erf(a * T(SQRT1_2))))
+
+
 # float64: through exp. Near 0, where 1 - exp(-2|a|) cancels, the odd Taylor series to a^11 is
 # exact to float64 rounding for |a| < 1/16; both are computed and one is selected.
 C3, C5, C7 = T(-1 / 3), T(2 / 15), T(-17 / 315)
@@ -172,14 +183,17 @@ class NumbaCompiler:
         if ns is None:
             import numba
 
-            ns = {"numba": numba, "math": math, "T": np.dtype(dtype.np).type}
+            ns = {"numba": numba, "math": math, "T": np.dtype(dtype.np).type, "SQRT1_2": SQRT1_2}
             if dtype.np.itemsize == 4:
-                from ._flat32 import tanh32
+                from ._flat32 import erf32, gelu32, tanh32
 
                 exec(compile(_HELPERS, "<torchlight fused-kernel helpers>", "exec"), ns)
-                ns["_tanh"] = numba.njit(inline="always", error_model="numpy")(tanh32)
+                inline = numba.njit(inline="always", error_model="numpy")
+                ns["_tanh"], ns["_erf"], ns["_gelu"] = inline(tanh32), inline(erf32), inline(gelu32)
             else:
-                exec(compile(_HELPERS + _TANH64, "<torchlight fused-kernel helpers>", "exec"), ns)
+                exec(
+                    compile(_HELPERS + _HELPERS64, "<torchlight fused-kernel helpers>", "exec"), ns
+                )
             self._helpers[dtype.name] = ns
         return ns
 

@@ -92,7 +92,7 @@ _BOOL_AS_CMP = {
 # these, whose numpy form is several passes with temporaries around erf or exp, run fused in numba
 _NUMBA_MAP = {"gelu", "silu", "erf"}
 _NUMBA_ZIP = {"gelu_back", "silu_back"}
-_FLAT_FUSED = {"gelu_tanh_back"}  # compute-bound: from FLAT_MIN, both operands arrays
+_FLAT_FUSED = {"gelu_tanh_back", "gelu_back"}  # compute-bound: both operands arrays
 
 
 def _kind(dtype):
@@ -133,7 +133,7 @@ def _map_cast(op, views, out, n, ufuncs):
 
 def _map_flat32(op, views, out, n, ufuncs):
     ok = (
-        n >= FLAT_MIN
+        (n >= FLAT_MIN or op in L.ANY_SIZE)
         and op in L.FLAT_MAP
         and _f32(views, out)
         and views[0].is_contiguous()
@@ -175,7 +175,7 @@ def _zip_mode(op, a, b, out):
 def _zip_flat32(op, views, out, n, ufuncs):
     if (
         op not in L.FLAT_ZIP
-        or n < (FLAT_MIN if op in _FLAT_FUSED else FLAT_ZIP_MIN)
+        or n < (0 if op in L.ANY_SIZE else FLAT_MIN if op in _FLAT_FUSED else FLAT_ZIP_MIN)
         or not (_f32(views[:1], out) and out.is_contiguous())
     ):
         return None
@@ -318,11 +318,11 @@ TABLE = (
     Rule(
         "map",
         ("_flat32.map32",),
-        "neg relu exp sigmoid gelu_tanh tanh",
+        "neg relu exp sigmoid gelu_tanh tanh gelu erf",
         "float32",
         "contiguous",
-        ">= FLAT_MIN",
-        "SIMD loops, threads: faster than the ufunc from 64k values",
+        ">= FLAT_MIN (gelu erf: any)",
+        "SIMD loops, threads: faster than the ufunc from 64k values; erf without libm",
         _map_flat32,
     ),
     Rule(
@@ -348,11 +348,11 @@ TABLE = (
     Rule(
         "zip",
         ("_flat32.zip32",),
-        "add sub mul div gelu_tanh_back",
+        "add sub mul div gelu_tanh_back gelu_back",
         "float32",
         "contiguous out; arrays, scalar, in place",
-        ">= FLAT_ZIP_MIN (FLAT_MIN gelu_tanh_back)",
-        "SIMD loops, threads: parity with the ufunc at 512k",
+        ">= FLAT_ZIP_MIN (FLAT_MIN gelu_tanh_back, any gelu_back)",
+        "SIMD loops, threads: parity with the ufunc at 512k; erf without libm",
         _zip_flat32,
     ),
     Rule(
