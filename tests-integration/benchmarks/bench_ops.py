@@ -207,6 +207,17 @@ CASES = {
         lambda x: m.pow(x, 3.0), m.linspace(-3, 3, 9216).reshape(16, 9, 64)
     ),
     "x ** 4 (2000, a polynomial's term)": lambda m: _call(lambda x: x**4, m.linspace(-3, 3, 2000)),
+    "gelu (8x16x64, a GPT's MLP activations)": lambda m: _call(
+        m.nn.functional.gelu, m.linspace(-4, 4, 8192).reshape(8, 16, 64)
+    ),
+    "gelu, backward (8x16x64)": lambda m: _call(
+        lambda x, g: m.nn.functional.gelu(x).backward(g),
+        m.linspace(-4, 4, 8192).reshape(8, 16, 64).requires_grad_(),
+        m.ones(8, 16, 64),
+    ),
+    "a @ w.T + b (1x89 @ 89x32, an RNN cell's Linear)": lambda m: _call(
+        m.nn.Linear(89, 32), m.ones(1, 89)
+    ),
     "softmax(-1) (16x2x9x9, attention scores)": lambda m: _call(
         lambda x: m.softmax(x, -1), m.linspace(-3, 3, 2592).reshape(16, 2, 9, 9)
     ),

@@ -4,9 +4,9 @@
 output row (the i-t-j order streams through ``b``'s rows). Batch dims are flattened by the
 caller when possible and otherwise decomposed per row; stride-0 batch dims broadcast.
 
-Float matmuls of any real size go to BLAS through ``np.matmul`` instead (see ``backend.py``:
-BLAS is 10-50× faster than this loop at 512²); this kernel serves integer dtypes and tiny
-products where BLAS's call overhead dominates.
+Float matmuls go to BLAS through ``np.matmul`` instead, at every size (see ``backend.py``: BLAS
+is 10-50× faster than this loop at 512², and its call costs less than this kernel's launch on
+tiny products too); this kernel serves integer dtypes and operands of mixed dtypes.
 """
 
 import numpy as np
