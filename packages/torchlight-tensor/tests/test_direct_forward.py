@@ -33,7 +33,7 @@ def _exercise():
     out += [tl.minimum(x, y), x.tanh(), -x, x.to(tl.float64), x.view(4, 3), x.permute(1, 0)]
     out += [x[:, None].expand(3, 2, 4), x[1:], x @ w.t(), linear(x, w, b)]
     out += [tl.cat([x, y], 1), tl.stack([x, y]), x.softmax(1), x.log_softmax(1), x.narrow(1, 0, 2)]
-    out += [x.select(0, 1), linear(x, w), x.leaky_relu(0.2)]
+    out += [x.select(0, 1), linear(x, w), x.leaky_relu(0.2), x.roll(1, 1)]
     with tl.no_grad():
         out += [x * y, x.view(12), tl.cat([x, y])]
     return out

@@ -326,6 +326,48 @@ def test_setitem_of_lists_and_errors_are_unchanged():
         w[0] = 1.0
 
 
+def _record(t):
+    rec = t.__dict__.get("_index_range")
+    return rec[:2] if rec is not None and rec[2] == t._version[0] else None
+
+
+def test_indices_keep_their_bounds_through_a_number_written_and_a_roll():
+    # makemore's MLP: idx = torch.roll(idx, 1, 1); idx[:, 0] = blank, nine times a step
+    table = tl.arange(30.0).view(15, 2)
+    idx = tl.tensor([[3, 4, 5], [6, 7, 8]])
+    assert _record(idx) == (3, 8)
+    idx = tl.roll(idx, 1, 1)
+    assert _record(idx) == (3, 8) and idx.tolist() == [[5, 3, 4], [8, 6, 7]]
+    idx[:, 0] = 14
+    assert _record(idx) == (3, 14) and idx.tolist() == [[14, 3, 4], [14, 6, 7]]
+    np.testing.assert_array_equal(
+        tl.nn.functional.embedding(idx, table).numpy(), table.numpy()[idx.numpy()]
+    )
+    idx[0, 1:] = 2.0  # not a Python int: the record is dropped, not guessed
+    assert _record(idx) is None
+
+
+def test_a_widened_record_is_read_again_before_an_error():
+    table = tl.zeros(15, 2)
+    idx = tl.tensor([20, 1])
+    idx[0] = 3  # the record now says [1, 20]: wider than the values [1, 3]
+    assert _record(idx) == (1, 20)
+    assert tl.nn.functional.embedding(idx, table).shape == (2, 2)  # no false error
+    idx[1] = 15
+    with pytest.raises(tl.TensorIndexError, match="index 15 is out of range"):
+        tl.nn.functional.embedding(idx, table)
+    idx[1] = -2
+    with pytest.raises(tl.TensorIndexError, match="index -2 is out of range"):
+        tl.nn.functional.embedding(idx, table)
+    target = tl.tensor([9, 0])
+    target[0] = 2  # record [0, 9], values [0, 2]: 3 classes are enough
+    loss = tl.nn.functional.cross_entropy(tl.zeros(2, 3), target)
+    assert loss.item() == pytest.approx(np.log(3.0))
+    target[1] = 3
+    with pytest.raises(tl.TensorIndexError, match="Target 3 is out of bounds"):
+        tl.nn.functional.cross_entropy(tl.zeros(2, 3), target)
+
+
 def test_a_write_into_a_saved_tensor_is_still_caught():
     x = tl.ones(3, requires_grad=True)
     w = tl.ones(3)

@@ -51,6 +51,9 @@ __all__ = [
     "ones_cached",
     "set_index_range",
     "index_range",
+    "first_outside",
+    "keep_index_range",
+    "widen_index_range",
     "value_range",
     "SHORT_RANGE",
     "normalize_dim",
@@ -418,20 +421,53 @@ def set_index_range(t: _Tensor, lo: int, hi: int) -> None:
     t.__dict__["_index_range"] = (lo, hi, t._version[0])
 
 
-def index_range(t: _Tensor) -> tuple[int, int]:
-    """``(lo, hi)`` of an int64 tensor: from the record when still valid, else by reading it.
+def index_range(t: _Tensor, fresh: bool = False) -> tuple[int, int]:
+    """``(lo, hi)`` of an int64 tensor: from the record when still valid, else by reading it
+    (``fresh``: always by reading it, for an error that must name a value the tensor holds).
 
-    An empty tensor has the empty range ``(0, -1)``, which passes every bounds check. The record
-    is a fast path only: the backends' kernels check every index themselves (``backend/bounds.py``).
+    A record bounds the values; it may be wider than they are (a write of a number widens it,
+    :func:`widen_index_range`), so a check it fails re-reads before raising
+    (:func:`first_outside`). An empty tensor has the empty range ``(0, -1)``, which passes every
+    bounds check. The record is a fast path only: the backends' kernels check every index
+    themselves (``backend/bounds.py``).
     """
     rec = t.__dict__.get("_index_range")
-    if rec is not None and rec[2] == t._version[0]:
+    if rec is not None and rec[2] == t._version[0] and not fresh:
         return rec[0], rec[1]
     if t._td.size == 0:
         return 0, -1
     lo, hi = value_range(t.backend.to_numpy(t._td))
     set_index_range(t, lo, hi)
     return lo, hi
+
+
+def first_outside(t: _Tensor, size: int) -> int | None:
+    """``None`` when every value of the int64 tensor ``t`` lies in ``[0, size)``; else the
+    offending bound it holds (its max if that is too large, else its min), read afresh when the
+    record alone failed the check. The one bounds rule of ``check_index`` and ``check_targets``."""
+    lo, hi = index_range(t)
+    if lo >= 0 and hi < size:
+        return None
+    lo, hi = index_range(t, fresh=True)
+    if lo >= 0 and hi < size:
+        return None
+    return hi if hi >= size else lo
+
+
+def keep_index_range(src: _Tensor, dst: _Tensor) -> None:
+    """Give ``dst``, a new int64 tensor holding only values of ``src`` (a roll, a flip), ``src``'s
+    valid record, if it has one: its index checks then read nothing."""
+    rec = src.__dict__.get("_index_range") if src.__dict__ else None
+    if rec is not None and rec[2] == src._version[0]:
+        set_index_range(dst, rec[0], rec[1])
+
+
+def widen_index_range(t: _Tensor, value: int, version: int) -> None:
+    """After ``value`` was written into part of ``t`` (``x[:, 0] = 14``), whose record was valid
+    at ``version`` (the version before the write): the record widened to include ``value``."""
+    rec = t.__dict__.get("_index_range")
+    if rec is not None and rec[2] == version:
+        set_index_range(t, min(rec[0], value), max(rec[1], value))
 
 
 SHORT_RANGE = 64

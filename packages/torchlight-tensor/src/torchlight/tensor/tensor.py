@@ -1560,6 +1560,8 @@ class Tensor(TensorConveniences, TensorBase):
         norm, advanced = index.expand_index(self, idx)
         if not advanced:
             self._write(index.basic_view(self._td, norm), value)
+            if type(value) is int and self.__dict__:  # x[:, 0] = 14 on indices: bounds kept
+                dispatch.widen_index_range(self, value, self._version[0] - 1)
             return
         # The positions are computed (and every index checked) as for reading x[idx]. In host
         # memory the values go straight into the storage at the selected elements (O(selection);

@@ -417,7 +417,7 @@ class NumpyBackend:
         # already lost the low digits of log_s that the loss consists of (near 3e38, all)
         out = as_array(loss)
         np.multiply(w, (m - picked) + log_s, out=out)
-        if not w.all():  # 0 · inf or 0 · NaN would leave NaN in a dropped row
+        if np.count_nonzero(w) != w.size:  # 0 · inf or NaN would leave NaN in a dropped row
             out[w == 0] = 0
 
     def cross_entropy_backward(self, x, target, weight, logs, g, dx):
@@ -436,7 +436,7 @@ class NumpyBackend:
         np.exp(d, out=d)
         d[np.arange(xv.shape[0]), t] -= 1
         d *= (as_array(g) * w)[:, None]
-        if not w.all():  # 0 · inf would leave NaN in a dropped row
+        if np.count_nonzero(w) != w.size:  # 0 · inf would leave NaN in a dropped row
             d[w == 0] = 0
 
     def adam_step(

@@ -29,7 +29,7 @@ from .. import dtypes
 from ..creation import from_numpy_on
 from ..dispatch import (
     alloc,
-    index_range,
+    first_outside,
     normalize_dim,
     ones_cached,
     same_backend,
@@ -270,9 +270,8 @@ def check_targets(target, classes, what="cross_entropy"):
     eager call does (the wrapper's ignore_index handling is not on the tape)."""
     if target.numel() == 0:
         return
-    lo, hi = index_range(target)
-    if lo < 0 or hi >= classes:
-        bad = lo if lo < 0 else hi
+    bad = first_outside(target, classes)
+    if bad is not None:
         raise TensorIndexError(
             f"{what}: Target {bad} is out of bounds for {classes} classes "
             f"(class indices must lie in [0, {classes - 1}] or equal ignore_index)"

@@ -15,7 +15,7 @@ from ..base import TensorBase
 from ..creation import filled
 from ..dispatch import (
     alloc,
-    index_range,
+    first_outside,
     normalize_dim,
     same_backend,
     scalar_like,
@@ -54,9 +54,8 @@ def check_index(index, size, what="index"):
             "(use .long() to convert; boolean masks index with x[mask])"
         )
     if index.numel():
-        lo, hi = index_range(index)  # no device read when the bounds are on record
-        if lo < 0 or hi >= size:
-            bad = hi if hi >= size else lo
+        bad = first_outside(index, size)  # no device read when the bounds are on record
+        if bad is not None:
             hint = " (negative indices are not accepted here: add the size to count from the end)"
             raise TensorIndexError(
                 f"{what}: index {bad} is out of range for a dimension of size {size}"

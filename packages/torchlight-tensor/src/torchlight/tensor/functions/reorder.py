@@ -14,7 +14,7 @@ from torchlight.autograd import Function
 
 from .. import dtypes
 from ..creation import from_numpy_on
-from ..dispatch import normalize_dim, view_of
+from ..dispatch import keep_index_range, normalize_dim, view_of
 from ..errors import ShapeError
 from .concat import join_views
 from .index import BasicIndex, records_view
@@ -62,12 +62,16 @@ class Roll(Function):
     ``shift`` elements joined in front of the first ``n - shift``, in one copy; the gradient is
     rolled back by ``n - shift``."""
 
+    direct_forward = True
+
     @staticmethod
     def forward(ctx, x, shift, dim):
         ctx.shift, ctx.dim = shift, dim
         td, n = x._td, x._td.shape[dim]
         head, tail = td.slice(dim, n - shift, n, 1), td.slice(dim, 0, n - shift, 1)
-        return join_views([head, tail], dim, False, x, x.backend)
+        out = join_views([head, tail], dim, False, x, x.backend)
+        keep_index_range(x, out)  # the same values: index checks of the result read nothing
+        return out
 
     @staticmethod
     def backward(ctx, g):
