@@ -218,6 +218,15 @@ CASES = {
     "a @ w.T + b (1x89 @ 89x32, an RNN cell's Linear)": lambda m: _call(
         m.nn.Linear(89, 32), m.ones(1, 89)
     ),
+    "for i in ix (8 int64 batch starts, nanoGPT's get_batch)": lambda m: _call(
+        list, m.arange(8) * 500
+    ),
+    "embedding of a rolled index, 9 times (16x9, makemore's MLP)": lambda m: _call(
+        _makemore_reads,
+        m,
+        m.nn.Embedding(15, 16),
+        m.tensor([[(9 * i + j) % 14 for j in range(9)] for i in range(16)]),  # a loader's batch
+    ),
     "softmax(-1) (16x2x9x9, attention scores)": lambda m: _call(
         lambda x: m.softmax(x, -1), m.linspace(-3, 3, 2592).reshape(16, 2, 9, 9)
     ),
@@ -325,6 +334,15 @@ def _gru_steps(m, to_z, to_r, to_hbar, x):
         z = m.sigmoid(to_z(xh))
         h = (1 - z) * h + z * hbar
     h.sum().backward()
+
+
+def _makemore_reads(m, wte, idx):
+    """makemore's MLP context: read the table, roll the index, write the blank token, nine
+    times (no backward)."""
+    for _ in range(9):
+        wte(idx)
+        idx = m.roll(idx, 1, 1)
+        idx[:, 0] = 14
 
 
 def _crf_forward(m, trans, feats):
