@@ -132,6 +132,8 @@ def erfc32_form(z, exp=math.exp):
     """erfc(z) for z ≥ 0 by the float32 form ``e^(-z²) t P(t)`` (``exp``: the exponential to use;
     numpy's for arrays). The reference the compiled loops are checked against.
 
+    >>> import math
+    >>> from torchlight.tensor.formulas import erfc32_form
     >>> abs(erfc32_form(1.0) / math.erfc(1.0) - 1) < 2e-8
     True
     """
@@ -145,6 +147,8 @@ def erfc32_form(z, exp=math.exp):
 def erf32_small_form(x):
     """erf(x) for ``|x| < ERF32_SMALL`` by the float32 form ``x S(x²)``.
 
+    >>> import math
+    >>> from torchlight.tensor.formulas import erf32_small_form
     >>> abs(erf32_small_form(0.25) / math.erf(0.25) - 1) < 2e-9
     True
     """

@@ -14,8 +14,10 @@ would run with ``explain``:
 >>> a, b = tl.ones(3, 4, device="numba"), tl.ones(4, device="numba")
 >>> explain("add", a, b)
 'numpy'
->>> explain("gelu", a)
+>>> explain("silu", a)
 '_elementwise.map_flat'
+>>> explain("gelu", a)
+'_flat32.map32'
 """
 
 import os
