@@ -250,6 +250,17 @@ _erf = helper(erf32)
 
 
 @helper
+def _map_erf_block(op, x, out, n):
+    """The maps of the erf family (``ANY_SIZE``): gelu (6), erf (7)."""
+    if op == 6:
+        for i in range(n):
+            out[i] = _gelu(x[i])
+    else:
+        for i in range(n):
+            out[i] = _erf(x[i])
+
+
+@helper
 def _map_block(op, x, out, n):
     if op == 0:
         for i in range(n):
@@ -270,12 +281,8 @@ def _map_block(op, x, out, n):
     elif op == 5:
         for i in range(n):
             out[i] = _tanh(x[i])
-    elif op == 6:
-        for i in range(n):
-            out[i] = _gelu(x[i])
     else:
-        for i in range(n):
-            out[i] = _erf(x[i])
+        _map_erf_block(op, x, out, n)
 
 
 @kernel
