@@ -138,10 +138,7 @@ def erfc32_form(z, exp=math.exp):
     True
     """
     t = 1.0 / (1.0 + ERFC32_T * z)
-    p = 0.0
-    for c in reversed(ERFC32_P):
-        p = p * t + c
-    return exp(-z * z) * t * p
+    return exp(-z * z) * t * _horner(ERFC32_P, t)
 
 
 def erf32_small_form(x):
@@ -152,11 +149,15 @@ def erf32_small_form(x):
     >>> abs(erf32_small_form(0.25) / math.erf(0.25) - 1) < 2e-9
     True
     """
-    u = x * x
-    s = 0.0
-    for c in reversed(ERF32_S):
-        s = s * u + c
-    return x * s
+    return x * _horner(ERF32_S, x * x)
+
+
+def _horner(coefficients, x):
+    """Σ c_k x^k for ``coefficients`` lowest first, by Horner's rule."""
+    p = 0.0
+    for c in reversed(coefficients):
+        p = p * x + c
+    return p
 
 
 def gelu_tanh_arg(x):

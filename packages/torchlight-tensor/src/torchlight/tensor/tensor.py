@@ -1556,12 +1556,13 @@ class Tensor(TensorConveniences, TensorBase):
         return index.getitem(self, idx)
 
     def __setitem__(self, idx, value):
+        before = self._version[0]  # the version the index bounds on record were taken at
         self._check_inplace("__setitem__")
         norm, advanced = index.expand_index(self, idx)
         if not advanced:
             self._write(index.basic_view(self._td, norm), value)
             if type(value) is int and self.__dict__:  # x[:, 0] = 14 on indices: bounds kept
-                dispatch.widen_index_range(self, value, self._version[0] - 1)
+                dispatch.widen_index_range(self, value, before)
             return
         # The positions are computed (and every index checked) as for reading x[idx]. In host
         # memory the values go straight into the storage at the selected elements (O(selection);

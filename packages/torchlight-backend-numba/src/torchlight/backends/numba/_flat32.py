@@ -47,7 +47,6 @@ __all__ = [
     "BLOCK",
     "FLAT_MAP",
     "FLAT_ZIP",
-    "ANY_SIZE",
     "map32",
     "zip32",
     "tanh32",
@@ -68,9 +67,6 @@ FLAT_MAP = {
     "gelu": 6,
     "erf": 7,
 }
-ANY_SIZE = {"gelu", "gelu_back", "erf"}
-"""Ops whose other forms call libm's erf per value (~6 ns; scipy's, numba's ``math.erf``): these
-loops run them at every size, not only from ``FLAT_MIN``."""
 
 f32 = np.float32
 ZERO, ONE, TWO = f32(0.0), f32(1.0), f32(2.0)
@@ -251,7 +247,7 @@ _erf = helper(erf32)
 
 @helper
 def _map_erf_block(op, x, out, n):
-    """The maps of the erf family (``ANY_SIZE``): gelu (6), erf (7)."""
+    """The maps of the erf family: gelu (6), erf (7)."""
     if op == 6:
         for i in range(n):
             out[i] = _gelu(x[i])

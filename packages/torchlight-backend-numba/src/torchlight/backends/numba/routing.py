@@ -95,6 +95,9 @@ _BOOL_AS_CMP = {
 _NUMBA_MAP = {"gelu", "silu", "erf"}
 _NUMBA_ZIP = {"gelu_back", "silu_back"}
 _FLAT_FUSED = {"gelu_tanh_back", "gelu_back"}  # compute-bound: both operands arrays
+#: every other form of these calls libm's erf per value (~6 ns; scipy's, numba's ``math.erf``):
+#: the flat32 loops run them at every size, not only from FLAT_MIN
+_FLAT_ANY_SIZE = {"gelu", "gelu_back", "erf"}
 
 
 def _kind(dtype):
@@ -135,7 +138,7 @@ def _map_cast(op, views, out, n, ufuncs):
 
 def _map_flat32(op, views, out, n, ufuncs):
     ok = (
-        (n >= FLAT_MIN or op in L.ANY_SIZE)
+        (n >= FLAT_MIN or op in _FLAT_ANY_SIZE)
         and op in L.FLAT_MAP
         and _f32(views, out)
         and views[0].is_contiguous()
@@ -177,7 +180,7 @@ def _zip_mode(op, a, b, out):
 def _zip_flat32(op, views, out, n, ufuncs):
     if (
         op not in L.FLAT_ZIP
-        or n < (0 if op in L.ANY_SIZE else FLAT_MIN if op in _FLAT_FUSED else FLAT_ZIP_MIN)
+        or n < (0 if op in _FLAT_ANY_SIZE else FLAT_MIN if op in _FLAT_FUSED else FLAT_ZIP_MIN)
         or not (_f32(views[:1], out) and out.is_contiguous())
     ):
         return None
