@@ -107,8 +107,10 @@ PROGRAMS = {
         setup=write_names,
         steps=("--iters",),
     ),
+    # 24 steps: after 8 the loss had fallen for some random streams and not for others (the
+    # eval accuracy of seeds 0-11 ranged 0.41-1.0); after 24 every seed tried reaches 1.0
     "lenet_synthetic": Program(
-        "lenet_synthetic.py", ["--steps", 8, "--batch-size", 16, "--lr", 3e-3], steps=("--steps",)
+        "lenet_synthetic.py", ["--steps", 24, "--batch-size", 16, "--lr", 3e-3], steps=("--steps",)
     ),
     "custom_function": Program(
         "custom_function.py",

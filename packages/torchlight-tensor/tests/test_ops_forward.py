@@ -1080,6 +1080,37 @@ def test_random_factories_ranges_and_dtypes():
         tl.rand(3, dtype=tl.int64)
 
 
+@pytest.mark.parametrize("low, high", [(0, 2), (-5, 3), (10, 34), (0, 2**32), (-(2**40), 2**40)])
+def test_randint_is_uniform_on_its_span(low, high):
+    """Modulo draws (spans up to MODULO_SPAN) and numpy's exact integers (wider): every value in
+    [low, high), each equally often within a chi-square bound for small spans."""
+    from torchlight.tensor.dispatch import index_range
+
+    g = tl.Generator().manual_seed(3)
+    x = tl.randint(low, high, (60000,), generator=g)
+    assert index_range(x) == (low, high - 1)  # recorded from the bounds: no pass over the values
+    v = x.numpy()
+    assert x.dtype == tl.int64 and low <= v.min() and v.max() < high
+    if high - low <= 64:
+        counts = np.bincount(v - low, minlength=high - low)
+        expected = len(v) / (high - low)
+        chi2 = ((counts - expected) ** 2 / expected).sum()
+        assert chi2 < 3 * (high - low) + 30, counts  # a uniform draw exceeds this with p < 1e-8
+    else:
+        quarters = np.bincount((v - low) // ((high - low) // 4), minlength=4)
+        np.testing.assert_allclose(quarters / len(v), 0.25, atol=0.01)
+    again = tl.randint(low, high, (60000,), generator=tl.Generator().manual_seed(3)).numpy()
+    np.testing.assert_array_equal(v, again)
+
+
+def test_randint_refuses_an_empty_span_and_keeps_dtype_and_empty_sizes():
+    with pytest.raises(ValueError, match="high .3. must be greater than low .5."):
+        tl.randint(5, 3, (2,))
+    assert tl.randint(3, (2,), dtype=tl.float32).dtype == tl.float32
+    assert tl.randint(0, 4, (0, 3)).shape == (0, 3)
+    assert tl.randint(7, 8, ()).item() == 7
+
+
 def test_manual_seed_reproducibility():
     tl.manual_seed(1234)
     a = (tl.rand(5).numpy(), tl.randn(3, 2).numpy(), tl.randint(0, 100, (4,)).numpy())

@@ -56,15 +56,22 @@ def size_of(size: tuple) -> tuple[int, ...]:
 
 
 def from_numpy_on(
-    array: np.ndarray, backend: Any, dtype: Any = None, requires_grad: bool = False, *, like: Any
+    array: np.ndarray,
+    backend: Any,
+    dtype: Any = None,
+    requires_grad: bool = False,
+    *,
+    like: Any,
+    bounds: tuple[int, int] | None = None,
 ) -> Any:
     """A tensor on ``backend`` with a copy (or, on a host-memory backend, a share) of the
     C-contiguous ``array``, converted to ``dtype`` when given. An int64 tensor remembers its
-    value range, so index checks need no read-back."""
+    value range, so index checks need no read-back: ``bounds`` (``(lo, hi)``, from a caller that
+    knows them) or else the values' own."""
     dt = dtypes.as_dtype(array.dtype) if dtype is None else dtypes.as_dtype(dtype)
     t = wrap(_data_on(array, dt, backend), backend, dt, like)
     if dt is dtypes.int64 and array.size:
-        set_index_range(t, *value_range(array))
+        set_index_range(t, *(bounds or value_range(array)))
     if requires_grad:
         t.requires_grad_(True)
     return t

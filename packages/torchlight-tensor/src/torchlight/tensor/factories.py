@@ -14,7 +14,7 @@ from .backend.protocol import host_memory
 from .backend.registry import get_backend
 from .dispatch import alloc, wrap
 from .errors import DTypeError, ShapeError
-from .random import device_stream, rng_of
+from .random import device_stream, rng_of, uniform_ints
 from .storage import TensorData
 from .tensor import Tensor
 
@@ -370,8 +370,11 @@ def randint(low, high=None, size=(), dtype=None, device=None, generator=None):
         high, size = None, high
     if high is None:
         low, high = 0, low
-    arr = rng_of(generator).integers(low, high, size=creation.size_of((size,)), dtype=np.int64)
-    return _on(arr, device, dtypes.as_dtype(dtype or dtypes.int64))
+    low, high = int(low), int(high)
+    arr = uniform_ints(generator, low, high, creation.size_of((size,)))
+    dt = dtypes.as_dtype(dtype or dtypes.int64)
+    # the bounds are known: no pass over the values to record them
+    return creation.from_numpy_on(arr, get_backend(device), dt, like=Tensor, bounds=(low, high - 1))
 
 
 def randperm(n, dtype=None, device=None, requires_grad=False, generator=None):

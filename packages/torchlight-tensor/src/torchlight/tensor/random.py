@@ -9,6 +9,7 @@ PyTorch's CPU and CUDA streams differ). ``uniform_``, ``normal_``, ``randint`` a
 draw from the host stream.
 """
 
+import math
 from typing import cast
 
 import numpy as np
@@ -21,6 +22,8 @@ __all__ = [
     "initial_seed",
     "device_stream",
     "stream_base",
+    "uniform_ints",
+    "MODULO_SPAN",
     "GOLDEN",
 ]
 
@@ -109,6 +112,40 @@ def initial_seed() -> int:
 
 def rng_of(generator) -> np.random.Generator:
     return (generator or default_generator).rng
+
+
+MODULO_SPAN = 1 << 32
+"""The widest span ``high - low`` that :func:`uniform_ints` draws as raw 64-bit words modulo the
+span: each value then has probability within ``span / 2⁶⁴ ≤ 2⁻³²`` (relative) of exactly uniform
+(PyTorch's CPU ``randint`` takes 32-bit words modulo the span, a bias up to ``span / 2³²``).
+Wider spans take numpy's exactly uniform ``Generator.integers``."""
+
+
+def uniform_ints(generator, low: int, high: int, shape: tuple) -> np.ndarray:
+    """An int64 array of ``shape``, uniform on ``[low, high)``, from ``generator`` (the default
+    one when ``None``): what ``randint`` draws.
+
+    numpy's ``Generator.integers`` spends ~6 µs preparing any call (nanoGPT and a CNN's batch
+    loop call ``randint`` every step for a handful of values), so spans up to
+    :data:`MODULO_SPAN` take the bit generator's raw words modulo the span instead (~1 µs).
+
+    >>> from torchlight.tensor.random import uniform_ints
+    >>> v = uniform_ints(tl.Generator().manual_seed(0), -3, 4, (1000,))
+    >>> int(v.min()), int(v.max()), v.dtype
+    (-3, 3, dtype('int64'))
+    """
+    span = high - low
+    if span <= 0:
+        raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
+    rng = rng_of(generator)
+    if span > MODULO_SPAN:
+        return rng.integers(low, high, size=shape, dtype=np.int64)
+    raw = rng.bit_generator.random_raw(math.prod(shape))
+    np.remainder(raw, span, out=raw)
+    values = raw.view(np.int64)  # each below 2³²: the same bits as uint64
+    if low:
+        values += low
+    return values.reshape(shape)
 
 
 def device_stream(generator=None) -> tuple:
