@@ -1,6 +1,7 @@
 """A stock PyTorch-style training loop runs under ``TORCHLIGHT_DEVICE=numba``.
 
-Factories then make numba tensors while ``from_numpy``, ``tensor(ndarray)`` and the DataLoader's
+Factories then make numba tensors, ``"cpu"`` names numba too (a PyTorch program's
+``.to("cpu")`` stays there), while ``from_numpy``, ``tensor(ndarray)`` and the DataLoader's
 collated batches come from numpy arrays; numba and cpu both keep their data in host memory
 (the ``host_memory`` backend capability), so these combine without copies or device errors (see
 docs/developer/design-decisions.md, "Host-memory backends share tensors"). Run in a subprocess
@@ -31,8 +32,9 @@ SCRIPT = textwrap.dedent(
     arr[0] = 5.0
     assert t.device == "numba" and t.tolist() == [5.0, 1.0, 2.0]   # still zero-copy
     assert tl.tensor(np.ones(2)).device == "numba"
-    cpu = tl.ones(2, device="cpu")
-    assert (cpu + tl.ones(2)).device == "numba"                     # mixing runs on numba
+    assert tl.ones(2, device="cpu").device == "numba"              # "cpu": the host backend chosen
+    host = tl.ones(2, device="numpy")
+    assert host.device == "cpu" and (host + tl.ones(2)).device == "numba"  # mixing runs on numba
 
     class Points(Dataset):  # yields numpy samples: the collated batches come from from_numpy
         def __init__(self):
@@ -47,7 +49,8 @@ SCRIPT = textwrap.dedent(
             return self.x[i], int(self.y[i])
 
     tl.manual_seed(0)
-    model = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 2))
+    model = nn.Sequential(nn.Linear(2, 16), nn.Tanh(), nn.Linear(16, 2)).to("cpu")
+    assert all(p.device == "numba" for p in model.parameters())     # .to("cpu") stays on numba
     opt = optim.SGD(model.parameters(), lr=0.5)
     loader = DataLoader(Points(), batch_size=32, shuffle=True, seed=0)
     losses = []

@@ -68,4 +68,5 @@ def fresh_registry(monkeypatch):
     monkeypatch.setattr(registry, "_discovered", False)
     monkeypatch.setattr(registry, "_default", None)
     monkeypatch.setattr(registry, "_default_backend", None)
+    monkeypatch.setattr(registry, "_cpu", None)
     return registry

@@ -230,12 +230,44 @@ def test_set_default_device_and_precedence(fresh_registry, monkeypatch):
         tl.randint(0, 3, (2,)),
     ):
         assert t.device == "fake"  # set_default_device beats the environment
-    assert tl.zeros(1, device="cpu").device == "cpu"  # an explicit device beats both
-    assert tl.zeros_like(tl.zeros(1, device="cpu")).device == "cpu"  # *_like follows its input
+    assert tl.zeros(1, device="numpy").device == "cpu"  # an explicit device beats both
+    assert tl.zeros_like(tl.zeros(1, device="numpy")).device == "cpu"  # *_like follows its input
     tl.set_default_device("cpu")
     assert tl.zeros(1).device == "cpu"
     tl.set_default_device(None)
     assert tl.zeros(1).device == "envdev"
+
+
+class DeviceMemoryBackend(FakeBackend):
+    """A fake plugin whose storage is not host memory (as a GPU's is not)."""
+
+    capabilities = FakeBackend.capabilities - {"host_memory"}
+
+
+def test_cpu_names_the_chosen_host_backend(fresh_registry, monkeypatch):
+    """ "cpu" is the default device when that keeps its data in host memory (TORCHLIGHT_DEVICE=
+    numba: a PyTorch program's .to("cpu") stays on numba), else numpy; "numpy" is always numpy."""
+    numpy_backend = tl.get_backend("numpy")
+    host, device_only = FakeBackend("hostbk"), DeviceMemoryBackend("gpubk")
+    tl.register_backend("hostbk", host)
+    tl.register_backend("gpubk", device_only)
+    assert tl.get_backend("cpu") is numpy_backend
+    tl.set_default_device("hostbk")
+    assert tl.get_backend("cpu") is host and tl.get_backend(tl.device("cpu")) is host
+    assert tl.zeros(2, device="cpu").device == "hostbk"
+    assert tl.ones(2, device="numpy").to("cpu").device == "hostbk"
+    assert tl.get_backend("numpy") is numpy_backend
+    tl.set_default_device("gpubk")
+    assert tl.get_backend("cpu") is numpy_backend  # device memory is not the host
+    tl.set_default_device(None)
+    monkeypatch.setenv("TORCHLIGHT_DEVICE", "hostbk")
+    tl.set_default_device(None)  # forgets what "cpu" named
+    assert tl.get_backend("cpu") is host
+    monkeypatch.setenv("TORCHLIGHT_DEVICE", "nosuchbk")
+    tl.set_default_device(None)
+    assert tl.get_backend("cpu") is numpy_backend  # the bad default raises where it is used
+    with pytest.raises(tl.BackendError, match="nosuchbk"):
+        tl.zeros(1)
 
 
 def test_to_moves_data_between_backends_and_gradients_move_back(fresh_registry):

@@ -547,7 +547,8 @@ class Tensor(TensorConveniences, TensorBase):
         return out.clone() if copy and out is self else out
 
     def cpu(self):
-        """This tensor on the ``"cpu"`` (numpy) backend: ``self.to("cpu")``."""
+        """This tensor on the host: ``self.to("cpu")``, the numpy backend unless the default
+        device is another host-memory backend (see :func:`~torchlight.tensor.backend.registry.cpu_backend`)."""
         return self.to("cpu")
 
     def float(self):

@@ -8,6 +8,12 @@ so one broken plugin never breaks ``import torchlight``.
 Selection order for a new tensor: explicit ``device=`` → :func:`set_default_device` →
 ``$TORCHLIGHT_DEVICE`` → ``cpu``. A backend whose hardware is missing raises; there is never a
 silent fallback to another device.
+
+``"cpu"`` names the host: the built-in numpy backend, unless the chosen default device (by
+:func:`set_default_device` or ``$TORCHLIGHT_DEVICE``) is another backend that keeps its data in
+host memory, such as ``numba`` — then ``"cpu"`` is that one (:func:`cpu_backend`), so a PyTorch
+program's ``.to("cpu")`` or ``device="cpu"`` stays on the host backend the user picked.
+``"numpy"`` always names the numpy backend.
 """
 
 import os
@@ -28,6 +34,7 @@ __all__ = [
     "set_default_device",
     "get_default_device",
     "backend_usable",
+    "cpu_backend",
 ]
 
 GROUP = "torchlight.backends"
@@ -39,6 +46,7 @@ _loaded: dict = {}  # name -> backend instance
 _discovered = False
 _default = None  # set_default_device's choice
 _default_backend = None  # cache of the resolved default backend
+_cpu = None  # cache of what "cpu" names (cpu_backend)
 
 
 def _discover():
@@ -71,14 +79,14 @@ def register_backend(name: str, spec) -> None:
     >>> tl.get_backend("mycpu") is tl.get_backend("cpu")
     True
     """
-    global _default_backend
+    global _default_backend, _cpu
     if not isinstance(spec, BackendSpec):
         backend = spec
         spec = BackendSpec(name, lambda: backend)
     _specs[name] = spec
     _loaded.pop(name, None)
     _broken.pop(name, None)
-    _default_backend = None
+    _default_backend = _cpu = None
 
 
 def _describe() -> str:
@@ -119,6 +127,8 @@ def get_backend(name=None):
         return name
     elif ":" in name:
         name = as_device_name(name)
+    if name == "cpu":
+        return _cpu or cpu_backend()
     key = ALIASES.get(name, name)
     if key in _loaded:
         return _loaded[key]
@@ -152,6 +162,35 @@ def get_backend(name=None):
     threads.configure(backend)  # a set_num_threads made before this backend loaded
     _loaded[key] = backend
     return backend
+
+
+def cpu_backend():
+    """The backend the device name ``"cpu"`` selects: the default device chosen by
+    :func:`set_default_device` or ``$TORCHLIGHT_DEVICE`` when that is a backend keeping its data
+    in host memory (the ``host_memory`` capability, e.g. ``numba``), else the numpy backend.
+
+    Why: ``TORCHLIGHT_DEVICE=numba`` asks for numba, and PyTorch programs say ``"cpu"`` for the
+    host (``model.to("cpu")``, ``--device=cpu``); read as numpy, that would move every tensor off
+    the backend the user chose. A default that cannot load leaves ``"cpu"`` as numpy (the error
+    belongs where the default device is used).
+
+    >>> from torchlight.tensor.backend.registry import cpu_backend
+    >>> tl.get_backend("cpu") is cpu_backend()
+    True
+    """
+    global _cpu
+    if _cpu is None:
+        chosen = _default if _default is not None else os.environ.get("TORCHLIGHT_DEVICE")
+        backend = get_backend(ALIASES["cpu"])
+        if chosen and chosen != "cpu":
+            try:
+                other = get_backend(chosen)
+            except BackendError:
+                other = backend
+            if host_memory(other):
+                backend = other
+        _cpu = backend
+    return _cpu
 
 
 def backend_usable(name) -> bool:
@@ -201,13 +240,13 @@ def set_default_device(name) -> None:
     >>> tl.zeros(1).device == "cpu"
     True
     """
-    global _default, _default_backend
+    global _default, _default_backend, _cpu
     if isinstance(name, device):
         name = str(name)
     if name is not None:
         get_backend(name)
     _default = name
-    _default_backend = None
+    _default_backend = _cpu = None
 
 
 def get_default_device() -> str:
