@@ -11,7 +11,8 @@ from tltensor_helpers import LAYOUTS, Maker, assert_close
 
 import torchlight as tl
 from torchlight.autograd import Function
-from torchlight.tensor.dispatch import SHORT_RANGE, index_range, value_range
+from torchlight.tensor.backend.bounds import SHORT_RANGE, value_range
+from torchlight.tensor.dispatch import index_range
 from torchlight.tensor.functions.activation import cross_entropy_rows
 from torchlight.tensor.functions.concat import Cat, Stack
 from torchlight.tensor.functions.gathering import embedding

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
+from .backend.bounds import value_range
 from .base import TensorBase
-from .dispatch import MAX_NUMEL, alloc, set_index_range, value_range, wrap
+from .dispatch import MAX_NUMEL, alloc, set_index_range, wrap
 from .errors import DTypeError, OutOfMemoryError, ShapeError
 from .indexing import contiguous_strides
 from .storage import TensorData

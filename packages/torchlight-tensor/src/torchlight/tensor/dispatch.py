@@ -17,6 +17,7 @@ import numpy as np
 
 from torchlight.autograd.grad_mode import GradMode
 
+from .backend.bounds import value_range
 from .backend.protocol import BROADCAST, EMPTY_HANDLE, HOST_MEMORY, host_memory
 from .backend.registry import get_backend
 from .errors import BackendError, DTypeError, OutOfMemoryError, ShapeError, TensorIndexError
@@ -54,8 +55,6 @@ __all__ = [
     "first_outside",
     "keep_index_range",
     "widen_index_range",
-    "value_range",
-    "SHORT_RANGE",
     "normalize_dim",
     "normalize_dims",
     "too_big",
@@ -468,26 +467,6 @@ def widen_index_range(t: _Tensor, value: int, version: int) -> None:
     rec = t.__dict__.get("_index_range")
     if rec is not None and rec[2] == version:
         set_index_range(t, min(rec[0], value), max(rec[1], value))
-
-
-SHORT_RANGE = 64
-"""Up to this many values, :func:`value_range` takes the min and max in Python: numpy's two
-reductions cost ~1.3 µs each before they read a value, more than Python's over a data loader's
-row of a few indices."""
-
-
-def value_range(array: Any) -> tuple[int, int]:
-    """``(min, max)`` of a non-empty host array of integers, as Python ints.
-
-    >>> import numpy as np
-    >>> from torchlight.tensor.dispatch import value_range
-    >>> value_range(np.array([[3, -1], [7, 2]]))
-    (-1, 7)
-    """
-    if array.size <= SHORT_RANGE:
-        values = array.ravel().tolist()
-        return int(min(values)), int(max(values))
-    return int(array.min()), int(array.max())
 
 
 def normalize_dim(dim: Any, ndim: int, allow_end: bool = False) -> int:

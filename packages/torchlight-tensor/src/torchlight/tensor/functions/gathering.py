@@ -334,10 +334,10 @@ class Embedding(Function):
 
     @staticmethod
     def forward(ctx, weight, indices, padding_idx):
+        check_index(indices, weight.shape[0], "embedding")  # before flattening: its bounds record
         n = indices.numel()
         flat = indices._td.reshaped((n,))
         flat = view_of(indices, flat) if flat is not None else indices.contiguous().reshape(n)
-        check_index(flat, weight.shape[0], "embedding")
         d = weight.shape[1]
         out = alloc(indices.shape + (d,), weight.dtype, weight.backend, weight)
         weight.backend.take(weight._td, 0, flat._td, out._td.reshaped((n, d)))

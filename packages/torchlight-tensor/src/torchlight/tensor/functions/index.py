@@ -14,6 +14,7 @@ from torchlight.autograd import Function, PartialGradient
 from torchlight.autograd.grad_mode import GradMode
 
 from .. import dtypes
+from ..backend.bounds import value_range
 from ..base import TensorBase
 from ..creation import filled, from_numpy_on
 from ..dispatch import (
@@ -23,7 +24,6 @@ from ..dispatch import (
     item_of,
     scalar_like,
     set_index_range,
-    value_range,
     view_of,
     where_op,
 )
