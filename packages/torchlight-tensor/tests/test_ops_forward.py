@@ -1103,6 +1103,35 @@ def test_randint_is_uniform_on_its_span(low, high):
     np.testing.assert_array_equal(v, again)
 
 
+@pytest.mark.parametrize("n", [5, 1023, 1024, 200001])
+def test_randn_float32_matches_the_normal_distribution(n):
+    """Either side of NORMAL_PAIRS_MIN (ziggurat below, Box–Muller pairs from it on, odd sizes
+    too): moments and the normal CDF at several points (against math.erf), reproducible."""
+    from torchlight.tensor.random import NORMAL_PAIRS_MIN
+
+    assert 1023 < NORMAL_PAIRS_MIN <= 1024
+    x = tl.randn(n, generator=tl.Generator().manual_seed(5))
+    assert x.dtype == tl.float32 and x.shape == (n,)
+    v = x.numpy().astype(np.float64)
+    np.testing.assert_array_equal(v, tl.randn(n, generator=tl.Generator().manual_seed(5)).numpy())
+    if n < 1000:
+        return
+    tol = 5 / np.sqrt(n)  # five standard errors of a proportion of at most 1/2
+    assert abs(v.mean()) < tol and abs(v.std() - 1) < 2 * tol
+    for z in (-2.5, -1.0, 0.0, 0.5, 1.5, 3.0):
+        assert abs((v <= z).mean() - 0.5 * (1 + math.erf(z / math.sqrt(2)))) < tol, z
+    assert np.abs(v).max() <= 5.78  # sqrt(-2 ln 2^-24): the largest pair radius
+
+
+def test_rand_float32_is_drawn_at_float32():
+    g = tl.Generator().manual_seed(0)
+    x = tl.rand(300000, generator=g).numpy()
+    assert x.dtype == np.float32 and x.min() >= 0 and x.max() < 1
+    # 24 random bits a value: every value is a multiple of 2^-24 (a rounded float64 draw is not)
+    assert np.all(x * 2**24 == np.floor(x * 2**24))
+    assert tl.rand(3, dtype=tl.float64, generator=g).dtype == tl.float64
+
+
 def test_randint_refuses_an_empty_span_and_keeps_dtype_and_empty_sizes():
     with pytest.raises(ValueError, match="high .3. must be greater than low .5."):
         tl.randint(5, 3, (2,))

@@ -14,7 +14,7 @@ from .backend.protocol import host_memory
 from .backend.registry import get_backend
 from .dispatch import alloc, wrap
 from .errors import DTypeError, ShapeError
-from .random import device_stream, rng_of, uniform_ints
+from .random import device_stream, normal_floats, rng_of, uniform_floats, uniform_ints
 from .storage import TensorData
 from .tensor import Tensor
 
@@ -316,7 +316,8 @@ def _random(shape, draw, dtype, device, requires_grad, kind=None, generator=None
         t = alloc(shape, dt, be, Tensor)
         be.random_(t._td, kind, *device_stream(generator))
         return t.requires_grad_(True) if requires_grad else t
-    return _on(np.asarray(draw(shape), dtype=dt.np), be, dt, requires_grad)
+    # drawn at the tensor's precision: a float64 uniform rounded to float32 could be 1.0
+    return _on(draw(generator, shape, dt.np), be, dt, requires_grad)
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
@@ -330,7 +331,7 @@ def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
     """
     return _random(
         creation.size_of(size),
-        rng_of(generator).random,
+        uniform_floats,
         dtype,
         device,
         requires_grad,
@@ -350,7 +351,7 @@ def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
     """
     return _random(
         creation.size_of(size),
-        rng_of(generator).standard_normal,
+        normal_floats,
         dtype,
         device,
         requires_grad,
