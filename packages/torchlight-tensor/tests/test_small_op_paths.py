@@ -235,6 +235,32 @@ def test_an_int_index_reads_and_writes_as_the_general_path(layout):
     assert tl.gradcheck(lambda t: t[1] * t[-1] + t[1], (w,))
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_ints_with_whole_dims_read_and_write_in_one_view(layout):
+    # x[i, :, j] and x[i, 0, :] (ints and whole dims, a batch loop's writes) take one view;
+    # x[i, 0, p, :] += 1 writes the updated view back onto itself (no copy, same result)
+    a, x = Maker(23).build((4, 3, 5, 2), layout)
+    for idx in ((1, slice(None), 3), (-1, 0, slice(None)), (2, slice(None), -5, 1), (0, 2)):
+        assert_close(x[idx], a[idx])
+        assert x[idx]._td.storage is x._td.storage
+    for bad in ((4, slice(None), 0), (0, slice(None), -6)):
+        with pytest.raises(tl.TensorIndexError, match="out of range"):
+            x[bad]
+    y, want = x.clone(), a.copy()
+    before = y._version[0]
+    y[2, 0, :, 1] += 1.0
+    y[1, :, 4] *= -2.0
+    y[3, 1, 2, :] = y[3, 1, 2, :]  # the same view: nothing changes
+    y[0, 0, 1:, 0] = y[0, 0, :-1, 0].clone()  # overlapping, not the same view: shifted
+    want[2, 0, :, 1] += 1.0
+    want[1, :, 4] *= -2.0
+    want[0, 0, 1:, 0] = want[0, 0, :-1, 0].copy()
+    np.testing.assert_array_equal(y.numpy(), want)
+    assert y._version[0] > before
+    w = _f64(4, 3, 5, seed=24).requires_grad_()
+    assert tl.gradcheck(lambda t: t[1, :, 2] * t[-1, 0, :3].sum(), (w,))
+
+
 @pytest.mark.parametrize("dtype", [tl.float32, tl.float64, tl.int64, tl.bool])
 def test_item_reads_the_one_element_of_any_view(dtype):
     a = (np.arange(24).reshape(4, 6) % 5).astype(dtype.np)

@@ -230,6 +230,25 @@ class TensorData:
         n = len(indices)
         return self._new(shape[n:], strides[n:], offset)
 
+    def select_ints(self, index: Sequence[Any]) -> TensorData:
+        """``x[index]`` for an index of ints and whole-dimension slices (``x[i, :, j]``): the
+        dims at the ints dropped, the others kept, as one view."""
+        shape, strides = [], []
+        offset = self.offset
+        for dim, item in enumerate(index):
+            size, stride = self.shape[dim], self.strides[dim]
+            if type(item) is int:
+                if not -size <= item < size:
+                    raise TensorIndexError(
+                        f"index {item} is out of range for dimension {dim} with size {size}"
+                    )
+                offset += (item % size) * stride
+            else:
+                shape.append(size)
+                strides.append(stride)
+        n = len(index)
+        return self._new(tuple(shape) + self.shape[n:], tuple(strides) + self.strides[n:], offset)
+
     def slice(self, dim: int, start: int | None, stop: int | None, step: int | None) -> TensorData:
         """``x[start:stop:step]`` along ``dim``, Python semantics (negative and clipped bounds)."""
         if step is not None and step <= 0:

@@ -1787,6 +1787,13 @@ class Tensor(TensorConveniences, TensorBase):
         """Copy ``src`` (as for :meth:`copy_`) into ``target``, a view of this tensor's storage."""
         if isinstance(src, Tensor):
             source = (src if src.backend is self.backend else src.to(self.device))._td
+            if (
+                source.storage is target.storage
+                and source.offset == target.offset
+                and source.strides == target.strides
+                and source.shape == target.shape
+            ):
+                return  # x[i] += 1 writes the updated view back onto itself: nothing to copy
         elif type(src) in (int, float, bool):  # x[i:] = -1: a shared constant, no new storage
             value = _fitting(src, self.dtype)
             source = dispatch.filled_cached((), value, self.dtype, self.backend, self)._td

@@ -127,11 +127,14 @@ def _scalar_value(t):
 def basic_view(td, index):
     """Apply a basic index (ints, slices, None) to a TensorData; returns the new view."""
     if len(index) <= len(td.shape):
+        ints_only = True
         for item in index:
             if type(item) is not int:
-                break
-        else:  # ints only (x[i, j], a chained gradient's part): one view
-            return td.select_leading(index)
+                if item != _ALL:
+                    break
+                ints_only = False
+        else:  # ints and whole dims (x[i, j], x[i, 0, :, p] in a batch loop): one view
+            return td.select_leading(index) if ints_only else td.select_ints(index)
     dim = 0
     for item in index:
         if item is None:
