@@ -227,6 +227,15 @@ CASES = {
         m.nn.Embedding(15, 16),
         m.tensor([[(9 * i + j) % 14 for j in range(9)] for i in range(16)]),  # a loader's batch
     ),
+    "randint(0, 24, (16,)) (a batch loop's positions)": lambda m: _call(
+        lambda g: m.randint(0, 24, (16,), generator=g), m.Generator().manual_seed(0)
+    ),
+    "randn(16, 1, 32, 32) (a CNN's batch of noise)": lambda m: _call(
+        lambda g: m.randn(16, 1, 32, 32, generator=g), m.Generator().manual_seed(0)
+    ),
+    "x[i, 0, :, p] += 1 (16x1x32x32, a batch loop's write)": lambda m: _call(
+        _add_a_column, m.zeros(16, 1, 32, 32)
+    ),
     "softmax(-1) (16x2x9x9, attention scores)": lambda m: _call(
         lambda x: m.softmax(x, -1), m.linspace(-3, 3, 2592).reshape(16, 2, 9, 9)
     ),
@@ -334,6 +343,12 @@ def _gru_steps(m, to_z, to_r, to_hbar, x):
         z = m.sigmoid(to_z(xh))
         h = (1 - z) * h + z * hbar
     h.sum().backward()
+
+
+def _add_a_column(x):
+    """lenet_synthetic's batch loop: a line drawn into one image by an in-place add on a view
+    (Python's ``x[idx] += v`` is a read, an in-place add and a write back)."""
+    x[3, 0, :, 5] += 1.0
 
 
 def _makemore_reads(m, wte, idx):

@@ -132,6 +132,11 @@ def get_backend(name=None):
     key = ALIASES.get(name, name)
     if key in _loaded:
         return _loaded[key]
+    return _load(key, name)
+
+
+def _load(key, name):
+    """Discover, check and load the backend registered as ``key`` (asked for as ``name``)."""
     _discover()
     if key in _broken:
         raise BackendError(f"backend {name!r} is installed but broken: {_broken[key]}")
