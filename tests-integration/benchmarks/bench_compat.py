@@ -7,7 +7,7 @@ compatibility suite, unchanged: the verbatim public programs (``compat/public/<n
 ``case.py`` gives the data setup, the small settings and the flags that set the step count) and
 the suite's own programs (``compat/test_programs.py``'s table). Every run is a fresh child
 process: ``python -m torchlight.compat`` with ``TORCHLIGHT_DEVICE=cpu`` (the numpy backend) or
-``numba``, and the plain script under PyTorch (the column is left out, with a note, when PyTorch
+``numba`` (where a program's own ``"cpu"`` then names numba too), and the plain script under PyTorch (the column is left out, with a note, when PyTorch
 is not importable; it is never a dependency).
 
 Per training step: a program with a steps flag runs with N and with 2N steps (N = its suite

@@ -1135,6 +1135,10 @@ def test_rand_float32_is_drawn_at_float32():
 def test_randint_refuses_an_empty_span_and_keeps_dtype_and_empty_sizes():
     with pytest.raises(ValueError, match="high .3. must be greater than low .5."):
         tl.randint(5, 3, (2,))
+    with pytest.raises(ValueError, match="does not fit int64"):
+        tl.randint(2**63 - 2, 2**63 + 3, (2,))  # modulo draws would wrap past int64
+    top = tl.randint(2**63 - 3, 2**63, (100,)).numpy()
+    assert top.min() >= 2**63 - 3 and top.max() <= 2**63 - 1
     assert tl.randint(3, (2,), dtype=tl.float32).dtype == tl.float32
     assert tl.randint(0, 4, (0, 3)).shape == (0, 3)
     assert tl.randint(7, 8, ()).item() == 7

@@ -140,6 +140,11 @@ def uniform_ints(generator, low: int, high: int, shape: tuple) -> np.ndarray:
     span = high - low
     if span <= 0:
         raise ValueError(f"randint: high ({high}) must be greater than low ({low})")
+    if low < -(1 << 63) or high > 1 << 63:
+        raise ValueError(
+            f"randint: [{low}, {high}) does not fit int64; low and high - 1 must lie in "
+            f"[-2**63, 2**63 - 1]"
+        )
     rng = rng_of(generator)
     if span > MODULO_SPAN:
         return rng.integers(low, high, size=shape, dtype=np.int64)
