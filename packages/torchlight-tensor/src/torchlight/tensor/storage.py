@@ -30,7 +30,13 @@ VIEW_MEMO = 8
 for reuse."""
 _new_view = object.__new__
 
-__all__ = ["TensorData"]
+__all__ = ["TensorData", "index_out_of_range"]
+
+
+def index_out_of_range(index: int, dim: int, size: int) -> TensorIndexError:
+    """The error for an integer index outside ``[-size, size)`` on dimension ``dim``: the one
+    message of every indexing path (``x[i]``, ``x[i, :, j]``, an index tensor's values)."""
+    return TensorIndexError(f"index {index} is out of range for dimension {dim} with size {size}")
 
 
 class TensorData:
@@ -207,9 +213,7 @@ class TensorData:
         """Drop dimension ``dim`` at position ``index`` (what ``x[..., i, ...]`` does)."""
         size = self.shape[dim]
         if not -size <= index < size:
-            raise TensorIndexError(
-                f"index {index} is out of range for dimension {dim} with size {size}"
-            )
+            raise index_out_of_range(index, dim, size)
         index %= size
         shape = self.shape[:dim] + self.shape[dim + 1 :]
         strides = self.strides[:dim] + self.strides[dim + 1 :]
@@ -223,9 +227,7 @@ class TensorData:
         for dim, index in enumerate(indices):
             size = shape[dim]
             if not -size <= index < size:
-                raise TensorIndexError(
-                    f"index {index} is out of range for dimension {dim} with size {size}"
-                )
+                raise index_out_of_range(index, dim, size)
             offset += (index % size) * strides[dim]
         n = len(indices)
         return self._new(shape[n:], strides[n:], offset)
@@ -239,9 +241,7 @@ class TensorData:
             size, stride = self.shape[dim], self.strides[dim]
             if type(item) is int:
                 if not -size <= item < size:
-                    raise TensorIndexError(
-                        f"index {item} is out of range for dimension {dim} with size {size}"
-                    )
+                    raise index_out_of_range(item, dim, size)
                 offset += (item % size) * stride
             else:
                 shape.append(size)

@@ -185,9 +185,9 @@ def cpu_backend():
     """
     global _cpu
     if _cpu is None:
-        chosen = _default if _default is not None else os.environ.get("TORCHLIGHT_DEVICE")
+        chosen = _chosen_device()
         backend = get_backend(ALIASES["cpu"])
-        if chosen and chosen != "cpu":
+        if chosen != "cpu":
             try:
                 other = get_backend(chosen)
             except BackendError:
@@ -263,8 +263,12 @@ def get_default_device() -> str:
     'cpu'
     """
     active = active_device()
-    if active is not None:
-        return active
+    return _chosen_device() if active is None else active
+
+
+def _chosen_device() -> str:
+    """The process-wide choice of device: :func:`set_default_device`'s, else
+    ``$TORCHLIGHT_DEVICE``, else ``"cpu"`` (a ``with torchlight.device(...)`` block aside)."""
     if _default is not None:
         return _default
     return os.environ.get("TORCHLIGHT_DEVICE") or "cpu"

@@ -145,12 +145,7 @@ def basic_view(td, index):
                 td = td.slice(dim, item.start, item.stop, item.step)
             dim += 1
         else:
-            size = td.shape[dim]
-            if not -size <= int(item) < size:
-                raise TensorIndexError(
-                    f"index {int(item)} is out of range for dimension {dim} with size {size}"
-                )
-            td = td.select(dim, int(item))
+            td = td.select(dim, int(item))  # which checks the index
     return td
 
 

@@ -12,6 +12,7 @@ from .. import dtypes
 from ..base import TensorBase
 from ..errors import DTypeError, TensorIndexError
 from ..indexing import contiguous_strides
+from ..storage import index_out_of_range
 
 __all__ = ["host_positions", "storage_offsets", "ARANGE_POSITIONS"]
 
@@ -52,9 +53,7 @@ def host_positions(x, index):
             size = x.shape[dim]
             if arr.size and (arr.max() >= size or arr.min() < -size):
                 bad = arr.max() if arr.max() >= size else arr.min()
-                raise TensorIndexError(
-                    f"index {int(bad)} is out of range for dimension {dim} with size {size}"
-                )
+                raise index_out_of_range(int(bad), dim, size)
             dim += 1
         host.append(arr)
     host = tuple(host)
