@@ -515,6 +515,52 @@ def test_one_row_linear_and_logsumexp_gradients():
     assert tl.ones(1, 3).sum().item() == 3.0
 
 
+@pytest.mark.parametrize("shape", [(2, 3, 5), (3, 1, 2, 5), (2, 0, 5)])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_a_batch_of_sequences_is_one_linear_node(shape, transposed):
+    """``(*, in)`` rows go into :class:`Linear` as they are (no reshape nodes around it), laid
+    out contiguously or not; values and the three gradients against numpy."""
+    from torchlight.tensor.functions.linalg import Linear, linear
+
+    rng = np.random.default_rng(7)
+    a, wn, bn = rng.standard_normal(shape), rng.standard_normal((4, 5)), rng.standard_normal(4)
+    x = tl.tensor(np.swapaxes(a, 0, 1).copy() if transposed else a, requires_grad=True)
+    w, b = tl.tensor(wn, requires_grad=True), tl.tensor(bn, requires_grad=True)
+    xi = x.transpose(0, 1) if transposed else x
+    y = linear(xi, w, b)
+    assert y.shape == shape[:-1] + (4,) and y._history.fn is Linear
+    np.testing.assert_allclose(y.detach().numpy(), a @ wn.T + bn)
+    gn = rng.standard_normal(y.shape)
+    (y * tl.tensor(gn)).sum().backward()
+    gx = gn @ wn
+    np.testing.assert_allclose(x.grad.numpy(), np.swapaxes(gx, 0, 1) if transposed else gx)
+    rows, grows = a.reshape(-1, 5), gn.reshape(-1, 4)
+    np.testing.assert_allclose(w.grad.numpy(), grows.T @ rows, atol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), grows.sum(0), atol=1e-12)
+
+
+def test_a_batch_of_sequences_through_linear_gradchecks_and_guards_its_input():
+    from torchlight.tensor.functions.linalg import linear
+
+    x = _f64(2, 3, 5, seed=50).requires_grad_()
+    w, b = _f64(4, 5, seed=51).requires_grad_(), _f64(4, seed=52).requires_grad_()
+    assert tl.gradcheck(linear, (x, w, b))
+    # create_graph: with L = Σ (x Wᵀ)², dL/dx = 2 (x Wᵀ) W is differentiable again, and
+    # S = Σ dL/dx ⊙ V has dS/dW = 2 W (XᵀV + VᵀX) over the rows X of x and V of v
+    v = _f64(2, 3, 5, seed=53)
+    (linear(x, w) ** 2).sum().backward(create_graph=True)
+    w.grad = None
+    (x.grad * v).sum().backward()
+    xr, vr, wn = x.detach().numpy().reshape(-1, 5), v.numpy().reshape(-1, 5), w.detach().numpy()
+    np.testing.assert_allclose(w.grad.numpy(), 2 * wn @ (xr.T @ vr + vr.T @ xr))
+    h = x * 1
+    y = linear(h, w, b)  # the saved input is h itself: writing it before backward is caught
+    with tl.no_grad():
+        h[0, 0, 0] = 5.0
+    with pytest.raises(tl.autograd.AutogradError, match="modified"):
+        y.sum().backward()
+
+
 # --- gradients of chained basic indices and of size-1 broadcasts -------------------------------
 
 

@@ -79,9 +79,15 @@ def _binary(op_type):
 
 
 def _linear(g, node, a):
-    # Y = X Wᵀ + b: ONNX's Gemm with transB (its bias input C is optional)
+    # Y = X Wᵀ + b: ONNX's Gemm with transB (its bias input C is optional); Gemm takes 2-D X only,
+    # so a batch of sequences (*, in) is a MatMul, which broadcasts Wᵀ over the leading dims
     x, w, b = a
-    return g.node("Gemm", [x.name, w.name, None if b is None else b.name], transB=1, name="linear")
+    if len(x.shape) == 2:
+        return g.node(
+            "Gemm", [x.name, w.name, None if b is None else b.name], transB=1, name="linear"
+        )
+    y = g.node("MatMul", [x.name, g.node("Transpose", [w.name], perm=[1, 0])], name="linear")
+    return y if b is None else g.node("Add", [y, b.name], name="linear")
 
 
 def _compare(g, node, a):

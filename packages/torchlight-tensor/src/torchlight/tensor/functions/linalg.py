@@ -5,6 +5,8 @@ The batch dims are broadcast *before* the product by a differentiable ``expand``
 itself sees equal batch dims and the expand's backward sums gradients over broadcast batches.
 """
 
+import math
+
 import numpy as np
 
 from torchlight.autograd import Function
@@ -12,7 +14,7 @@ from torchlight.autograd.grad_mode import GradMode
 
 from ..base import TensorBase
 from ..creation import filled, from_numpy_on
-from ..dispatch import alloc, common_backend, same_backend
+from ..dispatch import alloc, common_backend, contiguous, same_backend, view_of
 from ..errors import ShapeError
 from ..indexing import shape_broadcast
 from .pointwise import ndarray_operand, operands
@@ -21,6 +23,7 @@ from .weight_gradients import ProductGradient
 __all__ = [
     "MatMul",
     "Linear",
+    "as_rows",
     "matmul",
     "linear",
     "mm",
@@ -79,12 +82,14 @@ def _product(a, b, like):
 
 
 class Linear(Function):
-    r"""Autograd function of an affine map of rows, :math:`Y = X W^\top + b` for ``X (N, in)``,
-    ``W (out, in)``, ``b (out,)`` or ``None``:
+    r"""Autograd function of an affine map of rows, :math:`Y = X W^\top + b` for ``X (*, in)``,
+    ``W (out, in)``, ``b (out,)`` or ``None``; the leading dims of ``X`` are one batch of
+    :math:`N` rows (``G`` is :math:`\partial L/\partial Y` as ``(N, out)`` rows):
     :math:`\partial L/\partial X = G W`, :math:`\partial L/\partial W = G^\top X`,
     :math:`\partial L/\partial b = \sum_n G_n`.
 
-    One node instead of three (transpose, matmul, add): a layer's call costs one ``apply``.
+    One node instead of three (transpose, matmul, add), and no reshape nodes around it for a
+    batch of sequences: a layer's call costs one ``apply``.
     """
 
     direct_forward = True
@@ -93,36 +98,66 @@ class Linear(Function):
     def forward(ctx, x, w, b):
         ctx.save_for_backward(x, w)
         backend = common_backend(x, w) if b is None else common_backend(x, w, b)
-        shape = (x._td.shape[0], w._td.shape[0])
-        out = alloc(shape, x.dtype, backend, x)
-        backend.matmul(x._td, w._td.permute((1, 0)), out._td)
+        xt = x._td if len(x._td.shape) == 2 else as_rows(x)._td
+        out = alloc(x._td.shape[:-1] + w._td.shape[:1], x.dtype, backend, x)
+        ot = out._td if xt is x._td else out._td.reshaped(xt.shape[:1] + w._td.shape[:1])
+        backend.matmul(xt, w._td.permute((1, 0)), ot)
         if b is not None:
-            backend.zip("add", out._td, b._td.expand(shape), out._td)
+            backend.zip("add", ot, b._td.expand(ot.shape), ot)
         return out
 
     @staticmethod
     def backward(ctx, g):
         x, w = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad
+        shape = x._td.shape
         if GradMode.enabled:  # create_graph: the gradients must be recorded ops themselves
-            gx = g @ w if need_x else None
+            if len(shape) != 2:
+                g, x = g.reshape(-1, g.shape[-1]), x.reshape(-1, shape[-1])
+            gx = (g @ w).reshape(shape) if need_x else None
             gw = g.transpose(0, 1) @ x if need_w else None
             gb = (g.reshape(g.shape[1:]) if g.shape[0] == 1 else g.sum(0)) if need_b else None
             return gx, gw, gb
+        if len(shape) != 2:
+            g = as_rows(g)
+        gx = None
+        if need_x:
+            gx = _product(g._td, w._td, g)
+            if len(shape) != 2:  # a fresh tensor nothing else has seen: reshaped in place
+                gx._td = gx._td.reshaped(shape)
         # the weight's and bias's gradients stay unbuilt: a layer used at every step of a loop
         # then gets one product over all its uses (see weight_gradients)
-        gx = _product(g._td, w._td, g) if need_x else None
-        gw = ProductGradient(g, x) if need_w else None
+        gw = ProductGradient(g, as_rows(x)) if need_w else None
         gb = ProductGradient(g) if need_b else None
         return gx, gw, gb
+
+
+def as_rows(t):
+    """``t`` of shape ``(*, k)`` as ``(N, k)`` rows: ``t`` itself when 2-D, else a view of it
+    (sharing its storage and version counter) where its layout allows one, else a packed copy.
+
+    >>> import torchlight as tl
+    >>> from torchlight.tensor.functions.linalg import as_rows
+    >>> as_rows(tl.zeros(2, 3, 4)).shape, as_rows(tl.zeros(2, 3, 4).transpose(0, 1)).shape
+    ((6, 4), (6, 4))
+    """
+    td = t._td
+    if len(td.shape) == 2:
+        return t
+    shape = (math.prod(td.shape[:-1]), td.shape[-1])
+    rows = td.reshaped(shape)
+    if rows is None:  # no 2-D view of this layout (a transposed batch): pack it first
+        t = contiguous(t)
+        rows = t._td.reshaped(shape)
+    return view_of(t, rows)
 
 
 def linear(x, w, b=None):
     """``x @ w.T + b`` for ``x (*, in)``, ``w (out, in)``, ``b (out,)``: the function behind
     :func:`torchlight.nn.functional.linear`.
 
-    Leading dims of ``x`` fold into one batch of rows, so the product is one 2-D matmul (and
-    ``dL/dw = gᵀ x`` one more); operands of one dtype make a single :class:`Linear` node, mixed
+    Leading dims of ``x`` fold into one batch of rows inside the node, so the product is one 2-D
+    matmul (and ``dL/dw = gᵀ x`` one more); operands of one dtype make a single :class:`Linear` node, mixed
     dtypes promote through ``matmul`` as PyTorch would.
 
     >>> import torchlight as tl
@@ -148,10 +183,7 @@ def linear(x, w, b=None):
     if not fused:
         y = matmul(x, w.transpose(0, 1) if w.ndim == 2 else w)
         return y if b is None else y + b
-    if len(xs) == 2:
-        return Linear.apply(x, w, b)
-    lead = xs[:-1]
-    return Linear.apply(x.reshape(-1, x.shape[-1]), w, b).reshape(lead + (w.shape[0],))
+    return Linear.apply(x, w, b)
 
 
 def matmul(a, b):
