@@ -282,6 +282,38 @@ def test_cross_entropy_common_case_matches_numpy_and_general_path(reduction, sha
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("rows", [1, 6])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_nll_loss_without_weights_is_the_weighted_path_exactly(reduction, rows, transposed):
+    """Unweighted, ``sum`` and ``mean`` negate the sum once and give every row the gradient
+    ``-g / N``: the same numbers, to the last bit, as the per-row path that class weights of 1
+    take; on a strided input too (the gather then reads through the strides)."""
+    a = rng2.standard_normal((5, rows) if transposed else (rows, 5)).astype(np.float32)
+    t = tl.tensor(rng2.integers(0, 5, rows))
+    ones = tl.ones(5)
+
+    def prep(leaf):
+        return leaf.t() if transposed else leaf
+
+    got, g = _grad(lambda x: F.nll_loss(prep(x), t, reduction=reduction), a)
+    want, g_want = _grad(lambda x: F.nll_loss(prep(x), t, ones, reduction=reduction), a)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(g, g_want)
+    rows_a = a.T if transposed else a
+    picked = -rows_a[np.arange(rows), t.numpy()]
+    ref = {"none": picked, "sum": picked.sum(), "mean": picked.mean()}[reduction]
+    np.testing.assert_allclose(got, ref, rtol=1e-6)
+
+
+def test_nll_loss_mean_of_no_rows_is_nan_with_zero_gradient():
+    x = tl.zeros(0, 3, requires_grad=True)
+    loss = F.nll_loss(x, tl.zeros(0, dtype=tl.int64))
+    assert np.isnan(loss.item())
+    loss.backward()
+    assert x.grad.shape == (0, 3)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
 def test_common_case_on_a_transposed_float32_input(reduction):
     xt = rng2.standard_normal((4, 6)).astype(np.float32)
     t = rng2.integers(0, 4, 6)

@@ -149,7 +149,8 @@ def test_host_number_that_changes_per_step_is_refused():
     captured = tl.jit.capture_step(step)
     captured(tl.ones(3))
     captured(tl.ones(3))
-    with pytest.raises(TraceError, match="host data that changed between steps"):
+    # the constant 1.0 / i is written by the backend's fill: its value is a kernel argument
+    with pytest.raises(TraceError, match="Python constant changed between steps"):
         captured(tl.ones(3))
 
 
@@ -380,6 +381,35 @@ def test_fused_chain_matches_op_by_op(compiling):
     for i in range(6):
         w = 0.5 * w + np.tanh(2 * x * i + 1) * x * i
     np.testing.assert_allclose(results[True][1], w, rtol=1e-5, atol=1e-6)
+
+
+def test_a_fill_between_fused_ops_goes_ahead_only_when_the_run_never_touched_it(compiling):
+    """The constants of ``x * 2.0 + 1.0`` are fills of fresh storage: issued before the run, which
+    stays one chain. ``w[:] = 3.0`` fills a storage the run has written: it ends the run there
+    (moved ahead, the run's later ops would read the 3.0 too early, and its writes would cover it)."""
+    xs = [
+        tl.tensor(np.linspace(-1, 1, 4, dtype=np.float32) * i, device="npcompile") for i in range(4)
+    ]
+    results = {}
+    for fuse in (False, True):
+        w = tl.ones(4, device="npcompile")
+
+        def step(x, w=w):
+            w.mul_(x * 2.0 + 1.0)
+            w[:] = 3.0
+            w.add_(x)
+            return w * 1.0
+
+        outs, captured = _run(step, fuse, xs)
+        results[fuse] = outs
+    for a, b in zip(results[True], results[False]):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(results[True][-1], 3.0 + np.linspace(-1, 1, 4) * 3, rtol=1e-6)
+    names = [
+        type(c).__name__ if type(c).__name__ == "FusedCall" else c.name for c in captured.calls
+    ]
+    first_fill_of_w = names.index("fill", names.index("FusedCall"))
+    assert "FusedCall" in names[:first_fill_of_w]  # the constants' fills did not end the first run
 
 
 def test_shifted_views_of_one_storage_are_not_fused(compiling):

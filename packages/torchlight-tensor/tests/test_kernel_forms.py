@@ -288,7 +288,6 @@ def test_a_product_over_one_column_is_the_outer_product(a_shape, b_shape):
 # --- fill factories -------------------------------------------------------------------------------
 
 
-@pytest.mark.filterwarnings("ignore:invalid value encountered in cast")
 @pytest.mark.parametrize(
     ("value", "dtype", "expected"),
     [
@@ -299,14 +298,24 @@ def test_a_product_over_one_column_is_the_outer_product(a_shape, b_shape):
         (True, tl.float32, [1.0, 1.0, 1.0]),
         (2.5, tl.float64, [2.5, 2.5, 2.5]),
         (-1, tl.bool, [True, True, True]),
-        (float("nan"), tl.int64, [np.iinfo(np.int64).min] * 3),  # numpy's unsafe cast
-        (1e20, tl.int64, [np.iinfo(np.int64).min] * 3),
+        (1e300, tl.float32, [float("inf")] * 3),  # a float dtype rounds to inf, as PyTorch
     ],
 )
-def test_full_writes_the_value_numpy_casts(value, dtype, expected):
+def test_full_writes_the_value_pytorch_writes(value, dtype, expected):
     out = tl.full((3,), value, dtype=dtype)
     assert out.dtype is dtype
     assert out.tolist() == expected
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 1e20, 2**63, -(2**63) - 1])
+@pytest.mark.parametrize(
+    "make",
+    [lambda v: tl.full((3,), v, dtype=tl.int64), lambda v: tl.zeros(3, dtype=tl.int64).fill_(v)],
+)
+def test_an_integer_fill_refuses_what_int64_cannot_hold(value, make):
+    """numpy would write INT64_MIN (or wrap) without a word; PyTorch raises, and so do we."""
+    with pytest.raises(tl.DTypeError, match="cannot be converted to type torchlight.int64"):
+        make(value)
 
 
 def test_int64_fill_records_the_value_as_its_index_range():

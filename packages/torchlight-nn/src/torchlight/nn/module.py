@@ -190,11 +190,21 @@ class Module:
         self._non_persistent.discard(name)
 
     def __getattr__(self, name):
-        # Only called when normal lookup fails, i.e. for registered entries.
+        # Only called when normal lookup fails, i.e. for registered entries: each layer's call
+        # reads its parameters and submodules here, so the three registries are read directly
+        # (a loop over their names cost more than the rest of the lookup). Before __init__
+        # (unpickling, copy) none exists yet.
         d = self.__dict__
-        for reg in ("_parameters", "_buffers", "_modules"):
-            if reg in d and name in d[reg]:
-                return d[reg][name]
+        params = d.get("_parameters")
+        if params is not None:
+            if name in params:
+                return params[name]
+            modules = d["_modules"]
+            if name in modules:
+                return modules[name]
+            buffers = d["_buffers"]
+            if name in buffers:
+                return buffers[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name):

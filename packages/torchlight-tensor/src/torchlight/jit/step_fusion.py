@@ -17,7 +17,8 @@ capability and issued as a single call. A call joins the run when:
 Inside the kernel a value written by an earlier call of the run is taken from that call's result;
 every storage the run writes is still written (its last value), so the buffers hold exactly what
 the op-by-op calls left there — replays agree with eager execution up to the compiled kernels'
-rounding. Calls that do not qualify run as recorded.
+rounding. A ``fill`` of a storage the run has not touched (a constant built between two of its
+ops) is issued before the run instead of ending it. Calls that do not qualify run as recorded.
 """
 
 from __future__ import annotations
@@ -192,13 +193,18 @@ def fuse_calls(calls: list, cache: dict | None = None) -> list:
     cache = {} if cache is None else cache
     out: list = []
     run: _Run | None = None
+    ahead: list = []  # fills moved ahead of the run (see _fills_ahead)
     for call in calls:
+        if run is not None and _fills_ahead(call, run):
+            ahead.append(call)
+            continue
         sig = _fusable(call)
         if run is not None and sig is not None and sig == (run.shape, run.dtype) and run.add(call):
             continue
         if run is not None:
+            out.extend(ahead)
             out.extend(run.finish(cache))
-            run = None
+            run, ahead = None, []
         if sig is not None:
             run = _Run(call, *sig)
             if run.add(call):
@@ -206,5 +212,16 @@ def fuse_calls(calls: list, cache: dict | None = None) -> list:
             run = None
         out.append(call)
     if run is not None:
+        out.extend(ahead)
         out.extend(run.finish(cache))
     return out
+
+
+def _fills_ahead(call: Any, run: _Run) -> bool:
+    """Whether ``call`` is a ``fill`` (a constant such as ``x * 2.0``'s 2.0, written where the data
+    lives) of a storage that no call of ``run`` has read or written yet: issued before the whole
+    run it changes nothing the run's earlier calls see, and the run goes on past it."""
+    if not isinstance(call, Call) or call.name != "fill" or call.live:
+        return False
+    sid = id(call.args[0].storage)
+    return sid not in run.views and all(key[0] != sid for key in run.in_key)

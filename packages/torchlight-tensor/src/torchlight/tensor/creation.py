@@ -23,6 +23,7 @@ import numpy as np
 
 from . import dtypes
 from .backend.bounds import value_range
+from .backend.protocol import FILL
 from .base import TensorBase
 from .dispatch import MAX_NUMEL, alloc, set_index_range, wrap
 from .errors import DTypeError, OutOfMemoryError, ShapeError
@@ -98,7 +99,9 @@ def filled(
 ) -> Any:
     """A tensor of ``shape`` on ``backend`` with every element ``value``."""
     dt = dtypes.as_dtype(dtype)
-    if "fill" in backend.capabilities:  # written on the device: no host->device copy
+    if not dt.is_floating_point:
+        value = dtypes.fitting(value, dt)  # NaN or 2**63 into int64 raise, as in PyTorch
+    if FILL in backend.capabilities:  # written where the data lives: one call, no host copy
         t = alloc(shape, dt, backend, like)
         backend.fill(t._td, value)
         stored = value
@@ -111,8 +114,7 @@ def filled(
             flat.fill(value)
         except (ValueError, OverflowError):
             np.copyto(flat, value, casting="unsafe")
-        td = TensorData.of(backend.from_numpy(flat), shape, contiguous_strides(shape), 0, n)
-        t = wrap(td, backend, dt, like)
+        t = wrap(TensorData.packed(backend.from_numpy(flat), shape, n, None), backend, dt, like)
         stored = flat.item(0) if n else None  # the value as numpy cast it
     if dt is dtypes.int64 and t._td.size:  # one value: its range needs no pass over the data
         set_index_range(t, int(stored), int(stored))

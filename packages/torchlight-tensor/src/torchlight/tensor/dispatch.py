@@ -18,7 +18,7 @@ import numpy as np
 from torchlight.autograd.grad_mode import GradMode
 
 from .backend.bounds import value_range
-from .backend.protocol import BROADCAST, EMPTY_HANDLE, HOST_MEMORY, host_memory
+from .backend.protocol import BROADCAST, EMPTY_HANDLE, FILL, HOST_MEMORY, host_memory
 from .backend.registry import get_backend
 from .errors import BackendError, DTypeError, OutOfMemoryError, ShapeError, TensorIndexError
 from .indexing import contiguous_strides, shape_broadcast
@@ -347,7 +347,7 @@ def filled_cached(
         key = (shape, value if value and value == value else repr(value), dtype, id(backend))
     td = _CONSTANTS.get(key) if key is not None and not frozen else None
     if td is None:
-        if "fill" in backend.capabilities:
+        if FILL in backend.capabilities:
             td = alloc(shape, dtype, backend, like)._td
             backend.fill(td, value)
         else:

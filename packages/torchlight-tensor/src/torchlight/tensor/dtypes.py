@@ -4,6 +4,8 @@
 what comparisons return. Gradients exist only for floating dtypes.
 """
 
+import math
+
 import numpy as np
 
 from .errors import DTypeError
@@ -24,6 +26,7 @@ __all__ = [
     "set_default_dtype",
     "set_float32_matmul_precision",
     "get_float32_matmul_precision",
+    "fitting",
 ]
 
 
@@ -243,3 +246,32 @@ def get_float32_matmul_precision() -> str:
     True
     """
     return _matmul_precision[0]
+
+
+_INT_RANGES: dict = {}  # dtype -> (min, max) for integer dtypes, () for the others
+
+
+def fitting(value, dtype):
+    """``value`` (a Python number written into a tensor of ``dtype``: ``x[i] = v``, ``fill_``,
+    ``tl.full``) if the dtype can hold it: an integer dtype raises for a value outside its range,
+    or an inf or NaN, as PyTorch does (numpy would write a wrapped or undefined value without a
+    word). A float written into an integer dtype is truncated, as in PyTorch.
+
+    >>> import torchlight as tl
+    >>> tl.full((2,), float("nan"), dtype=tl.int64)
+    Traceback (most recent call last):
+      ...
+    torchlight.tensor.errors.DTypeError: value nan cannot be converted to type torchlight.int64 without overflow: it holds integers in [-9223372036854775808, 9223372036854775807] (use a float tensor for other values)
+    """
+    bounds = _INT_RANGES.get(dtype)
+    if bounds is None:
+        info = np.iinfo(dtype.np) if np.dtype(dtype.np).kind in "iu" else None
+        bounds = _INT_RANGES[dtype] = (int(info.min), int(info.max)) if info else ()
+    if not bounds or type(value) is bool:
+        return value
+    if not (math.isfinite(value) and bounds[0] <= value <= bounds[1]):
+        raise DTypeError(
+            f"value {value!r} cannot be converted to type {dtype} without overflow: it holds "
+            f"integers in [{bounds[0]}, {bounds[1]}] (use a float tensor for other values)"
+        )
+    return value

@@ -5,15 +5,13 @@ The methods are thin: each one names the differentiable function that does the w
 ``dispatch.zip_op`` → ``Backend.zip``.
 """
 
-import math
-
 import numpy as np
 
 from torchlight.autograd import engine
 from torchlight.autograd.grad_mode import GradMode
 
 from . import creation, dispatch, dtypes
-from .backend.protocol import host_memory
+from .backend.protocol import FILL, host_memory
 from .backend.registry import get_backend
 from .base import STATE, TensorBase
 from .conveniences import TensorConveniences
@@ -1794,8 +1792,13 @@ class Tensor(TensorConveniences, TensorBase):
                 and source.shape == target.shape
             ):
                 return  # x[i] += 1 writes the updated view back onto itself: nothing to copy
-        elif type(src) in (int, float, bool):  # x[i:] = -1: a shared constant, no new storage
-            value = _fitting(src, self.dtype)
+        elif type(src) in (int, float, bool):  # x[i:] = -1
+            value = dtypes.fitting(src, self.dtype)
+            if FILL in self.backend.capabilities and (
+                len(target.shape) < 2 or target.is_contiguous()
+            ):
+                self.backend.fill(target, value)  # one call, as the contract takes its views
+                return
             source = dispatch.filled_cached((), value, self.dtype, self.backend, self)._td
         else:
             source = creation.host_data(src, self.dtype, self.backend)
@@ -1810,7 +1813,7 @@ class Tensor(TensorConveniences, TensorBase):
         """
         value = value.item() if isinstance(value, Tensor) else value
         if type(value) in (int, float):
-            value = _fitting(value, self.dtype)
+            value = dtypes.fitting(value, self.dtype)
         return self.copy_(dispatch.scalar_like(value, self))
 
     def zero_(self):
@@ -1897,27 +1900,6 @@ def _rebuild(array, dtype, device, requires_grad):
     return creation.from_numpy_on(
         array, get_backend(device), dtypes.as_dtype(dtype), requires_grad, like=Tensor
     )
-
-
-_INT_RANGES: dict = {}  # dtype -> (min, max) for integer dtypes, () for the others
-
-
-def _fitting(value, dtype):
-    """``value`` (a Python number written into a tensor of ``dtype``) if the dtype can hold it:
-    an integer dtype raises for a value outside its range, or an inf or NaN, as PyTorch does
-    (numpy would write a wrapped or undefined value without a word)."""
-    bounds = _INT_RANGES.get(dtype)
-    if bounds is None:
-        info = np.iinfo(dtype.np) if np.dtype(dtype.np).kind in "iu" else None
-        bounds = _INT_RANGES[dtype] = (int(info.min), int(info.max)) if info else ()
-    if not bounds or type(value) is bool:
-        return value
-    if not (math.isfinite(value) and bounds[0] <= value <= bounds[1]):
-        raise DTypeError(
-            f"value {value!r} cannot be converted to type {dtype} without overflow: it holds "
-            f"integers in [{bounds[0]}, {bounds[1]}] (use a float tensor for other values)"
-        )
-    return value
 
 
 def _host(arr, like):

@@ -38,6 +38,7 @@ from .catalog import (
     sample,
     tolerance,
 )
+from .fills import FillConformance
 from .fused import FusedConformance, _f64, _rng
 from .joins import JoinConformance
 from .profiles import resolve_profile
@@ -91,7 +92,9 @@ def assert_close(got, want, dtype, spec=None, what=""):
         np.testing.assert_allclose(got.astype(np.float64), want, rtol=rtol, atol=atol, err_msg=what)
 
 
-class BackendConformance(FusedConformance, JoinConformance, SequenceConformance, BoundsConformance):
+class BackendConformance(
+    FusedConformance, JoinConformance, FillConformance, SequenceConformance, BoundsConformance
+):
     """Subclass with ``backend_name`` (and optionally ``size_profile``); pytest collects it."""
 
     backend_name: str = "numpy"

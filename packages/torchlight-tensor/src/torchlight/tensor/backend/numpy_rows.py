@@ -30,7 +30,15 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["ROW_SUMS_BLAS", "NARROW_ROW", "MANY_ROWS", "row_sums", "row_maxes", "lse_shift"]
+__all__ = [
+    "ROW_SUMS_BLAS",
+    "NARROW_ROW",
+    "MANY_ROWS",
+    "ones_vector",
+    "row_sums",
+    "row_maxes",
+    "lse_shift",
+]
 
 ROW_SUMS_BLAS = 512
 """From this many elements on, a float32/float64 array's sums over its last axis are a product
@@ -47,7 +55,9 @@ MANY_ROWS = 64
 
 
 @lru_cache(maxsize=64)
-def _ones(n, dtype):
+def ones_vector(n, dtype):
+    """A read-only vector of ``n`` ones of ``dtype``, shared between calls: the right operand
+    that turns a sum over rows (or, on the left, over columns) into one BLAS product."""
     ones = np.ones(n, dtype)
     ones.flags.writeable = False  # shared by every call
     return ones
@@ -61,7 +71,7 @@ def row_sums(x, axis):
     """``np.add.reduce(x, axis, keepdims=True)``; over a float array's last axis from
     :data:`ROW_SUMS_BLAS` elements on, a product with ones."""
     if x.size >= ROW_SUMS_BLAS and _last(x, axis) and x.dtype.kind == "f" and x.dtype.itemsize >= 4:
-        return np.matmul(x, _ones(x.shape[-1], x.dtype))[..., None]
+        return np.matmul(x, ones_vector(x.shape[-1], x.dtype))[..., None]
     return np.add.reduce(x, axis=axis, keepdims=True)
 
 

@@ -148,6 +148,7 @@ __all__ = [
     "HOST_MEMORY",
     "BROADCAST",
     "EMPTY_HANDLE",
+    "FILL",
     "THREADS",
     "Backend",
     "BackendSpec",
@@ -220,6 +221,9 @@ BROADCAST = "broadcast"
 
 EMPTY_HANDLE = "empty_handle"
 """Capability name: ``empty_handle`` allocates with the view's handle (see the module docstring)."""
+
+FILL = "fill"
+"""Capability name: ``fill`` writes one value into a view where it lives (see the module docstring)."""
 
 THREADS = "threads"
 """Capability name: ``set_num_threads`` caps the threads of one op (see the module docstring)."""

@@ -16,11 +16,14 @@ from ..creation import filled
 from ..dispatch import (
     alloc,
     first_outside,
+    map_op,
     normalize_dim,
+    reduce_op,
     same_backend,
     scalar_like,
     view_of,
     zip_into,
+    zip_op,
 )
 from ..errors import DTypeError, ShapeError, TensorIndexError
 from .reductions import check_reduction, reduce_rows, rows_gradient
@@ -174,18 +177,30 @@ def gather(x, dim, index):
 class NLLRows(Function):
     r"""Autograd function of :func:`nll_rows`: ``ℓ_i = -w_i x[i, t_i]``. Its gradient is
     :math:`\partial \ell_i / \partial x_{i c} = -w_i [c = t_i]`: ``-g_i w_i`` added at ``(i, t_i)``
-    into zeros (:func:`add_at_index`, so it stays differentiable under ``create_graph``)."""
+    into zeros (:func:`add_at_index`, so it stays differentiable under ``create_graph``).
+
+    Without weights a ``"sum"`` or ``"mean"`` is :math:`-(\sum_i x_{i t_i}) / N`: one negation
+    of the sum instead of one per row, the same numbers (a negation is exact, and a sum of
+    negated terms is the negated sum), and every row's gradient is the one value
+    :math:`-g/N`."""
 
     @staticmethod
     def forward(ctx, x, target, weight, reduction):
         n, c = x.shape
-        index = view_of(target, target._td.reshaped((n, 1)))  # (N, 1): one column per row
-        check_index(index, c, "nll_loss")
+        check_index(target, c, "nll_loss")
         picked = alloc((n,), x.dtype, x.backend, x)
-        x.backend.gather(x._td, 1, index._td, picked._td.reshaped((n, 1)))
+        x.backend.gather(x._td, 1, target._td.reshaped((n, 1)), picked._td.reshaped((n, 1)))
         ctx.shape, ctx.reduction = x.shape, reduction
-        ctx.save_for_backward(index)
+        ctx.save_for_backward(target)
         ctx.weight = weight  # detached, or None for weights of 1
+        if _one_value_per_row(ctx):
+            out = reduce_op("sum", picked, (0,))
+            if reduction == "mean":
+                ctx.total = n
+                return zip_into("div", out, scalar_like(-n, out))
+            ctx.total = None
+            x.backend.map("neg", out._td, out._td)
+            return out
         x.backend.map("neg", picked._td, picked._td)  # in place: nothing else has seen it
         if weight is not None:
             zip_into("mul", picked, weight)
@@ -194,7 +209,8 @@ class NLLRows(Function):
 
     @staticmethod
     def backward(ctx, g):
-        (index,) = ctx.saved_tensors
+        (target,) = ctx.saved_tensors
+        index = view_of(target, target._td.reshaped((ctx.shape[0], 1)))
         if not GradMode.enabled and not isinstance(ctx.total, TensorBase):
             return _nll_gradient(g, ctx, index), None, None, None
         g = rows_gradient(g, ctx.shape[0], ctx.reduction, ctx.total)
@@ -203,23 +219,41 @@ class NLLRows(Function):
         return grad, None, None, None
 
 
+def _one_value_per_row(ctx):
+    """Whether every row of an :class:`NLLRows` shares one weight and one gradient: no weights,
+    and the rows summed or averaged over a nonzero count (the mean of no rows is NaN, the
+    general path's)."""
+    return ctx.weight is None and (
+        ctx.reduction == "sum" or (ctx.reduction == "mean" and ctx.shape[0] > 0)
+    )
+
+
 def _nll_gradient(g, ctx, index):
     """:class:`NLLRows`' gradient with nothing to record (no ``create_graph``) and a divisor that
     is a number (no weighted mean): the same arithmetic as the recorded path, in the same order
     (``g / total``, times the weights, negated, scattered into zeros), as backend calls on one
-    ``(N, 1)`` buffer instead of five ops."""
+    ``(N, 1)`` buffer instead of five ops; without weights, on the one value ``-g / N`` (or
+    ``-g``) that every row receives (``g / -N`` is ``-(g / N)`` exactly)."""
     n, c = ctx.shape
     be = g.backend
-    src = alloc((n, 1), g.dtype, be, g)
-    rows = g._td.reshaped((n, 1)) if ctx.reduction == "none" else g._td.expand((n, 1))
-    be.map("copy", rows, src._td)
-    if ctx.reduction == "mean":
-        zip_into("div", src, scalar_like(ctx.total, src))
-    if ctx.weight is not None:
-        zip_into("mul", src, view_of(ctx.weight, ctx.weight._td.reshaped((n, 1))))
-    be.map("neg", src._td, src._td)
+    if _one_value_per_row(ctx):
+        if ctx.reduction == "mean":
+            value = zip_op("div", g, scalar_like(-ctx.total, g))
+        else:
+            value = map_op("neg", g)
+        src = value._td.expand((n, 1))
+    else:
+        buffer = alloc((n, 1), g.dtype, be, g)
+        rows = g._td.reshaped((n, 1)) if ctx.reduction == "none" else g._td.expand((n, 1))
+        be.map("copy", rows, buffer._td)
+        if ctx.reduction == "mean":
+            zip_into("div", buffer, scalar_like(ctx.total, buffer))
+        if ctx.weight is not None:
+            zip_into("mul", buffer, view_of(ctx.weight, ctx.weight._td.reshaped((n, 1))))
+        be.map("neg", buffer._td, buffer._td)
+        src = buffer._td
     out = filled(ctx.shape, 0, g.dtype, be, like=g)
-    be.scatter_add(out._td, 1, index._td, src._td)
+    be.scatter_add(out._td, 1, index._td, src)
     return out
 
 
