@@ -317,7 +317,7 @@ def test_optimizer_with_host_step_arithmetic_is_refused(make_opt):
     batches = _mlp_batches()
     step(*batches[0])
     step(*batches[1])
-    with pytest.raises(tl.jit.TraceError, match="host data that changed between steps"):
+    with pytest.raises(tl.jit.TraceError, match="Python constant changed between steps"):
         step(*batches[2])
 
 

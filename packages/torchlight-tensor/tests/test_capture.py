@@ -154,6 +154,31 @@ def test_host_number_that_changes_per_step_is_refused():
         captured(tl.ones(3))
 
 
+def test_host_built_constant_that_changes_per_step_is_refused(fresh_registry):
+    """A backend without ``fill`` gets its constants as host data copied in: a copy whose data
+    changed between steps is refused, and says so."""
+    from torchlight.tensor.backend.numpy import NumpyBackend
+
+    class NoFill(NumpyBackend):
+        name = device = "nofill"
+        capabilities = NumpyBackend.capabilities - {"fill"}
+
+    tl.register_backend("nofill", NoFill())
+    w = tl.zeros(3, device="nofill")
+    i = [0]
+
+    def step(x):
+        i[0] += 1
+        w.add_(x * (1.0 / i[0]))
+        return w
+
+    captured = tl.jit.capture_step(step)
+    captured(tl.ones(3, device="nofill"))
+    captured(tl.ones(3, device="nofill"))
+    with pytest.raises(TraceError, match="host data that changed between steps"):
+        captured(tl.ones(3, device="nofill"))
+
+
 def test_live_number_used_as_a_constant_is_guarded():
     state = {"t": 0}
     w = tl.zeros(3)
