@@ -244,6 +244,11 @@ CASES = {
         m.nn.LayerNorm(16),
         m.linspace(-3, 3, 2304).reshape(16, 9, 16).requires_grad_(),
     ),
+    "Linear(16, 64), backward (16x9x16, a batch of sequences)": lambda m: _call(
+        lambda lin, x: lin(x).sum().backward(),
+        m.nn.Linear(16, 64),
+        m.linspace(-3, 3, 2304).reshape(16, 9, 16).requires_grad_(),
+    ),
     "a @ b (97x1 @ 1x128, an outer product)": lambda m: _call(
         lambda a, b: a @ b, m.ones(97, 1), m.ones(1, 128)
     ),

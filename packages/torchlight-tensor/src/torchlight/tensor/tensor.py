@@ -1812,8 +1812,8 @@ class Tensor(TensorConveniences, TensorBase):
         tensor([7., 7., 7.])
         """
         value = value.item() if isinstance(value, Tensor) else value
-        if type(value) in (int, float):
-            value = dtypes.fitting(value, self.dtype)
+        if type(value) in (int, float, bool):  # written as a number (one fill call, checked)
+            return self.copy_(value)
         return self.copy_(dispatch.scalar_like(value, self))
 
     def zero_(self):
