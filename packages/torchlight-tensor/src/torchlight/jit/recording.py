@@ -120,8 +120,8 @@ class Recording:
     >>> x = tl.ones(3)
     >>> with Recording() as rec:
     ...     y = x * 2.0
-    >>> [c.name for c in rec.calls], len(rec.storages)  # the scalar 2.0 and y were allocated
-    (['zip'], 2)
+    >>> [c.name for c in rec.calls], len(rec.storages)  # the scalar 2.0 (filled) and y allocated
+    (['fill', 'zip'], 2)
     """
 
     def __init__(self) -> None:
