@@ -379,21 +379,28 @@ def _run(step, fuse, xs):
     return [captured(x).numpy().copy() for x in xs], captured
 
 
-def test_fused_chain_matches_op_by_op(compiling):
-    xs = [
-        tl.tensor(np.linspace(-1, 1, 6, dtype=np.float32) * i, device="npcompile") for i in range(6)
-    ]
+def _eager_and_fused(make_w, body, n):
+    """``body(x, w)`` captured without and with fusion over ``n`` inputs of ``w``'s size, each
+    way on a fresh ``w = make_w()``: ``{fuse: (outputs, final w)}`` and the fused capture."""
     results = {}
     for fuse in (False, True):
-        w = tl.zeros(6, device="npcompile")
-
-        def step(x, w=w):
-            y = (x * 2.0 + 1.0).tanh() * x
-            w.mul_(0.5).add_(y)  # w written twice: the kernel must leave the last value
-            return y
-
-        outs, captured = _run(step, fuse, xs)
+        w = make_w()
+        xs = [
+            tl.tensor(np.linspace(-1, 1, w.shape[0], dtype=np.float32) * i, device="npcompile")
+            for i in range(n)
+        ]
+        outs, captured = _run(lambda x, w=w: body(x, w), fuse, xs)
         results[fuse] = (outs, w.numpy().copy())
+    return results, captured
+
+
+def test_fused_chain_matches_op_by_op(compiling):
+    def step(x, w):
+        y = (x * 2.0 + 1.0).tanh() * x
+        w.mul_(0.5).add_(y)  # w written twice: the kernel must leave the last value
+        return y
+
+    results, captured = _eager_and_fused(lambda: tl.zeros(6, device="npcompile"), step, 6)
     fused = [c for c in captured.calls if type(c).__name__ == "FusedCall"]
     assert len(fused) == 1 and len(fused[0].calls) == 6
     assert [op for op, _ in fused[0].chain.ops] == ["mul", "add", "tanh", "mul", "mul", "add"]
@@ -412,24 +419,17 @@ def test_a_fill_between_fused_ops_goes_ahead_only_when_the_run_never_touched_it(
     """The constants of ``x * 2.0 + 1.0`` are fills of fresh storage: issued before the run, which
     stays one chain. ``w[:] = 3.0`` fills a storage the run has written: it ends the run there
     (moved ahead, the run's later ops would read the 3.0 too early, and its writes would cover it)."""
-    xs = [
-        tl.tensor(np.linspace(-1, 1, 4, dtype=np.float32) * i, device="npcompile") for i in range(4)
-    ]
-    results = {}
-    for fuse in (False, True):
-        w = tl.ones(4, device="npcompile")
 
-        def step(x, w=w):
-            w.mul_(x * 2.0 + 1.0)
-            w[:] = 3.0
-            w.add_(x)
-            return w * 1.0
+    def step(x, w):
+        w.mul_(x * 2.0 + 1.0)
+        w[:] = 3.0
+        w.add_(x)
+        return w * 1.0
 
-        outs, captured = _run(step, fuse, xs)
-        results[fuse] = outs
-    for a, b in zip(results[True], results[False]):
+    results, captured = _eager_and_fused(lambda: tl.ones(4, device="npcompile"), step, 4)
+    for a, b in zip(results[True][0], results[False][0]):
         np.testing.assert_array_equal(a, b)
-    np.testing.assert_allclose(results[True][-1], 3.0 + np.linspace(-1, 1, 4) * 3, rtol=1e-6)
+    np.testing.assert_allclose(results[True][0][-1], 3.0 + np.linspace(-1, 1, 4) * 3, rtol=1e-6)
     names = [
         type(c).__name__ if type(c).__name__ == "FusedCall" else c.name for c in captured.calls
     ]
