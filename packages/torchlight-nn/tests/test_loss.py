@@ -305,12 +305,14 @@ def test_nll_loss_without_weights_is_the_weighted_path_exactly(reduction, rows, 
     np.testing.assert_allclose(got, ref, rtol=1e-6)
 
 
-def test_nll_loss_mean_of_no_rows_is_nan_with_zero_gradient():
+def test_nll_loss_of_no_rows_mean_nan_sum_positive_zero():
     x = tl.zeros(0, 3, requires_grad=True)
     loss = F.nll_loss(x, tl.zeros(0, dtype=tl.int64))
     assert np.isnan(loss.item())
     loss.backward()
     assert x.grad.shape == (0, 3)
+    total = F.nll_loss(x, tl.zeros(0, dtype=tl.int64), reduction="sum").item()
+    assert total == 0.0 and not np.signbit(total)
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)

@@ -366,6 +366,10 @@ def test_reduction_forward(name, case):
     fn, ref = REDUCTIONS[name]
     if name.startswith(("var", "std")) and "biased" not in name and "correction" not in name:
         assume(_count(a.shape, dim) > 1)  # n - 1 > 0
+    if name == "prod" and np.dtype(dtype).kind == "f":
+        # a float32 product overflows to inf (as PyTorch's) where the float64 reference does
+        # not: only inputs whose every partial product stays in range are compared
+        assume(np.prod(np.maximum(np.abs(f64(a)), 1.0)) < np.finfo(dtype).max)
     out = fn(x, dim, keepdim)
     expected = ref(f64(a), _axis(dim), keepdim)
     assert out.dtype == x.dtype

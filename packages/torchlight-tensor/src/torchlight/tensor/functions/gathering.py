@@ -221,11 +221,9 @@ class NLLRows(Function):
 
 def _one_value_per_row(ctx):
     """Whether every row of an :class:`NLLRows` shares one weight and one gradient: no weights,
-    and the rows summed or averaged over a nonzero count (the mean of no rows is NaN, the
-    general path's)."""
-    return ctx.weight is None and (
-        ctx.reduction == "sum" or (ctx.reduction == "mean" and ctx.shape[0] > 0)
-    )
+    and some rows summed or averaged (no rows take the general path: their mean is NaN and
+    their sum +0, where a negated empty sum would be -0)."""
+    return ctx.weight is None and ctx.reduction != "none" and ctx.shape[0] > 0
 
 
 def _nll_gradient(g, ctx, index):
