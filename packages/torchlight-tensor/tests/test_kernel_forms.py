@@ -310,10 +310,16 @@ def test_full_writes_the_value_pytorch_writes(value, dtype, expected):
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), 1e20, 2**63, -(2**63) - 1])
 @pytest.mark.parametrize(
     "make",
-    [lambda v: tl.full((3,), v, dtype=tl.int64), lambda v: tl.zeros(3, dtype=tl.int64).fill_(v)],
+    [
+        lambda v: tl.full((3,), v, dtype=tl.int64),
+        lambda v: tl.zeros(3, dtype=tl.int64).fill_(v),
+        lambda v: tl.zeros(3, dtype=tl.int64).masked_fill(tl.ones(3, dtype=tl.bool), v),
+    ],
+    ids=["full", "fill_", "masked_fill"],
 )
 def test_an_integer_fill_refuses_what_int64_cannot_hold(value, make):
-    """numpy would write INT64_MIN (or wrap) without a word; PyTorch raises, and so do we."""
+    """numpy would write INT64_MIN (or wrap) without a word; PyTorch raises, and so do we (a
+    shared constant of an int64 tensor, masked_fill's, checks its value too)."""
     with pytest.raises(tl.DTypeError, match="cannot be converted to type torchlight.int64"):
         make(value)
 

@@ -20,6 +20,7 @@ from torchlight.autograd.grad_mode import GradMode
 from .backend.bounds import value_range
 from .backend.protocol import BROADCAST, EMPTY_HANDLE, FILL, HOST_MEMORY, host_memory
 from .backend.registry import get_backend
+from .dtypes import fitting
 from .errors import BackendError, DTypeError, OutOfMemoryError, ShapeError, TensorIndexError
 from .indexing import contiguous_strides, shape_broadcast
 from .storage import TensorData
@@ -347,6 +348,8 @@ def filled_cached(
         key = (shape, value if value and value == value else repr(value), dtype, id(backend))
     td = _CONSTANTS.get(key) if key is not None and not frozen else None
     if td is None:
+        if key is not None and not dtype.is_floating_point:
+            value = fitting(value, dtype)  # NaN or 2**70 for an int64 tensor raise, as in PyTorch
         if FILL in backend.capabilities:
             td = alloc(shape, dtype, backend, like)._td
             backend.fill(td, value)

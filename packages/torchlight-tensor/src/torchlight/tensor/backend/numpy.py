@@ -152,11 +152,7 @@ class NumpyBackend:
 
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
         """
-        o = as_array(out)
-        try:
-            o.fill(value)
-        except (ValueError, OverflowError):  # no int value (nan, inf, overflow): numpy's cast
-            np.copyto(o, value, casting="unsafe")
+        as_array(out).fill(value)  # the core checked that the dtype holds it (dtypes.fitting)
 
     def from_numpy(self, array):
         """Storage holding the data of the C-contiguous ndarray ``array`` (shared where the device allows), with numpy on the host.

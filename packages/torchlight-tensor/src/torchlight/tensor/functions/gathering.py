@@ -210,9 +210,10 @@ class NLLRows(Function):
     @staticmethod
     def backward(ctx, g):
         (target,) = ctx.saved_tensors
-        index = view_of(target, target._td.reshaped((ctx.shape[0], 1)))
+        column = target._td.reshaped((ctx.shape[0], 1))  # (N, 1): the class of each row
         if not GradMode.enabled and not isinstance(ctx.total, TensorBase):
-            return _nll_gradient(g, ctx, index), None, None, None
+            return _nll_gradient(g, ctx, column), None, None, None
+        index = view_of(target, column)
         g = rows_gradient(g, ctx.shape[0], ctx.reduction, ctx.total)
         src = -g if ctx.weight is None else -(g * ctx.weight)
         grad = add_at_index(src.unsqueeze(1), ctx.shape, 1, index, "scatter_add")
@@ -226,7 +227,7 @@ def _one_value_per_row(ctx):
     return ctx.weight is None and ctx.reduction != "none" and ctx.shape[0] > 0
 
 
-def _nll_gradient(g, ctx, index):
+def _nll_gradient(g, ctx, column):
     """:class:`NLLRows`' gradient with nothing to record (no ``create_graph``) and a divisor that
     is a number (no weighted mean): the same arithmetic as the recorded path, in the same order
     (``g / total``, times the weights, negated, scattered into zeros), as backend calls on one
@@ -251,7 +252,7 @@ def _nll_gradient(g, ctx, index):
         be.map("neg", buffer._td, buffer._td)
         src = buffer._td
     out = filled(ctx.shape, 0, g.dtype, be, like=g)
-    be.scatter_add(out._td, 1, index._td, src)
+    be.scatter_add(out._td, 1, column, src)
     return out
 
 

@@ -98,7 +98,7 @@ class Linear(Function):
     def forward(ctx, x, w, b):
         ctx.save_for_backward(x, w)
         backend = common_backend(x, w) if b is None else common_backend(x, w, b)
-        xt = x._td if len(x._td.shape) == 2 else as_rows(x)._td
+        xt = x._td if len(x._td.shape) == 2 else _rows_view(x._td) or as_rows(x)._td
         out = alloc(x._td.shape[:-1] + w._td.shape[:1], x.dtype, backend, x)
         ot = out._td if xt is x._td else out._td.reshaped(xt.shape[:1] + w._td.shape[:1])
         backend.matmul(xt, w._td.permute((1, 0)), ot)
@@ -141,15 +141,18 @@ def as_rows(t):
     >>> as_rows(tl.zeros(2, 3, 4)).shape, as_rows(tl.zeros(2, 3, 4).transpose(0, 1)).shape
     ((6, 4), (6, 4))
     """
-    td = t._td
-    if len(td.shape) == 2:
+    if len(t._td.shape) == 2:
         return t
-    shape = (math.prod(td.shape[:-1]), td.shape[-1])
-    rows = td.reshaped(shape)
+    rows = _rows_view(t._td)
     if rows is None:  # no 2-D view of this layout (a transposed batch): pack it first
         t = contiguous(t)
-        rows = t._td.reshaped(shape)
+        rows = _rows_view(t._td)
     return view_of(t, rows)
+
+
+def _rows_view(td):
+    """The view ``td`` (``(*, k)``) as ``(N, k)`` rows, or ``None`` where its layout has none."""
+    return td.reshaped((math.prod(td.shape[:-1]), td.shape[-1]))
 
 
 def linear(x, w, b=None):
