@@ -86,6 +86,10 @@ CASES = {
         lambda x: m.nn.functional.max_pool2d(x, 2).sum().backward(),
         m.randn(16, 16, 10, 10, requires_grad=True),
     ),
+    "max_pool2d 2x2 of a ReLU, backward (16x6x28x28, LeNet's first pool)": lambda m: _call(
+        lambda x: m.nn.functional.max_pool2d(m.relu(x), 2).sum().backward(),
+        m.randn(16, 6, 28, 28, requires_grad=True),
+    ),
     "avg_pool2d 2x2, backward (32x6x28x28)": lambda m: _call(
         lambda x: m.nn.functional.avg_pool2d(x, 2).sum().backward(),
         m.randn(32, 6, 28, 28, requires_grad=True),
@@ -94,6 +98,11 @@ CASES = {
         lambda x, w: m.nn.functional.conv2d(x, w).sum().backward(),
         m.randn(32, 6, 14, 14, requires_grad=True),
         m.randn(16, 6, 5, 5, requires_grad=True),
+    ),
+    "conv2d 1->6 5x5, backward of the weight (16x1x32x32, LeNet's first)": lambda m: _call(
+        lambda x, w: m.nn.functional.conv2d(x, w).sum().backward(),
+        m.randn(16, 1, 32, 32),
+        m.randn(6, 1, 5, 5, requires_grad=True),
     ),
     "conv2d 32->64 3x3 pad 1, backward (16x32x16x16)": lambda m: _call(
         lambda x, w: m.nn.functional.conv2d(x, w, padding=1).sum().backward(),

@@ -52,6 +52,7 @@ from .strategies import (
     outside_untouched,
     read,
 )
+from .windows import WindowsConformance
 
 __all__ = ["BackendConformance"]
 
@@ -93,7 +94,12 @@ def assert_close(got, want, dtype, spec=None, what=""):
 
 
 class BackendConformance(
-    FusedConformance, JoinConformance, FillConformance, SequenceConformance, BoundsConformance
+    FusedConformance,
+    JoinConformance,
+    FillConformance,
+    SequenceConformance,
+    WindowsConformance,
+    BoundsConformance,
 ):
     """Subclass with ``backend_name`` (and optionally ``size_profile``); pytest collects it."""
 

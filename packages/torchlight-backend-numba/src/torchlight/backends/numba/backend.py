@@ -37,6 +37,7 @@ from . import _recurrent as RNN
 from . import _reduce as R
 from . import _tiled as T
 from . import _updates as U
+from . import _windows as WK
 from .routing import NUMPY_SMALL, SPLIT_CHUNK, route
 
 __all__ = ["NumbaBackend"]
@@ -283,6 +284,7 @@ class NumbaBackend:
             "lstm_cell",
             "cell_sequence",
             "join",
+            "windows",
             "random",
             "empty_handle",
             "fill",
@@ -582,6 +584,22 @@ class NumbaBackend:
         was what made ``cat`` slow).
         """
         self._np.join(srcs, dim, out, new_dim)
+
+    def window_add(self, g, kernel, stride, dilation, out):
+        """Capability ``windows``: col2im, every window's gradient ``g[..., *outs, *kernel]``
+        added into ``out`` (zeros) at its positions, in one numba-compiled loop nest.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        return WK.window_add(g, kernel, stride, dilation, out)
+
+    def window_max_backward(self, g, x, y, kernel, stride, dilation, out):
+        """Capability ``windows``: a max pool's input gradient, ``g`` added into ``out`` (zeros)
+        at each window's winner in ``x`` (``y``: the maxima), in one numba-compiled loop nest.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        return WK.window_max_backward(g, x, y, kernel, stride, dilation, out)
 
     def logsumexp(self, a, dim, out):
         """Capability ``logsumexp``: ``out = m + log Σ exp(a - m)`` along ``dim``, ``m`` the max or 0

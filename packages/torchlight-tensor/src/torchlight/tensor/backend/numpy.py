@@ -53,11 +53,28 @@ def as_array(v) -> np.ndarray:
     return a
 
 
+def _blasable(a) -> bool:
+    """Whether ``np.matmul`` hands the matrices of ``a`` (its last two dims) to BLAS as they are:
+    one of their strides is the item size and the other spans a whole row (or column). numpy's
+    own test (``is_blasable2d``); a matrix that fails it goes through numpy's generic loop,
+    several times slower (a stepped slice, an expanded axis, a view of interleaved heads)."""
+    item = a.itemsize
+    rows, cols = a.shape[-2:]
+    s_rows, s_cols = a.strides[-2:]
+    if s_cols == item:  # row-major
+        return s_rows % item == 0 and s_rows >= cols * item
+    if s_rows == item:  # column-major: BLAS takes it transposed
+        return s_cols % item == 0 and s_cols >= rows * item
+    return False
+
+
 def blas_operands(x, y):
-    """``x``, ``y`` as ``np.matmul`` hands them to BLAS. Batched products reach BLAS only for
-    layouts it can take as they are; a strided batched view (e.g. attention's k.transpose) falls
-    into numpy's slow generic loop, so such operands are packed first (measured: q @ kᵀ 47 ms ->
-    11 ms in the mini-GPT)."""
+    """``x``, ``y`` as ``np.matmul`` hands them to BLAS: a matrix shared by the batch as one 2-D
+    operand, and only matrices BLAS cannot take as they are (:func:`_blasable`) packed. A
+    transposed view (a convolution's columns in its weight gradient, attention's keys) goes in
+    with BLAS's transpose flag: packing it copied more than it saved (measured: a LeNet conv's
+    weight gradient 177 -> 65 µs, an attention backward product 175 -> 78 µs; the one-thread
+    products of ``docs/developer/performance.md``, stop 32)."""
     if x.ndim > 2:
         # A matrix broadcast over the batch (a convolution's weight) goes in as one 2-D matrix:
         # numpy's matmul broadcasts it itself, where packing would copy it once per batch entry.
@@ -67,10 +84,10 @@ def blas_operands(x, y):
             x = x[(0,) * (x.ndim - 2)]
         elif y_shared and not x_shared:
             y = y[(0,) * (y.ndim - 2)]
-        if x.ndim > 2 and not x.flags.c_contiguous:
-            x = np.ascontiguousarray(x)
-        if y.ndim > 2 and not y.flags.c_contiguous:
-            y = np.ascontiguousarray(y)
+    if not _blasable(x):
+        x = np.ascontiguousarray(x)
+    if not _blasable(y):
+        y = np.ascontiguousarray(y)
     return x, y
 
 

@@ -84,6 +84,19 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  new_dim True: each has ``out``'s shape without ``dim`` and ``out.shape[dim] ==
                  len(srcs)`` (stack). ``out`` is contiguous. Without it the core copies the
                  inputs one by one into views of ``out``
+    "windows":   window_add(g, kernel, stride, dilation, out) -> bool;
+                 window_max_backward(g, x, y, kernel, stride, dilation, out) -> bool
+                 sliding windows over the last nd = len(kernel) dims (functions/windows.py):
+                 window w holds x[..., w·stride + j·dilation] for the kernel offsets j.
+                 window_add (col2im): g (..., *outs, *kernel) any strides; out[..., w·stride +
+                 j·dilation] += g[..., w, j] for every window w and offset j, offsets in row-major
+                 order outermost. window_max_backward: x (..., *sizes) and y (..., *outs) its
+                 windows' maxima, g (..., *outs), any strides; out += g[w] at window w's winner,
+                 the first offset whose x equals y[w], or where y[w] is NaN the last NaN offset
+                 (overlapping windows add up). One float dtype; out contiguous, zeros on entry.
+                 False declines, writing nothing, and the core runs its composite (one pass per
+                 kernel offset): a backend takes the geometries it has kernels for. Views that
+                 disagree with the geometry (a window outside out) raise, writing nothing
     "broadcast": zip(op, a, b, out) takes operands as they are, of any shapes that broadcast to
                  out's (numpy's rules: aligned from the right, sizes equal or 1, missing leading
                  dims); without it the core expands each operand to out's shape (stride 0) first.
@@ -150,6 +163,7 @@ __all__ = [
     "EMPTY_HANDLE",
     "FILL",
     "THREADS",
+    "WINDOWS",
     "Backend",
     "BackendSpec",
     "host_memory",
@@ -227,6 +241,8 @@ FILL = "fill"
 
 THREADS = "threads"
 """Capability name: ``set_num_threads`` caps the threads of one op (see the module docstring)."""
+WINDOWS = "windows"
+"""Capability name: col2im and a max pool's gradient in one call each (see the module docstring)."""
 
 
 View = Any

@@ -157,8 +157,12 @@ class WindowMax(Function):
     def backward(ctx, g):
         x, y = ctx.saved_tensors
         win = ctx.win
-        if not GradMode.enabled and win.disjoint() and _finite(g) and _finite(y):
-            return _to_winners(g, x, y, win), None
+        if not GradMode.enabled:
+            out = _by_kernel("window_max_backward", g, (g._td, x._td, y._td), win, x.shape)
+            if out is not None:
+                return out, None
+            if win.disjoint() and _finite(g) and _finite(y):
+                return _to_winners(g, x, y, win), None
         return WindowScatter.apply(g, winner_masks(x, y, win), win, x.shape), None
 
 
@@ -222,6 +226,9 @@ class WindowsViewBackward(Function):
     @staticmethod
     def forward(ctx, g, win, shape):
         ctx.win = win
+        out = _by_kernel("window_add", g, (g._td,), win, shape)
+        if out is not None:
+            return out
         first = g.ndim - len(win.kernel)
         parts = []
         for offset in win.offsets():
@@ -251,6 +258,19 @@ class WindowSum(Function):
         nd = len(ctx.win.kernel)
         spread = g.reshape(g.shape + (1,) * nd).expand(g.shape + ctx.win.kernel)
         return WindowsViewBackward.apply(spread, ctx.win, ctx.shape), None
+
+
+def _by_kernel(method, like, views, win, shape):
+    """A new tensor of ``shape`` (zeros, ``like``'s dtype) filled by ``method`` of the backend's
+    ``windows`` capability from ``views``, or ``None`` where the backend has no such kernel or
+    declines this geometry (the caller then runs its composite)."""
+    backend = like.backend
+    if "windows" not in backend.capabilities or not like.dtype.is_floating_point:
+        return None
+    out = filled(shape, 0, like.dtype, backend, like=like)
+    if getattr(backend, method)(*views, win.kernel, win.stride, win.dilation, out._td):
+        return out
+    return None
 
 
 def _fold(x, win, op):
