@@ -62,3 +62,13 @@ def test_matmul_index_and_fused_with_grad():
     both(lambda x: x.softmax(-1) * x.log_softmax(0), X, grad=True)
     # dw/db sum 3840 rows: numba accumulates in float64, numpy in float32 (pairwise)
     both(lambda x, w: tl.layer_norm(x, (33,), w[0], w[1]), X, Y[:2], grad=True, tol=2e-4)
+
+
+def test_windows_col2im_and_max_pool_gradient():
+    """The ``windows`` kernels split the planes (batch × channels) across threads."""
+    from torchlight.tensor.functions.windows import unfold_windows, window_max
+
+    img = rng.standard_normal((6, 5, 14, 13)).astype(np.float32)
+    weights = rng.standard_normal((12, 11, 3, 3)).astype(np.float32)
+    both(lambda x, w: unfold_windows(x, (3, 3), (1, 1), (1, 1)) * w, img, weights, grad=True)
+    both(lambda x: window_max(x.relu(), (3, 3), (2, 2), (1, 1), (6, 6)), img, grad=True)
