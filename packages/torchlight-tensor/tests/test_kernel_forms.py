@@ -13,7 +13,7 @@ import pytest
 
 import torchlight as tl
 from torchlight.autograd.function import Context
-from torchlight.tensor.backend.numpy import TRANSPOSED_B_PACK, blas_operands
+from torchlight.tensor.backend.numpy import blas_operands
 from torchlight.tensor.backend.numpy_ops import POWER_FORMS, WHOLE_POWER_MAX, ZIP, sigmoid
 from torchlight.tensor.backend.numpy_rows import (
     MANY_ROWS,
@@ -290,30 +290,27 @@ def test_a_product_over_one_column_is_the_outer_product(a_shape, b_shape):
 
 
 def test_blas_takes_transposed_views_and_packs_what_it_cannot_take():
-    """What :func:`blas_operands` packs: a stepped slice (numpy's generic loop), and a transposed
-    right operand of a batched product unless it is larger than TRANSPOSED_B_PACK times the left
-    operand and the result; a transposed left operand never (BLAS's transpose flag). The product
-    is numpy's in every case."""
+    """What :func:`blas_operands` packs: a matrix without a unit stride (numpy's generic loop
+    would run it), never a transposed view (BLAS's transpose flag takes it); the product is
+    numpy's in every case."""
     rng = np.random.default_rng(6)
     q = rng.standard_normal((4, 2, 9, 8)).astype(np.float32)
     kt = rng.standard_normal((4, 2, 9, 8)).astype(np.float32).swapaxes(-1, -2)  # keysᵀ
-    assert not kt.flags.c_contiguous and kt.strides[-2] == 4
-    x, y = blas_operands(q, kt)  # small transposed right operand: packed
-    assert x is q and y.flags.c_contiguous
-    cols_t = np.ascontiguousarray(rng.standard_normal((4, 25, 784)).astype(np.float32))
-    cols_t = cols_t.swapaxes(-1, -2)  # (4, 784, 25): LeNet's first convolution's columnsᵀ
-    dy = rng.standard_normal((4, 6, 784)).astype(np.float32)
-    assert blas_operands(dy, cols_t)[1] is cols_t  # too large to pack: BLAS transposes it
-    left = rng.standard_normal((4, 784, 25)).astype(np.float32).swapaxes(-1, -2)  # column-major
+    x, y = blas_operands(q, kt)
+    assert x is q and y is kt
+    cols_t = rng.standard_normal((4, 25, 784)).astype(np.float32).swapaxes(-1, -2)
+    dy = rng.standard_normal((4, 6, 784)).astype(np.float32)  # LeNet's first convolution's dW
+    assert blas_operands(dy, cols_t)[1] is cols_t
+    left = rng.standard_normal((4, 784, 25)).astype(np.float32).swapaxes(-1, -2)
     assert blas_operands(left, dy.swapaxes(-1, -2))[0] is left
     stepped = rng.standard_normal((4, 18, 8)).astype(np.float32)[:, ::2]  # rows 2 apart, cols 1
-    assert blas_operands(stepped, q[..., 0, :, :].swapaxes(-1, -2))[0] is stepped  # BLAS takes it
+    assert blas_operands(stepped, kt[:, 0])[0] is stepped  # BLAS takes it
     gaps = rng.standard_normal((4, 9, 16)).astype(np.float32)[:, :, ::2]  # no unit stride
-    assert blas_operands(gaps, kt[:, 0])[0].flags.c_contiguous
+    packed = blas_operands(gaps, kt[:, 0])[0]
+    assert packed is not gaps and packed.flags.c_contiguous
     for a, b in ((q, kt), (dy, cols_t), (gaps, kt[:, 0])):
         want = a.astype(np.float64) @ b.astype(np.float64)  # float32 sums of up to 784 terms
         np.testing.assert_allclose((tl.tensor(a) @ tl.tensor(b)).to_numpy(), want, atol=3e-4)
-    assert TRANSPOSED_B_PACK >= 1
 
 
 # --- fill factories -------------------------------------------------------------------------------

@@ -53,36 +53,29 @@ def as_array(v) -> np.ndarray:
     return a
 
 
-def _layout(a):
-    """How ``np.matmul`` hands the matrices of ``a`` (its last two dims) to BLAS: ``"c"`` as
-    they are (row-major), ``"f"`` with BLAS's transpose flag (column-major), or ``None``: not
-    at all. numpy's own test (``is_blasable2d``): one stride is the item size and the other
-    spans a whole row (or column). A matrix it refuses goes through numpy's generic loop,
-    several times slower (a stepped slice, an expanded axis, a view of interleaved heads)."""
+def _blasable(a) -> bool:
+    """Whether ``np.matmul`` hands the matrices of ``a`` (its last two dims) to BLAS as they are
+    (row-major) or with BLAS's transpose flag (column-major): numpy's own test
+    (``is_blasable2d``), one stride the item size and the other spanning a whole row (or
+    column). A matrix it refuses goes through numpy's generic loop, several times slower (a
+    stepped slice, an expanded axis)."""
     item = a.itemsize
     s_rows, s_cols = a.strides[-2:]
-    if s_cols == item and s_rows % item == 0 and s_rows >= a.shape[-1] * item:
-        return "c"
-    if s_rows == item and s_cols % item == 0 and s_cols >= a.shape[-2] * item:
-        return "f"
-    return None
-
-
-TRANSPOSED_B_PACK = 4
-"""A batched product packs a transposed (column-major) right operand, unless that operand holds
-more than this many times the elements of the left one and the result together. OpenBLAS's
-transposed-B kernels are slower on small matrices (attention's ``q @ kᵀ``, a convolution's weight
-gradient ``g @ colsᵀ``: 1.2-1.4x), but copying a large transposed operand costs more than it
-saves (LeNet's first convolution: ``colsᵀ`` of 784 × 25 per image, packed 179 µs, as it is 54 µs).
-Measured over 13 attention and convolution shapes, right in 12 (performance.md, stop 32)."""
+    if s_cols == item:
+        return s_rows % item == 0 and s_rows >= a.shape[-1] * item
+    return s_rows == item and s_cols % item == 0 and s_cols >= a.shape[-2] * item
 
 
 def blas_operands(x, y):
     """``x``, ``y`` as ``np.matmul`` hands them to BLAS: a matrix shared by the batch as one 2-D
-    operand, matrices BLAS cannot take as they are (:func:`_layout`) packed, and a transposed
-    right operand of a batched product packed where that is faster (:data:`TRANSPOSED_B_PACK`).
-    A transposed left operand goes in with BLAS's transpose flag: packing it copied more than it
-    saved (an attention backward product ``attᵀ @ g``, 16 × 4 heads of 16: 15.2 -> 7.3 µs)."""
+    operand, and only matrices BLAS cannot take as they are (:func:`_blasable`) packed. A
+    transposed view goes in with BLAS's transpose flag. Packing it (what every non-contiguous
+    batched operand got before) copied LeNet's first convolution's ``colsᵀ``, 784 × 25 per image,
+    for a product BLAS runs on the view at once (157 -> 41 µs). OpenBLAS's transposed-B kernels
+    are slower on some small products (attention's ``q @ kᵀ``: up to 1.4×), but packing a
+    transposed right operand was up to 11× slower on others (a short or power-of-two row): no
+    rule on the shapes picked the faster way reliably, so BLAS gets every view it can take
+    (performance.md, stop 32)."""
     if x.ndim > 2:
         # A matrix broadcast over the batch (a convolution's weight) goes in as one 2-D matrix:
         # numpy's matmul broadcasts it itself, where packing would copy it once per batch entry.
@@ -92,20 +85,11 @@ def blas_operands(x, y):
             x = x[(0,) * (x.ndim - 2)]
         elif y_shared and not x_shared:
             y = y[(0,) * (y.ndim - 2)]
-    if not x.flags.c_contiguous and _layout(x) is None:
+    if not x.flags.c_contiguous and not _blasable(x):
         x = np.ascontiguousarray(x)
-    if not y.flags.c_contiguous:
-        layout = _layout(y)
-        if layout is None or (layout == "f" and y.ndim > 2 and _small_transposed(x, y)):
-            y = np.ascontiguousarray(y)
+    if not y.flags.c_contiguous and not _blasable(y):
+        y = np.ascontiguousarray(y)
     return x, y
-
-
-def _small_transposed(x, y) -> bool:
-    """Whether the transposed right operand ``y`` of ``x @ y`` is small enough to pack."""
-    m, k = x.shape[-2:]
-    n = y.shape[-1]
-    return k * n <= TRANSPOSED_B_PACK * (m * k + m * n)
 
 
 ONEHOT_MAX = 1 << 18
