@@ -396,3 +396,13 @@ def test_one_minus_z_times_h_gradients_match_the_hand_derivation():
     ((1 - z) * h + 1.0).sum().backward()
     np.testing.assert_allclose(z.grad.to_numpy(), -h0)
     np.testing.assert_allclose(h.grad.to_numpy(), 1 - z0)
+
+
+def test_scatter_add_of_one_column_per_row_into_more_rows():
+    """One class per row (the flat-position path) with fewer index rows than ``out``: the rows
+    past the index are left alone, as ``torch.scatter_add`` leaves them."""
+    out = tl.zeros(3, 4)
+    got = out.scatter_add(1, tl.tensor([[2], [0]]), tl.ones(2, 1) * 5)
+    assert got.tolist() == [[0.0, 0.0, 5.0, 0.0], [5.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]
+    one = tl.zeros(2, 1).scatter_add(1, tl.tensor([[0]]), tl.ones(1, 1))
+    assert one.tolist() == [[1.0], [0.0]]

@@ -314,9 +314,10 @@ class NumpyBackend:
         s = as_array(src)[tuple(slice(0, n) for n in idx.shape)]
         if o.ndim == 2 and dim == 1 and idx.shape[1] == 1:  # a loss's picked class per row
             if o.flags.c_contiguous:  # flat positions, as gather's (half the row grid's cost)
+                rows, width = idx.shape[0], o.shape[1]  # index rows: the first rows of out
                 flat = idx.reshape(-1)
-                if o.shape[0] > 1:
-                    flat = flat + np.arange(0, o.size, o.shape[1])
+                if rows > 1:
+                    flat = flat + np.arange(0, rows * width, width)
                 o.reshape(-1)[flat] += s.reshape(-1)  # one position per row: no repeats
             else:
                 o[np.arange(idx.shape[0])[:, None], idx] += s
