@@ -46,11 +46,13 @@ def _outs(sizes, kernel, stride, dilation):
     )
 
 
-def _positions(outs, kernel, stride, dilation):
-    """Per window ``w`` and offset ``j`` (offsets outermost), the position ``w·stride + j·dilation``."""
-    for j in itertools.product(*(range(k) for k in kernel)):
-        for w in itertools.product(*(range(n) for n in outs)):
-            yield w, j, tuple(wi * s + ji * d for wi, ji, s, d in zip(w, j, stride, dilation))
+def _position(w, j, stride, dilation):
+    """The position of offset ``j`` of window ``w``: ``w·stride + j·dilation`` per dim."""
+    return tuple(wi * s + ji * d for wi, ji, s, d in zip(w, j, stride, dilation))
+
+
+def _grid(sizes):
+    return itertools.product(*(range(n) for n in sizes))
 
 
 def reference_window_add(g, sizes, kernel, stride, dilation):
@@ -59,8 +61,9 @@ def reference_window_add(g, sizes, kernel, stride, dilation):
     lead = g.shape[: g.ndim - 2 * nd]
     outs = g.shape[g.ndim - 2 * nd : g.ndim - nd]
     out = np.zeros(lead + tuple(sizes))
-    for w, j, pos in _positions(outs, kernel, stride, dilation):
-        out[(...,) + pos] += g[(...,) + w + j]
+    for j in _grid(kernel):  # offsets outermost: the order the composite sums in
+        for w in _grid(outs):
+            out[(...,) + _position(w, j, stride, dilation)] += g[(...,) + w + j]
     return out
 
 
@@ -72,19 +75,14 @@ def reference_max_backward(g, x, kernel, stride, dilation):
     lead = x.shape[: x.ndim - nd]
     out = np.zeros(x.shape)
     y = np.empty(g.shape, x.dtype)
-    offsets = list(itertools.product(*(range(k) for k in kernel)))
-    for idx in itertools.product(*(range(n) for n in lead)):
-        for w in itertools.product(*(range(n) for n in outs)):
-            vals = [
-                x[idx + tuple(wi * s + ji * d for wi, ji, s, d in zip(w, j, stride, dilation))]
-                for j in offsets
-            ]
+    for idx in _grid(lead):
+        for w in _grid(outs):
+            positions = [idx + _position(w, j, stride, dilation) for j in _grid(kernel)]
+            vals = [x[p] for p in positions]
             nans = [k for k, v in enumerate(vals) if v != v]
             win = nans[-1] if nans else max(range(len(vals)), key=lambda k: (vals[k], -k))
             y[idx + w] = vals[win]
-            j = offsets[win]
-            pos = tuple(wi * s + ji * d for wi, ji, s, d in zip(w, j, stride, dilation))
-            out[idx + pos] += g[idx + w]
+            out[positions[win]] += g[idx + w]
     return out, y
 
 

@@ -41,6 +41,7 @@ from torchlight.autograd import Function
 from torchlight.autograd.grad_mode import GradMode
 
 from .. import dtypes
+from ..backend.protocol import WINDOWS
 from ..creation import filled
 from ..dispatch import (
     alloc,
@@ -265,7 +266,7 @@ def _by_kernel(method, like, views, win, shape):
     ``windows`` capability from ``views``, or ``None`` where the backend has no such kernel or
     declines this geometry (the caller then runs its composite)."""
     backend = like.backend
-    if "windows" not in backend.capabilities or not like.dtype.is_floating_point:
+    if WINDOWS not in backend.capabilities or not like.dtype.is_floating_point:
         return None
     out = filled(shape, 0, like.dtype, backend, like=like)
     if getattr(backend, method)(*views, win.kernel, win.stride, win.dilation, out._td):
