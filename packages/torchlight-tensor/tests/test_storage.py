@@ -531,3 +531,39 @@ def test_coalesce_keeps_every_position(td, second):
 def test_coalesce_examples(shape, strides, want):
     got_shape, got_strides = coalesce(shape, strides)
     assert (got_shape, list(got_strides)) == (want[0], want[1])
+
+
+@given(
+    st.lists(st.integers(1, 4), min_size=1, max_size=4),
+    st.integers(0, 3),
+    st.booleans(),
+)
+def test_a_kept_shape_resolves_as_numpy_and_as_the_first_time(sizes, at, infer):
+    """``infer_shape`` keeps what it resolved; asked again (and through ``view``), it gives
+    numpy's answer, and a request that does not fit fails every time."""
+    from torchlight.tensor.storage import infer_shape
+
+    size = math.prod(sizes)
+    request = tuple(-1 if infer and i == at % len(sizes) else s for i, s in enumerate(sizes))
+    expected = np.zeros(size).reshape(request).shape
+    assert infer_shape(request, size) == expected
+    assert infer_shape(request, size) == expected  # kept
+    assert tl.zeros(size).view(*request).shape == expected
+    bad = request + (size + 1,)  # never divides the count
+    for _ in range(2):  # a failure is not kept as an answer
+        with pytest.raises(tl.ShapeError):
+            infer_shape(bad, size)
+    assert infer_shape(tuple(np.int64(s) for s in request), size) == expected  # numpy ints too
+
+
+def test_kept_shapes_stay_bounded_and_odd_entries_are_not_kept():
+    from torchlight.tensor import storage
+
+    for n in range(1, storage.INFERRED_MAX + 50):
+        assert storage.infer_shape((n, -1), 2 * n) == (n, 2)
+    assert len(storage._INFERRED) <= storage.INFERRED_MAX
+    before = len(storage._INFERRED)
+    assert storage.infer_shape((tl.tensor(2), 3), 6) == (2, 3)  # a 0-d tensor: resolved, not kept
+    assert len(storage._INFERRED) == before
+    with pytest.raises(TypeError):  # an unhashable entry fails as int() would, not in the table
+        storage.infer_shape((2, [3]), 6)

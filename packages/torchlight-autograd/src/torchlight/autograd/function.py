@@ -56,9 +56,10 @@ class Context:
         backward raises a clear error instead of giving a wrong gradient.
         """
         self._saved = values
-        self._versions = tuple(
-            [(v._version, v._version[0]) if hasattr(v, "_version") else None for v in values]
-        )
+        versions = []  # a loop, not a comprehension, whose own frame cost more than the records
+        for v in values:
+            versions.append((v._version, v._version[0]) if hasattr(v, "_version") else None)
+        self._versions = tuple(versions)
 
     @property
     def saved_tensors(self):
@@ -171,11 +172,11 @@ class History:
         grads = self.fn.backward(self.ctx, grad)
         if not isinstance(grads, tuple):
             grads = (grads,)
-        return [
-            (v, g)
-            for v, g in zip(self.inputs, grads)
-            if g is not None and getattr(v, "requires_grad", False)
-        ]
+        pairs = []  # a loop: a comprehension's own frame costs more than a node's two pairs
+        for v, g in zip(self.inputs, grads):
+            if g is not None and getattr(v, "requires_grad", False):
+                pairs.append((v, g))
+        return pairs
 
 
 def link_output(out, fn, ctx, inputs):

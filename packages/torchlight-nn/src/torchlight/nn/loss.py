@@ -185,9 +185,10 @@ def _classes_last(x):
 
 
 def _target_info(input, target, weight, ignore_index, name):
-    """Validate class-index targets; return ``(safe_index, w_t, uniform)``: flat tensors where
-    ``w_t[i] = weight[y_i]`` (1 without weights) and 0 for ignored entries, and whether every
-    ``w_t[i]`` is 1 (then a weighted mean is the plain mean)."""
+    """Validate class-index targets; return ``(safe_index, w_t)``: flat tensors where
+    ``w_t[i] = weight[y_i]`` (1 without weights) and 0 for ignored entries; ``w_t`` is ``None``
+    when every target counts once (then a weighted mean is the plain mean, and the losses'
+    kernels take no weights)."""
     if target.dtype is not tl.int64:
         raise tl.DTypeError(
             f"{name}: class-index targets must be int64, got {target.dtype} (use .long())"
@@ -210,7 +211,7 @@ def _target_info(input, target, weight, ignore_index, name):
     ):
         # the common case: every target is a class and none is ignored, known from the recorded
         # range alone, so no op is spent on masks and weights
-        return t, ones_cached(t.shape, input.dtype, input.backend, input), True
+        return t, None
     # Values outside [0, C) are fine if ignored. The range alone shows it when what overhangs
     # [0, C) is the one value ignore_index (-1 below, the usual mask; C above); otherwise check
     # exactly (on the device, so that one flag crosses to the host).
@@ -230,7 +231,7 @@ def _target_info(input, target, weight, ignore_index, name):
         if weight.shape != (c,):
             raise tl.ShapeError(f"{name}: weight must have shape ({c},), got {weight.shape}")
         w_t = w_t * weight.detach().to(input.dtype).index_select(0, safe)
-    return safe, w_t, False
+    return safe, w_t
 
 
 def _out_of_bounds(name, target, c):
@@ -273,9 +274,9 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
     return _nll(_classes_last(input), *info, target.shape, reduction)
 
 
-def _nll(rows, safe, w_t, uniform, shape, reduction):
+def _nll(rows, safe, w_t, shape, reduction):
     """``-w_t · rows[i, safe_i]`` reduced: NLL of validated targets over (N, C) log-probabilities."""
-    return _shaped(nll_rows(rows, safe, None if uniform else w_t, reduction), shape, reduction)
+    return _shaped(nll_rows(rows, safe, w_t, reduction), shape, reduction)
 
 
 def _shaped(loss, shape, reduction):
@@ -323,12 +324,14 @@ def cross_entropy(
         if reduction == "sum":
             return -prod.sum()
         return -prod.sum() / (input.numel() // c)
-    safe, w_t, uniform = _target_info(input, target, weight, ignore_index, "cross_entropy")
+    safe, w_t = _target_info(input, target, weight, ignore_index, "cross_entropy")
     if label_smoothing == 0:  # the fused kernel: no N×C log-probabilities kept for backward
-        loss = cross_entropy_rows(_classes_last(input), safe, None if uniform else w_t, reduction)
+        loss = cross_entropy_rows(_classes_last(input), safe, w_t, reduction)
         return _shaped(loss, target.shape, reduction)
     rows = _classes_last(input.log_softmax(cdim))
-    nll = _nll(rows, safe, w_t, uniform, target.shape, reduction)
+    nll = _nll(rows, safe, w_t, target.shape, reduction)
+    if w_t is None:  # every target counts once
+        w_t = ones_cached(safe.shape, input.dtype, input.backend, input)
     if weight is not None:
         rows = rows * weight.detach().to(input.dtype)
     valid = (w_t != 0) if weight is None else (target.reshape(-1) != ignore_index)  # on the device

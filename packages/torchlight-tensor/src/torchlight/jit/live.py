@@ -25,6 +25,8 @@ import operator
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
+from torchlight.autograd import Function  # the tracers live on Function
+
 __all__ = ["Live", "count_up", "guard", "resolve", "capturing", "is_recording"]
 
 _RECORDERS: list = []
@@ -53,8 +55,6 @@ def is_recording() -> bool:
     >>> tl.jit.is_recording()
     False
     """
-    from torchlight.autograd import Function  # the tracers live on Function
-
     return bool(Function.tracers) or capturing()
 
 

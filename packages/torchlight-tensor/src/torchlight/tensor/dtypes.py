@@ -120,6 +120,10 @@ def as_dtype(dtype) -> DType:
     """Accept a torchlight dtype, a numpy dtype/type or a name; reject what torchlight lacks."""
     if isinstance(dtype, DType):
         return dtype
+    if isinstance(dtype, np.dtype):  # an array's own dtype (from_numpy, a batch): one lookup
+        known = _BY_NP.get(dtype)
+        if known is not None:
+            return known
     if isinstance(dtype, str) and dtype in _UNSUPPORTED:
         dtype = _UNSUPPORTED[dtype]
     if isinstance(dtype, UnsupportedDType):

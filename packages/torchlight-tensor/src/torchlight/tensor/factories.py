@@ -107,7 +107,9 @@ def from_numpy(array):
     backend = get_backend()
     if not host_memory(backend):
         backend = get_backend("cpu")
-    return wrap(TensorData(array.reshape(-1), array.shape), backend, dt, Tensor)
+    return wrap(
+        TensorData.packed(array.reshape(-1), array.shape, array.size, None), backend, dt, Tensor
+    )
 
 
 def _filled(shape, value, dtype, device, requires_grad):

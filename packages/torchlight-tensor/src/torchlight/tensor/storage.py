@@ -308,8 +308,32 @@ class TensorData:
         return f"TensorData(shape={self.shape}, strides={self.strides}, offset={self.offset})"
 
 
+_INFERRED: dict[tuple, Shape] = {}
+INFERRED_MAX = 1024
+"""How many resolved shapes :func:`infer_shape` keeps: a program views a handful of shapes
+(``x.view(-1, 1)`` per row of a loop, a loss's ``reshape(-1, C)``) over and over."""
+
+
 def infer_shape(shape: Iterable[int], size: int, old_shape: Sequence[int] = ()) -> Shape:
-    """Resolve one ``-1`` in a requested shape and check the element count is unchanged."""
+    """Resolve one ``-1`` in a requested shape and check the element count is unchanged.
+
+    A request of plain ints is resolved once per element count and kept (the resolution cost a
+    third of a ``view``): the same request of the same count resolves alike."""
+    key = (shape, size) if type(shape) is tuple else None
+    if key is not None:
+        try:
+            known = _INFERRED.get(key)
+        except TypeError:  # an unhashable entry: not a shape, _resolve says what is wrong
+            known = key = None
+        if known is not None:
+            return known
+    resolved = _resolve(shape, size, old_shape)
+    if key is not None and len(_INFERRED) < INFERRED_MAX and all(type(s) is int for s in shape):
+        _INFERRED[key] = resolved
+    return resolved
+
+
+def _resolve(shape: Iterable[int], size: int, old_shape: Sequence[int]) -> Shape:
     shape = tuple(map(int, shape))
     if -1 in shape:
         if shape.count(-1) > 1:

@@ -48,9 +48,21 @@ def as_array(v) -> np.ndarray:
             a = st if len(v.shape) == 1 else st.reshape(v.shape)
         else:
             item = st.itemsize
-            a = np.ndarray(v.shape, st.dtype, st, v.offset * item, [s * item for s in v.strides])
+            key = (v.strides, item)
+            steps = _BYTE_STRIDES.get(key)
+            if steps is None:
+                steps = tuple([s * item for s in v.strides])
+                if len(_BYTE_STRIDES) < BYTE_STRIDES_MAX:
+                    _BYTE_STRIDES[key] = steps
+            a = np.ndarray(v.shape, st.dtype, st, v.offset * item, steps)
         v.cache = a
     return a
+
+
+_BYTE_STRIDES: dict = {}
+BYTE_STRIDES_MAX = 1024
+"""How many layouts' byte strides :func:`as_array` keeps: a program's strided views (a row of a
+batch, a transpose) come in a few layouts, each met at every step."""
 
 
 def _blasable(a) -> bool:
