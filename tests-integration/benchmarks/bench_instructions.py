@@ -105,13 +105,7 @@ def measure(framework: str, device: str, names: list, number: int) -> list:
             *names,
         ]
         env = dict(os.environ, PYTHONHASHSEED="0")
-        for var in (
-            "OMP_NUM_THREADS",
-            "OPENBLAS_NUM_THREADS",
-            "MKL_NUM_THREADS",
-            "NUMBA_NUM_THREADS",
-        ):
-            env[var] = "1"
+        env.update({var: "1" for var in bench_ops.THREAD_VARS})
         done = subprocess.run(command, env=env, capture_output=True, text=True)
         if done.returncode:
             raise RuntimeError(f"{framework} under callgrind failed:\n{done.stderr[-2000:]}")
