@@ -14,10 +14,10 @@ timings of ``--number`` calls, float32, one thread. The work column is one step'
 from __future__ import annotations
 
 import argparse
-import os
 import timeit
 
 import numpy as np
+from thread_pools import default_threads
 
 import torchlight as tl
 from torchlight.tensor.functions.recurrent import CELLS, recurrent_layer
@@ -81,6 +81,5 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "NUMBA_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
+    default_threads(1)
     main()

@@ -56,12 +56,12 @@ import test_programs  # noqa: E402
 from compat_helpers import PROGRAMS as PROGRAMS_DIR  # noqa: E402
 from compat_helpers import numba_available  # noqa: E402
 from public_cases import load_cases  # noqa: E402
+from thread_pools import thread_env  # noqa: E402
 
 #: column keys, in the table's order, and their headings
 FRAMEWORKS = ("numpy", "numba", "torch")
 HEADINGS = {"numpy": "torchlight-numpy", "numba": "torchlight-numba", "torch": "PyTorch"}
 TORCHLIGHT_DEVICE = {"numpy": "cpu", "numba": "numba"}
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 #: PyTorch 2.6+ refuses to unpickle the numpy array time_sequence_prediction's data file holds
 TORCH_ENV = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
 #: a handful of small programs of each kind for ``--quick``
@@ -198,7 +198,7 @@ def child_env(framework: str, threads: int, extra: dict) -> dict:
     # Imports are not what is measured: without bytecode caches every child compiles each module
     # it imports (seconds for PyTorch), and that jitter swamps the difference of two short runs.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env.update({var: str(threads) for var in THREAD_VARS})
+    env.update(thread_env(threads))
     if framework == "torch":
         env.pop("TORCHLIGHT_DEVICE", None)
         env.update(TORCH_ENV)

@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from thread_pools import thread_env
+
 ROOT = Path(__file__).resolve().parents[2]
 MINI_GPT = ROOT / "projects" / "mini-gpt"
 
@@ -151,8 +153,7 @@ def launch(args, ranks: int, threads: int) -> dict:
     from torchlight.distributed.run import find_mpiexec
 
     env = dict(os.environ)
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        env[var] = str(threads)
+    env.update(thread_env(threads))
     passthrough = [
         f"--{k.replace('_', '-')}={v}"
         for k, v in vars(args).items()

@@ -42,9 +42,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from gpt_race_recipe import preset_config, write_recipe  # noqa: E402
+from thread_pools import thread_env  # noqa: E402
 
 PROGRAM = HERE / "gpt_race_program.py"
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 HEADINGS = {"torchlight": "torchlight", "torch": "PyTorch"}
 #: the issue's bar: torchlight's time to the target at most this many times PyTorch's
 BAR = 1.1
@@ -181,7 +181,7 @@ def command(side: str, recipe: Path) -> list:
 def child_env(side: str, backend: str) -> dict:
     """The child's environment: one thread everywhere, and torchlight's device for its side."""
     env = dict(os.environ)
-    env.update({var: "1" for var in THREAD_VARS})
+    env.update(thread_env(1))
     if side == "torch":
         env.pop("TORCHLIGHT_DEVICE", None)
     else:

@@ -37,6 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_ops  # noqa: E402
+from thread_pools import thread_env  # noqa: E402
 
 MARKER = "getppid"
 """The C function whose entry makes callgrind write its count so far: called from Python as
@@ -105,7 +106,7 @@ def measure(framework: str, device: str, names: list, number: int) -> list:
             *names,
         ]
         env = dict(os.environ, PYTHONHASHSEED="0")
-        env.update({var: "1" for var in bench_ops.THREAD_VARS})
+        env.update(thread_env(1))
         done = subprocess.run(command, env=env, capture_output=True, text=True)
         if done.returncode:
             raise RuntimeError(f"{framework} under callgrind failed:\n{done.stderr[-2000:]}")

@@ -43,9 +43,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_gpt  # noqa: E402
+from thread_pools import thread_env  # noqa: E402
 
 MINI_GPT = bench_gpt.MINI_GPT
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 FRAMEWORKS = ("numpy", "numba", "torch")
 HEADINGS = {"numpy": "torchlight-numpy", "numba": "torchlight-numba", "torch": "PyTorch"}
 TORCHLIGHT_DEVICE = {"numpy": "cpu", "numba": "numba"}
@@ -205,7 +205,7 @@ def child(framework: str, steps: int) -> dict:
 def child_env(framework: str) -> dict:
     """A child's environment: one thread everywhere (the device is chosen in the child)."""
     env = dict(os.environ)
-    env.update({var: "1" for var in THREAD_VARS})
+    env.update(thread_env(1))
     env.pop("TORCHLIGHT_DEVICE", None)
     return env
 

@@ -19,18 +19,15 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import math
-import os
 import statistics
 import sys
 import timeit
 
-#: the thread pools' sizes, all set to one thread for a benchmark of single calls
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+from thread_pools import default_threads
 
 if __name__ == "__main__":  # the script's own process: one thread per pool, before the imports
     # (not when a test imports this module: numba refuses a thread count changed after launch)
-    for _var in THREAD_VARS:
-        os.environ.setdefault(_var, "1")
+    default_threads(1)
 
 import torchlight as tl  # noqa: E402
 import torchlight.nn  # noqa: E402, F401  (tl.nn)

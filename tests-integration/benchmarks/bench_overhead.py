@@ -5,9 +5,9 @@ by side in one run, a bare numpy add (the floor), torchlight, and PyTorch CPU wh
 (``pip install torch==2.13.0``), with ratios. Single thread for a fair comparison.
 """
 
-import os
+from thread_pools import default_threads
 
-os.environ.setdefault("OMP_NUM_THREADS", "1")
+default_threads(1)
 
 import statistics  # noqa: E402
 import timeit  # noqa: E402

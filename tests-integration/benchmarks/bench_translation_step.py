@@ -13,11 +13,12 @@ last loss, so two versions of the model can be compared on the same numbers
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
+
+from thread_pools import default_threads
 
 PROJECT = Path(__file__).resolve().parents[2] / "projects" / "machine-translation"
 
@@ -31,8 +32,7 @@ def main(argv=None):
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1)
     args = p.parse_args(argv)
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-        os.environ.setdefault(var, str(args.threads))
+    default_threads(args.threads)
 
     import numpy as np
 

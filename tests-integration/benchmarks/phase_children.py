@@ -17,10 +17,11 @@ import os
 import subprocess
 import sys
 
+from thread_pools import thread_env
+
 __all__ = ["FRAMEWORKS", "become", "child", "print_table", "main"]
 
 FRAMEWORKS = ("torchlight", "torch")
-_THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
 def become(framework: str) -> None:
@@ -35,7 +36,7 @@ def child(script: str, framework: str, args: list[str], device: str) -> dict | N
     """Run ``script --child framework *args`` in a fresh process with one thread per pool and
     ``TORCHLIGHT_DEVICE=device``; its phases, or None when PyTorch is not importable."""
     env = dict(os.environ, TORCHLIGHT_DEVICE=device)
-    env.update(dict.fromkeys(_THREAD_VARS, "1"))
+    env.update(thread_env(1))
     done = subprocess.run(
         [sys.executable, script, "--child", framework, *args],
         env=env,
