@@ -35,6 +35,10 @@ __all__ = ["Recording", "Call", "first_difference", "loaded_backends"]
 
 _PASS_THROUGH = frozenset({"synchronize", "empty_cache", "device_name", "is_available"})
 """Backend methods that neither compute nor allocate: called directly, never recorded."""
+_DECLINED = frozenset({"map_new", "zip_new"})
+"""Backend methods that allocate the storage they compute into (capability ``new_result``):
+declined while recording (they answer ``None``), so that the core allocates the result
+(numbered like every allocation) and calls ``map``/``zip`` into it, which a replay repeats."""
 _REFUSED = {
     "to_numpy": "read a tensor's values on the host (.item(), .tolist(), .numpy(), print, or a "
     "Python `if` on a tensor)",
@@ -42,6 +46,11 @@ _REFUSED = {
     "from_dlpack": "imported a tensor through DLPack",
     "compile_elementwise": "compiled a kernel",
 }
+
+
+def _decline(*args: Any, **kwargs: Any) -> None:
+    """A :data:`_DECLINED` method while recording: nothing computed, the core takes over."""
+    return None
 
 
 def loaded_backends() -> list:
@@ -143,7 +152,8 @@ class Recording:
                     continue
                 method = getattr(backend, name)
                 if callable(method):
-                    setattr(backend, name, self._watch(backend, name, method))
+                    watched = _decline if name in _DECLINED else self._watch(backend, name, method)
+                    setattr(backend, name, watched)
                     self._patched.append((backend, name))
         live._RECORDERS.append(self)
         freeze_constants(True)

@@ -18,7 +18,14 @@ import numpy as np
 from torchlight.autograd.grad_mode import GradMode
 
 from .backend.bounds import value_range
-from .backend.protocol import BROADCAST, EMPTY_HANDLE, FILL, HOST_MEMORY, host_memory
+from .backend.protocol import (
+    BROADCAST,
+    EMPTY_HANDLE,
+    FILL,
+    HOST_MEMORY,
+    NEW_RESULT,
+    host_memory,
+)
 from .backend.registry import get_backend
 from .dtypes import fitting
 from .errors import BackendError, DTypeError, OutOfMemoryError, ShapeError, TensorIndexError
@@ -188,9 +195,24 @@ def map_op(op: str, a: _Tensor, dtype: DType | None = None) -> _Tensor:
     """A new tensor ``op(a)`` computed by ``a``'s backend (``op`` one of ``MAP_OPS``), outside
     autograd; ``dtype`` sets the output's dtype.
     """
-    out = alloc(a._td.shape, dtype or a.dtype, a.backend, a)
-    a.backend.map(op, a._td, out._td)
+    backend, shape, dt = a.backend, a._td.shape, dtype or a.dtype
+    if shape and NEW_RESULT in backend.capabilities and op in backend.new_result_ops:
+        try:
+            made = backend.map_new(op, a._td, dt)
+        except MemoryError as exc:
+            raise too_big(shape, dt, backend, exc) from exc
+        if made is not None:
+            return _made(made, shape, dt, backend, a)
+    out = alloc(shape, dt, backend, a)
+    backend.map(op, a._td, out._td)
     return out
+
+
+def _made(made: tuple, shape: tuple[int, ...], dtype: DType, backend: Any, like: Any) -> _Tensor:
+    """The tensor around ``made``, the ``(storage, handle)`` of a result that the backend
+    allocated as it computed it (capability ``new_result``: ``map_new``, ``zip_new``)."""
+    storage, handle = made
+    return wrap(TensorData.packed(storage, shape, math.prod(shape), handle), backend, dtype, like)
 
 
 def _expanded(t: _Tensor, shape: tuple[int, ...]) -> TensorData:
@@ -224,7 +246,15 @@ def zip_op(op: str, a: _Tensor, b: _Tensor, dtype: DType | None = None) -> _Tens
         shape = broadcast_shape(ta.shape, tb.shape, op)
         if BROADCAST not in backend.capabilities:
             ta, tb = _expanded(a, shape), _expanded(b, shape)
-    out = alloc(shape, dtype or a.dtype, backend, a)
+    dt = dtype or a.dtype
+    if shape and NEW_RESULT in backend.capabilities and op in backend.new_result_ops:
+        try:
+            made = backend.zip_new(op, ta, tb, dt)
+        except MemoryError as exc:
+            raise too_big(shape, dt, backend, exc) from exc
+        if made is not None:
+            return _made(made, shape, dt, backend, a)
+    out = alloc(shape, dt, backend, a)
     backend.zip(op, ta, tb, out._td)
     return out
 

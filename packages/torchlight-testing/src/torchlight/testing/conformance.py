@@ -41,6 +41,7 @@ from .catalog import (
 from .fills import FillConformance
 from .fused import FusedConformance, _f64, _rng
 from .joins import JoinConformance
+from .new_results import NewResultConformance
 from .profiles import resolve_profile
 from .sequences import SequenceConformance
 from .strategies import (
@@ -97,6 +98,7 @@ class BackendConformance(
     FusedConformance,
     JoinConformance,
     FillConformance,
+    NewResultConformance,
     SequenceConformance,
     WindowsConformance,
     BoundsConformance,

@@ -287,10 +287,13 @@ class NumbaBackend:
             "windows",
             "random",
             "empty_handle",
+            "new_result",
             "fill",
             "threads",
         }
     )
+    new_result_ops = NumpyBackend.new_result_ops
+    """Capability ``new_result``: the numpy backend's (the ops it answers for small tensors)."""
 
     def __init__(self, numpy_ufuncs=None):
         if numpy_ufuncs is None:
@@ -325,6 +328,37 @@ class NumbaBackend:
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
         """
         return self._np.empty_handle(shape, dtype)
+
+    def map_new(self, op, a, dtype):
+        """Capability ``new_result``: the numpy backend's :meth:`map_new` for the sizes the
+        routing table gives numpy (:meth:`map`'s own test); ``None`` for the others, which the
+        core allocates for a kernel to write.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        if self.numpy_ufuncs and a.size < NUMPY_SMALL.get(
+            ("map", op, a.storage.dtype, dtype.np), 0
+        ):
+            return self._np.map_new(op, a, dtype)
+        return None
+
+    def zip_new(self, op, a, b, dtype):
+        """Capability ``new_result``: the numpy backend's :meth:`zip_new` for the sizes the
+        routing table gives numpy (:meth:`zip`'s own test, on the larger operand: a result
+        broadcast from both sides is larger still, and numpy broadcasts without a copy);
+        ``None`` for the others, which the core allocates for a kernel to write.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        dt = a.storage.dtype
+        n = a.size if a.size >= b.size else b.size
+        if (
+            self.numpy_ufuncs
+            and n < NUMPY_SMALL.get(("zip", op, dt, dtype.np), 0)
+            and dt == b.storage.dtype
+        ):
+            return self._np.zip_new(op, a, b, dtype)
+        return None
 
     def from_numpy(self, array):
         """Storage holding the data of the C-contiguous ndarray ``array`` (shared where the device allows), with numba-compiled CPU kernels.

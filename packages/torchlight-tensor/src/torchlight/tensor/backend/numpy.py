@@ -133,10 +133,17 @@ class NumpyBackend:
             "cell_sequence",
             "join",
             "empty_handle",
+            "new_result",
             "fill",
             "threads",
         }
     )
+
+    new_result_ops = frozenset(
+        op for table in (MAP, ZIP) for op, f in table.items() if type(f) is np.ufunc
+    )
+    """Capability ``new_result``: the ops :meth:`map_new` and :meth:`zip_new` compute, those
+    that are one numpy ufunc (which allocates its own result)."""
 
     def set_num_threads(self, n):
         """Capability ``threads``: matrix products use at most ``n`` BLAS threads from now on
@@ -216,6 +223,28 @@ class NumpyBackend:
         The contract is :meth:`Backend.zip <torchlight.tensor.backend.protocol.Backend.zip>`.
         """
         ZIP[op](as_array(a), as_array(b), out=as_array(out))
+
+    def map_new(self, op, a, dtype):
+        """Capability ``new_result``: :meth:`map` of an op of :attr:`new_result_ops` into a new
+        C-contiguous array that its ufunc allocates, as ``(storage, handle)``; ``None`` where the
+        result is not of ``dtype``.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        r = MAP[op](as_array(a), order="C")
+        # the input's dtype (logical_not: bool); another is declined and the core casts
+        return (r.ravel(), r) if r.dtype is dtype.np else None
+
+    def zip_new(self, op, a, b, dtype):
+        """Capability ``new_result``: :meth:`zip` of an op of :attr:`new_result_ops` into a new
+        C-contiguous array that its ufunc allocates, as ``(storage, handle)``; ``None`` where the
+        result is not of ``dtype``.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        r = ZIP[op](as_array(a), as_array(b), order="C")
+        # the inputs' one dtype (a comparison: bool); another is declined and the core casts
+        return (r.ravel(), r) if r.dtype is dtype.np else None
 
     def reduce(self, op, a, dims, out):
         """Reduce ``a`` over ``dims`` into ``out`` (size 1 in those dims), ``op`` one of ``REDUCE_OPS``, with numpy on the host.

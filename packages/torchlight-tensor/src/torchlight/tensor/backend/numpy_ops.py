@@ -3,7 +3,9 @@
 
 ``MAP[op](x, out)``, ``ZIP[op](a, b, out=out)`` and ``REDUCE[op]`` (a ufunc whose ``reduce``
 folds an axis) take ndarrays; :class:`~torchlight.tensor.backend.numpy.NumpyBackend` hands them
-views of the tensors' storage. The fused recurrent cells (``numpy_rnn``) share ``sigmoid``.
+views of the tensors' storage. An op that is one numpy ufunc is that ufunc in the table (no
+Python frame around it), which also lets numpy allocate its result (capability
+``new_result``). The fused recurrent cells (``numpy_rnn``) share ``sigmoid``.
 """
 
 import math
@@ -167,18 +169,18 @@ def _softplus(x, out):
 
 MAP = {
     "copy": lambda x, out: np.copyto(out, x, casting="unsafe"),
-    "neg": lambda x, out: np.negative(x, out=out),
-    "abs": lambda x, out: np.abs(x, out=out),
-    "sign": lambda x, out: np.sign(x, out=out),
-    "exp": lambda x, out: np.exp(x, out=out),
-    "log": lambda x, out: np.log(x, out=out),
-    "sqrt": lambda x, out: np.sqrt(x, out=out),
+    "neg": np.negative,
+    "abs": np.abs,
+    "sign": np.sign,
+    "exp": np.exp,
+    "log": np.log,
+    "sqrt": np.sqrt,
     "rsqrt": _rsqrt,
-    "reciprocal": lambda x, out: np.reciprocal(x, out=out),
-    "square": lambda x, out: np.square(x, out=out),
-    "sin": lambda x, out: np.sin(x, out=out),
-    "cos": lambda x, out: np.cos(x, out=out),
-    "tanh": lambda x, out: np.tanh(x, out=out),
+    "reciprocal": np.reciprocal,
+    "square": np.square,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tanh": np.tanh,
     "sigmoid": sigmoid,
     "relu": lambda x, out: np.maximum(x, 0, out=out),
     "gelu": _gelu,
@@ -186,7 +188,7 @@ MAP = {
     "silu": _silu,
     "softplus": _softplus,
     "erf": lambda x, out: erf(x, out=out),
-    "logical_not": lambda x, out: np.logical_not(x, out=out),
+    "logical_not": np.logical_not,
 }
 
 

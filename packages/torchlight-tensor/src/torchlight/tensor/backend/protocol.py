@@ -109,6 +109,14 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  over it, which the core keeps in that view's ``cache`` (numpy: the ndarray of
                  that shape, which the first kernel on a new tensor would otherwise build: 0.4-0.6
                  µs of a small op's 5). Without it the core calls empty and the cache starts empty
+    "new_result": map_new(op, a, dtype), zip_new(op, a, b, dtype) -> (storage, handle) |
+                 None, for the ops named in the backend's frozenset ``new_result_ops``: what
+                 map / zip would write into a new contiguous tensor of the result's shape (never
+                 0-d: the core allocates those) and ``dtype``, in storage the backend allocates
+                 as part of the op, with its handle as in "empty_handle" (numpy: the ufunc
+                 allocates its own result, which saves the separate np.empty, about a tenth of a
+                 small a + b). None declines (a dtype it does not give): the core allocates and
+                 calls map / zip. The other ops always take that path, without a call
     "compile":   compile_elementwise(chain) -> kernel | None: ``chain`` an ElementwiseChain
                  (torchlight.jit.fusion: ops from FUSABLE_MAP/FUSABLE_ZIP on one float dtype);
                  kernel(input_views, output_views) writes every output of the chain, inputs of
@@ -161,6 +169,7 @@ __all__ = [
     "HOST_MEMORY",
     "BROADCAST",
     "EMPTY_HANDLE",
+    "NEW_RESULT",
     "FILL",
     "THREADS",
     "WINDOWS",
@@ -235,6 +244,9 @@ BROADCAST = "broadcast"
 
 EMPTY_HANDLE = "empty_handle"
 """Capability name: ``empty_handle`` allocates with the view's handle (see the module docstring)."""
+
+NEW_RESULT = "new_result"
+"""Capability name: ``map_new``/``zip_new`` compute into storage they allocate (see the module docstring)."""
 
 FILL = "fill"
 """Capability name: ``fill`` writes one value into a view where it lives (see the module docstring)."""
