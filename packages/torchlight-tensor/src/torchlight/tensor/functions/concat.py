@@ -50,22 +50,30 @@ class Stack(Cat):
 
 
 def _join(ctx, dim, xs, new_dim):
-    views = [x._td for x in xs]
-    ctx.dim = dim
-    ctx.sizes = None if new_dim else [v.shape[dim] for v in views]
-    return join_views(views, dim, new_dim, xs[0], common_backend(*xs))
+    # loops, not comprehensions: a comprehension's frame costs more than a two-piece cat's list
+    views = []
+    for x in xs:
+        views.append(x._td)
+    sizes = None
+    if not new_dim:
+        sizes = []
+        for v in views:
+            sizes.append(v.shape[dim])
+    ctx.dim, ctx.sizes = dim, sizes
+    return join_views(views, dim, new_dim, xs[0], common_backend(*xs), sizes)
 
 
-def join_views(views, dim, new_dim, like, backend):
+def join_views(views, dim, new_dim, like, backend, sizes=None):
     """A new tensor (of ``like``'s dtype and class, on ``backend``) holding the views ``views``
-    joined along ``dim``: concatenated (``cat``), or, with ``new_dim``, each at one index of a new
-    dimension ``dim`` (``stack``). The views must already fit (their callers checked)."""
+    joined along ``dim``: concatenated (``cat``; ``sizes``: the views' sizes along ``dim``, when
+    the caller has them), or, with ``new_dim``, each at one index of a new dimension ``dim``
+    (``stack``). The views must already fit (their callers checked)."""
     shape = views[0].shape
     if new_dim:
-        sizes = None
         shape = shape[:dim] + (len(views),) + shape[dim:]
     else:
-        sizes = [v.shape[dim] for v in views]
+        if sizes is None:
+            sizes = [v.shape[dim] for v in views]
         shape = shape[:dim] + (sum(sizes),) + shape[dim + 1 :]
     out = alloc(shape, like.dtype, backend, like)
     if "join" in backend.capabilities:  # one call: per input, a copy's dispatch costs more
