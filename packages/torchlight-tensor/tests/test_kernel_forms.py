@@ -365,6 +365,26 @@ def test_negative_sizes_are_refused(size):
         tl.zeros(*size)
 
 
+def test_sizes_are_checked_once_and_every_spelling_gives_the_same_shape(monkeypatch):
+    from torchlight.tensor import creation
+
+    monkeypatch.setattr(creation, "_SIZES", {})
+    spellings = [(2, 3), ((2, 3),), ([2, 3],), (np.int64(2), 3), ((np.int64(2), 3),)]
+    for _ in range(2):  # the second round reads what the first one kept
+        for size in spellings:
+            assert creation.size_of(size) == (2, 3) and type(creation.size_of(size)[0]) is int
+    assert set(creation._SIZES) == {(2, 3), ((2, 3),)}  # plain ints only
+    t = tl.tensor(4)
+    assert tl.zeros(t).shape == (4,)
+    assert set(creation._SIZES) == {(2, 3), ((2, 3),)}  # a tensor is never kept as a key
+    with pytest.raises(ShapeError, match="negative dimension"):
+        tl.zeros(2, -3)
+    assert (2, -3) not in creation._SIZES
+    monkeypatch.setattr(creation, "INFERRED_MAX", 2)
+    tl.zeros(5), tl.zeros(6)
+    assert len(creation._SIZES) == 2  # full: new sizes are still checked, not kept
+
+
 def test_zero_sized_and_scalar_fills():
     assert tl.zeros(0, 3).shape == (0, 3)
     assert tl.ones(()).item() == 1.0

@@ -28,7 +28,7 @@ from .base import TensorBase
 from .dispatch import MAX_NUMEL, alloc, set_index_range, wrap
 from .errors import DTypeError, OutOfMemoryError, ShapeError
 from .indexing import contiguous_strides
-from .storage import TensorData
+from .storage import INFERRED_MAX, TensorData
 
 __all__ = [
     "size_of",
@@ -41,9 +41,22 @@ __all__ = [
 ]
 
 
+_SIZES: dict = {}  # a factory's size arguments of plain ints -> the checked shape
+
+
 def size_of(size: tuple) -> tuple[int, ...]:
     """A size given as separate ints or one tuple/list (``zeros(2, 3)``, ``zeros((2, 3))``),
-    checked: no negative dimension, no more elements than any backend can address."""
+    checked: no negative dimension, no more elements than any backend can address.
+
+    A size of plain ints is checked once and kept (up to ``INFERRED_MAX`` of them, as
+    :func:`~torchlight.tensor.storage.infer_shape`'s shapes): a data loader asks for the same
+    few sizes for every sample, and the checks cost a fifth of a small ``zeros``."""
+    try:
+        known = _SIZES.get(size)
+    except TypeError:  # a list among the arguments: checked below
+        known = None
+    if known is not None:
+        return known
     given = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
     shape = tuple(map(int, given))
     if shape and min(shape) < 0:
@@ -54,6 +67,8 @@ def size_of(size: tuple) -> tuple[int, ...]:
             f"a tensor of size {shape} would have {n} elements, more than any "
             f"device can address ({MAX_NUMEL}); use a smaller size"
         )
+    if type(given) is tuple and len(_SIZES) < INFERRED_MAX and all(type(s) is int for s in given):
+        _SIZES[size] = shape  # (ints, or one tuple of ints: never a tensor, kept alive as a key)
     return shape
 
 
