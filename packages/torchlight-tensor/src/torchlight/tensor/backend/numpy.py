@@ -18,7 +18,7 @@ import numpy as np
 from ..indexing import contiguous_strides
 from . import numpy_rnn
 from .bounds import check_host
-from .numpy_ops import MAP, REDUCE, ZIP
+from .numpy_ops import ALLOCATING, MAP, REDUCE, ZIP
 from .numpy_rows import lse_shift, ones_vector, row_maxes, row_sums
 from .protocol import API_VERSION, BackendSpec
 
@@ -139,11 +139,12 @@ class NumpyBackend:
         }
     )
 
-    new_result_ops = frozenset(
+    new_result_ops = ALLOCATING | {
         op for table in (MAP, ZIP) for op, f in table.items() if type(f) is np.ufunc
-    )
+    }
     """Capability ``new_result``: the ops :meth:`map_new` and :meth:`zip_new` compute, those
-    that are one numpy ufunc (which allocates its own result)."""
+    that are one numpy ufunc (which allocates its own result) and the ``ALLOCATING`` entries
+    of ``numpy_ops.MAP`` that allocate theirs alike."""
 
     def set_num_threads(self, n):
         """Capability ``threads``: matrix products use at most ``n`` BLAS threads from now on

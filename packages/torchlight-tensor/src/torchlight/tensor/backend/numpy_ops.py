@@ -22,6 +22,8 @@ __all__ = [
     "WHOLE_POWER_MAX",
     "erf",
     "erf_libm",
+    "relu",
+    "ALLOCATING",
     "sigmoid",
     "whole_power",
 ]
@@ -59,8 +61,9 @@ def erf(x, out=None):
     return _erf_impl(x, out=out)
 
 
-def sigmoid(x, out):
-    r""":math:`\sigma(x) = 1 / (1 + e^{-x})` into ``out``, as written, in four in-place passes.
+def sigmoid(x, out=None, order="K"):
+    r""":math:`\sigma(x) = 1 / (1 + e^{-x})` into ``out``, as written, in four in-place passes
+    (without ``out``, the first pass allocates the result in ``order``, which is returned).
 
     Within 3 ulp of the exact value (2.4 at most over :math:`[-120, 120]` in float32,
     ``test_kernel_forms.py``): for large :math:`-x`, :math:`1/(1 + e^{-x})` is :math:`e^{x}` to
@@ -69,10 +72,10 @@ def sigmoid(x, out):
     overflow warning is filtered for this module's calls, see ``numpy.py``). The form with
     :math:`e^{-|x|}` and a select took six passes and temporaries: 2.3x the time on 16x16.
     """
-    np.negative(x, out=out)
+    out = np.negative(x, out=out, order=order)
     np.exp(out, out=out)
     np.add(out, 1.0, out=out)
-    np.reciprocal(out, out=out)
+    return np.reciprocal(out, out=out)
 
 
 def _rsqrt(x, out):
@@ -163,6 +166,18 @@ def _silu(x, out):
     np.multiply(x, s, out=out)
 
 
+def relu(x, out=None, order="K"):
+    """``max(x, 0)``: one ufunc call, which allocates the result (in ``order``) when no ``out``
+    is given."""
+    return np.maximum(x, 0, out=out, order=order)
+
+
+ALLOCATING = frozenset({"relu", "sigmoid"})
+"""The entries of :data:`MAP` that are no ufunc but, called without ``out``, allocate their result
+(in ``order``) and return it as a ufunc does: the numpy backend offers them with the ufuncs as
+``new_result_ops``."""
+
+
 def _softplus(x, out):
     np.add(np.log1p(np.exp(-np.abs(x))), np.maximum(x, 0), out=out)
 
@@ -182,7 +197,7 @@ MAP = {
     "cos": np.cos,
     "tanh": np.tanh,
     "sigmoid": sigmoid,
-    "relu": lambda x, out: np.maximum(x, 0, out=out),
+    "relu": relu,
     "gelu": _gelu,
     "gelu_tanh": _gelu_tanh,
     "silu": _silu,
