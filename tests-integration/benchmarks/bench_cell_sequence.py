@@ -16,11 +16,15 @@ from __future__ import annotations
 import argparse
 import timeit
 
-import numpy as np
 from thread_pools import default_threads
 
-import torchlight as tl
-from torchlight.tensor.functions.recurrent import CELLS, recurrent_layer
+if __name__ == "__main__":  # one thread per pool, before numpy and numba load and read it
+    default_threads(1)
+
+import numpy as np  # noqa: E402
+
+import torchlight as tl  # noqa: E402
+from torchlight.tensor.functions.recurrent import CELLS, recurrent_layer  # noqa: E402
 
 #: (kind, T, N, H): the BiLSTM-CRF tutorial's layer, small and mid-sized batches, near the threshold
 CASES = [
@@ -81,5 +85,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    default_threads(1)
     main()
