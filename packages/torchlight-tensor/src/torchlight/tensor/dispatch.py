@@ -196,6 +196,8 @@ def map_op(op: str, a: _Tensor, dtype: DType | None = None) -> _Tensor:
     autograd; ``dtype`` sets the output's dtype.
     """
     backend, shape, dt = a.backend, a._td.shape, dtype or a.dtype
+    # (written out here and in zip_op: one helper taking the call cost every such op ~1.2k
+    # instructions, about a third of what the capability saves)
     if shape and NEW_RESULT in backend.capabilities and op in backend.new_result_ops:
         try:
             made = backend.map_new(op, a._td, dt)
