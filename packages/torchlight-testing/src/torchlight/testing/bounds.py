@@ -1,7 +1,7 @@
 """The kit's bounds-safety tests: every primitive that indexes by data, fed indices out of range.
 
 The contract (``torchlight.tensor.backend.bounds``): ``take``, ``put_add``, ``gather``,
-``scatter_add`` and the target of ``cross_entropy`` never touch memory outside their buffers,
+``scatter_add`` and the target of ``cross_entropy`` and ``nll`` never touch memory outside their buffers,
 whatever the index holds, and an index outside ``[0, size)`` raises ``TensorIndexError`` naming
 the primitive and the value — at the call, or, for a device that runs asynchronously, at the
 next device→host copy (so each case reads its output inside the ``raises`` block). Each output
@@ -157,6 +157,26 @@ class BoundsConformance:
             assert outside_untouched(be, dx, dtype), (
                 f"cross_entropy_backward target={bad}: wrote outside dx"
             )
+            np.testing.assert_array_equal(read(be, x), xv)
+        self._valid_call_after_errors()
+
+    @pytest.mark.parametrize("dtype", ["float32", "float64"])
+    def test_nll_rejects_out_of_range_targets(self, dtype):
+        """Capability ``nll``: a target outside ``[0, C)`` makes the call raise
+        ``TensorIndexError`` without writing outside ``out`` or changing the log-probabilities.
+        """
+        self._need("nll")
+        be = self.be
+        R, C = self.P.rows
+        for k, bad in enumerate(bad_indices(C)):
+            rng = _rng("nll-oob", dtype, k)
+            x, xv = make_view(be, sample(rng, (R, C), dtype), "permuted")
+            tv = rng.integers(0, C, size=R)
+            tv[R // 2] = bad
+            t, _ = make_view(be, tv, "sliced")
+            out = empty_view(be, (), dtype, "offset")
+            self._expect_index_error("nll", bad, (x, t, out, -float(R)), out)
+            assert outside_untouched(be, out, dtype), f"nll target={bad}: wrote outside out"
             np.testing.assert_array_equal(read(be, x), xv)
         self._valid_call_after_errors()
 

@@ -42,6 +42,7 @@ from .fills import FillConformance
 from .fused import FusedConformance, _f64, _rng
 from .joins import JoinConformance
 from .new_results import NewResultConformance
+from .nll import NLLConformance
 from .profiles import resolve_profile
 from .sequences import SequenceConformance
 from .strategies import (
@@ -99,6 +100,7 @@ class BackendConformance(
     JoinConformance,
     FillConformance,
     NewResultConformance,
+    NLLConformance,
     SequenceConformance,
     WindowsConformance,
     BoundsConformance,

@@ -274,6 +274,7 @@ class NumbaBackend:
             "logsumexp",
             "layernorm",
             "cross_entropy",
+            "nll",
             "adam",
             "adagrad",
             "sgd",
@@ -811,6 +812,16 @@ class NumbaBackend:
             flag,
         )
         raise_if_flagged(flag, "cross_entropy")
+
+    def nll(self, x, target, out, divisor):
+        """Capability ``nll``: ``out = (Σ_i x[i, target_i]) / divisor``, an unweighted
+        ``nll_loss``'s forward, with numpy on the host memory numba's kernels share.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        One read per row and one sum: numpy's take and sum (index check included) cost less
+        than the launch of a kernel at the sizes a loss has.
+        """
+        self._np.nll(x, target, out, divisor)
 
     def cross_entropy_backward(self, x, target, weight, logs, g, dx):
         """Capability ``cross_entropy``: ``dx = g·weight·(exp((x - m) - logs) - onehot(target))``

@@ -123,6 +123,7 @@ class NumpyBackend:
             "logsumexp",
             "layernorm",
             "cross_entropy",
+            "nll",
             "adam",
             "adagrad",
             "sgd",
@@ -539,6 +540,24 @@ class NumpyBackend:
         d *= (as_array(g) * w)[:, None]
         if np.count_nonzero(w) != w.size:  # 0 · inf would leave NaN in a dropped row
             d[w == 0] = 0
+
+    def nll(self, x, target, out, divisor):
+        """Capability ``nll``: ``out = (Σ_i x[i, target_i]) / divisor``, an unweighted
+        ``nll_loss``'s forward (``divisor`` -N for its mean, -1 for its sum), with numpy on the host.
+
+        An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
+        """
+        xv, t = as_array(x), as_array(target)
+        check_host("nll", t, xv.shape[1])
+        if xv.flags.c_contiguous:  # flat positions and one take, as gather's picked class
+            flat = t if xv.shape[0] == 1 else t + np.arange(0, xv.size, xv.shape[1])
+            picked = xv.take(flat)
+        else:
+            picked = xv[np.arange(xv.shape[0]), t]
+        # the sum reduce("sum") makes of the picked column, divided once in x's dtype (a numpy
+        # scalar over a Python float): the number of the core's three calls. fill, not a ufunc
+        # with out=, costs a fifth as much on a 0-d out
+        as_array(out).fill(np.add.reduce(picked) / divisor)
 
     def adam_step(
         self,

@@ -33,6 +33,11 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  to m near the float32 limit), loss = weight·((m - x[i, target]) + logs);
                  dx = g·weight·(exp((x - m) - logs) - onehot) with m recomputed, loss and dx exactly
                  0 on rows of weight 0
+    "nll":       nll(x, target, out, divisor): out (0-d) = (Σ_i x[i, target[i]]) / divisor, the
+                 forward of an unweighted nll_loss in one call (divisor -N for its mean, -1 for
+                 its sum: the picked values are summed, then divided once). x (N, C) any strides, N ≥ 1; target (N,) int64 in [0, C), any strides,
+                 bounds-checked by the backend; out a 0-d view of x's dtype. Without it the core
+                 gathers, sums and divides as three calls
     "adam":      adam_step(p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,
                  bias_correction2_sqrt): one Adam/AdamW update of p, m, v in place (contiguous
                  views of one shape and float dtype; decay = 1 - lr·λ for AdamW else 1, l2 = λ for
@@ -148,7 +153,7 @@ Memory capability (not an op: a promise about where storage lives)::
                  :func:`host_memory`, never ``isinstance(storage, np.ndarray)``.
 
 Bounds safety (every backend): ``take``, ``put_add``, ``gather``, ``scatter_add`` and the target
-of ``cross_entropy``/``cross_entropy_backward`` never read or write outside their buffers, whatever
+of ``cross_entropy``/``cross_entropy_backward``/``nll`` never read or write outside their buffers, whatever
 the index holds. The core validates indices first, but a backend must not rely on it (an index
 can be changed behind the core's back, e.g. through a shared ``.numpy()`` view): an index outside
 ``[0, size)`` raises ``TensorIndexError`` from ``bounds.index_error`` — right away, or, on a device
@@ -170,6 +175,7 @@ __all__ = [
     "BROADCAST",
     "EMPTY_HANDLE",
     "NEW_RESULT",
+    "NLL",
     "FILL",
     "THREADS",
     "WINDOWS",
@@ -247,6 +253,9 @@ EMPTY_HANDLE = "empty_handle"
 
 NEW_RESULT = "new_result"
 """Capability name: ``map_new``/``zip_new`` compute into storage they allocate (see the module docstring)."""
+
+NLL = "nll"
+"""Capability name: ``nll`` sums a loss's picked log-probabilities in one call (see the module docstring)."""
 
 FILL = "fill"
 """Capability name: ``fill`` writes one value into a view where it lives (see the module docstring)."""

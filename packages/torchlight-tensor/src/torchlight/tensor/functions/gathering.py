@@ -25,6 +25,7 @@ from ..dispatch import (
     zip_into,
     zip_op,
 )
+from ..backend.protocol import NLL
 from ..errors import DTypeError, ShapeError, TensorIndexError
 from .reductions import check_reduction, reduce_rows, rows_gradient
 from .weight_gradients import RowsGradient
@@ -182,24 +183,31 @@ class NLLRows(Function):
     Without weights a ``"sum"`` or ``"mean"`` is :math:`-(\sum_i x_{i t_i}) / N`: one negation
     of the sum instead of one per row, the same numbers (a negation is exact, and a sum of
     negated terms is the negated sum), and every row's gradient is the one value
-    :math:`-g/N`."""
+    :math:`-g/N`. A backend with the ``nll`` capability computes that forward in one call
+    (the pick, the sum and the division by ``-N`` or ``-1``); otherwise it is a gather, a sum
+    and a division."""
 
     @staticmethod
     def forward(ctx, x, target, weight, reduction):
         n, c = x.shape
         check_index(target, c, "nll_loss")
-        picked = alloc((n,), x.dtype, x.backend, x)
-        x.backend.gather(x._td, 1, target._td.reshaped((n, 1)), picked._td.reshaped((n, 1)))
+        be = x.backend
         ctx.shape, ctx.reduction = x.shape, reduction
         ctx.save_for_backward(target)
         ctx.weight = weight  # detached, or None for weights of 1
-        if _one_value_per_row(ctx):
+        one_value = _one_value_per_row(ctx)
+        ctx.total = n if one_value and reduction == "mean" else None
+        if one_value and NLL in be.capabilities:  # the sum and its division in one call
+            out = alloc((), x.dtype, be, x)
+            be.nll(x._td, target._td, out._td, -1.0 if ctx.total is None else -float(n))
+            return out
+        picked = alloc((n,), x.dtype, be, x)
+        be.gather(x._td, 1, target._td.reshaped((n, 1)), picked._td.reshaped((n, 1)))
+        if one_value:
             out = reduce_op("sum", picked, (0,))
             if reduction == "mean":
-                ctx.total = n
                 return zip_into("div", out, scalar_like(-n, out))
-            ctx.total = None
-            x.backend.map("neg", out._td, out._td)
+            be.map("neg", out._td, out._td)
             return out
         x.backend.map("neg", picked._td, picked._td)  # in place: nothing else has seen it
         if weight is not None:
