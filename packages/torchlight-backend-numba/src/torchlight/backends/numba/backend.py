@@ -818,8 +818,9 @@ class NumbaBackend:
         ``nll_loss``'s forward, with numpy on the host memory numba's kernels share.
 
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
-        One read per row and one sum: numpy's take and sum (index check included) cost less
-        than the launch of a kernel at the sizes a loss has.
+        One read per row and one sum, so no kernel of its own: with this call ``F.nll_loss``
+        costs about half the instructions of numba's gather, sum and division (1×18: 169k →
+        87k; 512×65: 218k → 116k; performance.md, stop 35).
         """
         self._np.nll(x, target, out, divisor)
 
