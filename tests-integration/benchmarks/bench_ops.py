@@ -182,6 +182,7 @@ CASES = {
         lambda a: (a * a + a).sum().backward(), m.ones(8, 8, requires_grad=True)
     ),
     "MLP step 16-32-27, SGD": lambda m: _mlp_step(m),
+    "name classifier step (RNN, 8 letters, 57-128-18)": lambda m: _name_classifier_step(m),
     "x[idx], 64 rows of a 60000x784 dataset": lambda m: _call(
         lambda x, i: x[i], m.zeros(60000, 784), m.arange(64) * 937
     ),
@@ -296,6 +297,45 @@ def _mlp_step(m):
         opt.zero_grad()
         m.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
+
+    return step
+
+
+def _name_classifier_step(m):
+    """One training step of the compatibility suite's ``name_classifier`` (PyTorch's char-RNN
+    tutorial) on one name, written as the program writes it: the one-hot letters, the RNN
+    module (``cat``, two ``Linear``, ``tanh``, ``LogSoftmax``) over 8 letters, ``NLLLoss``,
+    backward, the written-out SGD update and ``loss.item()``."""
+    letters, hidden = 57, 128
+
+    class RNN(m.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.i2h = m.nn.Linear(letters + hidden, hidden)
+            self.i2o = m.nn.Linear(letters + hidden, 18)
+            self.softmax = m.nn.LogSoftmax(dim=1)
+
+        def forward(self, x, h):
+            combined = m.cat((x, h), 1)
+            return self.softmax(self.i2o(combined)), m.tanh(self.i2h(combined))
+
+    rnn, criterion = RNN(), m.nn.NLLLoss()
+    positions = [36, 14, 22, 0, 11, 18, 10, 8]  # "Kowalski" in the program's alphabet
+
+    def step():
+        line = m.zeros(len(positions), 1, letters)
+        for li, k in enumerate(positions):
+            line[li][0][k] = 1
+        target = m.tensor([3], dtype=m.long)
+        h = m.zeros(1, hidden)
+        rnn.zero_grad()
+        for i in range(line.size()[0]):
+            output, h = rnn(line[i], h)
+        loss = criterion(output, target)
+        loss.backward()
+        for p in rnn.parameters():
+            p.data.add_(p.grad.data, alpha=-0.005)
+        return loss.item()
 
     return step
 

@@ -62,3 +62,11 @@ def test_calls_counts_the_python_calls_of_one_call(capsys):
     assert all(r["calls"] > 5 for r in rows)
     assert bo.main(["--only", "x.view(-1, 1)", "--calls"])[0]["calls"] == rows[1]["calls"]
     assert "| x.view(-1, 1) |" in capsys.readouterr().out
+
+
+def test_the_name_classifier_step_trains():
+    # the case is a real training step: the same name, step after step, is learned
+    step = bo.CASES["name classifier step (RNN, 8 letters, 57-128-18)"](tl)
+    losses = [step() for _ in range(40)]
+    assert all(b < a for a, b in zip(losses, losses[1:]))
+    assert losses[-1] < losses[0] - 0.5

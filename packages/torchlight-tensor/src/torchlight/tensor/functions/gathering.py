@@ -11,6 +11,7 @@ from torchlight.autograd import Function
 from torchlight.autograd.grad_mode import GradMode
 
 from .. import dtypes
+from ..backend.protocol import NLL
 from ..base import TensorBase
 from ..creation import filled
 from ..dispatch import (
@@ -25,7 +26,6 @@ from ..dispatch import (
     zip_into,
     zip_op,
 )
-from ..backend.protocol import NLL
 from ..errors import DTypeError, ShapeError, TensorIndexError
 from .reductions import check_reduction, reduce_rows, rows_gradient
 from .weight_gradients import RowsGradient
