@@ -35,9 +35,10 @@ Optional capabilities (listed in ``capabilities``; the core has composite fallba
                  0 on rows of weight 0
     "nll":       nll(x, target, out, divisor): out (0-d) = (Σ_i x[i, target[i]]) / divisor, the
                  forward of an unweighted nll_loss in one call (divisor -N for its mean, -1 for
-                 its sum: the picked values are summed, then divided once). x (N, C) any strides, N ≥ 1; target (N,) int64 in [0, C), any strides,
-                 bounds-checked by the backend; out a 0-d view of x's dtype. Without it the core
-                 gathers, sums and divides as three calls
+                 its sum: the picked values are summed, then divided once). x (N, C) any
+                 strides, N ≥ 1; target (N,) int64 in [0, C), any strides, bounds-checked by the
+                 backend; out a 0-d view of x's dtype. Without it the core gathers, sums and
+                 divides as three calls
     "adam":      adam_step(p, g, m, v, *, beta1, beta2, eps, decay, l2, maximize, step_size,
                  bias_correction2_sqrt): one Adam/AdamW update of p, m, v in place (contiguous
                  views of one shape and float dtype; decay = 1 - lr·λ for AdamW else 1, l2 = λ for
