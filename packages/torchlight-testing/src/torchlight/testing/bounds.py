@@ -129,6 +129,17 @@ class BoundsConformance:
                 )
         self._valid_call_after_errors()
 
+    def _rows_with_a_bad_target(self, key, dtype, k, bad):
+        """Rows ``(R, C)`` of ``dtype`` as a permuted view, their values, and a strided target
+        view of classes with ``bad`` in the middle row (a loss's inputs)."""
+        R, C = self.P.rows
+        rng = _rng(key, dtype, k)
+        x, xv = make_view(self.be, sample(rng, (R, C), dtype), "permuted")
+        tv = rng.integers(0, C, size=R)
+        tv[R // 2] = bad
+        t, _ = make_view(self.be, tv, "sliced")
+        return x, xv, t
+
     @pytest.mark.parametrize("dtype", ["float32", "float64"])
     def test_cross_entropy_rejects_out_of_range_targets(self, dtype):
         """Capability ``cross_entropy``: a target outside ``[0, C)`` makes the forward and the backward
@@ -138,11 +149,7 @@ class BoundsConformance:
         be = self.be
         R, C = self.P.rows
         for k, bad in enumerate(bad_indices(C)):
-            rng = _rng("xent-oob", dtype, k)
-            x, xv = make_view(be, sample(rng, (R, C), dtype), "permuted")
-            tv = rng.integers(0, C, size=R)
-            tv[R // 2] = bad
-            t, _ = make_view(be, tv, "sliced")
+            x, xv, t = self._rows_with_a_bad_target("xent-oob", dtype, k, bad)
             w, _ = make_view(be, np.ones(R, dtype))
             loss, logs = (
                 empty_view(be, (R,), dtype, "sliced"),
@@ -169,11 +176,7 @@ class BoundsConformance:
         be = self.be
         R, C = self.P.rows
         for k, bad in enumerate(bad_indices(C)):
-            rng = _rng("nll-oob", dtype, k)
-            x, xv = make_view(be, sample(rng, (R, C), dtype), "permuted")
-            tv = rng.integers(0, C, size=R)
-            tv[R // 2] = bad
-            t, _ = make_view(be, tv, "sliced")
+            x, xv, t = self._rows_with_a_bad_target("nll-oob", dtype, k, bad)
             out = empty_view(be, (), dtype, "offset")
             self._expect_index_error("nll", bad, (x, t, out, -float(R)), out)
             assert outside_untouched(be, out, dtype), f"nll target={bad}: wrote outside out"
