@@ -111,6 +111,15 @@ embedding's backward, 512 indices into 28 rows of 16, took 125 µs with ``add.at
 product; at 5000 rows × 2048 indices the product is 10× slower than ``add.at``."""
 
 
+def _row_picks(columns, width):
+    """The flat positions of ``a[i, columns[i]]`` for the first ``len(columns)`` rows of a
+    C-contiguous ``a`` of rows of ``width``: a loss's picked class per row, read or written
+    with one flat index (half the cost of a row grid)."""
+    if columns.shape[0] == 1:
+        return columns
+    return columns + np.arange(0, columns.shape[0] * width, width)
+
+
 class NumpyBackend:
     """numpy implementation of the backend contract (see ``protocol.py``)."""
 
@@ -336,9 +345,7 @@ class NumpyBackend:
             if idx.shape[1] == 1 and x.flags.c_contiguous and o.flags.c_contiguous:
                 # one class per row (a loss's picked class): flat positions, one take (a third
                 # of the grid's cost for a single row)
-                flat = idx.reshape(-1)
-                if x.shape[0] > 1:
-                    flat = flat + np.arange(0, x.size, x.shape[1])
+                flat = _row_picks(idx.reshape(-1), x.shape[1])
                 x.take(flat, out=o.reshape(-1), mode="clip")  # checked above: nothing to clip
                 return
             # a column per row (top-k): a third of take_along_axis's cost, which builds a
@@ -357,10 +364,8 @@ class NumpyBackend:
         s = as_array(src)[tuple(slice(0, n) for n in idx.shape)]
         if o.ndim == 2 and dim == 1 and idx.shape[1] == 1:  # a loss's picked class per row
             if o.flags.c_contiguous:  # flat positions, as gather's (half the row grid's cost)
-                rows, width = idx.shape[0], o.shape[1]  # index rows: the first rows of out
-                flat = idx.reshape(-1)
-                if rows > 1:
-                    flat = flat + np.arange(0, rows * width, width)
+                # index rows: the first rows of out
+                flat = _row_picks(idx.reshape(-1), o.shape[1])
                 o.reshape(-1)[flat] += s.reshape(-1)  # one position per row: no repeats
             else:
                 o[np.arange(idx.shape[0])[:, None], idx] += s
@@ -550,8 +555,7 @@ class NumpyBackend:
         xv, t = as_array(x), as_array(target)
         check_host("nll", t, xv.shape[1])
         if xv.flags.c_contiguous:  # flat positions and one take, as gather's picked class
-            flat = t if xv.shape[0] == 1 else t + np.arange(0, xv.size, xv.shape[1])
-            picked = xv.take(flat)
+            picked = xv.take(_row_picks(t, xv.shape[1]))
         else:
             picked = xv[np.arange(xv.shape[0]), t]
         # the sum reduce("sum") makes of the picked column, divided once in x's dtype (a numpy

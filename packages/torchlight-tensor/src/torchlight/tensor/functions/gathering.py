@@ -209,7 +209,7 @@ class NLLRows(Function):
                 return zip_into("div", out, scalar_like(-n, out))
             be.map("neg", out._td, out._td)
             return out
-        x.backend.map("neg", picked._td, picked._td)  # in place: nothing else has seen it
+        be.map("neg", picked._td, picked._td)  # in place: nothing else has seen it
         if weight is not None:
             zip_into("mul", picked, weight)
         out, ctx.total = reduce_rows(picked, reduction, weight)
