@@ -22,7 +22,7 @@ from torchlight.tensor.backend.bounds import new_flag, raise_if_flagged
 from torchlight.tensor.backend.numpy import NumpyBackend, as_array
 from torchlight.tensor.backend.protocol import API_VERSION
 from torchlight.tensor.errors import BackendError
-from torchlight.tensor.indexing import coalesce, prod, row_layout
+from torchlight.tensor.indexing import coalesce, contiguous_strides, prod, row_layout
 from torchlight.tensor.random import stream_base
 
 from . import _blas as B
@@ -73,6 +73,20 @@ _ROW_LAYOUTS: dict = {}
 def _run(v, n):
     """The view's n elements as a slice of its storage (it is contiguous)."""
     return v.storage[v.offset : v.offset + n]
+
+
+def _packed(dim, *views):
+    """Whether ``views`` (of one shape) are all C-contiguous with ``dim`` their last: row ``r``
+    of each then starts at its offset + ``r`` times the row length, what the ``*_packed`` kernels
+    take instead of a row layout (:meth:`NumbaBackend._rows`)."""
+    shape = views[0].shape
+    if dim != len(shape) - 1:
+        return False
+    strides = contiguous_strides(shape)
+    for v in views:
+        if v.strides != strides:
+            return False
+    return True
 
 
 def _acc(x):
@@ -652,6 +666,12 @@ class NumbaBackend:
         """
         if out.size == 0:
             return
+        if _packed(dim, a, out):
+            L = a.shape[-1]
+            F.softmax_packed.pick(out.size)(
+                a.storage, a.offset, out.storage, out.offset, out.size // L, L, log
+            )
+            return
         shape, nrows, L, ((xs, xo, xl), (os_, oo, ol)) = self._rows((a, out), dim)
         F.softmax_rows.pick(out.size)(
             a.storage, xs, xo, xl, out.storage, os_, oo, ol, shape, nrows, L, log
@@ -663,6 +683,20 @@ class NumbaBackend:
         An optional capability of the contract (:mod:`torchlight.tensor.backend.protocol`), listed in ``capabilities``.
         """
         if out.size == 0:
+            return
+        if _packed(dim, y, g, out):
+            L = y.shape[-1]
+            F.softmax_backward_packed.pick(out.size)(
+                y.storage,
+                y.offset,
+                g.storage,
+                g.offset,
+                out.storage,
+                out.offset,
+                out.size // L,
+                L,
+                log,
+            )
             return
         shape, nrows, L, ((ys, yo, yl), (gs, go, gl), (os_, oo, ol)) = self._rows((y, g, out), dim)
         F.softmax_backward_rows.pick(out.size)(
