@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from torchlight.backends.numba import _fused, _jit, backend
 from torchlight.backends.numba.backend import NumbaBackend
+from torchlight.tensor.indexing import contiguous_strides
 from torchlight.tensor.storage import TensorData
 
 BK = NumbaBackend()
@@ -39,13 +40,11 @@ def _counting(monkeypatch, name):
     return calls
 
 
-def _in_buffer(x, offset, fill=np.nan):
+def _in_buffer(x, offset):
     """``x`` copied into a larger NaN buffer at ``offset``: a C-contiguous TensorData with an offset."""
-    buf = np.full(x.size + offset + 3, fill, x.dtype)
+    buf = np.full(x.size + offset + 3, np.nan, x.dtype)
     buf[offset : offset + x.size] = x.reshape(-1)
-    c = np.ascontiguousarray(x)
-    strides = tuple(s // x.itemsize for s in c.strides)
-    return buf, TensorData(buf, x.shape, strides, offset)
+    return buf, TensorData(buf, x.shape, contiguous_strides(x.shape), offset)
 
 
 def _reference(x, dim, log):

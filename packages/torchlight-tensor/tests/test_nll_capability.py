@@ -83,9 +83,8 @@ def test_the_backend_is_asked_for_unweighted_sums_and_means_only(monkeypatch):
     nll_rows(x, t, None, "sum")
     assert seen == [-3.0, -1.0]
     nll_rows(x, t, None, "none")
-    nll_rows(
-        x, t, tl.tensor([1.0, 2.0, 1.0]), "mean"
-    )  # per-row weights (class weights, ignored rows)
+    # per-row weights: what class weights and ignored targets become
+    nll_rows(x, t, tl.tensor([1.0, 2.0, 1.0]), "mean")
     nll_rows(x[:0], t[:0], None, "mean")  # no rows: the mean is NaN, as PyTorch's
     assert seen == [-3.0, -1.0]
 

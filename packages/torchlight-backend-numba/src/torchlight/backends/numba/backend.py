@@ -22,7 +22,7 @@ from torchlight.tensor.backend.bounds import new_flag, raise_if_flagged
 from torchlight.tensor.backend.numpy import NumpyBackend, as_array
 from torchlight.tensor.backend.protocol import API_VERSION
 from torchlight.tensor.errors import BackendError
-from torchlight.tensor.indexing import coalesce, contiguous_strides, prod, row_layout
+from torchlight.tensor.indexing import coalesce, prod, row_layout
 from torchlight.tensor.random import stream_base
 
 from . import _blas as B
@@ -79,12 +79,10 @@ def _packed(dim, *views):
     """Whether ``views`` (of one shape) are all C-contiguous with ``dim`` their last: row ``r``
     of each then starts at its offset + ``r`` times the row length, what the ``*_packed`` kernels
     take instead of a row layout (:meth:`NumbaBackend._rows`)."""
-    shape = views[0].shape
-    if dim != len(shape) - 1:
+    if dim != len(views[0].shape) - 1:
         return False
-    strides = contiguous_strides(shape)
     for v in views:
-        if v.strides != strides:
+        if not v.is_contiguous():  # (first a cached lookup of the packed strides)
             return False
     return True
 
