@@ -2,7 +2,7 @@
 
 import pytest
 
-from torchlight.backends.numba import routing
+from torchlight.backends.numba import _jit, routing
 
 
 @pytest.fixture(autouse=True)
@@ -13,3 +13,12 @@ def fresh_routes():
     routing.clear_routes()
     yield
     routing.clear_routes()
+
+
+@pytest.fixture(params=["serial", "parallel"])
+def path(request, monkeypatch):
+    """Run the test once on each compilation of the kernels (``_jit.Kernel``): with one numba
+    thread ``pick()`` never takes the parallel copy, so this forces each."""
+    attr = "par" if request.param == "parallel" else "ser"
+    monkeypatch.setattr(_jit.Kernel, "pick", lambda self, work, minimum=None: getattr(self, attr))
+    return request.param

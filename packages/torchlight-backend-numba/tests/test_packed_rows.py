@@ -10,20 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from torchlight.backends.numba import _fused, _jit, backend
+from torchlight.backends.numba import _fused, backend
 from torchlight.backends.numba.backend import NumbaBackend
 from torchlight.tensor.indexing import contiguous_strides
 from torchlight.tensor.storage import TensorData
 
 BK = NumbaBackend()
-
-
-@pytest.fixture(params=["serial", "parallel"])
-def path(request, monkeypatch):
-    # with one numba thread pick() never takes the parallel copy: force each compilation
-    attr = "par" if request.param == "parallel" else "ser"
-    monkeypatch.setattr(_jit.Kernel, "pick", lambda self, work, minimum=None: getattr(self, attr))
-    return request.param
 
 
 def _counting(monkeypatch, name):

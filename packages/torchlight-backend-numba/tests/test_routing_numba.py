@@ -63,8 +63,11 @@ def test_fused_maps_run_numba_flat_or_strided():
     a = f32(6, 7)
     x = nb(a)
     assert explain("gelu", x) == "_flat32.map32"  # float32 gelu: the libm-free loop at any size
-    assert explain("gelu", x.double()) == "_elementwise.map_flat"
-    assert explain("silu", x) == "_elementwise.map_flat"
+    assert explain("gelu", x.double()) == "_packed.map"  # small and packed
+    assert explain("silu", x) == "_packed.map"
+    big = nb(f32(routing.PACKED_MAX))
+    assert explain("gelu", big.double()) == "_elementwise.map_flat"
+    assert explain("silu", big) == "numpy"  # its exp per value loses to numpy's SIMD
     assert explain("gelu", x.t()[1:]) == "_elementwise.map_strided"
     assert explain("exp", x) == "numpy"
     got = x.t()[1:].sigmoid().numpy()
@@ -171,7 +174,7 @@ def test_remembered_routes_give_the_same_answers_and_tiled_plans_are_made_per_ca
     assert not any(hit[0].startswith("_tiled.") for hit in routing._ROUTES.values())
 
 
-def test_small_sums_over_rows_run_numpys_reduce_and_large_ones_the_numba_kernel():
+def test_small_sums_over_rows_run_the_packed_or_numpys_reduce_and_large_ones_the_numba_kernel():
     rows = routing.COLS_NUMBA_MIN // 512
     assert explain("sum", nb(f32(rows - 1, 512)), dim=0) == "numpy.reduce"
     assert explain("sum", nb(f32(rows, 512)), dim=0) == "_reduce.reduce_cols"
@@ -182,7 +185,8 @@ def test_small_sums_over_rows_run_numpys_reduce_and_large_ones_the_numba_kernel(
 def test_small_reductions_and_every_max_run_numpys_reduce():
     small = f32(64, 64)
     for op in ("sum", "prod", "max", "min"):
-        assert explain(op, nb(small), dim=1) == "numpy.reduce"
+        want = "_packed.sum" if op == "sum" else "numpy.reduce"  # a packed float sum: _packed
+        assert explain(op, nb(small), dim=1) == want
         assert explain(op, nb(small.T.copy()).transpose(0, 1), dim=0) == "numpy.reduce"
     big = f32(2048, 512)
     assert explain("max", nb(big), dim=1) == "numpy.reduce"
@@ -197,7 +201,7 @@ def test_without_numpy_ufuncs_reductions_run_the_numba_kernels():
     v, out = TensorData(x.reshape(-1).copy(), (8, 8)), TensorData(np.empty(8, np.float32), (8, 1))
     for op in ("sum", "max"):
         assert routing.route("reduce", op, (v,), out, numpy_ufuncs=True, dims=(1,))[0] == (
-            "numpy.reduce"
+            "numpy.reduce"  # 64 values: below PACKED_SUM_MIN
         )
         assert routing.route("reduce", op, (v,), out, numpy_ufuncs=False, dims=(1,))[0] == (
             "_reduce.reduce_kernel"
@@ -210,8 +214,9 @@ def test_small_elementwise_ops_remember_numpy_by_op_and_dtype():
     assert routing._SMALL_ROUTES[("zip", "add", np.dtype(np.float32), np.dtype(np.float32))][0] == (
         "numpy"
     )
-    assert explain("silu", a) == "_elementwise.map_flat"  # a numba kernel: its plan has shapes
-    assert explain("gelu", a) == "_flat32.map32"  # its plan is an op code, asked per layout
+    assert explain("silu", a.t()) == "numpy"  # another layout, another route
+    assert explain("silu", a) == "_packed.map"  # its plan is an op code, asked per layout
+    assert explain("gelu", a) == "_flat32.map32"  # likewise
     assert not any(k[1] in ("silu", "gelu") for k in routing._SMALL_ROUTES)
     big = nb(f32(routing.FLAT_MIN))
     assert explain("exp", big) == "_flat32.map32"  # the remembered small hit never answers this
@@ -223,11 +228,14 @@ def test_small_reductions_remember_numpy_by_op_dtype_and_dims():
     a = nb(x)
     for dim in (0, 1):
         for _ in range(2):  # the second call is answered by the short key
-            np.testing.assert_allclose(a.sum(dim).numpy(), x.sum(dim), rtol=1e-6)
+            np.testing.assert_allclose(a.prod(dim).numpy(), x.prod(dim), rtol=1e-6)
             np.testing.assert_array_equal(a.amax(dim).numpy(), x.max(dim))
+            np.testing.assert_allclose(a.sum(dim).numpy(), x.sum(dim), rtol=1e-5, atol=1e-6)
     f = np.dtype(np.float32)
-    assert routing._SMALL_ROUTES[("reduce", "sum", f, f, (0,))] == ("numpy.reduce", (0,))
-    assert routing._SMALL_ROUTES[("reduce", "sum", f, f, (1,))] == ("numpy.reduce", (1,))
+    assert routing._SMALL_ROUTES[("reduce", "prod", f, f, (0,))] == ("numpy.reduce", (0,))
+    assert routing._SMALL_ROUTES[("reduce", "max", f, f, (1,))] == ("numpy.reduce", (1,))
+    # a float sum has a packed row: its route depends on the layout, never on the short key
+    assert not any(k[:2] == ("reduce", "sum") for k in routing._SMALL_ROUTES)
     np.testing.assert_array_equal(a.argmax(1).numpy(), x.argmax(1))  # the arg kernel: not kept
     assert not any(k[0] == "reduce" and k[1] == "argmax" for k in routing._SMALL_ROUTES)
 
@@ -242,13 +250,13 @@ def test_remembered_numpy_routes_are_asked_directly_below_their_size(kernels_onl
     f = np.dtype(np.float32)
     bound = min(routing.FLAT_MIN, routing.FLAT_ZIP_MIN, routing.TILE_ZIP_MIN)
     assert routing.NUMPY_SMALL[("zip", "mul", f, f)] == bound
-    np.testing.assert_allclose(a.sum(1).numpy(), x.sum(1), rtol=1e-6)
-    assert routing.NUMPY_SMALL[("reduce", "sum", f, f, (1,))] == routing.COLS_NUMBA_MIN
+    np.testing.assert_allclose(a.prod(1).numpy(), x.prod(1), rtol=1e-6)
+    assert routing.NUMPY_SMALL[("reduce", "prod", f, f, (1,))] == routing.COLS_NUMBA_MIN
     asked = []
     real = routing.route
     monkeypatch.setattr(B, "route", lambda *args, **kw: asked.append(args[0]) or real(*args, **kw))
     np.testing.assert_array_equal((a * b).numpy(), x * y)
-    np.testing.assert_allclose(a.sum(1).numpy(), x.sum(1), rtol=1e-6)
+    np.testing.assert_allclose(a.prod(1).numpy(), x.prod(1), rtol=1e-6)
     assert asked == []  # both answered by the shortcut
     big = f32(bound)
     np.testing.assert_array_equal((nb(big) * nb(big)).numpy(), big * big)

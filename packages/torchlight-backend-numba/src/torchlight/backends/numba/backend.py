@@ -32,13 +32,15 @@ from . import _flat32 as L
 from . import _fused as F
 from . import _index as X
 from . import _matmul as M
+from . import _packed as P
 from . import _random as RND
 from . import _recurrent as RNN
 from . import _reduce as R
 from . import _tiled as T
 from . import _updates as U
 from . import _windows as WK
-from .routing import NUMPY_SMALL, SPLIT_CHUNK, route
+from ._jit import PARALLEL_MIN
+from .routing import NUMPY_SMALL, PACKED_SMALL, SPLIT_CHUNK, all_packed, route
 
 __all__ = ["NumbaBackend"]
 
@@ -129,6 +131,24 @@ def _where_tiles(bk, op, v, out, plan):
     rowlen, ((tc, cstep), (ta, astep), (tb, bstep)) = plan
     n = out.size
     T.where_tiles.pick(n)(tc, cstep, ta, astep, tb, bstep, _run(out, n), rowlen, n)
+
+
+def _map_packed(bk, op, v, out, code):
+    x, n = v[0], out.size
+    P.map_kernel(op, code).pick(n)(x.storage, x.offset, out.storage, out.offset, n)
+
+
+def _zip_packed(bk, op, v, out, code):
+    (a, b), n = v, out.size
+    P.zip_kernel(op, code).pick(n)(
+        a.storage, a.offset, b.storage, b.offset, out.storage, out.offset, n
+    )
+
+
+def _sum_packed(bk, op, v, out, d0):
+    a = v[0]
+    L = prod(a.shape[d0:])  # the row: dims d0.. (at least PACKED_SUM_MIN values in all)
+    P.sum_packed(a.storage, a.offset, out.storage, out.offset, a.size // L, L)
 
 
 def _flat_kernel(kern):
@@ -251,6 +271,9 @@ _LAUNCH = {
     "_flat32.zip32": _zip32,
     "_tiled.zip_tiles": _zip_tiles,
     "_tiled.where_tiles": _where_tiles,
+    "_packed.map": _map_packed,
+    "_packed.zip": _zip_packed,
+    "_packed.sum": _sum_packed,
     "_elementwise.map_flat": _flat_kernel(E.map_flat),
     "_elementwise.zip_flat": _flat_kernel(E.zip_flat),
     "_elementwise.cmp_flat": _flat_kernel(E.cmp_flat),
@@ -407,11 +430,19 @@ class NumbaBackend:
         """
         n = out.size
         if n:
-            # (NUMPY_SMALL is shared: an instance built with numpy_ufuncs=False never reads it)
-            if self.numpy_ufuncs and n < NUMPY_SMALL.get(
-                ("map", op, a.storage.dtype, out.storage.dtype), 0
-            ):
-                return self._np.map(op, a, out)  # route's remembered answer, asked directly
+            # (NUMPY_SMALL and PACKED_SMALL are shared: an instance built with
+            # numpy_ufuncs=False never reads them)
+            if self.numpy_ufuncs:
+                key = ("map", op, a.storage.dtype, out.storage.dtype)
+                if n < NUMPY_SMALL.get(key, 0):
+                    return self._np.map(op, a, out)  # route's remembered answer, asked directly
+                fast = PACKED_SMALL.get(key)  # (an op with a packed row)
+                if fast is not None:
+                    if fast[0] <= n < fast[1] and all_packed((a,), out, n):
+                        if fast[3] is not None and n < PARALLEL_MIN:
+                            return fast[3](a.storage, a.offset, out.storage, out.offset, n)
+                    elif n < fast[4]:
+                        return self._np.map(op, a, out)
             self._launch("map", op, (a,), out)
 
     def zip(self, op, a, b, out):
@@ -424,9 +455,19 @@ class NumbaBackend:
         n = out.size
         if n:
             dt = a.storage.dtype
-            key = ("zip", op, dt, out.storage.dtype)
-            if self.numpy_ufuncs and n < NUMPY_SMALL.get(key, 0) and dt == b.storage.dtype:
-                return self._np.zip(op, a, b, out)  # route's remembered answer, asked directly
+            if self.numpy_ufuncs and dt == b.storage.dtype:
+                key = ("zip", op, dt, out.storage.dtype)
+                if n < NUMPY_SMALL.get(key, 0):
+                    return self._np.zip(op, a, b, out)  # route's remembered answer, asked directly
+                fast = PACKED_SMALL.get(key)  # (an op with a packed row)
+                if fast is not None:
+                    if fast[0] <= n < fast[1] and all_packed((a, b), out, n):
+                        if fast[3] is not None and n < PARALLEL_MIN:
+                            return fast[3](
+                                a.storage, a.offset, b.storage, b.offset, out.storage, out.offset, n
+                            )
+                    elif n < fast[4]:
+                        return self._np.zip(op, a, b, out)
             shape = out.shape  # capability "broadcast": the kernels take operands of out's shape
             self._launch("zip", op, (a.expand(shape), b.expand(shape)), out)
 
@@ -448,9 +489,18 @@ class NumbaBackend:
         if not out.size:
             return
         dims = tuple(dims)
-        key = ("reduce", op, a.storage.dtype, out.storage.dtype, dims)
-        if self.numpy_ufuncs and a.size < NUMPY_SMALL.get(key, 0):
-            return self._np.reduce(op, a, dims, out)  # route's remembered answer, asked directly
+        if self.numpy_ufuncs:
+            key = ("reduce", op, a.storage.dtype, out.storage.dtype, dims)
+            if a.size < NUMPY_SMALL.get(key, 0):
+                return self._np.reduce(op, a, dims, out)  # route's answer, asked directly
+            fast = PACKED_SMALL.get(key)  # (an op with a packed row)
+            if fast is not None:
+                n = a.size
+                if fast[0] <= n < fast[1] and all_packed((a,), out, n):
+                    if fast[3] is not None:
+                        return _sum_packed(self, op, (a,), out, fast[2])
+                elif n < fast[4]:
+                    return self._np.reduce(op, a, dims, out)
         self._launch("reduce", op, (a,), out, dims)
 
     # --- matmul --------------------------------------------------------------------------------

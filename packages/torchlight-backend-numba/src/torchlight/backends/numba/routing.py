@@ -15,7 +15,9 @@ would run with ``explain``:
 >>> explain("add", a, b)
 'numpy'
 >>> explain("silu", a)
-'_elementwise.map_flat'
+'_packed.map'
+>>> explain("silu", tl.ones(64, 64, device="numba"))
+'numpy'
 >>> explain("gelu", a)
 '_flat32.map32'
 """
@@ -26,10 +28,11 @@ from typing import NamedTuple
 import numpy as np
 
 from torchlight.tensor.errors import BackendError
-from torchlight.tensor.indexing import coalesce
+from torchlight.tensor.indexing import _CONTIGUOUS, coalesce, contiguous_strides
 from torchlight.tensor.storage import TensorData
 
 from . import _flat32 as L
+from . import _packed as P
 from . import _tiled as T
 from ._scalar import CMP_CODES, MAP_CODES, ZIP_CODES
 
@@ -43,7 +46,12 @@ __all__ = [
     "SPLIT_CHUNK",
     "COLS_MIN",
     "COLS_NUMBA_MIN",
+    "PACKED_MAX",
+    "PACKED_SUM_MIN",
     "NUMPY_SMALL",
+    "PACKED_SMALL",
+    "packed_range",
+    "all_packed",
     "clear_routes",
     "Rule",
     "TABLE",
@@ -77,6 +85,24 @@ COLS_NUMBA_MIN = 1 << 19
 #: numba kernel, which checks every value for NaN (512x512 over dim 1: 53 against 299 us on one
 #: thread; 1024x512: 105 against 603)
 _NUMPY_EXTREMA = {"max", "min"}
+#: ops whose numpy form is several passes run as one call of a ``_packed`` kernel when every
+#: operand is packed (C-contiguous, none broadcast): the arithmetic gradients at every size (their
+#: loop vectorises: the tanh_back kernel 0.4-0.8 us against numpy's 2.4-4.0 at 128 values, 17-20
+#: against 31-40 at 64k), the ops around exp or erf below PACKED_MAX values, from where libm's
+#: scalar exp per value loses to numpy's SIMD passes (the silu kernel at 512 values 2.5-5.1
+#: against 4.9-10.3 us; at 1024 softplus and gelu_tanh lose); a float sum over the last dims
+#: from PACKED_SUM_MIN values wherever numpy's reduce would run (256x256 over the last dim 7.6
+#: against 19 us). Three runs of ``tests-integration/benchmarks/bench_packed.py``, one thread.
+PACKED_MAX = 1 << 10
+#: packed sums are of rows (the last dims) of at least this many values: at 4x64 the kernel
+#: lost to numpy's reduce (1.9 against 1.7 us), at 16x27 it tied, at 256x256 it won (7.6
+#: against 19); sums over leading dims (columns) lost at 16x128 and 64x784 and stay numpy's
+PACKED_SUM_MIN = 1 << 12
+_PACKED_ZIP_ANY = {"relu_back", "sigmoid_back", "tanh_back"}
+# (sigmoid and softplus_back are numpy's too: at 256 values one compiled call counted more
+# instructions than numpy's passes, 22.6k against 21.5k and 33.4k against 26.7k a backend call)
+_PACKED_ZIP_SMALL = {"silu_back", "gelu_back", "gelu_tanh_back"}
+_PACKED_MAP_SMALL = {"silu", "softplus", "gelu_tanh", "gelu", "erf"}
 
 # --- op sets ---------------------------------------------------------------------------------------
 _F32 = np.dtype(np.float32)
@@ -91,9 +117,11 @@ _BOOL_AS_CMP = {
 }
 # numpy's ufunc loops are SIMD (exp, tanh and log included) and a scalar JIT loop cannot vectorise
 # transcendental calls without Intel's SVML, so ops that are one or two ufuncs stay with numpy;
-# these, whose numpy form is several passes with temporaries around erf or exp, run fused in numba
-_NUMBA_MAP = {"gelu", "silu", "erf"}
-_NUMBA_ZIP = {"gelu_back", "silu_back"}
+# these, whose numpy form is several passes with temporaries around libm's erf, run fused in
+# numba (silu and silu_back, around exp, went back to numpy above PACKED_MAX: the fused loop,
+# one exp per value, measured 3-4x slower than numpy's SIMD passes from 8k values, bench_packed.py)
+_NUMBA_MAP = {"gelu", "erf"}
+_NUMBA_ZIP = {"gelu_back"}
 _FLAT_FUSED = {"gelu_tanh_back", "gelu_back"}  # compute-bound: both operands arrays
 #: every other form of these calls libm's erf per value (~6 ns; scipy's, numba's ``math.erf``):
 #: the flat32 loops run them at every size, not only from FLAT_MIN
@@ -117,6 +145,39 @@ def _f32(views, out):
 _FLAT_OR_STRIDED = {
     f: (f"_elementwise.{f}_flat", f"_elementwise.{f}_strided") for f in ("map", "zip", "cmp")
 }
+
+
+_NO_PACKED = (0, 0)
+
+
+def packed_range(family, op, dtype, out_dtype):
+    """``(lo, hi)``: ``op`` of ``family`` on ``dtype`` runs on a ``_packed`` kernel when its
+    operands are packed and their values (a reduction's input's) number ``lo <= n < hi``;
+    ``(0, 0)`` when no packed row takes it. Where ``hi`` is not 0 the route depends on the
+    layout, so ``route`` never answers such a call by op and dtype alone."""
+    if dtype.kind != "f" or out_dtype != dtype:
+        return _NO_PACKED
+    if family == "zip":
+        if op in _PACKED_ZIP_ANY:
+            return 0, 1 << 62
+        return (0, PACKED_MAX) if op in _PACKED_ZIP_SMALL else _NO_PACKED
+    if family == "map":
+        return (0, PACKED_MAX) if op in _PACKED_MAP_SMALL else _NO_PACKED
+    if family == "reduce" and op == "sum":
+        return PACKED_SUM_MIN, COLS_NUMBA_MIN
+    return _NO_PACKED
+
+
+def all_packed(views, out, n):
+    """Every operand C-contiguous with C-order strides and ``n`` values (none broadcast), as
+    ``_packed`` takes them. (Stricter than ``is_contiguous``, which also takes any stride on a
+    size-1 dim, and a third of its cost: the backend asks this before every packed launch.)"""
+    if out.strides != (_CONTIGUOUS.get(out.shape) or contiguous_strides(out.shape)):
+        return False
+    for v in views:
+        if v.size != n or v.strides != (_CONTIGUOUS.get(v.shape) or contiguous_strides(v.shape)):
+            return False
+    return True
 
 
 def _coalesced(shape, strides, code, name):
@@ -145,6 +206,12 @@ def _map_flat32(op, views, out, n, ufuncs):
         and out.is_contiguous()
     )
     return ("_flat32.map32", L.FLAT_MAP[op]) if ok else None
+
+
+def _map_packed(op, views, out, n, ufuncs):
+    lo, hi = packed_range("map", op, views[0].storage.dtype, out.storage.dtype)
+    ok = ufuncs and lo <= n < hi and all_packed(views, out, n)
+    return ("_packed.map", MAP_CODES[op]) if ok else None
 
 
 def _map_numpy(op, views, out, n, ufuncs):
@@ -197,6 +264,12 @@ def _zip_tiles(op, views, out, n, ufuncs):
         return None
     tiles = T.plan(views, n, need_repeat=True)  # a bias row added to every row, say
     return None if tiles is None else ("_tiled.zip_tiles", (T.TILE_ZIP[op], tiles))
+
+
+def _zip_packed(op, views, out, n, ufuncs):
+    lo, hi = packed_range("zip", op, views[0].storage.dtype, out.storage.dtype)
+    ok = ufuncs and lo <= n < hi and all_packed(views, out, n)
+    return ("_packed.zip", ZIP_CODES[op]) if ok else None
 
 
 def _zip_numpy(op, views, out, n, ufuncs):
@@ -280,6 +353,19 @@ def _over_rows(geo):
     )
 
 
+def _red_packed(op, views, out, n, geo):
+    a, dims = views[0], geo.dims
+    lo, hi = packed_range("reduce", op, a.storage.dtype, out.storage.dtype)
+    if (
+        lo <= a.size < hi
+        and dims  # (a 0-d input reduces over none)
+        and dims == tuple(range(dims[0], len(a.shape)))  # the last dims: rows
+        and all_packed((a,), out, a.size)
+    ):
+        return "_packed.sum", dims[0]  # rows from this dim on
+    return None
+
+
 def _red_numpy(op, views, out, n, geo):
     small = views[0].size < COLS_NUMBA_MIN
     # the plan is the dims alone: numpy needs nothing else, and the short key can hold it
@@ -332,8 +418,18 @@ TABLE = (
     ),
     Rule(
         "map",
+        ("_packed.map",),
+        "silu softplus gelu_tanh gelu erf",
+        "float",
+        "packed (contiguous, none broadcast)",
+        "< PACKED_MAX",
+        "one call, storages and offsets only, against numpy's 2-5 passes",
+        _map_packed,
+    ),
+    Rule(
+        "map",
         ("numpy",),
-        "all but gelu silu erf on floats",
+        "all but gelu erf on floats",
         "any",
         "any",
         "any",
@@ -372,8 +468,18 @@ TABLE = (
     ),
     Rule(
         "zip",
+        ("_packed.zip",),
+        "relu_back sigmoid_back tanh_back; silu_back gelu_back gelu_tanh_back",
+        "float",
+        "packed (contiguous, none broadcast)",
+        "any; the last three < PACKED_MAX",
+        "one vectorised call against numpy's 2-5 passes",
+        _zip_packed,
+    ),
+    Rule(
+        "zip",
         ("numpy",),
-        "all but gelu_back silu_back on floats, pow on ints",
+        "all but gelu_back on floats, pow on ints",
         "any",
         "any (broadcast too)",
         "any",
@@ -427,6 +533,16 @@ TABLE = (
     ),
     Rule(
         "reduce",
+        ("_packed.sum",),
+        "sum",
+        "float",
+        "packed, over the last dims (rows)",
+        ">= PACKED_SUM_MIN, < COLS_NUMBA_MIN values",
+        "one call, storages and offsets only: 2.5x numpy's reduce on 256x256 rows",
+        _red_packed,
+    ),
+    Rule(
+        "reduce",
         ("numpy.reduce",),
         "sum prod max min",
         "any",
@@ -469,12 +585,14 @@ TABLE = (
 _MATCH = {
     f: tuple(r.match for r in TABLE if r.family == f) for f in ("map", "zip", "where", "reduce")
 }
-# numpy_ufuncs=False runs every op on a numba kernel (the kernels' own tests): the rows that hand
-# a reduction to numpy are skipped (the map and zip rows ask the flag themselves)
+# numpy_ufuncs=False runs every op on the general numba kernels (their own tests): the rows that
+# hand a reduction to numpy or to _packed are skipped (the map and zip rows ask the flag themselves)
 _MATCH_KERNELS = dict(
     _MATCH,
     reduce=tuple(
-        r.match for r in TABLE if r.family == "reduce" and "numpy.reduce" not in r.kernels
+        r.match
+        for r in TABLE
+        if r.family == "reduce" and not {"numpy.reduce", "_packed.sum"} & set(r.kernels)
     ),
 )
 
@@ -490,6 +608,16 @@ _SMALL_FAMILIES = ("map", "zip")  # below their size thresholds, no map/zip row 
 #: hands such a call straight to its numpy backend without calling ``route`` (~0.5 us a small op)
 NUMPY_SMALL: dict = {}
 _NUMPY_KERNELS = ("numpy", "numpy.reduce")
+#: the short keys of the ops with a packed row, each ``(lo, hi, plan, kernel, numpy_below)``,
+#: ``[lo, hi)`` the packed row's sizes below the small-size bound. Once ``route`` has sent a
+#: packed call of the key to ``_packed`` (``kernel``: the compiled one; a map's or zip's serial
+#: compilation, launched below PARALLEL_MIN), the backend launches such calls without asking;
+#: once it has sent a call of the key to numpy (``numpy_below``: the small-size bound), the
+#: backend hands every call below it that the packed row does not take to numpy: below every
+#: size threshold only the packed row comes before numpy's for these ops. Until then ``kernel``
+#: is None and ``numpy_below`` 0.
+PACKED_SMALL: dict = {}
+_PACKED_KERNELS = ("_packed.map", "_packed.zip", "_packed.sum")
 
 
 def clear_routes() -> None:
@@ -498,11 +626,27 @@ def clear_routes() -> None:
     _ROUTES.clear()
     _SMALL_ROUTES.clear()
     NUMPY_SMALL.clear()
+    PACKED_SMALL.clear()
 
 
 # kernels whose plans hold the operands' memory (``_tiled.plan`` slices the storages): routed
 # afresh on every call, never remembered
 _PLANS_HOLD_DATA = ("_tiled.",)
+
+
+def _remember_packed(family, op, skey, hit, lo, hi, bound):
+    """Record in ``PACKED_SMALL`` what a small call of an op with a packed row was routed to."""
+    old = PACKED_SMALL.get(skey, (lo, min(hi, bound), None, None, 0))
+    if hit[0] in _PACKED_KERNELS:
+        if family == "reduce":
+            made = P.sum_packed
+        else:
+            made = (P.map_kernel if family == "map" else P.zip_kernel)(op, hit[1]).ser
+        PACKED_SMALL[skey] = old[:2] + (hit[1], made, old[4])
+    elif hit[0] in _NUMPY_KERNELS:
+        PACKED_SMALL[skey] = old[:4] + (bound,)
+        if lo:  # below the packed row's sizes every layout goes to numpy: the plain short key
+            NUMPY_SMALL[skey] = lo
 
 
 def route(family, op, views, out, numpy_ufuncs=True, dims=()):
@@ -521,16 +665,19 @@ def route(family, op, views, out, numpy_ufuncs=True, dims=()):
     # per small op than the full key below).
     # Likewise a reduction of fewer than COLS_NUMBA_MIN values: only the arg row (argmax/argmin)
     # comes before the numpy row, whose plan is the dims, so (op, dtypes, dims) decides it.
+    # An op with a packed row is decided by the layout too: never by the short key alone.
     n = out.size
+    dt, odt = views[0].storage.dtype, out.storage.dtype
+    plo, phi = packed_range(family, op, dt, odt)
     if family == "reduce":
         bound = COLS_NUMBA_MIN
         small = numpy_ufuncs and views[0].size < bound
-        skey = (family, op, views[0].storage.dtype, out.storage.dtype, dims)
+        skey = (family, op, dt, odt, dims)
     else:
         bound = min(FLAT_MIN, FLAT_ZIP_MIN, TILE_ZIP_MIN)
         small = family in _SMALL_FAMILIES and numpy_ufuncs and n < bound
-        skey = (family, op, views[0].storage.dtype, out.storage.dtype)
-    if small:
+        skey = (family, op, dt, odt)
+    if small and not phi:
         hit = _SMALL_ROUTES.get(skey)
         if hit is not None:
             return hit
@@ -557,10 +704,12 @@ def route(family, op, views, out, numpy_ufuncs=True, dims=()):
         if hit is not None:
             if len(_ROUTES) < ROUTE_CACHE_SIZE and not hit[0].startswith(_PLANS_HOLD_DATA):
                 _ROUTES[key] = hit
-            if small and (hit[1] is None or hit[0] == "numpy.reduce"):
+            if small and not phi and (hit[1] is None or hit[0] == "numpy.reduce"):
                 _SMALL_ROUTES[skey] = hit
                 if hit[0] in _NUMPY_KERNELS:
                     NUMPY_SMALL[skey] = bound
+            elif small and phi:
+                _remember_packed(family, op, skey, hit, plo, phi, bound)
             return hit
     raise BackendError(
         f"numba backend: {family} op {op!r} is not defined for dtype {views[0].storage.dtype}"
