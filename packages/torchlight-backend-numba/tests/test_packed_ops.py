@@ -138,6 +138,21 @@ def test_other_layouts_and_dtypes_keep_their_routes():
     assert routing.explain("add", x, x) == "numpy"  # one ufunc pass: numpy's as fast
 
 
+def test_a_remembered_row_sum_is_not_taken_for_columns_of_the_same_dims():
+    """The short key holds the dims, not the rank: a 1-D sum over dim 0 is one row, a 2-D sum
+    over dim 0 is columns, and the second must not run the first's kernel (it once did, and
+    wrote one value of 64: a whole program's losses turned NaN)."""
+    rng = np.random.default_rng(5)
+    flat = rng.standard_normal(routing.PACKED_SUM_MIN * 2)
+    grid = rng.standard_normal((routing.PACKED_SUM_MIN // 32, 64))
+    for _ in range(2):  # the second round runs on remembered routes
+        np.testing.assert_allclose(tl.tensor(flat, device="numba").sum(0).item(), flat.sum())
+        got = tl.tensor(grid, device="numba").sum(0).numpy()
+        np.testing.assert_allclose(got, grid.sum(0), rtol=1e-12, atol=1e-12)
+        got = tl.tensor(grid, device="numba").sum(1).numpy()  # rows again
+        np.testing.assert_allclose(got, grid.sum(1), rtol=1e-12, atol=1e-12)
+
+
 def test_packed_bounds():
     small = tl.tensor(np.zeros(routing.PACKED_MAX - 1, np.float64), device="numba")
     large = tl.tensor(np.zeros(routing.PACKED_MAX, np.float64), device="numba")

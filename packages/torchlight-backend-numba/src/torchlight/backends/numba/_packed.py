@@ -7,8 +7,8 @@ three, with two temporaries) pays each call on a small tensor, where the call is
 kernels do such an op in one call whose arguments are the storages, their offsets and a count,
 nothing derived from shapes or strides, so the backend launches them without building a layout.
 
-* ``zip_kernel(op)`` / ``map_kernel(op)``: the elementwise op over ``n`` values. One compilation
-  per op, the op a constant of it (a copy of the loop that sees ``OP`` as a global), so LLVM
+* ``zip_kernel(op, code)`` / ``map_kernel(op, code)``: the elementwise op over ``n`` values.
+  One kernel (serial and parallel compilations) per op, the op a constant of it (a copy of the loop that sees ``OP`` as a global), so LLVM
   drops every other op's branch and vectorises the loop; the general kernels (``_elementwise``)
   switch on the op per value and do not vectorise. Each loop walks slices of the storages, whose
   indices numba knows are non-negative (indexing the storage at ``offset + i`` keeps a

@@ -40,7 +40,7 @@ from . import _tiled as T
 from . import _updates as U
 from . import _windows as WK
 from ._jit import PARALLEL_MIN
-from .routing import NUMPY_SMALL, PACKED_SMALL, SPLIT_CHUNK, all_packed, route
+from .routing import NUMPY_SMALL, PACKED_SMALL, SPLIT_CHUNK, all_packed, route, rows
 
 __all__ = ["NumbaBackend"]
 
@@ -496,7 +496,7 @@ class NumbaBackend:
             fast = PACKED_SMALL.get(key)  # (an op with a packed row)
             if fast is not None:
                 n = a.size
-                if fast[0] <= n < fast[1] and all_packed((a,), out, n):
+                if fast[0] <= n < fast[1] and rows(dims, len(a.shape)) and all_packed((a,), out, n):
                     if fast[3] is not None:
                         return _sum_packed(self, op, (a,), out, fast[2])
                 elif n < fast[4]:

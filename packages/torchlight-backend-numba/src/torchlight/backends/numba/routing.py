@@ -52,6 +52,7 @@ __all__ = [
     "PACKED_SMALL",
     "packed_range",
     "all_packed",
+    "rows",
     "clear_routes",
     "Rule",
     "TABLE",
@@ -166,6 +167,12 @@ def packed_range(family, op, dtype, out_dtype):
     if family == "reduce" and op == "sum":
         return PACKED_SUM_MIN, COLS_NUMBA_MIN
     return _NO_PACKED
+
+
+def rows(dims, ndim):
+    """Whether the sorted ``dims`` are the last dims of ``ndim`` (a sum over rows). The short key
+    holds ``dims`` but not ``ndim``: over dim 0 a 1-D input is one row, a 2-D one columns."""
+    return bool(dims) and dims[-1] == ndim - 1 and dims[-1] - dims[0] == len(dims) - 1
 
 
 def all_packed(views, out, n):
@@ -358,8 +365,7 @@ def _red_packed(op, views, out, n, geo):
     lo, hi = packed_range("reduce", op, a.storage.dtype, out.storage.dtype)
     if (
         lo <= a.size < hi
-        and dims  # (a 0-d input reduces over none)
-        and dims == tuple(range(dims[0], len(a.shape)))  # the last dims: rows
+        and rows(dims, len(a.shape))  # (a 0-d input reduces over none: not rows)
         and all_packed((a,), out, a.size)
     ):
         return "_packed.sum", dims[0]  # rows from this dim on
