@@ -21,17 +21,15 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 import timeit
 
-os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+import numba
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from torchlight.backends.numba import _packed, routing  # noqa: E402
-from torchlight.backends.numba.backend import NumbaBackend  # noqa: E402
-from torchlight.tensor.backend.numpy import NumpyBackend  # noqa: E402
-from torchlight.tensor.storage import TensorData  # noqa: E402
+from torchlight.backends.numba import _packed, routing
+from torchlight.backends.numba.backend import NumbaBackend
+from torchlight.tensor.backend.numpy import NumpyBackend
+from torchlight.tensor.storage import TensorData
 
 ZIP_OPS = ("tanh_back", "sigmoid_back", "relu_back", "silu_back", "softplus_back", "gelu_tanh_back")
 MAP_OPS = ("sigmoid", "silu", "softplus", "gelu_tanh")
@@ -108,6 +106,15 @@ def main(argv=None) -> None:
     p.add_argument("--repeat", type=int, default=5, help="runs (the best is reported)")
     p.add_argument("--sizes", type=int, nargs="+", default=list(SIZES), help="values per op")
     args = p.parse_args(argv)
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)  # one thread, as the numpy side (restored: the tests call main)
+    try:
+        _print(args)
+    finally:
+        numba.set_num_threads(threads)
+
+
+def _print(args) -> None:
     print("| op | values | numba route | µs numba | µs numpy | µs packed kernel |")
     print("|---|---:|---|---:|---:|---:|")
     for op, n, route, t_nb, t_np, t_k in elementwise(args.number, args.repeat, args.sizes):
