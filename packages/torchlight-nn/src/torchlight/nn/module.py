@@ -20,6 +20,7 @@ import torchlight as tl
 from torchlight import Tensor
 
 from .parameter import Buffer, Parameter
+from .registered import MISSING, Registered, learn, lookup
 from .state import IncompatibleKeys, StateDictError, load_checked
 
 __all__ = ["Module", "StateDictError", "IncompatibleKeys"]
@@ -190,22 +191,17 @@ class Module:
         self._non_persistent.discard(name)
 
     def __getattr__(self, name):
-        # Only called when normal lookup fails, i.e. for registered entries: each layer's call
-        # reads its parameters and submodules here, so the three registries are read directly
-        # (a loop over their names cost more than the rest of the lookup). Before __init__
-        # (unpickling, copy) none exists yet.
-        d = self.__dict__
-        params = d.get("_parameters")
-        if params is not None:
-            if name in params:
-                return params[name]
-            modules = d["_modules"]
-            if name in modules:
-                return modules[name]
-            buffers = d["_buffers"]
-            if name in buffers:
-                return buffers[name]
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        # Only called when normal lookup fails, i.e. for registered entries (and before
+        # __init__, while unpickling or copying). Each layer's call reads its parameters and
+        # submodules this way, so the class learns a shortcut for the name (registered.py):
+        # later reads skip the failed lookup that brings them here.
+        value = lookup(self.__dict__, name)
+        if value is MISSING:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        cls = type(self)
+        if cls is not Module:
+            learn(cls, name, Module.__getattr__)
+        return value
 
     def __delattr__(self, name):
         for reg in (self._parameters, self._buffers, self._modules):
@@ -216,9 +212,12 @@ class Module:
         object.__delattr__(self, name)
 
     def __dir__(self):
-        return sorted(
-            set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules)
-        )
+        # a shortcut the class learned (registered.py) names an entry of some instance, which
+        # this one may not have
+        own = set(self._parameters) | set(self._buffers) | set(self._modules)
+        cls = type(self)
+        names = {n for n in super().__dir__() if n in own or not _shortcut(cls, n)}
+        return sorted(names | own)
 
     # --- traversal ---------------------------------------------------------------------------
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
@@ -504,6 +503,10 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+
+def _shortcut(cls, name):
+    return isinstance(getattr(cls, name, None), Registered)
 
 
 class _Handle:
