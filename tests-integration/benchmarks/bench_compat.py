@@ -1,5 +1,6 @@
-"""The compatibility programs timed side by side: torchlight's numpy backend, its numba backend and
-PyTorch eager, per training step, at 1 and 2 threads, with each run's peak memory.
+"""The compatibility programs timed side by side: torchlight's numpy backend, its numba backend,
+the numba backend with the training step captured, and PyTorch eager, per training step, at 1
+and 2 threads, with each run's peak memory.
 
 Run: ``python tests-integration/benchmarks/bench_compat.py [--threads 1 2] [--repeat 3]
 [--quick] [--only NAME ...] [--json PATH]`` (or ``nox -s bench``). The programs are those of the
@@ -8,7 +9,9 @@ compatibility suite, unchanged: the verbatim public programs (``compat/public/<n
 the suite's own programs (``compat/test_programs.py``'s table). Every run is a fresh child
 process: ``python -m torchlight.compat`` with ``TORCHLIGHT_DEVICE=cpu`` (the numpy backend) or
 ``numba`` (where a program's own ``"cpu"`` then names numba too), and the plain script under PyTorch (the column is left out, with a note, when PyTorch
-is not importable; it is never a dependency).
+is not importable; it is never a dependency). The captured column runs, on numba, the programs
+of the suite that take ``--capture`` (``test_programs.py``: ``capture=True``), the one line a
+user adds to replay a training step with ``tl.jit.capture_step``; other programs leave it empty.
 
 Per training step: a program with a steps flag runs with N and with 2N steps (N = its suite
 setting times ``--scale``, grown until the N extra steps take ``--min-seconds`` on every
@@ -59,9 +62,18 @@ from public_cases import load_cases  # noqa: E402
 from thread_pools import thread_env  # noqa: E402
 
 #: column keys, in the table's order, and their headings
-FRAMEWORKS = ("numpy", "numba", "torch")
-HEADINGS = {"numpy": "torchlight-numpy", "numba": "torchlight-numba", "torch": "PyTorch"}
-TORCHLIGHT_DEVICE = {"numpy": "cpu", "numba": "numba"}
+FRAMEWORKS = ("numpy", "numba", "captured", "torch")
+HEADINGS = {
+    "numpy": "torchlight-numpy",
+    "numba": "torchlight-numba",
+    "captured": "torchlight-numba, captured step",
+    "torch": "PyTorch",
+}
+TORCHLIGHT_DEVICE = {"numpy": "cpu", "numba": "numba", "captured": "numba"}
+#: the torchlight columns, one of which is the ratio's numerator
+TORCHLIGHT = ("numpy", "numba", "captured")
+#: what the captured column adds to a program's arguments
+CAPTURE_FLAG = "--capture"
 #: PyTorch 2.6+ refuses to unpickle the numpy array time_sequence_prediction's data file holds
 TORCH_ENV = {"TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD": "1"}
 #: a handful of small programs of each kind for ``--quick``
@@ -86,6 +98,7 @@ class Program:
     env: dict = field(default_factory=dict)
     timeout: float = 600
     setup_for_torch: object = None
+    capture: bool = False
 
 
 def _in_child(case_file: Path) -> object:
@@ -129,7 +142,9 @@ def programs() -> dict[str, Program]:
         for name, case in load_cases().items()
     }
     for name, prog in test_programs.PROGRAMS.items():
-        found[name] = Program(name, _own(prog), [str(a) for a in prog.args], list(prog.steps))
+        found[name] = Program(
+            name, _own(prog), [str(a) for a in prog.args], list(prog.steps), capture=prog.capture
+        )
     return found
 
 
@@ -186,8 +201,8 @@ def available_frameworks(wanted=FRAMEWORKS) -> tuple[list, list]:
     for fw in wanted:
         if fw == "torch" and not torch_available():
             notes.append("PyTorch is not importable: its column is left out")
-        elif fw == "numba" and not numba_available():
-            notes.append("the numba backend is not available: its column is left out")
+        elif fw in ("numba", "captured") and not numba_available():
+            notes.append(f"the numba backend is not available: the {fw} column is left out")
         else:
             kept.append(fw)
     return kept, notes
@@ -236,10 +251,21 @@ def run_once(framework, script, args, folder, env, timeout, core=None) -> tuple[
     return wall, usage.ru_maxrss / 1024  # Linux gives KiB
 
 
+def columns(prog, frameworks) -> list:
+    """The columns of ``frameworks`` that ``prog`` runs in: the captured one only for a program
+    that takes ``--capture``."""
+    return [fw for fw in frameworks if fw != "captured" or prog.capture]
+
+
+def args_for(prog, framework) -> list:
+    """The program's arguments on ``framework``: with ``--capture`` for the captured column."""
+    return [*prog.args, CAPTURE_FLAG] if framework == "captured" else list(prog.args)
+
+
 def warm_up(prog, framework, folder, script, threads) -> None:
     """Run the program once with its suite settings, unmeasured."""
     env = child_env(framework, threads, prog.env)
-    run_once(framework, script, prog.args, folder, env, prog.timeout)
+    run_once(framework, script, args_for(prog, framework), folder, env, prog.timeout)
 
 
 def _n_and_2n(prog, framework, folder, script, threads, n, core=None) -> tuple[float, float, float]:
@@ -247,7 +273,13 @@ def _n_and_2n(prog, framework, folder, script, threads, n, core=None) -> tuple[f
     env = child_env(framework, threads, prog.env)
     runs = [
         run_once(
-            framework, script, with_steps(prog.args, prog.steps, k), folder, env, prog.timeout, core
+            framework,
+            script,
+            with_steps(args_for(prog, framework), prog.steps, k),
+            folder,
+            env,
+            prog.timeout,
+            core,
         )
         for k in (n, 2 * n)
     ]
@@ -259,7 +291,9 @@ def measure(prog, framework, folder, script, threads, n, core=None) -> dict:
     run) and peak RSS."""
     if not prog.steps:
         env = child_env(framework, threads, prog.env)
-        wall, rss = run_once(framework, script, prog.args, folder, env, prog.timeout, core)
+        wall, rss = run_once(
+            framework, script, args_for(prog, framework), folder, env, prog.timeout, core
+        )
         return {"ms": wall * 1e3, "rss_mib": rss}
     t_n, t_2n, rss = _n_and_2n(prog, framework, folder, script, threads, n, core)
     return {"ms": step_time(t_n, t_2n, n) * 1e3, "rss_mib": rss}
@@ -348,7 +382,9 @@ def bench_program(
     paired=None,
 ) -> dict:
     """The row of ``prog`` at ``threads``: the median over ``repeat`` repetitions per framework.
-    ``paired``: the two cores of ``--paired`` (each torchlight backend beside PyTorch), or None."""
+    ``paired``: the two cores of ``--paired`` (each torchlight backend beside PyTorch), or None.
+    The captured column is run only for a program that takes ``--capture``."""
+    frameworks = columns(prog, frameworks)
     # a folder per framework, so that no run reads what another framework's run wrote there
     folders = {}
     for fw in frameworks:
@@ -406,9 +442,9 @@ def bench_program(
 
 
 def ratio(ms: dict) -> float | None:
-    """The faster torchlight backend's time over PyTorch's. A time that is not positive (t(2N)
+    """The fastest torchlight column's time over PyTorch's. A time that is not positive (t(2N)
     no longer than t(N): the step is shorter than the timing noise) gives no ratio."""
-    best = [ms[fw] for fw in ("numpy", "numba") if ms[fw] is not None and ms[fw] > 0]
+    best = [ms[fw] for fw in TORCHLIGHT if ms.get(fw) is not None and ms[fw] > 0]
     torch_ms = ms["torch"]
     return min(best) / torch_ms if best and torch_ms is not None and torch_ms > 0 else None
 
@@ -444,7 +480,7 @@ def table(rows: list, summary: dict, notes: list) -> str:
     head = ["program", "mode", "threads"]
     head += [f"ms {HEADINGS[fw]}" for fw in FRAMEWORKS] + ["best torchlight / PyTorch"]
     head += [f"RSS MiB {HEADINGS[fw]}" for fw in FRAMEWORKS]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 3 + "---:|" * 7]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 3 + "---:|" * (2 * len(FRAMEWORKS) + 1)]
     for r in rows:
         cells = [r["program"], r["mode"], str(r["threads"])]
         cells += [_cell(r["ms"][fw], 2) for fw in FRAMEWORKS] + [_cell(r["ratio"], 2)]
@@ -489,8 +525,11 @@ def run(
             f"paired: each torchlight backend beside PyTorch on cores {cores}, both ways round"
         )
     rows = []
-    turns = 2 * (len(frameworks) - 1) if paired else len(frameworks)
-    total = len(names) * len(threads) * (len(frameworks) + repeat * turns)
+    total = 0
+    for name in names:
+        cols = columns(catalogue[name], frameworks)
+        turns = 2 * (len(cols) - 1) if paired else len(cols)
+        total += len(threads) * (len(cols) + repeat * turns)
     with (
         tempfile.TemporaryDirectory(prefix="bench-compat-") as workdir,
         tqdm(total=total, desc="bench_compat", file=sys.stderr) as progress,
@@ -537,7 +576,7 @@ def parse(argv=None):
         nargs="+",
         choices=FRAMEWORKS,
         default=list(FRAMEWORKS),
-        help="the columns to run (default: all three)",
+        help="the columns to run (default: all)",
     )
     p.add_argument(
         "--paired",

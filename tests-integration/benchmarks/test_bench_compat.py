@@ -57,13 +57,15 @@ def test_every_program_with_a_steps_flag_names_one_it_has():
 
 
 def _fake_runs(calls):
-    """A stand-in for run_once: a run of n steps takes 0.5 s + n x 20 ms on numpy and
-    0.8 s + n x 10 ms on numba (a whole run: 1.5 s), peak RSS 100 MiB + n MiB."""
-    per_step = {"numpy": 0.020, "numba": 0.010}
-    start = {"numpy": 0.5, "numba": 0.8}
+    """A stand-in for run_once: a run of n steps takes 0.5 s + n x 20 ms on numpy,
+    0.8 s + n x 10 ms on numba and, with ``--capture`` on numba, 1.0 s + n x 5 ms (a whole run:
+    1.5 s), peak RSS 100 MiB + n MiB."""
+    per_step = {"numpy": 0.020, "numba": 0.010, "captured": 0.005}
+    start = {"numpy": 0.5, "numba": 0.8, "captured": 1.0}
 
     def run_once(framework, script, args, folder, env, timeout, core=None):
         calls.append((framework, list(args), env["OMP_NUM_THREADS"], env.get("TORCHLIGHT_DEVICE")))
+        assert ("--capture" in args) == (framework == "captured")
         if "--steps" not in args:
             return 1.5, 100.0
         n = int(args[args.index("--steps") + 1])
@@ -96,13 +98,16 @@ def test_rows_json_and_table_from_stand_in_runs(monkeypatch, tmp_path, capsys):
         ]
     )
     result = json.loads(out.read_text())
-    assert result["settings"]["frameworks"] == ["numpy", "numba"]
+    assert result["settings"]["frameworks"] == ["numpy", "numba", "captured"]
     assert any("PyTorch is not importable" in n for n in result["notes"])
     stepped, whole = result["rows"]
     # custom_function's suite setting is --steps 40; --scale 2 runs N = 80 and 2N = 160
     assert stepped["mode"] == "per --steps" and stepped["threads"] == 2
     assert stepped["ms"]["numpy"] == pytest.approx(20.0)
     assert stepped["ms"]["numba"] == pytest.approx(10.0)
+    assert stepped["ms"]["captured"] == pytest.approx(5.0)  # custom_function takes --capture
+    assert whole["ms"]["captured"] is None  # tutorial_bow_classifier does not
+    assert not any(c[0] == "captured" and "--steps" not in c[1] for c in calls)
     assert stepped["ms"]["torch"] is None and stepped["ratio"] is None
     assert stepped["rss_mib"]["numpy"] == pytest.approx(260.0)  # the 2N run's
     assert whole["mode"] == "whole run" and whole["ms"]["numpy"] == pytest.approx(1500.0)
@@ -115,12 +120,14 @@ def test_rows_json_and_table_from_stand_in_runs(monkeypatch, tmp_path, capsys):
     measured = [
         c[0] for c in calls if "--steps" in c[1] and c[1][c[1].index("--steps") + 1] == "80"
     ]
-    assert measured == ["numpy", "numba", "numba", "numpy"]
+    assert measured == ["numpy", "numba", "captured", "numba", "captured", "numpy"]
     text = capsys.readouterr().out
     lines = text.splitlines()
     assert lines[0].startswith("| program | mode | threads | ms torchlight-numpy")
     assert len(lines[0].split("|")) == len(lines[1].split("|")) == len(lines[2].split("|"))
-    assert lines[2].startswith("| custom_function | per --steps | 2 | 20.00 | 10.00 | — | — |")
+    assert lines[2].startswith(
+        "| custom_function | per --steps | 2 | 20.00 | 10.00 | 5.00 | — | — |"
+    )
     assert "PyTorch is not importable" in text
 
 
@@ -172,6 +179,8 @@ def test_a_real_run_of_a_tiny_program_on_the_numpy_backend(monkeypatch):
 
 
 def test_ratio_takes_the_faster_torchlight_backend_and_skips_noise():
+    assert bc.ratio({"numpy": 30.0, "numba": 20.0, "captured": 5.0, "torch": 10.0}) == 0.5
+    assert bc.ratio({"numpy": 30.0, "numba": 20.0, "captured": None, "torch": 10.0}) == 2.0
     assert bc.ratio({"numpy": 30.0, "numba": 20.0, "torch": 10.0}) == pytest.approx(2.0)
     assert bc.ratio({"numpy": 5.0, "numba": None, "torch": 10.0}) == pytest.approx(0.5)
     # a negative step time (t(2N) < t(N)) is noise, never the "faster" backend

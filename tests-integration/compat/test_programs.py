@@ -91,14 +91,20 @@ class Program:
     losses: tuple = ("loss",)
     slow: bool = False  # takes more than 20 s even on cpu (worker processes)
     steps: tuple = ()  # the flag(s) whose value is the number of epochs/steps (the benchmark's N)
+    capture: bool = False  # takes --capture: its training step replayed by tl.jit.capture_step
 
 
 PROGRAMS = {
     "pos_tagger": Program("pos_tagger.py", ["--epochs", 15], steps=("--epochs",)),
     "ngram_embeddings": Program(
-        "ngram_embeddings.py", ["--epochs", 3, "--limit", 30, "--hidden", 32], steps=("--epochs",)
+        "ngram_embeddings.py",
+        ["--epochs", 3, "--limit", 30, "--hidden", 32],
+        steps=("--epochs",),
+        capture=True,
     ),
-    "bow_classifier": Program("bow_classifier.py", ["--epochs", 5], steps=("--epochs",)),
+    "bow_classifier": Program(
+        "bow_classifier.py", ["--epochs", 5], steps=("--epochs",), capture=True
+    ),
     "bilstm_crf": Program("bilstm_crf.py", ["--epochs", 5], steps=("--epochs",)),
     "name_classifier": Program(
         "name_classifier.py",
@@ -116,6 +122,7 @@ PROGRAMS = {
         "custom_function.py",
         ["--steps", 40, "--points", 200, "--print-every", 10],
         steps=("--steps",),
+        capture=True,
     ),
     "tabular_classifier": Program(
         "tabular_classifier.py",
@@ -127,6 +134,7 @@ PROGRAMS = {
         "matrix_factorization.py",
         ["--users", 40, "--items", 30, "--ratings", 800, "--epochs", 4, "--batch-size", 100],
         steps=("--epochs",),
+        capture=True,
     ),
     "gcn_node_classification": Program(
         "gcn_node_classification.py", ["--nodes-per-block", 15, "--epochs", 15], steps=("--epochs",)
@@ -137,6 +145,7 @@ PROGRAMS = {
         expect="finite",
         losses=("loss_d", "loss_g"),
         steps=("--steps",),
+        capture=True,
     ),
     "gru_forecast": Program(
         "gru_forecast.py",
@@ -155,6 +164,7 @@ PROGRAMS = {
             3,
         ],
         steps=("--epochs",),
+        capture=True,
     ),
     "reinforce_bandit": Program(
         "reinforce_bandit.py",
@@ -206,6 +216,34 @@ def test_program_runs_unchanged(name, device, tmp_path):
     if prog.expect == "decrease":
         values = losses["loss"]
         assert values[-1] < values[0], f"{prog.script}: loss did not fall on {device}: {values}"
+
+
+def _capture_cases():
+    for name in sorted(n for n, p in PROGRAMS.items() if p.capture):
+        for device in DEVICES:
+            if isinstance(device, str):
+                device = pytest.param(device)
+            yield pytest.param(
+                name, device.values[0], marks=device.marks, id=f"{name}-{device.values[0]}"
+            )
+
+
+@pytest.mark.parametrize("name, device", list(_capture_cases()))
+def test_a_captured_step_prints_what_the_eager_step_prints(name, device, tmp_path):
+    """``--capture`` (the benchmark's captured column) replays the program's training step:
+    every loss and result it prints equals the eager run's, and the step was replayed."""
+    prog = PROGRAMS[name]
+    if prog.setup is not None:
+        prog.setup(tmp_path)
+    runs = [
+        run_program(prog.script, [*prog.args, *flag], tmp_path, device)
+        for flag in ([], ["--capture"])
+    ]
+    for result in runs:
+        assert result.returncode == 0, f"{prog.script} on {device}:\n{result.stderr[-3000:]}"
+    eager, captured = (r.stdout.splitlines() for r in runs)
+    assert captured[:-1] == eager, f"{prog.script}: the captured run printed other values"
+    assert captured[-1].startswith("training step: captured, "), captured[-1]
 
 
 def test_parse_losses_reads_every_spelling():

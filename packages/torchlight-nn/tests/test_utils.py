@@ -98,3 +98,40 @@ def test_clip_grad_norm_two_norm_of_mixed_layouts_and_dtypes():
     coef = 1.0 / (want + 1e-6)
     np.testing.assert_allclose(pa.grad.numpy(), a.T * coef, rtol=1e-5)
     np.testing.assert_allclose(pb.grad.numpy(), b * coef, rtol=1e-12)
+
+
+@pytest.mark.parametrize("max_norm", [0.5, 1e3])  # every replay clipped / none clipped
+def test_clip_grad_norm_in_a_captured_step_scales_as_eager(max_norm):
+    # a captured step cannot read the norm on the host: the factor is computed as a tensor
+    # while recording, and replays give what eager steps give, bit for bit
+    def run(capture):
+        tl.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 1))
+        opt = tl.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            norm = clip_grad_norm_(model.parameters(), max_norm)
+            opt.step()
+            return loss, norm
+
+        if capture:
+            step = tl.jit.capture_step(step)
+        gen = np.random.default_rng(1)
+        out = []
+        for _ in range(8):
+            x = tl.tensor(gen.normal(size=(4, 3)).astype(np.float32) * 3)
+            y = tl.tensor(gen.normal(size=(4, 1)).astype(np.float32))
+            out.append([t.item() for t in step(x, y)])
+        grads = [p.grad.numpy().copy() for p in model.parameters()]
+        return out, grads, (step.state if capture else None)
+
+    eager, eager_grads, _ = run(False)
+    captured, captured_grads, state = run(True)
+    assert state == "captured"
+    assert captured == eager
+    assert all(norm > max_norm for _, norm in eager) == (max_norm < 1)
+    for a, b in zip(captured_grads, eager_grads):
+        np.testing.assert_array_equal(a, b)

@@ -10,6 +10,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 
+CAPTURE_HELP = "torchlight only: capture the training step once and replay it (tl.jit.capture_step)"
+
 DATA = [
     ("me gusta comer en la cafeteria".split(), "SPANISH"),
     ("Give it to me".split(), "ENGLISH"),
@@ -46,6 +48,7 @@ def make_target(label, label_to_ix):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--epochs", type=int, default=100)
+    parser.add_argument("--capture", action="store_true", help=CAPTURE_HELP)
     args = parser.parse_args()
 
     torch.manual_seed(1)
@@ -62,16 +65,21 @@ def main():
     loss_function = nn.NLLLoss()
     optimizer = optim.SGD(model.parameters(), lr=0.1)
 
+    def train_step(bow_vec, target):
+        model.zero_grad()
+        log_probs = model(bow_vec)
+        loss = loss_function(log_probs, target)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    if args.capture:  # torchlight only: replay the step's kernel calls (tl.jit.capture_step)
+        train_step = torch.jit.capture_step(train_step)
     for epoch in range(args.epochs):
         total = 0.0
         for instance, label in DATA:
-            model.zero_grad()
             bow_vec = make_bow_vector(instance, word_to_ix)
-            target = make_target(label, LABEL_TO_IX)
-            log_probs = model(bow_vec)
-            loss = loss_function(log_probs, target)
-            loss.backward()
-            optimizer.step()
+            loss = train_step(bow_vec, make_target(label, LABEL_TO_IX))
             total += loss.item()
         print(f"epoch {epoch} loss {total / len(DATA):.6f}")
 
@@ -82,6 +90,9 @@ def main():
             correct += int(torch.argmax(log_probs, dim=1).item() == LABEL_TO_IX[label])
     print(f"test accuracy {correct}/{len(TEST_DATA)}")
     print("weight of 'creo':", model.linear.weight[:, word_to_ix["creo"]])
+
+    if args.capture:
+        print(f"training step: {train_step.state}, {train_step.n_calls} kernel calls a replay")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ import math
 
 import torch
 
+CAPTURE_HELP = "torchlight only: capture the training step once and replay it (tl.jit.capture_step)"
+
 
 class LegendrePolynomial3(torch.autograd.Function):
     @staticmethod
@@ -27,6 +29,7 @@ def main():
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--points", type=int, default=2000)
     parser.add_argument("--print-every", type=int, default=100)
+    parser.add_argument("--capture", action="store_true", help=CAPTURE_HELP)
     args = parser.parse_args()
 
     dtype = torch.float
@@ -40,24 +43,29 @@ def main():
     d = torch.full((), 0.3, dtype=dtype, requires_grad=True)
 
     learning_rate = 5e-6
-    for t in range(args.steps):
+
+    def train_step():
         P3 = LegendrePolynomial3.apply
         y_pred = a + b * P3(c + d * x)
         loss = (y_pred - y).pow(2).sum()
-        if t % args.print_every == args.print_every - 1:
-            print(f"step {t} loss {loss.item():.6f}")
         loss.backward()
         with torch.no_grad():
-            a -= learning_rate * a.grad
-            b -= learning_rate * b.grad
-            c -= learning_rate * c.grad
-            d -= learning_rate * d.grad
-            a.grad = None
-            b.grad = None
-            c.grad = None
-            d.grad = None
+            for p in (a, b, c, d):
+                p -= learning_rate * p.grad
+                p.grad = None
+        return loss
+
+    if args.capture:  # torchlight only: replay the step's kernel calls (tl.jit.capture_step)
+        train_step = torch.jit.capture_step(train_step)
+    for t in range(args.steps):
+        loss = train_step()
+        if t % args.print_every == args.print_every - 1:
+            print(f"step {t} loss {loss.item():.6f}")
 
     print(f"Result: y = {a.item():.4f} + {b.item():.4f} * P3({c.item():.4f} + {d.item():.4f} x)")
+
+    if args.capture:
+        print(f"training step: {train_step.state}, {train_step.n_calls} kernel calls a replay")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ import argparse
 import torch
 import torch.nn as nn
 
+CAPTURE_HELP = "torchlight only: capture the training step once and replay it (tl.jit.capture_step)"
+
 
 def real_samples(n):
     component = (torch.rand(n, 1) < 0.5).float()
@@ -45,6 +47,7 @@ def main():
     parser.add_argument("--noise-dim", type=int, default=4)
     parser.add_argument("--hidden", type=int, default=32)
     parser.add_argument("--print-every", type=int, default=100)
+    parser.add_argument("--capture", action="store_true", help=CAPTURE_HELP)
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -56,9 +59,8 @@ def main():
     ones = torch.ones(args.batch_size, 1)
     zeros = torch.zeros(args.batch_size, 1)
 
-    for step in range(args.steps):
-        real = real_samples(args.batch_size)
-        fake = G(torch.rand(args.batch_size, args.noise_dim) * 2 - 1)
+    def train_step(real, noise):
+        fake = G(noise)
 
         opt_d.zero_grad()
         loss_d = criterion(D(real), ones) + criterion(D(fake.detach()), zeros)
@@ -69,7 +71,13 @@ def main():
         loss_g = criterion(D(fake), ones)
         loss_g.backward()
         opt_g.step()
+        return loss_d, loss_g
 
+    if args.capture:  # torchlight only: the batches are drawn outside the captured step
+        train_step = torch.jit.capture_step(train_step)
+    for step in range(args.steps):
+        real = real_samples(args.batch_size)
+        loss_d, loss_g = train_step(real, torch.rand(args.batch_size, args.noise_dim) * 2 - 1)
         if step % args.print_every == 0 or step == args.steps - 1:
             print(f"step {step} loss_d {loss_d.item():.4f} loss_g {loss_g.item():.4f}")
 
@@ -79,6 +87,9 @@ def main():
         f"generated: mean {samples.mean().item():.3f} std {samples.std().item():.3f} "
         f"fraction > 0: {(samples > 0).float().mean().item():.3f}"
     )
+
+    if args.capture:
+        print(f"training step: {train_step.state}, {train_step.n_calls} kernel calls a replay")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ import math
 import torch
 import torch.nn as nn
 
+CAPTURE_HELP = "torchlight only: capture the training step once and replay it (tl.jit.capture_step)"
+
 
 def make_series(n_series, length, generator):
     t = torch.arange(length, dtype=torch.float32)
@@ -49,6 +51,7 @@ def main():
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--horizon", type=int, default=10)
+    parser.add_argument("--capture", action="store_true", help=CAPTURE_HELP)
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -61,16 +64,23 @@ def main():
     model = Forecaster(args.hidden, args.layers)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     criterion = nn.MSELoss()
+
+    def train_step(xb, yb):
+        optimizer.zero_grad()
+        loss = criterion(model(xb), yb)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+        optimizer.step()
+        return loss
+
+    if args.capture:  # torchlight only; the epoch's shorter last batch runs eagerly
+        train_step = torch.jit.capture_step(train_step, on_mismatch="eager")
     for epoch in range(args.epochs):
         order = torch.randperm(x.shape[0], generator=g)
         total, n = 0.0, 0
         for i in range(0, x.shape[0], args.batch_size):
             idx = order[i : i + args.batch_size]
-            optimizer.zero_grad()
-            loss = criterion(model(x[idx]), y[idx])
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
-            optimizer.step()
+            loss = train_step(x[idx], y[idx])
             total += loss.item() * len(idx)
             n += len(idx)
         print(f"epoch {epoch} loss {total / n:.6f}")
@@ -86,6 +96,9 @@ def main():
         forecast = torch.cat(preds, dim=1)
         mse = ((forecast - test[:, args.window :]) ** 2).mean().item()
     print(f"{args.horizon}-step forecast mse {mse:.4f}")
+
+    if args.capture:
+        print(f"training step: {train_step.state}, {train_step.n_calls} kernel calls a replay")
 
 
 if __name__ == "__main__":

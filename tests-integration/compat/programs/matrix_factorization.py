@@ -10,6 +10,8 @@ import argparse
 import torch
 import torch.nn as nn
 
+CAPTURE_HELP = "torchlight only: capture the training step once and replay it (tl.jit.capture_step)"
+
 
 class MatrixFactorization(nn.Module):
     def __init__(self, n_users, n_items, n_factors):
@@ -37,6 +39,7 @@ def main():
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--capture", action="store_true", help=CAPTURE_HELP)
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -50,16 +53,22 @@ def main():
     optimizer = torch.optim.Adagrad(model.parameters(), lr=args.lr)
     loss_fn = nn.MSELoss()
 
+    def train_step(user, item, rating):
+        prediction = model(user, item)
+        loss = loss_fn(prediction, rating)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    if args.capture:  # torchlight only; the epoch's shorter last batch runs eagerly
+        train_step = torch.jit.capture_step(train_step, on_mismatch="eager")
     for epoch in range(args.epochs):
         perm = torch.randperm(args.ratings)
         total, batches = 0.0, 0
         for start in range(0, args.ratings, args.batch_size):
             idx = perm[start : start + args.batch_size]
-            prediction = model(users[idx], items[idx])
-            loss = loss_fn(prediction, ratings[idx])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            loss = train_step(users[idx], items[idx], ratings[idx])
             total += loss.item()
             batches += 1
         print(f"epoch {epoch} loss {total / batches:.6f}")
@@ -67,6 +76,9 @@ def main():
     with torch.no_grad():
         rmse = torch.sqrt(loss_fn(model(users, items), ratings)).item()
     print(f"train RMSE {rmse:.4f}")
+
+    if args.capture:
+        print(f"training step: {train_step.state}, {train_step.n_calls} kernel calls a replay")
 
 
 if __name__ == "__main__":

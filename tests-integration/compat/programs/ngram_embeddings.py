@@ -11,6 +11,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 
+CAPTURE_HELP = "torchlight only: capture the training step once and replay it (tl.jit.capture_step)"
+
 TEXT = """When forty winters shall besiege thy brow,
 And dig deep trenches in thy beauty's field,
 Thy youth's proud livery so gazed on now,
@@ -44,6 +46,7 @@ def main():
     parser.add_argument(
         "--limit", type=int, default=0, help="use only the first N n-grams (0: all)"
     )
+    parser.add_argument("--capture", action="store_true", help=CAPTURE_HELP)
     args = parser.parse_args()
 
     torch.manual_seed(1)
@@ -61,15 +64,21 @@ def main():
     model = NGramLanguageModeler(len(vocab), args.embedding_dim, args.context_size, args.hidden)
     optimizer = optim.SGD(model.parameters(), lr=0.001)
 
+    def train_step(context_idxs, target):
+        model.zero_grad()
+        log_probs = model(context_idxs)
+        loss = loss_function(log_probs, target)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    if args.capture:  # torchlight only: replay the step's kernel calls (tl.jit.capture_step)
+        train_step = torch.jit.capture_step(train_step)
     for epoch in range(args.epochs):
         total_loss = 0
         for context, target in ngrams:
             context_idxs = torch.tensor([word_to_ix[w] for w in context], dtype=torch.long)
-            model.zero_grad()
-            log_probs = model(context_idxs)
-            loss = loss_function(log_probs, torch.tensor([word_to_ix[target]], dtype=torch.long))
-            loss.backward()
-            optimizer.step()
+            loss = train_step(context_idxs, torch.tensor([word_to_ix[target]], dtype=torch.long))
             total_loss += loss.item()
         losses.append(total_loss)
         print(f"epoch {epoch} loss {total_loss / len(ngrams):.6f}")
@@ -78,6 +87,9 @@ def main():
         "embedding of 'beauty':",
         model.embeddings.weight[word_to_ix["beauty"]].detach().tolist()[:3],
     )
+
+    if args.capture:
+        print(f"training step: {train_step.state}, {train_step.n_calls} kernel calls a replay")
 
 
 if __name__ == "__main__":

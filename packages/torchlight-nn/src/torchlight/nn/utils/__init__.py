@@ -14,6 +14,7 @@ import math
 
 import torchlight as tl
 from torchlight import Tensor, TorchlightError
+from torchlight.jit import is_recording
 
 from . import rnn
 from .spectral_norm import remove_spectral_norm, spectral_norm
@@ -84,22 +85,30 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         else:
             parts = [(g.detach().abs().to(tl.float64) ** norm_type).sum() for g in grads]
             total = tl.stack(parts).sum() ** (1.0 / norm_type)
-        value = total.item()
-        if error_if_nonfinite and not math.isfinite(value):
-            raise TorchlightError(
-                f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it "
-                "cannot be clipped. To disable this error and scale the gradients by the non-finite norm "
-                "anyway, set `error_if_nonfinite=False`"
-            )
-        coef = min(float(max_norm) / (value + 1e-6), 1.0)
-        if coef == 1.0:  # below the limit: a product by 1 changes no value, so none is made
-            return total.to(grads[0].dtype)
+        if is_recording() and not error_if_nonfinite:
+            # a captured step cannot read the norm on the host (its replays would reuse this
+            # step's answer): the factor stays a tensor, min(max_norm / (norm + 1e-6), 1) as
+            # below, the same float64 arithmetic, and the product by 1.0 that the host path
+            # skips changes no value
+            coef = (float(max_norm) / (total + 1e-6)).clamp(max=1.0)
+        else:
+            value = total.item()
+            if error_if_nonfinite and not math.isfinite(value):
+                raise TorchlightError(
+                    f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it "
+                    "cannot be clipped. To disable this error and scale the gradients by the non-finite norm "
+                    "anyway, set `error_if_nonfinite=False`"
+                )
+            coef = min(float(max_norm) / (value + 1e-6), 1.0)
+            if coef == 1.0:  # below the limit: a product by 1 changes no value, so none is made
+                return total.to(grads[0].dtype)
         for p in params:
             # Out of place, then re-assigned: after backward(create_graph=True) torchlight-tensor
             # 0.1.0 can give several leaves one shared gradient tensor, which an in-place
             # mul_ would scale once per owner.
             if p.grad is not None:
-                p.grad = p.grad.detach() * coef
+                g = p.grad.detach()
+                p.grad = g * (coef if isinstance(coef, float) else coef.to(g.dtype))
     return total.to(grads[0].dtype)
 
 
