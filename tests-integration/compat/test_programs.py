@@ -189,8 +189,9 @@ PROGRAMS = {
 }
 
 
-def _cases():
-    for name in sorted(PROGRAMS):
+def _cases(names=PROGRAMS):
+    """Every program of ``names`` on every device, the slow ones marked."""
+    for name in sorted(names):
         for device in DEVICES:
             if isinstance(device, str):
                 device = pytest.param(device)
@@ -218,17 +219,9 @@ def test_program_runs_unchanged(name, device, tmp_path):
         assert values[-1] < values[0], f"{prog.script}: loss did not fall on {device}: {values}"
 
 
-def _capture_cases():
-    for name in sorted(n for n, p in PROGRAMS.items() if p.capture):
-        for device in DEVICES:
-            if isinstance(device, str):
-                device = pytest.param(device)
-            yield pytest.param(
-                name, device.values[0], marks=device.marks, id=f"{name}-{device.values[0]}"
-            )
-
-
-@pytest.mark.parametrize("name, device", list(_capture_cases()))
+@pytest.mark.parametrize(
+    "name, device", list(_cases([n for n, p in PROGRAMS.items() if p.capture]))
+)
 def test_a_captured_step_prints_what_the_eager_step_prints(name, device, tmp_path):
     """``--capture`` (the benchmark's captured column) replays the program's training step:
     every loss and result it prints equals the eager run's, and the step was replayed."""

@@ -5,13 +5,13 @@ registries (``_parameters``, ``_modules``, ``_buffers``), not in its ``__dict__`
 ``parameters()`` and ``state_dict()`` can walk them. ``module.weight`` therefore reaches
 ``Module.__getattr__``, which Python calls only after its normal lookup (the instance
 ``__dict__``, then the class and its bases) has failed and raised an ``AttributeError``
-internally. That read costs about 5.6k machine instructions, where a plain attribute costs 0.4k
+internally. That read costs about 5.9k machine instructions, where a plain attribute costs 0.4k
 (PyTorch pays the same). A layer reads its parameters and children at every call: a ``Linear``
 two, a transformer block about two dozen, the name classifier's step 57.
 
 :class:`Registered` is a non-data descriptor that ``Module.__getattr__`` puts on the module's
 class the first time it serves a name there (:func:`learn`). From then on Python's normal lookup
-finds it on the class, and it reads the registries directly (about 1.9k instructions). What a
+finds it on the class, and it reads the registries directly (about 2.8k instructions). What a
 read returns does not change:
 
 * a non-data descriptor comes after the instance ``__dict__``, so a plain attribute of that
