@@ -4,7 +4,8 @@ cannot replay.
 Each case builds two copies of a model from one seed, trains one eagerly and one through a
 captured step on the same 50 batches, and compares every step's loss and the final parameters
 (oracle: the eager run). Models: an MLP with SGD-momentum, Adam, AdamW and Adagrad with a
-decaying rate; the mini-GPT of ``projects/mini-gpt`` at a tiny size with AdamW parameter groups;
+decaying rate; the mini-GPT of ``projects/mini-gpt`` at a tiny size with AdamW parameter groups,
+without and with dropout;
 a GRU and an LSTM classifier; each on ``cpu`` (numpy) and on ``numba`` when that backend is
 installed.
 """
@@ -120,11 +121,13 @@ def test_adam_step_count_keeps_counting_through_replays():
 
 
 @pytest.mark.parametrize("device,fuse", MODES)
-def test_mini_gpt_captured_matches_eager(project_modules, device, fuse):
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_mini_gpt_captured_matches_eager(project_modules, device, fuse, dropout):
+    """With dropout, each replay draws new masks from the seeded stream, as the eager step."""
     with project_modules(ROOT / "projects" / "mini-gpt", ("model",)) as project:
         gpt = project.model
         cfg = gpt.GPTConfig(
-            vocab_size=17, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.0
+            vocab_size=17, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=dropout
         )
         rng = np.random.default_rng(0)
         start = rng.integers(0, 17, size=(STEPS, 4, 1))
@@ -138,23 +141,6 @@ def test_mini_gpt_captured_matches_eager(project_modules, device, fuse):
             device,
             fuse,
         )
-
-
-def test_mini_gpt_with_dropout_is_refused(project_modules):
-    with project_modules(ROOT / "projects" / "mini-gpt", ("model",)) as project:
-        gpt = project.model
-        cfg = gpt.GPTConfig(
-            vocab_size=17, block_size=8, n_layer=1, n_head=2, n_embd=16, dropout=0.1
-        )
-        tl.manual_seed(0)
-        model = gpt.GPT(cfg)
-        opt = tl.optim.AdamW(model.parameters(), lr=1e-3)
-        step = tl.jit.capture_step(_train_step(model, opt, lambda m, x, y: m(x, y)[1]))
-        x = tl.tensor(np.arange(32).reshape(4, 8) % 17)
-        step(x, x)
-        step(x, x)
-        with pytest.raises(tl.jit.TraceError, match="dropout"):
-            step(x, x)
 
 
 class _Recurrent(nn.Module):
@@ -358,7 +344,7 @@ def _token_batches(num_ids=50, batch=8, length=12):
 @pytest.mark.parametrize("kind", ["mean", "cnn"])
 def test_sentiment_classifier_captured_matches_eager(project_modules, device, kind):
     """projects/sentiment-classifier's mean-pool and TextCNN models (embedding with padding,
-    masks, conv1d, max over positions), dropout 0, Adam."""
+    masks, conv1d, max over positions), dropout 0.3 (new masks at every replay), Adam."""
     with project_modules(ROOT / "projects" / "sentiment-classifier", ("model",)) as project:
         cls = project.model.MODELS[kind]
         batches = []
@@ -367,7 +353,7 @@ def test_sentiment_classifier_captured_matches_eager(project_modules, device, ki
         runs = []
         for captured in (False, True):
             tl.manual_seed(0)
-            model = cls(50, dropout=0.0).to(device)
+            model = cls(50, dropout=0.3).to(device)
             opt = tl.optim.Adam(model.parameters(), lr=1e-2)
 
             def step(ids, lengths, y, model=model, opt=opt):

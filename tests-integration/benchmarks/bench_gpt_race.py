@@ -17,6 +17,9 @@ by default they run at the same time (``--sequential``: one after the other). Ea
 most ``--minutes`` of training clock (evaluations pause the clock) and evaluates the validation
 loss every ``--eval-every`` steps.
 
+``--capture`` runs the torchlight side with its training step captured (``gpt_race_program.py
+--capture``: ``torch.jit.capture_step``, replayed kernel calls).
+
 Reported per framework: the training time at which the validation loss first reaches
 ``--target`` (linear interpolation between the two evaluations around the crossing), the step
 there, tokens per second, the last validation loss and the child's peak RSS; and the ratio
@@ -172,10 +175,21 @@ def torch_available() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
-def command(side: str, recipe: Path) -> list:
-    """The child's command line: the program as a script (PyTorch) or through torchlight.compat."""
-    runner = [] if side == "torch" else ["-m", "torchlight.compat"]
-    return [sys.executable, *runner, str(PROGRAM), "--recipe", str(recipe)]
+def command(side: str, recipe: Path, capture: bool = False) -> list:
+    """The child's command line: the program as a script (PyTorch) or through torchlight.compat
+    (with ``--capture`` when ``capture``)."""
+    if side == "torch":
+        return [sys.executable, str(PROGRAM), "--recipe", str(recipe)]
+    flags = ["--capture"] if capture else []
+    return [
+        sys.executable,
+        "-m",
+        "torchlight.compat",
+        str(PROGRAM),
+        "--recipe",
+        str(recipe),
+        *flags,
+    ]
 
 
 def child_env(side: str, backend: str) -> dict:
@@ -189,12 +203,12 @@ def child_env(side: str, backend: str) -> dict:
     return env
 
 
-def run_child(side, recipe, backend, core, timeout, on_event, log_path) -> dict:
+def run_child(side, recipe, backend, core, timeout, on_event, log_path, capture=False) -> dict:
     """Run one side to its end: its evaluation records, peak RSS (MiB) and error (``None``)."""
     evals = []
     with open(log_path, "w") as err:
         proc = subprocess.Popen(
-            command(side, recipe),
+            command(side, recipe, capture),
             env=child_env(side, backend),
             stdout=subprocess.PIPE,
             stderr=err,
@@ -285,7 +299,14 @@ def race(args, sides: list, out: Path) -> dict:
     def go(side, core):
         try:
             runs[side] = run_child(
-                side, recipe, args.backend, core, timeout, on_event, out / f"{side}.stderr.log"
+                side,
+                recipe,
+                args.backend,
+                core,
+                timeout,
+                on_event,
+                out / f"{side}.stderr.log",
+                args.capture,
             )
         except Exception as exc:  # reported in the summary; the other side goes on
             runs[side] = {"evals": [], "peak_rss_mib": None, "error": repr(exc)}
@@ -306,6 +327,7 @@ def race(args, sides: list, out: Path) -> dict:
             "minutes": args.minutes,
             "target": args.target,
             "backend": args.backend,
+            "capture": args.capture,
             "eval_every": args.eval_every,
             "preset": args.preset,
             "max_iters": cfg.max_iters,
@@ -319,7 +341,12 @@ def race(args, sides: list, out: Path) -> dict:
     }
 
 
-def plot(runs: dict, target: float, path: Path, backend: str, preset: str) -> None:
+def label(backend: str, capture: bool) -> str:
+    """The torchlight side's name in the table and the plot."""
+    return f"torchlight ({backend}{', captured step' if capture else ''})"
+
+
+def plot(runs: dict, target: float, path: Path, backend: str, preset: str, capture=False) -> None:
     """Validation loss against training minutes, one line per side, the target dashed."""
     import matplotlib  # noqa: PLC0415
 
@@ -329,9 +356,9 @@ def plot(runs: dict, target: float, path: Path, backend: str, preset: str) -> No
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for side, run in runs.items():
         ev = run["evals"]
-        label = f"torchlight ({backend})" if side == "torchlight" else "PyTorch eager"
+        name = label(backend, capture) if side == "torchlight" else "PyTorch eager"
         ax.plot(
-            [e["seconds"] / 60 for e in ev], [e["val_loss"] for e in ev], "o-", ms=3, label=label
+            [e["seconds"] / 60 for e in ev], [e["val_loss"] for e in ev], "o-", ms=3, label=name
         )
     ax.axhline(target, color="grey", ls="--", lw=1, label=f"target {target:g}")
     ax.set_xlabel("training time (min, one core each)")
@@ -369,6 +396,9 @@ def parse(argv=None):
         "--stop-at-target", action="store_true", help="end a side at its first eval <= target"
     )
     p.add_argument("--no-torch", action="store_true", help="run the torchlight side only")
+    p.add_argument(
+        "--capture", action="store_true", help="torchlight's training step captured and replayed"
+    )
     args = p.parse_args(argv)
     if args.backend == "numpy":
         args.backend = "cpu"  # the numpy backend's device name
@@ -390,9 +420,9 @@ def main(argv=None) -> dict:
     result = race(args, sides, out)
     result["notes"] = notes
     result["summary"] = summarize(result["runs"], args.target)
-    result["summary"]["sides"]["torchlight"]["label"] = f"torchlight ({args.backend})"
+    result["summary"]["sides"]["torchlight"]["label"] = label(args.backend, args.capture)
     (out / "race.json").write_text(json.dumps(result, indent=1))
-    plot(result["runs"], args.target, out / "race.png", args.backend, args.preset)
+    plot(result["runs"], args.target, out / "race.png", args.backend, args.preset, args.capture)
     print(table(result["summary"]))
     for note in notes:
         print(note)

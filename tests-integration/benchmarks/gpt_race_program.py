@@ -14,6 +14,11 @@ is ``model.py``'s model, module for module with the same parameter names, so the
 ``state_dict`` loads into it as is. The only thing the frameworks draw themselves is dropout's
 masks (seeded per step, from different generators).
 
+With ``--capture`` (torchlight only: PyTorch has no ``torch.jit.capture_step``) the training
+step — forward, backward, clipping, AdamW — is a function wrapped in ``capture_step``: after
+three eager calls each step replays the recorded kernel calls, dropout masks drawn afresh from
+the step's seed.
+
 The program prints one JSON object per line on stdout: ``{"event": "eval", ...}`` at step 0, every
 ``eval_every`` steps and at the end (validation loss on the fixed batches), ``{"event":
 "progress", ...}`` about once a second, and ``{"event": "done", ...}``. ``seconds`` is the training
@@ -158,10 +163,11 @@ def emit(event: str, **fields) -> None:
     print(json.dumps({"event": event, **fields}), flush=True)
 
 
-def train(recipe: dict, arrays) -> None:
+def train(recipe: dict, arrays, capture: bool = False) -> None:
     """Run the recipe's training: its batches, schedule and initial weights; stop at
     ``recipe["seconds"]`` of training clock, at the end of the schedule or, with
-    ``recipe["stop_below"]``, at the first evaluation at or under it."""
+    ``recipe["stop_below"]``, at the first evaluation at or under it. ``capture``: replay the
+    training step with ``torch.jit.capture_step`` (torchlight only)."""
     cfg, opt = recipe["model"], recipe["optim"]
     T, seed = cfg["block_size"], recipe["seed"]
     train_ids, val_ids = arrays["train_ids"], arrays["val_ids"]
@@ -192,6 +198,17 @@ def train(recipe: dict, arrays) -> None:
         )
         return val
 
+    def train_step(x, y):
+        loss = model(x, y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if opt["grad_clip"] > 0:
+            torch.nn.utils.clip_grad_norm_(params, opt["grad_clip"])
+        optimizer.step()
+        return loss
+
+    if capture:
+        train_step = torch.jit.capture_step(train_step)
     val = evaluation()
     model.train()
     shown = 0.0
@@ -201,13 +218,7 @@ def train(recipe: dict, arrays) -> None:
             group["lr"] = float(lrs[step])
         x, y = make_batch(train_ids, starts[step], T)
         torch.manual_seed(seed * 1_000_003 + step)  # this step's dropout masks
-        loss = model(x, y)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if opt["grad_clip"] > 0:
-            torch.nn.utils.clip_grad_norm_(params, opt["grad_clip"])
-        optimizer.step()
-        loss_v = loss.item()
+        loss_v = train_step(x, y).item()
         seconds += time.perf_counter() - t0
         step += 1
         if seconds - shown >= PROGRESS_EVERY:
@@ -226,11 +237,12 @@ def main(argv=None) -> None:
     """Read the recipe named by ``--recipe`` and train."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--recipe", required=True, help="path of the recipe without .json/.npz")
+    p.add_argument("--capture", action="store_true", help="torchlight only: capture the step")
     args = p.parse_args(argv)
     with open(args.recipe + ".json") as f:
         recipe = json.load(f)
     with np.load(args.recipe + ".npz") as arrays:
-        train(recipe, arrays)
+        train(recipe, arrays, args.capture)
 
 
 if __name__ == "__main__":

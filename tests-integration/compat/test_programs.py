@@ -116,7 +116,10 @@ PROGRAMS = {
     # 24 steps: after 8 the loss had fallen for some random streams and not for others (the
     # eval accuracy of seeds 0-11 ranged 0.41-1.0); after 24 every seed tried reaches 1.0
     "lenet_synthetic": Program(
-        "lenet_synthetic.py", ["--steps", 24, "--batch-size", 16, "--lr", 3e-3], steps=("--steps",)
+        "lenet_synthetic.py",
+        ["--steps", 24, "--batch-size", 16, "--lr", 3e-3],
+        steps=("--steps",),
+        capture=True,
     ),
     "custom_function": Program(
         "custom_function.py",
@@ -129,6 +132,7 @@ PROGRAMS = {
         ["table.csv", "--epochs", 4, "--batch-size", 32, "--out", "best.pt"],
         setup=write_table,
         steps=("--epochs",),
+        capture=True,
     ),
     "matrix_factorization": Program(
         "matrix_factorization.py",

@@ -11,6 +11,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 
+CAPTURE_HELP = "torchlight only: capture the training step once and replay it (tl.jit.capture_step)"
+
 
 class Net(nn.Module):
     def __init__(self):
@@ -50,6 +52,7 @@ def main():
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--capture", action="store_true", help=CAPTURE_HELP)
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -62,12 +65,19 @@ def main():
     optimizer = optim.Adam(net.parameters(), lr=args.lr)
     criterion = nn.CrossEntropyLoss()
     net.train()
-    for step in range(args.steps):
-        inputs, labels = make_batch(args.batch_size, g)
+
+    def train_step(inputs, labels):
         optimizer.zero_grad()
         loss = criterion(net(inputs), labels)
         loss.backward()
         optimizer.step()
+        return loss
+
+    if args.capture:  # torchlight only: replay the step's kernel calls (tl.jit.capture_step)
+        train_step = torch.jit.capture_step(train_step)
+    for step in range(args.steps):
+        inputs, labels = make_batch(args.batch_size, g)
+        loss = train_step(inputs, labels)
         print(f"step {step} loss {loss.item():.6f}")
 
     net.eval()
@@ -76,6 +86,8 @@ def main():
         predicted = net(inputs).argmax(1)
         accuracy = (predicted == labels).float().mean().item()
     print(f"accuracy {accuracy:.3f}")
+    if args.capture:
+        print(f"training step: {train_step.state}, {train_step.n_calls} kernel calls a replay")
 
 
 if __name__ == "__main__":

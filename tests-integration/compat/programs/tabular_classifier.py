@@ -15,6 +15,8 @@ import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset, random_split
 
+CAPTURE_HELP = "torchlight only: capture the training step once and replay it (tl.jit.capture_step)"
+
 
 def load_csv(path):
     with open(path, newline="") as f:
@@ -64,6 +66,7 @@ def main():
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--out", default="best.pt")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--capture", action="store_true", help=CAPTURE_HELP)
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -91,16 +94,21 @@ def main():
         optimizer, step_size=max(1, args.epochs // 3), gamma=0.5
     )
 
+    def train_step(xb, yb):
+        optimizer.zero_grad(set_to_none=True)
+        loss = criterion(model(xb), yb)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    if args.capture:  # torchlight only: replay the step's kernel calls (tl.jit.capture_step)
+        train_step = torch.jit.capture_step(train_step)
     best = float("inf")
     for epoch in range(args.epochs):
         model.train()
         running = 0.0
         for xb, yb in train_loader:
-            xb, yb = xb.to(device), yb.to(device)
-            optimizer.zero_grad(set_to_none=True)
-            loss = criterion(model(xb), yb)
-            loss.backward()
-            optimizer.step()
+            loss = train_step(xb.to(device), yb.to(device))
             running += loss.item()
         scheduler.step()
         val_loss, val_acc = evaluate(model, val_loader, criterion, device)
@@ -117,6 +125,8 @@ def main():
     print(
         f"best checkpoint: val_loss {val_loss:.4f} val_acc {val_acc:.3f} ({os.path.getsize(args.out)} bytes)"
     )
+    if args.capture:
+        print(f"training step: {train_step.state}, {train_step.n_calls} kernel calls a replay")
 
 
 if __name__ == "__main__":

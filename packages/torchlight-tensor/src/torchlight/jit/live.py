@@ -25,37 +25,10 @@ import operator
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
-from torchlight.autograd import Function  # the tracers live on Function
+from torchlight.tensor.recorders import active as _RECORDERS
+from torchlight.tensor.recorders import capturing, is_recording
 
 __all__ = ["Live", "count_up", "guard", "resolve", "capturing", "is_recording"]
-
-_RECORDERS: list = []
-"""The active capture recorder, if any (pushed by ``torchlight.jit.capture``): it receives the
-host operations and guards declared here."""
-
-
-def capturing() -> bool:
-    """True while a step is being recorded for capture (inside :func:`torchlight.jit.capture_step`'s
-    recording calls).
-
-    >>> import torchlight as tl
-    >>> tl.jit.capturing()
-    False
-    """
-    return bool(_RECORDERS)
-
-
-def is_recording() -> bool:
-    """True while the ops that run are recorded to be replayed without this Python: by a
-    :func:`torchlight.jit.trace` tape or a captured step. A shortcut chosen from the values at
-    hand (no ignored targets in this batch, a fused whole-sequence layer the replay would not
-    see) must take the general path then, because a replay does not decide again.
-
-    >>> import torchlight as tl
-    >>> tl.jit.is_recording()
-    False
-    """
-    return bool(Function.tracers) or capturing()
 
 
 def _value(x: Any) -> Any:

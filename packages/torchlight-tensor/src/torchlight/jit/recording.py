@@ -14,6 +14,12 @@ existed before the step (parameters, optimizer state, the capture's input buffer
 identity. Two recordings of consecutive steps can therefore be compared call by call
 (:func:`first_difference`).
 
+Random draws are repeated, not frozen: a tensor drawn on the host (``tl.rand`` on the numpy
+backend, ``randint``, ``randperm``, ``normal_``) is refilled by a host operation of the replay
+from a new draw of the same stream, and a backend's own random fill (``random_``) takes its
+``(seed, k)`` as live numbers counted afresh at each replay (:mod:`torchlight.tensor.random`
+reports both to the recorder in :data:`torchlight.tensor.recorders.active`). A replay therefore draws exactly what the eager step would have drawn.
+
 A device→host read (``to_numpy``: ``.item()``, ``.tolist()``, ``.numpy()``) stops the recording
 with a :class:`~torchlight.jit.TraceError`: what the step does with a host value cannot be
 replayed. The same goes for asking a backend to compile a kernel mid-step.
@@ -215,9 +221,39 @@ class Recording:
     # --- host side (called by torchlight.jit.live) -----------------------------------------
     def host_op(self, fn: Any, undo: Any) -> None:
         """Append a host operation, repeated by every replay at this point of the step
-        (``undo()`` reverses it: guards are checked on a dry run of the host operations)."""
+        (``undo()`` reverses it: guards are checked on a dry run of the host operations; ``None``
+        for an operation no guard can see, which the dry run skips)."""
         self.calls.append(Call("host", fn, (), {}))
-        self.host_program.append(("op", fn, undo))
+        if undo is not None:
+            self.host_program.append(("op", fn, undo))
+
+    # --- random draws (called by torchlight.tensor.random) ---------------------------------
+    def host_fill(self, view: TensorData, draw: Any) -> None:
+        """``view``'s storage was just made from ``draw()``'s host random numbers: each replay
+        refills it from a new ``draw()`` at this point of the step (so the recorded numbers are
+        neither compared between the two recordings nor restored)."""
+        k = self.created[id(view.storage)]
+        data = self.host_data.pop(k)
+        backend, target = self.owner[k], TensorData(self.storages[k], (data.size,))
+
+        def refill() -> None:
+            fresh = np.ascontiguousarray(draw(), dtype=data.dtype).reshape(-1)
+            backend.map("copy", TensorData(backend.from_numpy(fresh), (fresh.size,)), target)
+
+        self.host_op(refill, None)  # no guard reads a random stream
+
+    def device_fill(self, take: Any) -> tuple:
+        """The ``(seed, k)`` that ``take()`` gives a backend's random fill, as live numbers: each
+        replay calls ``take()`` again at this point of the step (counting the fill on its
+        generator, as the eager step does) and the fill reads the new pair."""
+        pair = [take()]
+
+        def again() -> None:
+            pair[0] = take()
+
+        self.host_op(again, None)  # no guard reads a random stream
+        what = "a random fill's seed and number"
+        return live.Live(lambda: pair[0][0], what), live.Live(lambda: pair[0][1], what)
 
     def add_guard(self, fn: Any, value: Any, what: str) -> None:
         """Require ``fn()``, evaluated at this point of the step, to keep ``value`` for the capture
@@ -291,10 +327,10 @@ def first_difference(a: Recording, b: Recording) -> str | None:
             return (
                 f"buffer #{k} was built from host data that changed between steps (from "
                 f"{_short(data)} to {_short(other)}): a Python number that changes every step "
-                "(a step counter or learning rate read as a plain number), a random draw made "
-                "on the host (dropout: use p=0 or model.eval()), or a tensor made from "
-                "changing Python data. Pass it as an argument of the step, or count steps with "
-                "torchlight.jit.count_up"
+                "(a step counter or learning rate read as a plain number), random numbers "
+                "drawn with numpy or Python's random module instead of torchlight's, or a "
+                "tensor made from changing Python data. Pass it as an argument of the step, "
+                "count steps with torchlight.jit.count_up, draw with tl.rand/tl.randint"
             )
     return None
 
@@ -310,12 +346,7 @@ def _argument_change(i: int, call: Call, ka: list, kb: list) -> str:
     for x, y in zip(ka, kb):
         if x != y:
             break
-    if call.name.startswith("random"):
-        why = (
-            "random numbers are drawn inside the step (dropout, rand): a replay would reuse "
-            "one draw; use dropout p=0 or model.eval() in a captured step"
-        )
-    elif _mentions(x, "old") or _mentions(y, "old"):
+    if _mentions(x, "old") or _mentions(y, "old"):
         why = (
             "the step reads a tensor that the previous step created (state carried from step "
             "to step by reassignment, or gradients accumulated without zero_grad); update such "

@@ -14,7 +14,14 @@ from .backend.protocol import host_memory
 from .backend.registry import get_backend
 from .dispatch import alloc, wrap
 from .errors import DTypeError, ShapeError
-from .random import device_stream, normal_floats, rng_of, uniform_floats, uniform_ints
+from .random import (
+    device_stream,
+    host_drawn,
+    normal_floats,
+    rng_of,
+    uniform_floats,
+    uniform_ints,
+)
 from .storage import TensorData
 from .tensor import Tensor
 
@@ -319,7 +326,9 @@ def _random(shape, draw, dtype, device, requires_grad, kind=None, generator=None
         be.random_(t._td, kind, *device_stream(generator))
         return t.requires_grad_(True) if requires_grad else t
     # drawn at the tensor's precision: a float64 uniform rounded to float32 could be 1.0
-    return _on(draw(generator, shape, dt.np), be, dt, requires_grad)
+    return host_drawn(
+        lambda: draw(generator, shape, dt.np), lambda a: _on(a, be, dt, requires_grad)
+    )
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
@@ -374,10 +383,14 @@ def randint(low, high=None, size=(), dtype=None, device=None, generator=None):
     if high is None:
         low, high = 0, low
     low, high = int(low), int(high)
-    arr = uniform_ints(generator, low, high, creation.size_of((size,)))
+    shape = creation.size_of((size,))
     dt = dtypes.as_dtype(dtype or dtypes.int64)
+    be = get_backend(device)
     # the bounds are known: no pass over the values to record them
-    return creation.from_numpy_on(arr, get_backend(device), dt, like=Tensor, bounds=(low, high - 1))
+    return host_drawn(
+        lambda: uniform_ints(generator, low, high, shape),
+        lambda a: creation.from_numpy_on(a, be, dt, like=Tensor, bounds=(low, high - 1)),
+    )
 
 
 def randperm(n, dtype=None, device=None, requires_grad=False, generator=None):
@@ -390,8 +403,11 @@ def randperm(n, dtype=None, device=None, requires_grad=False, generator=None):
     n = int(n)
     if n < 0:
         raise ShapeError(f"randperm: n must be non-negative, got {n}")
-    perm = rng_of(generator).permutation(n).astype(np.int64)
-    return _on(perm, device, dtypes.as_dtype(dtype or dtypes.int64), requires_grad)
+    dt = dtypes.as_dtype(dtype or dtypes.int64)
+    return host_drawn(
+        lambda: rng_of(generator).permutation(n).astype(np.int64),
+        lambda a: _on(a, device, dt, requires_grad),
+    )
 
 
 def from_dlpack(ext_tensor, *, device=None, copy=None):

@@ -7,12 +7,22 @@ of such fills drawn since it was seeded (:func:`device_stream`, :func:`stream_ba
 ``manual_seed`` makes those reproducible too, with numbers that differ from the host stream's (as
 PyTorch's CPU and CUDA streams differ). ``uniform_``, ``normal_``, ``randint`` and the rest always
 draw from the host stream.
+
+A captured training step (``torchlight.jit.capture_step``) draws afresh at every replay, from the
+same streams in the same order as the eager step would: every draw goes through
+:func:`host_drawn` or :func:`device_stream`, which tell the step's recorder
+(:data:`torchlight.tensor.recorders.active`) how to repeat it: its ``host_fill(view, draw)``
+makes each replay refill the tensor's storage from a new ``draw()``, and its
+``device_fill(take)`` returns a device fill's ``(seed, k)`` as numbers each replay takes anew
+from ``take()``.
 """
 
 import math
 from typing import cast
 
 import numpy as np
+
+from . import recorders
 
 __all__ = [
     "Generator",
@@ -28,6 +38,7 @@ __all__ = [
     "normal_floats",
     "NORMAL_PAIRS_MIN",
     "GOLDEN",
+    "host_drawn",
 ]
 
 
@@ -223,11 +234,41 @@ def device_stream(generator=None) -> tuple:
     ``k`` is the number of device fills drawn from ``generator`` (default: the default generator)
     since it was last seeded; a backend derives its device random state from the pair, so a
     re-seeded generator repeats its device numbers. Host draws are not affected.
+
+    >>> from torchlight.tensor.random import device_stream
+    >>> g = tl.Generator().manual_seed(5)
+    >>> device_stream(g), device_stream(g), device_stream(g.manual_seed(5))
+    ((5, 0), (5, 1), (5, 0))
     """
     gen = generator or default_generator
-    k = gen._device_draws
-    gen._device_draws = k + 1
-    return gen._seed, k
+
+    def take() -> tuple:
+        k = gen._device_draws
+        gen._device_draws = k + 1
+        return gen._seed, k
+
+    if recorders.active:  # a replay takes the next fill's numbers, not this one's
+        return recorders.active[-1].device_fill(take)
+    return take()
+
+
+def host_drawn(draw, make):
+    """``make(draw())``: a tensor made (by ``make``, from a numpy array) of random numbers that
+    ``draw()`` takes from a host stream. Every random factory that draws on the host goes through
+    here, so that a captured step redraws: while a step is being recorded, the recorder learns
+    that each replay refills the tensor from a new ``draw()``. ``draw`` must look its generator up
+    when called (``manual_seed`` replaces the stream).
+
+    >>> import numpy as np
+    >>> from torchlight.tensor.random import host_drawn, rng_of
+    >>> t = host_drawn(lambda: rng_of(None).random(3), tl.tensor)
+    >>> t.shape, t.dtype
+    ((3,), torchlight.float64)
+    """
+    t = make(draw())
+    if recorders.active:
+        recorders.active[-1].host_fill(t._td, draw)
+    return t
 
 
 GOLDEN = 0x9E3779B97F4A7C15

@@ -10,7 +10,7 @@ import numpy as np
 from . import dtypes
 from .creation import from_numpy_on
 from .errors import DTypeError, ShapeError
-from .random import rng_of
+from .random import host_drawn, rng_of
 
 __all__ = ["multinomial", "bernoulli"]
 
@@ -85,5 +85,7 @@ def bernoulli(input, p=None, generator=None):
         probs = np.full(input.shape, float(p))
     if np.any(probs > 1) or np.any(probs < 0):
         raise ShapeError("bernoulli: probabilities must lie in [0, 1]")
-    draw = rng_of(generator).random(input.shape) < probs
-    return from_numpy_on(draw.astype(input.dtype.np), input.backend, input.dtype, like=input)
+    return host_drawn(
+        lambda: (rng_of(generator).random(input.shape) < probs).astype(input.dtype.np),
+        lambda a: from_numpy_on(a, input.backend, input.dtype, like=input),
+    )

@@ -36,7 +36,7 @@ from .functions import (
 from .functions.positions import host_positions as positions_of
 from .functions.positions import storage_offsets
 from .printing import format_values
-from .random import rng_of
+from .random import host_drawn, rng_of
 from .sampling import bernoulli, multinomial
 from .size import Size
 
@@ -1832,7 +1832,11 @@ class Tensor(TensorConveniences, TensorBase):
         >>> bool((w.abs() <= 1).all())
         True
         """
-        return self.copy_(_host(rng_of(generator).uniform(a, b, self.shape), self))
+        return self.copy_(
+            host_drawn(
+                lambda: rng_of(generator).uniform(a, b, self.shape), lambda arr: _host(arr, self)
+            )
+        )
 
     def normal_(self, mean=0.0, std=1.0, generator=None):
         r"""In place: fill with samples from :math:`\mathcal N(\text{mean}, \text{std}^2)`, drawn
@@ -1842,7 +1846,12 @@ class Tensor(TensorConveniences, TensorBase):
         >>> abs(w.std().item() - 0.5) < 0.02
         True
         """
-        return self.copy_(_host(rng_of(generator).normal(mean, std, self.shape), self))
+        return self.copy_(
+            host_drawn(
+                lambda: rng_of(generator).normal(mean, std, self.shape),
+                lambda arr: _host(arr, self),
+            )
+        )
 
     def _inplace_result(self, name, result):
         """Write ``result`` (computed out of place from this tensor's data) into this tensor."""

@@ -28,6 +28,7 @@ from ..dispatch import (
     where_op,
 )
 from ..errors import DTypeError, ShapeError, TensorIndexError
+from ..recorders import capturing
 from .gathering import IndexSelect, add_at_index
 from .pointwise import where_in_backward
 from .positions import host_positions
@@ -320,9 +321,12 @@ def _rows(x, index):
     else:
         flat = idx.reshape(-1)
     if td.size:
-        # the values as they are now, not the recorded range: x[idx] has always read its index
-        # back (one changed behind the core's back through a shared numpy view included)
-        lo, hi = value_range(idx.backend.to_numpy(td))
+        if capturing():  # a read is refused there: the record (a replay's kernel checks anew)
+            lo, hi = index_range(idx)
+        else:
+            # the values as they are now, not the recorded range: x[idx] has always read its
+            # index back (one changed behind the core's back through a shared numpy view included)
+            lo, hi = value_range(idx.backend.to_numpy(td))
         if lo < 0 or hi >= x.shape[0]:
             return None
         set_index_range(flat, lo, hi)  # IndexSelect's check then reads nothing again

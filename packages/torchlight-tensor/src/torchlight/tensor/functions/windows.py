@@ -55,6 +55,7 @@ from ..dispatch import (
     zip_op,
 )
 from ..errors import ShapeError
+from ..recorders import is_recording
 from ..storage import TensorData
 
 __all__ = [
@@ -315,7 +316,11 @@ def _to_winners(g, x, y, win):
 
 
 def _finite(t):
-    """True when every value of ``t`` is finite (one sum: NaN or ±inf anywhere makes it so)."""
+    """True when every value of ``t`` is known to be finite (one sum read on the host: NaN or
+    ±inf anywhere makes it so). False while a step is recorded for a replay, which would not
+    decide again: the path for any values is taken, with the same results on finite ones."""
+    if is_recording():
+        return False
     return math.isfinite(reduce_op("sum", t, tuple(range(t.ndim))).item())
 
 
@@ -337,7 +342,7 @@ def winner_masks(x, y, win):
     masks = _first(views, y, dtype, lambda v: zip_op("eq", v, y, dtypes.bool_))
     if y.dtype.is_floating_point and not _finite(y):
         nan = cast(zip_op("ne", y, y, dtypes.bool_), dtype)
-        if reduce_op("sum", nan, tuple(range(nan.ndim))).item():
+        if is_recording() or reduce_op("sum", nan, tuple(range(nan.ndim))).item():
             last = _first(views[::-1], y, dtype, lambda v: zip_op("ne", v, v, dtypes.bool_), nan)
             masks = [zip_into("add", m, n) for m, n in zip(masks, last[::-1])]
     return masks
