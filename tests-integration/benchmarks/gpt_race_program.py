@@ -230,7 +230,8 @@ def train(recipe: dict, arrays, capture: bool = False) -> None:
                 break
     if step % recipe["eval_every"]:
         evaluation()
-    emit("done", step=step, seconds=seconds, wall=time.perf_counter() - wall0)
+    captured = {"capture": train_step.state, "kernel_calls": train_step.n_calls} if capture else {}
+    emit("done", step=step, seconds=seconds, wall=time.perf_counter() - wall0, **captured)
 
 
 def main(argv=None) -> None:

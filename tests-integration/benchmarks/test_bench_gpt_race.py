@@ -1,9 +1,12 @@
 """bench_gpt_race.py: its arithmetic on hand numbers, the recipe against train.py's own
-functions, and one real race of the tiny preset (the torchlight side; PyTorch's when importable)."""
+functions, one real race of the tiny preset (the torchlight side; PyTorch's when importable), and
+the torchlight side with its step captured against the same side eager."""
 
+import dataclasses
 import importlib.util
 import json
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -160,3 +163,37 @@ def test_a_real_race_of_the_tiny_preset(tiny_recipe, tmp_path, capsys):
         assert s["time_ratio"] is not None
     else:
         assert "PyTorch is not importable" in text
+
+
+def test_only_the_torchlight_side_is_given_capture():
+    recipe = Path("r")
+    assert "--capture" not in race.command("torch", recipe, capture=True)
+    assert race.command("torchlight", recipe, capture=True)[-1] == "--capture"
+    assert "--capture" not in race.command("torchlight", recipe)
+    assert race.label("numba", True) == "torchlight (numba, captured step)"
+    assert race.label("cpu", False) == "torchlight (cpu)"
+
+
+def test_a_captured_side_trains_exactly_as_the_eager_side(tmp_path):
+    """``gpt_race_program.py --capture`` replays its training step (clipping and AdamW with a
+    new learning rate every step, dropout 0.1 seeded per step): its validation losses equal
+    the eager run's, since each replay draws the masks the eager step draws."""
+    cfg = dataclasses.replace(gpt_race_recipe.preset_config("tiny", 12), dropout=0.1)
+    recipe = tmp_path / "recipe"
+    gpt_race_recipe.write_recipe(recipe, cfg, seconds=120.0, eval_every=4)
+    runs = []
+    for capture in (False, True):
+        proc = subprocess.run(
+            race.command("torchlight", recipe, capture),
+            env=race.child_env("torchlight", "cpu"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        runs.append(([e["val_loss"] for e in events if e["event"] == "eval"], events[-1]))
+    (eager, _), (captured, done) = runs
+    assert done["capture"] == "captured" and done["kernel_calls"] > 0
+    assert len(eager) == 4 and captured == eager
+    assert eager[-1] < eager[0] - 0.1  # it trained

@@ -33,8 +33,9 @@ no autograd graph, no module code, no allocation::
 
 Replays need the captured argument shapes; Python numbers that change per step must be declared
 (:func:`count_up` makes a step counter :class:`Live`; :func:`guard` stops replays when a setting
-changes — torchlight's optimizers do both). ``.item()`` inside the step, random draws and
-changing control flow are refused with :class:`TraceError`. See :mod:`torchlight.jit.step`.
+changes — torchlight's optimizers do both). Random draws (dropout) are drawn anew by each
+replay, as by an eager step. ``.item()`` inside the step and changing control flow are refused
+with :class:`TraceError`. See :mod:`torchlight.jit.step`.
 """
 
 from .fusion import ElementwiseChain, get_compiler

@@ -18,7 +18,8 @@ Random draws are repeated, not frozen: a tensor drawn on the host (``tl.rand`` o
 backend, ``randint``, ``randperm``, ``normal_``) is refilled by a host operation of the replay
 from a new draw of the same stream, and a backend's own random fill (``random_``) takes its
 ``(seed, k)`` as live numbers counted afresh at each replay (:mod:`torchlight.tensor.random`
-reports both to the recorder in :data:`torchlight.tensor.recorders.active`). A replay therefore draws exactly what the eager step would have drawn.
+reports both to the recorder in :data:`torchlight.tensor.recorders.active`). A replay therefore
+draws exactly what the eager step would have drawn.
 
 A device→host read (``to_numpy``: ``.item()``, ``.tolist()``, ``.numpy()``) stops the recording
 with a :class:`~torchlight.jit.TraceError`: what the step does with a host value cannot be

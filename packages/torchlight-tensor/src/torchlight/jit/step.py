@@ -16,8 +16,8 @@ The calls, step by step:
   step; kernels compile);
 * the next two run eagerly while recording; they must agree (same kernels, shapes, buffers and
   constants), else :class:`~torchlight.jit.TraceError` says what changed — Python control flow,
-  a random draw, a host number that changes per step (the call that raises has run the step
-  eagerly, unless it stopped at a host read such as ``.item()``);
+  a host number that changes per step (the call that raises has run the step eagerly, unless
+  it stopped at a host read such as ``.item()``);
 * every later call is a replay. Its tensor arguments must have the captured shapes, dtypes and
   devices, its other arguments the captured values, and every :func:`~torchlight.jit.guard` its
   captured answer; otherwise it raises :class:`~torchlight.jit.TraceError` before running
@@ -27,7 +27,10 @@ What a replay does not do: run the step's Python code. Python state the step rea
 tensors (``model.train()``/``eval()``, flags in a closure) is frozen at capture: ``.reset()``
 after changing it. Host state the step changes must be declared
 (:func:`~torchlight.jit.count_up` counts steps; torchlight's optimizers use it, so Adam's bias
-correction follows the step). Reading a value on the host inside the step
+correction follows the step). Random draws of torchlight's generators (dropout, ``tl.rand``,
+``randint``, ``randperm``, ``normal_``, ...) are drawn afresh by every replay, from the same
+streams in the same order as an eager step: a replay draws what the eager step would have
+drawn (``manual_seed`` between steps included). Reading a value on the host inside the step
 (``.item()``) is refused while recording. Tensors the step reads that are not arguments
 (parameters, optimizer state) are read by reference, their current values at each replay.
 Tensors returned by the step are returned as fresh copies, detached from autograd.
@@ -253,8 +256,9 @@ def capture_step(
     tensors the step leaves on Python objects, such as ``p.grad``, are then the eager call's
     until the next capture. Host values that change per step must be declared
     (:func:`~torchlight.jit.count_up`, :func:`~torchlight.jit.guard`); ``.item()`` inside the
-    step, random draws and data-dependent control flow are refused with a
-    :class:`~torchlight.jit.TraceError`.
+    step and data-dependent control flow are refused with a
+    :class:`~torchlight.jit.TraceError`. Dropout and other draws of torchlight's generators are
+    drawn anew by every replay, as by the eager step.
 
     >>> import torchlight as tl
     >>> from torchlight import nn

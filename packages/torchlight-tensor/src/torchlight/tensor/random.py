@@ -259,7 +259,6 @@ def host_drawn(draw, make):
     that each replay refills the tensor from a new ``draw()``. ``draw`` must look its generator up
     when called (``manual_seed`` replaces the stream).
 
-    >>> import numpy as np
     >>> from torchlight.tensor.random import host_drawn, rng_of
     >>> t = host_drawn(lambda: rng_of(None).random(3), tl.tensor)
     >>> t.shape, t.dtype
