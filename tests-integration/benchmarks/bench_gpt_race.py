@@ -177,19 +177,10 @@ def torch_available() -> bool:
 
 def command(side: str, recipe: Path, capture: bool = False) -> list:
     """The child's command line: the program as a script (PyTorch) or through torchlight.compat
-    (with ``--capture`` when ``capture``)."""
-    if side == "torch":
-        return [sys.executable, str(PROGRAM), "--recipe", str(recipe)]
-    flags = ["--capture"] if capture else []
-    return [
-        sys.executable,
-        "-m",
-        "torchlight.compat",
-        str(PROGRAM),
-        "--recipe",
-        str(recipe),
-        *flags,
-    ]
+    (with ``--capture`` when ``capture``: PyTorch has no ``capture_step``)."""
+    runner = [] if side == "torch" else ["-m", "torchlight.compat"]
+    flags = ["--capture"] if capture and side != "torch" else []
+    return [sys.executable, *runner, str(PROGRAM), "--recipe", str(recipe), *flags]
 
 
 def child_env(side: str, backend: str) -> dict:
