@@ -2,6 +2,10 @@
 column blocks, batch entries, transposed / sliced / broadcast operands read in place or packed, an
 output without unit-stride columns, and the layout rule ``blas_strides``."""
 
+import os
+import subprocess
+import sys
+
 import numba
 import numpy as np
 import pytest
@@ -128,3 +132,25 @@ def test_without_scipy_matmul_falls_back_to_numpy_with_a_warning(monkeypatch):
         got = (_t(x) @ _t(y)).numpy()
     np.testing.assert_allclose(got, x @ y, rtol=1e-12)
     np.testing.assert_allclose((_t(x) @ _t(y)).numpy(), x @ y, rtol=1e-12)  # warned once only
+
+
+def test_loading_the_backend_caps_blas_at_one_thread():
+    """Loading the backend (before any product) leaves every BLAS library at one thread: small
+    products go through ``np.matmul``, and a second pool spinning there held the core numba's
+    next parallel loop needed (a LeNet step 4.6x slower at two threads than at one)."""
+    script = (
+        "import numpy, threadpoolctl\n"
+        "def blas(): return sorted({p['num_threads'] for p in threadpoolctl.threadpool_info()"
+        " if p['user_api'] == 'blas'})\n"
+        "before = blas()\n"
+        "from torchlight.tensor.backend.registry import get_backend\n"
+        "get_backend('numba')\n"
+        "print(before, blas())\n"
+    )
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    before, after = out.stdout.split("] [")
+    assert before == "[2", out.stdout  # the check below means something: BLAS started at two
+    assert after.strip() == "1]", out.stdout

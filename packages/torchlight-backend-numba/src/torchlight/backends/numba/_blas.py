@@ -12,9 +12,10 @@ sliced over a Python thread pool, which still waited for numba's spinning worker
 
 BLAS itself comes from ``scipy.linalg.cython_blas``, the function pointers numba documents for
 calling compiled code (``numba.extending.get_cython_function_address``); the pointer is a kernel
-*argument*, so numba's on-disk cache stays valid across processes. On first use the BLAS
-libraries of the process are set to one thread each (``threadpoolctl``): the parallelism is
-numba's.
+*argument*, so numba's on-disk cache stays valid across processes. The BLAS libraries of the
+process run one thread each from the moment the backend loads (:func:`one_blas_thread`): the
+parallelism is numba's, and the small products that still go through ``np.matmul`` must not
+wake a second pool either.
 
 BLAS is column-major, our rows are row-major: a row-major ``C = A·B`` is the column-major
 ``Cᵀ = Bᵀ·Aᵀ``, and a row-major matrix *is* its transpose in column-major order with the row
@@ -37,7 +38,7 @@ from torchlight.tensor.indexing import coalesce
 from ._jit import kernel
 from ._matmul import _batch3
 
-__all__ = ["SPLIT_MIN", "blas_strides", "gemm", "gemm_for", "gemm_kernel"]
+__all__ = ["SPLIT_MIN", "blas_strides", "gemm", "gemm_for", "gemm_kernel", "one_blas_thread"]
 
 # Products below SPLIT_MIN multiply-adds run one BLAS call on the calling thread (a parallel
 # region costs microseconds to open); above it each output is cut into one block per thread.
@@ -47,14 +48,28 @@ _N, _T = 78, 84  # ord("N"), ord("T"): Fortran's trans arguments
 _GEMM: dict[np.dtype | None, Any] = {}
 
 
+def one_blas_thread():
+    """Cap every BLAS library loaded in the process at one thread (``threadpoolctl``).
+
+    Called when the backend loads and again once scipy's BLAS is loaded (:func:`gemm_for`): a
+    library loaded after a cap keeps its own thread count. Why one thread, even for the small
+    products ``np.matmul`` takes: OpenBLAS's workers spin after each call, and on two cores they
+    hold the core a numba parallel loop needs next. A LeNet step (batch 16, every product small)
+    took 15 ms at two threads with BLAS uncapped, 3.2 ms capped, 3.7 ms at one thread
+    (``docs/developer/performance.md``, stop 40).
+    """
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(1, user_api="blas")
+
+
 def _load():
     """scipy's ``sgemm``/``dgemm`` as ctypes function pointers; caps BLAS at one thread."""
     import scipy.linalg.cython_blas  # noqa: F401  (loads the BLAS library before the cap)
-    from threadpoolctl import threadpool_limits
 
     from numba.extending import get_cython_function_address
 
-    threadpool_limits(1, user_api="blas")
+    one_blas_thread()
     sig = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 13)  # Fortran: every argument by pointer
     return {
         np.dtype(dt): sig(get_cython_function_address("scipy.linalg.cython_blas", name))
@@ -65,7 +80,8 @@ def _load():
 def gemm_for(dtype):
     """The ``?gemm`` of scipy's BLAS for ``dtype`` (None for other dtypes, or when scipy or
     threadpoolctl is missing: the backend then multiplies through ``np.matmul``, with a warning
-    once). The first call caps the process's BLAS libraries at one thread."""
+    once). The first call caps scipy's BLAS library at one thread, as the backend's load capped
+    numpy's."""
     if not _GEMM:
         try:
             _GEMM.update(_load())

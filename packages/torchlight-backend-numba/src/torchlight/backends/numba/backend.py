@@ -337,6 +337,7 @@ class NumbaBackend:
         #: route elementwise ops that numpy does faster to the numpy backend (routing.TABLE)
         self.numpy_ufuncs = numpy_ufuncs
         self._np = NumpyBackend()
+        B.one_blas_thread()  # numba's pool is the process's only one (_blas)
 
     def set_num_threads(self, n):
         """Capability ``threads``: the parallel kernels use at most ``n`` threads of numba's
