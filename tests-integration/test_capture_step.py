@@ -419,3 +419,25 @@ def test_on_mismatch_eager_runs_odd_batches_eagerly(device):
     np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=TOL, atol=TOL)
     for a, b in zip(runs[1][1], runs[0][1]):
         np.testing.assert_allclose(a, b, rtol=TOL, atol=TOL)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_on_mismatch_capture_keeps_one_capture_per_batch_size(device):
+    """Batches of three sizes in turn, each size captured on its own and replayed: the run
+    matches eager training step for step (Adam's state shared by every capture)."""
+    full = _mlp_batches()[:24]
+    batches = [(x[: 16 - 5 * (i % 3)], y[: 16 - 5 * (i % 3)]) for i, (x, y) in enumerate(full)]
+    runs = []
+    for captured in (False, True):
+        tl.manual_seed(0)
+        model = _mlp().to(device)
+        opt = OPTIMIZERS["adam"](model)
+        step = _train_step(model, opt, _ce)
+        if captured:
+            step = tl.jit.capture_step(step, on_mismatch="capture")
+        losses = [step(x.to(device), y.to(device)).item() for x, y in batches]
+        runs.append((losses, [p.detach().numpy().copy() for p in model.parameters()]))
+    assert step.n_captures == 3
+    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=TOL, atol=TOL)
+    for a, b in zip(runs[1][1], runs[0][1]):
+        np.testing.assert_allclose(a, b, rtol=TOL, atol=TOL)

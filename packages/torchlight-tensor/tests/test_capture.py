@@ -293,8 +293,49 @@ def test_bad_uses_are_refused():
         tl.jit.capture_step(lambda x: 1.5, warmup=0)(tl.ones(2))
     with pytest.raises(TraceError, match="warmup"):
         tl.jit.capture_step(lambda x: x, warmup=-1)
-    with pytest.raises(TraceError, match="on_mismatch must be"):
+    with pytest.raises(TraceError, match="on_mismatch must be one of 'error', 'eager'"):
         tl.jit.capture_step(lambda x: x, on_mismatch="recapture")
+    with pytest.raises(TraceError, match="max_captures must be >= 1"):
+        tl.jit.capture_step(lambda x: x, on_mismatch="capture", max_captures=0)
+
+
+def test_a_changed_shape_is_refused_with_the_way_to_capture_it_too():
+    captured = tl.jit.capture_step(lambda x: x * 2)
+    for _ in range(3):
+        captured(tl.ones(4))
+    with pytest.raises(TraceError, match='on_mismatch="capture"'):
+        captured(tl.ones(5))
+
+
+def test_one_capture_per_shape_each_replaying_its_own_calls():
+    """on_mismatch="capture": every shape gets its warm-up, two recordings, then replays; the
+    shapes may interleave, and each replay computes its own shape's values (numpy oracle)."""
+    total = tl.zeros(1)
+
+    def step(x):
+        total.add_(x.sum(0, keepdim=True))  # state carried from step to step
+        return x * 2 + total
+
+    captured = tl.jit.capture_step(step, on_mismatch="capture")
+    expect_total, lengths = 0.0, [3, 5, 3, 5, 2, 3, 5, 2, 2, 3, 5, 2, 5, 3]
+    for i, n in enumerate(lengths):
+        x = np.arange(n, dtype=np.float32) + i
+        expect_total += x.sum()
+        out = captured(tl.tensor(x))
+        np.testing.assert_allclose(out.numpy(), x * 2 + expect_total, rtol=1e-6)
+    assert captured.n_captures == 3  # 3, 5 and 2: each seen at least four times
+    assert captured.state == "captured" and captured.n_calls > 0
+    captured.reset()
+    assert captured.n_captures == 0 and captured.state == "warmup"
+
+
+def test_past_max_captures_other_shapes_run_eagerly_with_one_warning():
+    captured = tl.jit.capture_step(lambda x: x + 1, on_mismatch="capture", max_captures=2)
+    with pytest.warns(RuntimeWarning, match="max_captures=2.*run eagerly") as seen:
+        for _ in range(4):
+            for n in (2, 3, 4):
+                np.testing.assert_allclose(captured(tl.zeros(n)).numpy(), np.ones(n))
+    assert len(seen) == 1 and captured.n_captures == 2
 
 
 def test_decorator_forms_and_repr():

@@ -17,6 +17,10 @@ import unicodedata
 import torch
 import torch.nn as nn
 
+CAPTURE_HELP = (
+    "torchlight only: capture the training step once per name length and replay it "
+    "(tl.jit.capture_step)"
+)
 ALL_LETTERS = string.ascii_letters + " .,;'"
 N_LETTERS = len(ALL_LETTERS)
 
@@ -72,6 +76,7 @@ def main():
     parser.add_argument("--hidden", type=int, default=128)
     parser.add_argument("--lr", type=float, default=0.005)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--capture", action="store_true", help=CAPTURE_HELP)
     args = parser.parse_args()
 
     random.seed(args.seed)
@@ -106,14 +111,17 @@ def main():
         # plain SGD, written out
         for p in rnn.parameters():
             p.data.add_(p.grad.data, alpha=-args.lr)
-        return output, loss.item()
+        return output, loss
+
+    if args.capture:  # torchlight only: one capture per name length
+        train = torch.jit.capture_step(train, on_mismatch="capture", max_captures=32)
 
     start = time.time()
     current_loss = 0.0
     for it in range(1, args.iters + 1):
         category, line, category_tensor, line_tensor = random_training_example()
         output, loss = train(category_tensor, line_tensor)
-        current_loss += loss
+        current_loss += loss.item()
         if it % args.print_every == 0:
             guess = all_categories[output.topk(1)[1][0].item()]
             mark = "ok" if guess == category else f"wrong ({category})"
@@ -122,6 +130,8 @@ def main():
                 f"loss {current_loss / args.print_every:.4f} {line} / {guess} {mark}"
             )
             current_loss = 0.0
+    if args.capture:
+        print(f"training step: {train.state}, {train.n_captures} shapes captured")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torch.optim as optim
 
+CAPTURE_HELP = (
+    "torchlight only: capture the training step once per sentence length and replay it "
+    "(tl.jit.capture_step)"
+)
 TRAINING_DATA = [
     ("the dog ate the apple".split(), ["DET", "NN", "V", "DET", "NN"]),
     ("everybody read that book".split(), ["NN", "V", "DET", "NN"]),
@@ -46,6 +50,7 @@ def main():
     parser.add_argument("--hidden-dim", type=int, default=6)
     parser.add_argument("--lr", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--capture", action="store_true", help=CAPTURE_HELP)
     args = parser.parse_args()
 
     torch.manual_seed(args.seed)
@@ -59,16 +64,22 @@ def main():
     loss_function = nn.NLLLoss()
     optimizer = optim.SGD(model.parameters(), lr=args.lr)
 
+    def train_step(sentence_in, targets):
+        model.zero_grad()
+        tag_scores = model(sentence_in)
+        loss = loss_function(tag_scores, targets)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    if args.capture:  # torchlight only: one capture per sentence length (two here)
+        train_step = torch.jit.capture_step(train_step, on_mismatch="capture")
     for epoch in range(args.epochs):
         total = 0.0
         for sentence, tags in TRAINING_DATA:
-            model.zero_grad()
             sentence_in = prepare_sequence(sentence, word_to_ix)
             targets = prepare_sequence(tags, TAG_TO_IX)
-            tag_scores = model(sentence_in)
-            loss = loss_function(tag_scores, targets)
-            loss.backward()
-            optimizer.step()
+            loss = train_step(sentence_in, targets)
             total += loss.item()
         print(f"epoch {epoch} loss {total / len(TRAINING_DATA):.6f}")
 
@@ -77,6 +88,8 @@ def main():
         predicted = model(inputs).argmax(dim=1).tolist()
     ix_to_tag = {v: k for k, v in TAG_TO_IX.items()}
     print("predicted:", [ix_to_tag[i] for i in predicted])
+    if args.capture:
+        print(f"training step: {train_step.state}, {train_step.n_captures} shapes captured")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ The calls, step by step:
 * every later call is a replay. Its tensor arguments must have the captured shapes, dtypes and
   devices, its other arguments the captured values, and every :func:`~torchlight.jit.guard` its
   captured answer; otherwise it raises :class:`~torchlight.jit.TraceError` before running
-  anything (:meth:`CapturedStep.reset` captures afresh).
+  anything (:meth:`CapturedStep.reset` captures afresh), or, as ``on_mismatch`` asks, runs
+  eagerly or goes to another capture for its own signature (each one a :class:`CapturedStep`
+  of its own, going through the same calls).
 
 What a replay does not do: run the step's Python code. Python state the step reads besides
 tensors (``model.train()``/``eval()``, flags in a closure) is frozen at capture: ``.reset()``
@@ -39,21 +41,26 @@ Tensors returned by the step are returned as fresh copies, detached from autogra
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
-from torchlight.tensor.dispatch import alloc, index_range, same_backend, set_index_range
-from torchlight.tensor.storage import TensorData
 from torchlight.tensor.tensor import Tensor
 
 from .live import capturing
 from .recording import Call, Recording, first_difference
+from .step_buffers import buffer_like, load_input, materialise, output_template, restores
 from .step_fusion import fuse_calls
 from .tape import TraceError
 
-__all__ = ["capture_step", "CapturedStep"]
+__all__ = ["capture_step", "CapturedStep", "MAX_CAPTURES", "ON_MISMATCH"]
+
+ON_MISMATCH = ("error", "eager", "capture")
+"""What a captured step does with a call whose arguments do not match its capture: raise, run
+it eagerly, or capture that signature too (:func:`capture_step`)."""
+MAX_CAPTURES = 8
+"""How many signatures ``on_mismatch="capture"`` captures before running others eagerly: as
+``torch.compile``'s default recompile limit; each capture holds its own buffers."""
 
 
 class CapturedStep:
@@ -61,7 +68,8 @@ class CapturedStep:
 
     Call it like the function it wraps. ``state`` is ``"warmup"``, ``"recording"``,
     ``"captured"`` (replays from now on); ``n_calls`` is the number of kernel calls a replay
-    issues; ``calls`` lists them (fused runs as ``FusedCall``).
+    issues; ``calls`` lists them (fused runs as ``FusedCall``). With ``on_mismatch="capture"``
+    these describe the first signature's capture, and ``n_captures`` counts them all.
 
     >>> import torchlight as tl
     >>> w = tl.zeros(3)
@@ -73,13 +81,24 @@ class CapturedStep:
     """
 
     def __init__(
-        self, fn: Callable, warmup: int = 1, fuse: bool = False, on_mismatch: str = "error"
+        self,
+        fn: Callable,
+        warmup: int = 1,
+        fuse: bool = False,
+        on_mismatch: str = "error",
+        max_captures: int = MAX_CAPTURES,
     ) -> None:
         if warmup < 0:
             raise TraceError(f"warmup must be >= 0, got {warmup}")
-        if on_mismatch not in ("error", "eager"):
-            raise TraceError(f"on_mismatch must be 'error' or 'eager', got {on_mismatch!r}")
+        if on_mismatch not in ON_MISMATCH:
+            raise TraceError(
+                f"on_mismatch must be one of {', '.join(map(repr, ON_MISMATCH))}, "
+                f"got {on_mismatch!r}"
+            )
+        if max_captures < 1:
+            raise TraceError(f"max_captures must be >= 1, got {max_captures}")
         self.on_mismatch = on_mismatch
+        self.max_captures = max_captures
         self.fn = fn
         self.warmup = warmup
         self.fuse = bool(fuse)
@@ -87,8 +106,9 @@ class CapturedStep:
         self.reset()
 
     def reset(self) -> None:
-        """Forget the capture: the next calls run eagerly and record again (after a shape change
-        you want, a learning-rate change, a model change)."""
+        """Forget the capture (every one, with ``on_mismatch="capture"``): the next calls run
+        eagerly and record again (after a shape change you want, a learning-rate change, a
+        model change)."""
         self._eager_left = self.warmup
         self._first: Recording | None = None
         self._signature: tuple | None = None
@@ -97,6 +117,9 @@ class CapturedStep:
         self._guards: list = []
         self._outputs: Any = None
         self._keep: Recording | None = None
+        # on_mismatch="capture": one more CapturedStep per other signature (see _mismatch)
+        self._others: dict[tuple, CapturedStep] = {}
+        self._warned = False
 
     @property
     def state(self) -> str:
@@ -112,8 +135,16 @@ class CapturedStep:
 
     @property
     def n_calls(self) -> int:
-        """How many kernel calls (and host operations) one replay issues (0 before capture)."""
+        """How many kernel calls (and host operations) one replay issues (0 before capture);
+        with several captures (``on_mismatch="capture"``), the first one's."""
         return len(self._replay)
+
+    @property
+    def n_captures(self) -> int:
+        """How many argument signatures (shapes, dtypes, devices, other arguments) have a
+        capture that replays: at most 1, or up to ``max_captures`` with
+        ``on_mismatch="capture"``."""
+        return sum(s._keep is not None for s in (self, *self._others.values()))
 
     # --- calling -----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -151,17 +182,17 @@ class CapturedStep:
         tensors, sig = self._split(args, kwargs)
         if self._signature is None:
             self._signature = sig
-            self._buffers = [_buffer_like(t) for t in tensors]
+            self._buffers = [buffer_like(t) for t in tensors]
         elif sig != self._signature:
             return self._mismatch(sig, args, kwargs)
         for buf, t in zip(self._buffers, tensors):
-            _load(buf, t, index_bounds=True)
+            load_input(buf, t, index_bounds=True)
         it = iter(self._buffers)
         b_args = tuple(next(it) if isinstance(a, Tensor) else a for a in args)
         b_kwargs = {k: next(it) if isinstance(v, Tensor) else v for k, v in sorted(kwargs.items())}
         with Recording() as rec:
             result = self.fn(*b_args, **b_kwargs)
-        outputs = _output_template(result, rec)
+        outputs = output_template(result)
         if self._first is None:
             self._first = rec
         else:
@@ -175,10 +206,10 @@ class CapturedStep:
                     "step runs the same ops"
                 )
             self._install(rec, outputs)
-        return _materialise(outputs)
+        return materialise(outputs)
 
     def _install(self, rec: Recording, outputs: Any) -> None:
-        self._replay = _restores(rec) + (fuse_calls(rec.calls) if self.fuse else rec.calls)
+        self._replay = restores(rec) + (fuse_calls(rec.calls) if self.fuse else rec.calls)
         last = max((i for i, e in enumerate(rec.host_program) if e[0] == "guard"), default=-1)
         self._guards = rec.host_program[
             : last + 1
@@ -192,20 +223,36 @@ class CapturedStep:
             return self._mismatch(sig, args, kwargs)
         self._check_guards()
         for buf, t in zip(self._buffers, tensors):
-            _load(buf, t)
+            load_input(buf, t)
         for call in self._replay:
             call.run()
-        return _materialise(self._outputs)
+        return materialise(self._outputs)
 
     def _mismatch(self, sig: tuple, args: tuple, kwargs: dict) -> Any:
+        if self.on_mismatch == "capture":
+            other = self._others.get(sig)
+            if other is None and 1 + len(self._others) < self.max_captures:
+                other = self._others[sig] = CapturedStep(self.fn, self.warmup, self.fuse)
+            if other is not None:
+                return other(*args, **kwargs)
+            if not self._warned:  # as torch.compile past its recompile limit: eager, said once
+                self._warned = True
+                warnings.warn(
+                    f"{self!r} holds max_captures={self.max_captures} captures; calls with "
+                    f"other arguments run eagerly ({_signature_change(self._signature, sig)}). "
+                    "Pass a larger max_captures, or fewer shapes (pad or bucket the batches)",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+            return self.fn(*args, **kwargs)
         if self.on_mismatch == "eager":
             return self.fn(*args, **kwargs)
         raise TraceError(
             f"the captured step was called with arguments that differ from the captured ones: "
             f"{_signature_change(self._signature, sig)}. A capture replays fixed shapes and "
             "takes its non-tensor arguments as constants: keep batches the same size (a "
-            "DataLoader's drop_last=True), pass numbers that change as tensors, or call .reset() "
-            "to capture again"
+            "DataLoader's drop_last=True), pass numbers that change as tensors, call .reset() "
+            'to capture again, or capture each shape with on_mismatch="capture"'
         )
 
     def _check_guards(self) -> None:
@@ -236,7 +283,12 @@ class CapturedStep:
 
 
 def capture_step(
-    fn: Callable | None = None, *, warmup: int = 1, fuse: bool = False, on_mismatch: str = "error"
+    fn: Callable | None = None,
+    *,
+    warmup: int = 1,
+    fuse: bool = False,
+    on_mismatch: str = "error",
+    max_captures: int = MAX_CAPTURES,
 ) -> Any:
     """Capture a whole training step (forward, backward, optimizer update) and replay it.
 
@@ -254,7 +306,11 @@ def capture_step(
     :class:`~torchlight.jit.TraceError`, or with ``on_mismatch="eager"`` runs ``fn`` eagerly
     (say, for the last, smaller batch of an epoch) and keeps the capture for the next calls —
     tensors the step leaves on Python objects, such as ``p.grad``, are then the eager call's
-    until the next capture. Host values that change per step must be declared
+    until the next capture. ``on_mismatch="capture"`` captures each new signature in turn (its
+    own warmup and two recordings, then replays), up to ``max_captures`` of them, after which
+    other signatures run eagerly with a warning: for steps whose shapes take a few values (the
+    length of a name or a sentence). Each capture keeps its own buffers, and ``p.grad`` and the
+    like are then the last recorded signature's tensors, not the last replayed one's. Host values that change per step must be declared
     (:func:`~torchlight.jit.count_up`, :func:`~torchlight.jit.guard`); ``.item()`` inside the
     step and data-dependent control flow are refused with a
     :class:`~torchlight.jit.TraceError`. Dropout and other draws of torchlight's generators are
@@ -277,66 +333,10 @@ def capture_step(
     ('captured', True)
     """
     if fn is None:
-        return lambda f: CapturedStep(f, warmup=warmup, fuse=fuse, on_mismatch=on_mismatch)
-    return CapturedStep(fn, warmup=warmup, fuse=fuse, on_mismatch=on_mismatch)
-
-
-# --- inputs --------------------------------------------------------------------------------------
-def _buffer_like(t: Any) -> Any:
-    return alloc(t.shape, t.dtype, t.backend, t)
-
-
-def _load(buf: Any, t: Any, index_bounds: bool = False) -> None:
-    """Copy ``t``'s values into the captured buffer ``buf`` (a kernel call, no allocation)."""
-    same_backend(buf, t)
-    buf.backend.map("copy", t._td, buf._td)
-    if index_bounds and t.dtype.name == "int64":
-        # the recorded step must not read indices back to check them: their bounds go along
-        lo, hi = index_range(t)
-        set_index_range(buf, lo, hi)
-
-
-# --- outputs -------------------------------------------------------------------------------------
-def _output_template(result: Any, rec: Recording) -> Any:
-    if isinstance(result, Tensor):
-        td = result._td
-        view = TensorData(td.storage, td.shape, td.strides, td.offset)
-        return ("tensor", view, result.backend, result.dtype)  # not the tensor: its graph may go
-    if isinstance(result, (tuple, list)):
-        return (type(result), [_output_template(r, rec) for r in result])
-    if result is None:
-        return None
-    raise TraceError(
-        f"a captured step may return tensors, tuples or lists of them, or None; it returned "
-        f"{type(result).__name__}. Return the tensor and convert it outside the step"
-    )
-
-
-def _materialise(template: Any) -> Any:
-    if template is None:
-        return None
-    if template[0] == "tensor":
-        _, td, backend, dtype = template
-        out = alloc(td.shape, dtype, backend, Tensor)
-        backend.map("copy", td, out._td)
-        return out
-    kind, items = template
-    return kind(_materialise(t) for t in items)
-
-
-def _restores(rec: Recording) -> list[Call]:
-    """Calls that put back host data the step wrote over (a tensor built from Python numbers and
-    then modified in place), so every replay starts from the same constants."""
-    calls = []
-    for k, data in rec.host_data.items():
-        storage, backend = rec.storages[k], rec.owner[k]
-        n = data.size
-        view = TensorData(storage, (n,))
-        if np.array_equal(backend.to_numpy(view), data.reshape(-1), equal_nan=True):
-            continue
-        pristine = TensorData(backend.from_numpy(np.ascontiguousarray(data.reshape(-1))), (n,))
-        calls.append(Call("map", backend.map, ("copy", pristine, view), {}, backend))
-    return calls
+        return lambda f: capture_step(
+            f, warmup=warmup, fuse=fuse, on_mismatch=on_mismatch, max_captures=max_captures
+        )
+    return CapturedStep(fn, warmup, fuse, on_mismatch, max_captures)
 
 
 def _brief(value: Any) -> str:
