@@ -329,6 +329,14 @@ def test_one_capture_per_shape_each_replaying_its_own_calls():
     assert captured.n_captures == 0 and captured.state == "warmup"
 
 
+def test_one_capture_per_signature_takes_unhashable_arguments():
+    captured = tl.jit.capture_step(lambda x, scales: x * scales[0], on_mismatch="capture")
+    for _ in range(4):
+        for scales in ([2.0], [3.0]):  # a list: the signature cannot be a dict key
+            np.testing.assert_allclose(captured(tl.ones(2), scales).numpy(), scales[0])
+    assert captured.n_captures == 2
+
+
 def test_past_max_captures_other_shapes_run_eagerly_with_one_warning():
     captured = tl.jit.capture_step(lambda x: x + 1, on_mismatch="capture", max_captures=2)
     with pytest.warns(RuntimeWarning, match="max_captures=2.*run eagerly") as seen:

@@ -117,8 +117,9 @@ class CapturedStep:
         self._guards: list = []
         self._outputs: Any = None
         self._keep: Recording | None = None
-        # on_mismatch="capture": one more CapturedStep per other signature (see _mismatch)
-        self._others: dict[tuple, CapturedStep] = {}
+        # on_mismatch="capture": (signature, CapturedStep) for each other signature; a list, as
+        # a signature may hold unhashable arguments, and it holds fewer than max_captures
+        self._others: list[tuple[tuple, CapturedStep]] = []
         self._warned = False
 
     @property
@@ -144,7 +145,7 @@ class CapturedStep:
         """How many argument signatures (shapes, dtypes, devices, other arguments) have a
         capture that replays: at most 1, or up to ``max_captures`` with
         ``on_mismatch="capture"``."""
-        return sum(s._keep is not None for s in (self, *self._others.values()))
+        return (self._keep is not None) + sum(s._keep is not None for _, s in self._others)
 
     # --- calling -----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -230,10 +231,12 @@ class CapturedStep:
 
     def _mismatch(self, sig: tuple, args: tuple, kwargs: dict) -> Any:
         if self.on_mismatch == "capture":
-            other = self._others.get(sig)
-            if other is None and 1 + len(self._others) < self.max_captures:
-                other = self._others[sig] = CapturedStep(self.fn, self.warmup, self.fuse)
-            if other is not None:
+            for known, other in self._others:
+                if known == sig:
+                    return other(*args, **kwargs)
+            if 1 + len(self._others) < self.max_captures:
+                other = CapturedStep(self.fn, self.warmup, self.fuse)
+                self._others.append((sig, other))
                 return other(*args, **kwargs)
             if not self._warned:  # as torch.compile past its recompile limit: eager, said once
                 self._warned = True
