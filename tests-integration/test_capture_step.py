@@ -395,6 +395,25 @@ def test_step_that_builds_its_batch_from_host_data_is_refused():
         captured()
 
 
+def _mlp_eager_and_captured(batches, device, on_mismatch):
+    """An MLP trained with Adam on ``batches`` eagerly and through a captured step: every
+    step's loss and the final parameters must agree to TOL. Returns the captured step."""
+    runs = []
+    for captured in (False, True):
+        tl.manual_seed(0)
+        model = _mlp().to(device)
+        opt = OPTIMIZERS["adam"](model)
+        step = _train_step(model, opt, _ce)
+        if captured:
+            step = tl.jit.capture_step(step, on_mismatch=on_mismatch)
+        losses = [step(x.to(device), y.to(device)).item() for x, y in batches]
+        runs.append((losses, [p.detach().numpy().copy() for p in model.parameters()]))
+    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=TOL, atol=TOL)
+    for a, b in zip(runs[1][1], runs[0][1]):
+        np.testing.assert_allclose(a, b, rtol=TOL, atol=TOL)
+    return step
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_on_mismatch_eager_runs_odd_batches_eagerly(device):
     """Full batches replay, the short last batch of each epoch runs eagerly: the run still
@@ -405,20 +424,7 @@ def test_on_mismatch_eager_runs_odd_batches_eagerly(device):
         batches += full[epoch * 4 : epoch * 4 + 4]
         x, y = full[epoch * 4]
         batches.append((x[:5], y[:5]))  # the epoch's last, smaller batch
-    runs = []
-    for captured in (False, True):
-        tl.manual_seed(0)
-        model = _mlp().to(device)
-        opt = OPTIMIZERS["adam"](model)
-        step = _train_step(model, opt, _ce)
-        if captured:
-            step = tl.jit.capture_step(step, on_mismatch="eager")
-        losses = [step(x.to(device), y.to(device)).item() for x, y in batches]
-        runs.append((losses, [p.detach().numpy().copy() for p in model.parameters()]))
-    assert step.state == "captured"
-    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=TOL, atol=TOL)
-    for a, b in zip(runs[1][1], runs[0][1]):
-        np.testing.assert_allclose(a, b, rtol=TOL, atol=TOL)
+    assert _mlp_eager_and_captured(batches, device, "eager").state == "captured"
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -427,17 +433,4 @@ def test_on_mismatch_capture_keeps_one_capture_per_batch_size(device):
     matches eager training step for step (Adam's state shared by every capture)."""
     full = _mlp_batches()[:24]
     batches = [(x[: 16 - 5 * (i % 3)], y[: 16 - 5 * (i % 3)]) for i, (x, y) in enumerate(full)]
-    runs = []
-    for captured in (False, True):
-        tl.manual_seed(0)
-        model = _mlp().to(device)
-        opt = OPTIMIZERS["adam"](model)
-        step = _train_step(model, opt, _ce)
-        if captured:
-            step = tl.jit.capture_step(step, on_mismatch="capture")
-        losses = [step(x.to(device), y.to(device)).item() for x, y in batches]
-        runs.append((losses, [p.detach().numpy().copy() for p in model.parameters()]))
-    assert step.n_captures == 3
-    np.testing.assert_allclose(runs[1][0], runs[0][0], rtol=TOL, atol=TOL)
-    for a, b in zip(runs[1][1], runs[0][1]):
-        np.testing.assert_allclose(a, b, rtol=TOL, atol=TOL)
+    assert _mlp_eager_and_captured(batches, device, "capture").n_captures == 3

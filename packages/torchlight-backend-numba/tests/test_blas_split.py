@@ -137,7 +137,7 @@ def test_without_scipy_matmul_falls_back_to_numpy_with_a_warning(monkeypatch):
 def test_loading_the_backend_caps_blas_at_one_thread():
     """Loading the backend (before any product) leaves every BLAS library at one thread: small
     products go through ``np.matmul``, and a second pool spinning there held the core numba's
-    next parallel loop needed (a LeNet step 4.6x slower at two threads than at one)."""
+    next parallel loop needed (a LeNet step 3.4x slower at two threads than at one)."""
     script = (
         "import numpy, threadpoolctl\n"
         "def blas(): return sorted({p['num_threads'] for p in threadpoolctl.threadpool_info()"

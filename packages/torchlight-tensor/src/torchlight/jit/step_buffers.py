@@ -2,6 +2,7 @@
 constants it overwrites put back before each replay (:mod:`torchlight.jit.step`).
 
 >>> import torchlight as tl
+>>> from torchlight.jit.step_buffers import buffer_like, load_input, materialise, output_template
 >>> x = tl.arange(3.0)
 >>> buf = buffer_like(x)
 >>> load_input(buf, x)

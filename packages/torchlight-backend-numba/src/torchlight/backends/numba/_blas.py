@@ -55,7 +55,7 @@ def one_blas_thread():
     library loaded after a cap keeps its own thread count. Why one thread, even for the small
     products ``np.matmul`` takes: OpenBLAS's workers spin after each call, and on two cores they
     hold the core a numba parallel loop needs next. A LeNet step (batch 16, every product small)
-    took 15 ms at two threads with BLAS uncapped, 3.2 ms capped, 3.7 ms at one thread
+    took 11.9 ms at two threads with BLAS uncapped, 2.9 ms capped, 3.4 ms at one thread
     (``docs/developer/performance.md``, stop 40).
     """
     from threadpoolctl import threadpool_limits
