@@ -344,6 +344,7 @@ def test_past_max_captures_other_shapes_run_eagerly_with_one_warning():
             for n in (2, 3, 4):
                 np.testing.assert_allclose(captured(tl.zeros(n)).numpy(), np.ones(n))
     assert len(seen) == 1 and captured.n_captures == 2
+    assert seen[0].filename == __file__  # the warning points at the caller's line
 
 
 def test_decorator_forms_and_repr():

@@ -245,7 +245,7 @@ class CapturedStep:
                     f"other arguments run eagerly ({_signature_change(self._signature, sig)}). "
                     "Pass a larger max_captures, or fewer shapes (pad or bucket the batches)",
                     RuntimeWarning,
-                    stacklevel=3,
+                    stacklevel=4,  # the user's call: _mismatch <- _record/_run_replay <- __call__
                 )
             return self.fn(*args, **kwargs)
         if self.on_mismatch == "eager":
@@ -313,8 +313,8 @@ def capture_step(
     own warmup and two recordings, then replays), up to ``max_captures`` of them, after which
     other signatures run eagerly with a warning: for steps whose shapes take a few values (the
     length of a name or a sentence). Each capture keeps its own buffers, and ``p.grad`` and the
-    like are then the last recorded signature's tensors, not the last replayed one's. Host values that change per step must be declared
-    (:func:`~torchlight.jit.count_up`, :func:`~torchlight.jit.guard`); ``.item()`` inside the
+    like are then the last recorded signature's tensors, not the last replayed one's. Host
+    values that change per step must be declared (:func:`~torchlight.jit.count_up`, :func:`~torchlight.jit.guard`); ``.item()`` inside the
     step and data-dependent control flow are refused with a
     :class:`~torchlight.jit.TraceError`. Dropout and other draws of torchlight's generators are
     drawn anew by every replay, as by the eager step.
