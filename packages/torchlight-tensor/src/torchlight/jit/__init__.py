@@ -31,12 +31,12 @@ no autograd graph, no module code, no allocation::
     for x, y in loader:
         loss = step(x, y)
 
-Replays need the captured argument shapes (``on_mismatch="capture"`` keeps one capture per
-shape, for steps whose shapes take a few values); Python numbers that change per step must be declared
+Replays need the captured argument shapes (``on_mismatch="capture"`` keeps one capture per shape,
+for steps whose shapes take a few values); Python numbers that change per step must be declared
 (:func:`count_up` makes a step counter :class:`Live`; :func:`guard` stops replays when a setting
-changes — torchlight's optimizers do both). Random draws (dropout) are drawn anew by each
-replay, as by an eager step. ``.item()`` inside the step and changing control flow are refused
-with :class:`TraceError`. See :mod:`torchlight.jit.step`.
+changes — torchlight's optimizers do both). Random draws (dropout) are drawn anew by each replay,
+as by an eager step. ``.item()`` inside the step and changing control flow are refused with
+:class:`TraceError`. See :mod:`torchlight.jit.step`.
 """
 
 from .fusion import ElementwiseChain, get_compiler

@@ -155,12 +155,18 @@ class CapturedStep:
                 "a captured step was called inside another step that is being captured; "
                 "capture only the outer step (call the inner function itself there)"
             )
-        if self._keep is not None:
-            return self._run_replay(args, kwargs)
-        if self._eager_left > 0:
+        return self._call(args, kwargs, None)
+
+    def _call(self, args: tuple, kwargs: dict, split: tuple | None) -> Any:
+        """Run, record or replay one call; ``split`` is its ``(tensors, signature)`` when the
+        first capture already took them apart (a call it passes on to another signature's)."""
+        if self._keep is None and self._eager_left > 0:
             self._eager_left -= 1
             return self.fn(*args, **kwargs)
-        return self._record(args, kwargs)
+        tensors, sig = split or self._split(args, kwargs)
+        if self._keep is not None:
+            return self._run_replay(tensors, sig, args, kwargs)
+        return self._record(tensors, sig, args, kwargs)
 
     def _split(self, args: tuple, kwargs: dict) -> tuple[list, tuple]:
         """The tensor arguments (in order) and the signature the capture is valid for."""
@@ -179,13 +185,12 @@ class CapturedStep:
                 sig.append((key, "value", a))
         return tensors, tuple(sig)
 
-    def _record(self, args: tuple, kwargs: dict) -> Any:
-        tensors, sig = self._split(args, kwargs)
+    def _record(self, tensors: list, sig: tuple, args: tuple, kwargs: dict) -> Any:
         if self._signature is None:
             self._signature = sig
             self._buffers = [buffer_like(t) for t in tensors]
         elif sig != self._signature:
-            return self._mismatch(sig, args, kwargs)
+            return self._mismatch(tensors, sig, args, kwargs)
         for buf, t in zip(self._buffers, tensors):
             load_input(buf, t, index_bounds=True)
         it = iter(self._buffers)
@@ -218,10 +223,9 @@ class CapturedStep:
         self._outputs = outputs
         self._keep = rec
 
-    def _run_replay(self, args: tuple, kwargs: dict) -> Any:
-        tensors, sig = self._split(args, kwargs)
+    def _run_replay(self, tensors: list, sig: tuple, args: tuple, kwargs: dict) -> Any:
         if sig != self._signature:
-            return self._mismatch(sig, args, kwargs)
+            return self._mismatch(tensors, sig, args, kwargs)
         self._check_guards()
         for buf, t in zip(self._buffers, tensors):
             load_input(buf, t)
@@ -229,15 +233,15 @@ class CapturedStep:
             call.run()
         return materialise(self._outputs)
 
-    def _mismatch(self, sig: tuple, args: tuple, kwargs: dict) -> Any:
+    def _mismatch(self, tensors: list, sig: tuple, args: tuple, kwargs: dict) -> Any:
         if self.on_mismatch == "capture":
             for known, other in self._others:
                 if known == sig:
-                    return other(*args, **kwargs)
+                    return other._call(args, kwargs, (tensors, sig))
             if 1 + len(self._others) < self.max_captures:
                 other = CapturedStep(self.fn, self.warmup, self.fuse)
                 self._others.append((sig, other))
-                return other(*args, **kwargs)
+                return other._call(args, kwargs, (tensors, sig))
             if not self._warned:  # as torch.compile past its recompile limit: eager, said once
                 self._warned = True
                 warnings.warn(
@@ -245,7 +249,7 @@ class CapturedStep:
                     f"other arguments run eagerly ({_signature_change(self._signature, sig)}). "
                     "Pass a larger max_captures, or fewer shapes (pad or bucket the batches)",
                     RuntimeWarning,
-                    stacklevel=4,  # the user's call: _mismatch <- _record/_run_replay <- __call__
+                    stacklevel=5,  # the user's line: __call__ -> _call -> _record/_run_replay
                 )
             return self.fn(*args, **kwargs)
         if self.on_mismatch == "eager":
@@ -314,10 +318,10 @@ def capture_step(
     other signatures run eagerly with a warning: for steps whose shapes take a few values (the
     length of a name or a sentence). Each capture keeps its own buffers, and ``p.grad`` and the
     like are then the last recorded signature's tensors, not the last replayed one's. Host
-    values that change per step must be declared (:func:`~torchlight.jit.count_up`, :func:`~torchlight.jit.guard`); ``.item()`` inside the
-    step and data-dependent control flow are refused with a
-    :class:`~torchlight.jit.TraceError`. Dropout and other draws of torchlight's generators are
-    drawn anew by every replay, as by the eager step.
+    values that change per step must be declared (:func:`~torchlight.jit.count_up`,
+    :func:`~torchlight.jit.guard`); ``.item()`` inside the step and data-dependent control flow
+    are refused with a :class:`~torchlight.jit.TraceError`. Dropout and other draws of
+    torchlight's generators are drawn anew by every replay, as by the eager step.
 
     >>> import torchlight as tl
     >>> from torchlight import nn
